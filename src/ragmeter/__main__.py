@@ -1,0 +1,3 @@
+from ragmeter.cli.app import main
+
+main()

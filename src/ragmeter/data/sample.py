@@ -1,0 +1,44 @@
+"""The one record type every tier reads: a RAG sample (RAGAS field names where they exist)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+QUESTION_TYPES = ("definition", "fact", "negative")
+
+
+@dataclass
+class Sample:
+    """One question of an evaluation set and whatever is known about it.
+
+    Field names follow RAGAS where RAGAS has them (``user_input``, ``retrieved_contexts``,
+    ``response``, ``reference``, ``reference_contexts``); the others come from the seed-003
+    evalset (``gold_doc_ids``, ``gold_chunk_ids``, ``type``).
+
+    ``gold_grades`` optionally maps a gold id to a graded relevance (default grade 1).
+    ``retrieved_scores`` are the retriever's scores, aligned with ``retrieved_ids``.
+    A ``type`` of ``"negative"`` marks a question whose answer is not in the corpus.
+    """
+
+    id: str
+    user_input: str | None = None
+    retrieved_contexts: list[str] | None = None
+    retrieved_ids: list[str] | None = None
+    retrieved_scores: list[float] | None = None
+    response: str | None = None
+    reference: str | None = None
+    reference_contexts: list[str] | None = None
+    gold_doc_ids: list[str] | None = None
+    gold_chunk_ids: list[str] | None = None
+    gold_grades: dict[str, int] | None = None
+    type: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_negative(self) -> bool:
+        return self.type == "negative"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict without empty optional fields (stable for hashing and JSON)."""
+        return {k: v for k, v in asdict(self).items() if v is not None and v != {}}

@@ -1,0 +1,79 @@
+"""Contracts of the LLM judge engine: a request, a reply, and the judge that answers.
+
+Every judge call declares its output JSON schema. A reply is either *scored* (``data`` holds
+the parsed JSON, valid against the schema) or *unscored* (``data is None`` and ``reason`` is
+one of :data:`UNSCORED_REASONS` or ``missing_field:<name>``) — never a silent 0 or NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+UNSCORED_REASONS = (
+    "parse_error",        # reply is not valid JSON for the schema, even after one repair attempt
+    "schema_error",       # JSON parsed but does not match the declared schema
+    "truncated",          # finish_reason == "length"
+    "timeout",            # per-call timeout exceeded (after retries)
+    "rate_limited",       # HTTP 429 after the retry budget was spent
+    "http_5xx",           # server error after retries
+    "http_4xx",           # other client error (bad request, auth) — not retried
+    "connection_error",   # could not connect
+    "empty_input",        # a required text was empty; no call was made
+    "refused",            # the model declined to answer
+    "backend_error",      # anything else raised by a backend, with its message in ``detail``
+)
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One call to a judge. ``schema`` is a JSON schema the reply must satisfy."""
+
+    messages: tuple[dict[str, str], ...]
+    schema: dict[str, Any]
+    prompt_version: str
+    metric: str = ""
+    sample_id: str = ""
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass
+class JudgeReply:
+    """The parsed reply (``data``) or the reason there is none, plus accounting."""
+
+    data: Any | None
+    reason: str | None = None
+    detail: str | None = None
+    raw: str | None = None
+    model: str = ""
+    latency_s: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0
+    cached: bool = False
+    attempts: int = 1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.data is not None and self.reason is None
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Anything that answers judge requests: an HTTP endpoint, a local GGUF model, a replay.
+
+    ``demo`` is True for the weak offline demonstration judge: reports label it as such and
+    metrics that need graded or claim-splitting abilities it lacks must refuse it (or use their
+    non-LLM fallback) instead of presenting its numbers as real.
+    """
+
+    name: str
+    model: str
+    demo: bool
+
+    def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]: ...
+
+    async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]: ...

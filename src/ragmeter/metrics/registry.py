@@ -1,0 +1,249 @@
+"""The metric registry: one declarative :class:`MetricSpec` per metric, one canonical string.
+
+A metric *value* is a :class:`Metric` — a spec name, an optional cutoff ``k`` and parameters.
+Its string form round-trips (``str(parse_metric(s)) == canonical(s)``) and serves as the
+result key, the config key and part of every cache key::
+
+    ndcg@10                   hit_rate@5(level=doc)        recall@10(level=doc)
+    mrr                       mrr@10                       ndcg@10(gain=exp)
+    rouge_l(measure=f)        answer_correctness(preset=equal)
+
+Parameters equal to their defaults are omitted; the rest are sorted by name. Aliases
+(``doc_hit@5`` → ``hit_rate@5(level=doc)``) parse to the canonical form.
+
+Families register their metrics from their own module (``ragmeter.metrics.<family>``) with
+:func:`register`; each spec may carry a ``compute`` callable whose signature is defined by the
+family (for example the retrieval family passes padded rank arrays). *What* is measured is the
+spec; *who* computes it is the family's evaluator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ragmeter.errors import MetricSpecError
+
+KPolicy = Literal["required", "optional", "none"]
+ParamValue = int | float | str | bool
+
+
+@dataclass(frozen=True)
+class Param:
+    """A typed metric parameter with a default and, optionally, a closed set of choices."""
+
+    name: str
+    type: type
+    default: ParamValue
+    choices: tuple[ParamValue, ...] | None = None
+    doc: str = ""
+
+    def coerce(self, raw: Any, metric: str) -> ParamValue:
+        try:
+            if self.type is bool:
+                if isinstance(raw, bool):
+                    value: ParamValue = raw
+                elif str(raw).lower() in ("true", "1", "yes"):
+                    value = True
+                elif str(raw).lower() in ("false", "0", "no"):
+                    value = False
+                else:
+                    raise ValueError(raw)
+            elif self.type is int:
+                value = int(raw)
+            elif self.type is float:
+                value = float(raw)
+            else:
+                value = str(raw)
+        except (TypeError, ValueError):
+            raise MetricSpecError(
+                f"metric '{metric}': parameter '{self.name}' must be {self.type.__name__}, got {raw!r}"
+            ) from None
+        if self.choices is not None and value not in self.choices:
+            allowed = ", ".join(map(str, self.choices))
+            raise MetricSpecError(
+                f"metric '{metric}': parameter '{self.name}' must be one of {allowed}, got {raw!r}"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """Declarative description of one metric. The docstring-like ``doc`` carries the formula."""
+
+    name: str
+    family: str
+    doc: str
+    params: tuple[Param, ...] = ()
+    k: KPolicy = "none"
+    higher_is_better: bool = True
+    required_fields: tuple[str, ...] = ()
+    value_range: tuple[float, float] | None = (0.0, 1.0)
+    aliases: Mapping[str, Mapping[str, ParamValue]] = field(default_factory=dict)
+    compute: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise MetricSpecError(
+            f"metric '{self.name}' has no parameter '{name}' "
+            f"(known: {', '.join(p.name for p in self.params) or 'none'})"
+        )
+
+
+@dataclass(frozen=True, order=True)
+class Metric:
+    """A configured metric: spec name, cutoff and all parameter values (defaults filled in)."""
+
+    name: str
+    k: int | None = None
+    params: tuple[tuple[str, ParamValue], ...] = ()
+
+    @property
+    def spec(self) -> MetricSpec:
+        return get_spec(self.name)
+
+    def get(self, name: str) -> ParamValue:
+        for key, value in self.params:
+            if key == name:
+                return value
+        return self.spec.param(name).default
+
+    def __str__(self) -> str:
+        spec = self.spec
+        text = self.name if self.k is None else f"{self.name}@{self.k}"
+        shown = [
+            f"{key}={_fmt(value)}"
+            for key, value in self.params
+            if value != spec.param(key).default
+        ]
+        if shown:
+            text += "(" + ",".join(shown) + ")"
+        return text
+
+    def with_k(self, k: int | None) -> Metric:
+        return make_metric(self.name, k=k, **dict(self.params))
+
+
+def _fmt(value: ParamValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+_ALIASES: dict[str, tuple[str, Mapping[str, ParamValue]]] = {}
+_LOADED = False
+_PATTERN = re.compile(
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+))?\s*"
+    r"(?:\((?P<params>[^()]*)\))?\s*$"
+)
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    """Add a spec to the registry (called once, from the module that defines the metric)."""
+    if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
+        raise MetricSpecError(f"metric '{spec.name}' is registered twice")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", spec.name):
+        raise MetricSpecError(f"metric name '{spec.name}' must be lower_snake_case")
+    _REGISTRY[spec.name] = spec
+    for alias, fixed in spec.aliases.items():
+        _ALIASES[alias] = (spec.name, fixed)
+    return spec
+
+
+def _ensure_loaded() -> None:
+    """Import every module of ``ragmeter.metrics`` so that all built-in specs are registered."""
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    import ragmeter.metrics as pkg
+
+    for info in pkgutil.walk_packages(pkg.__path__, prefix="ragmeter.metrics."):
+        if info.name.rsplit(".", 1)[-1].startswith("_") or info.name.endswith(".registry"):
+            continue
+        importlib.import_module(info.name)
+
+
+def get_spec(name: str) -> MetricSpec:
+    _ensure_loaded()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise MetricSpecError(
+            f"unknown metric '{name}'. Known metrics: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def list_specs(family: str | None = None) -> list[MetricSpec]:
+    _ensure_loaded()
+    return sorted(
+        (s for s in _REGISTRY.values() if family is None or s.family == family),
+        key=lambda s: (s.family, s.name),
+    )
+
+
+def make_metric(name: str, k: int | None = None, **params: Any) -> Metric:
+    """Build a validated :class:`Metric` (aliases resolved, defaults filled, types coerced)."""
+    _ensure_loaded()
+    fixed: Mapping[str, ParamValue] = {}
+    if name not in _REGISTRY and name in _ALIASES:
+        name, fixed = _ALIASES[name]
+        for key, value in fixed.items():
+            if key in params and params[key] != value:
+                raise MetricSpecError(f"alias fixes {key}={value}, got {key}={params[key]}")
+        params = {**params, **fixed}
+    spec = get_spec(name)
+    if spec.k == "required" and k is None:
+        raise MetricSpecError(f"metric '{name}' needs a cutoff, e.g. '{name}@10'")
+    if spec.k == "none" and k is not None:
+        raise MetricSpecError(f"metric '{name}' takes no cutoff '@{k}'")
+    if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
+        raise MetricSpecError(f"metric '{name}': cutoff must be a positive integer, got {k!r}")
+    values: dict[str, ParamValue] = {}
+    for key, raw in params.items():
+        values[key] = spec.param(key).coerce(raw, name)
+    full = tuple(sorted((p.name, values.get(p.name, p.default)) for p in spec.params))
+    return Metric(name=name, k=k, params=full)
+
+
+def parse_metric(text: str | Metric) -> Metric:
+    """Parse ``name[@k][(key=value,...)]`` into a :class:`Metric`."""
+    if isinstance(text, Metric):
+        return text
+    m = _PATTERN.match(text)
+    if not m:
+        raise MetricSpecError(
+            f"cannot parse metric '{text}': expected name[@k][(key=value,...)], e.g. 'ndcg@10'"
+        )
+    k: int | None = None
+    if m.group("k") is not None:
+        try:
+            k = int(m.group("k"))
+        except ValueError:
+            raise MetricSpecError(f"metric '{text}': cutoff must be an integer") from None
+    params: dict[str, str] = {}
+    if m.group("params"):
+        for part in m.group("params").split(","):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise MetricSpecError(f"metric '{text}': parameter '{part}' must be key=value")
+            key, value = (s.strip() for s in part.split("=", 1))
+            if key in params:
+                raise MetricSpecError(f"metric '{text}': parameter '{key}' given twice")
+            params[key] = value
+    return make_metric(m.group("name").replace("-", "_"), k=k, **params)
+
+
+def parse_metrics(items: Iterable[str | Metric]) -> list[Metric]:
+    """Parse several metrics, expanding ``name@5,10,20`` style lists is left to callers."""
+    return [parse_metric(i) for i in items]

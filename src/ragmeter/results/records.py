@@ -1,0 +1,338 @@
+"""Result records: per-sample values, aggregates with CIs, and a signature on every result.
+
+Per-sample values are the source of truth; aggregates, confidence intervals and paired tests
+are computed from them. An *unscored* sample (judge reply unparseable, timeout, ...) has no
+value but a reason: it is counted in ``n_unscored`` and excluded from the mean — never 0.
+An *excluded* sample (e.g. a query with no relevant documents, a negative question) is not
+part of this metric's population at all and is only counted in ``counts``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ragmeter._version import __version__
+from ragmeter.results.stats import DEFAULT_N_BOOT, DEFAULT_SEED, PairedComparison, bootstrap_ci, paired_test
+
+
+@dataclass(frozen=True)
+class Signature:
+    """Everything needed to compare two numbers honestly, as ``key:value|key:value``.
+
+    Always carries the ragmeter version; callers add metric, k, tie policy, dataset hash, seed,
+    tokenizer, model names, prompt version, chunking — whatever changed the number.
+    """
+
+    fields: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def make(cls, **fields: Any) -> Signature:
+        items = {"ragmeter": __version__}
+        for key, value in fields.items():
+            if value is None:
+                continue
+            items[key] = _sig_value(value)
+        return cls(tuple(items.items()))
+
+    def with_fields(self, **fields: Any) -> Signature:
+        items = dict(self.fields)
+        for key, value in fields.items():
+            if value is not None:
+                items[key] = _sig_value(value)
+        return Signature(tuple(items.items()))
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.fields)
+
+    def get(self, key: str) -> str | None:
+        return self.as_dict().get(key)
+
+    def __str__(self) -> str:
+        return "|".join(f"{k}:{v}" for k, v in self.fields)
+
+    @classmethod
+    def parse(cls, text: str) -> Signature:
+        items = []
+        for part in text.split("|"):
+            key, _, value = part.partition(":")
+            items.append((key, value))
+        return cls(tuple(items))
+
+
+def _sig_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return str(value).replace("|", "/")
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """Mean over scored samples, with a seeded percentile-bootstrap CI."""
+
+    mean: float | None
+    n: int
+    n_unscored: int
+    ci_low: float | None
+    ci_high: float | None
+    std: float | None
+    ci_level: float = 0.95
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int = DEFAULT_SEED
+    unscored_by_reason: Mapping[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mean": self.mean, "n": self.n, "n_unscored": self.n_unscored,
+            "ci_low": self.ci_low, "ci_high": self.ci_high, "std": self.std,
+            "ci_level": self.ci_level, "n_boot": self.n_boot, "seed": self.seed,
+            "unscored_by_reason": dict(self.unscored_by_reason),
+        }
+
+
+@dataclass(frozen=True)
+class SampleScore:
+    """One sample's value for one metric (``value is None`` ⇔ unscored, with ``reason``)."""
+
+    sample_id: str
+    value: float | None
+    reason: str | None = None
+    details: Mapping[str, Any] | None = None
+
+
+@dataclass
+class MetricResult:
+    """All per-sample values of one metric over one dataset, plus counts and a signature.
+
+    ``values`` is float64 aligned with ``sample_ids``; a NaN marks an unscored sample and
+    ``reasons`` must give its reason (enforced). ``counts`` holds documented policy counters
+    (``missing_from_run``, ``no_relevant``, ``negative``, ...).
+    """
+
+    metric: str
+    sample_ids: list[str]
+    values: np.ndarray
+    signature: Signature
+    reasons: dict[int, str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    details: list[dict[str, Any] | None] | None = None
+    higher_is_better: bool = True
+    seed: int = DEFAULT_SEED
+    n_boot: int = DEFAULT_N_BOOT
+
+    def __post_init__(self) -> None:
+        self.values = np.asarray(self.values, dtype=np.float64)
+        if self.values.shape != (len(self.sample_ids),):
+            raise ValueError(
+                f"{self.metric}: {self.values.shape[0]} values for {len(self.sample_ids)} samples"
+            )
+        nan_idx = np.flatnonzero(np.isnan(self.values))
+        missing = [int(i) for i in nan_idx if int(i) not in self.reasons]
+        if missing:
+            raise ValueError(
+                f"{self.metric}: unscored samples need a reason (indices {missing[:5]}...)"
+            )
+        for i in self.reasons:
+            self.values[i] = np.nan
+
+    @classmethod
+    def from_scores(
+        cls,
+        metric: str,
+        scores: Iterable[SampleScore],
+        signature: Signature,
+        **kwargs: Any,
+    ) -> MetricResult:
+        ids: list[str] = []
+        vals: list[float] = []
+        reasons: dict[int, str] = {}
+        details: list[dict[str, Any] | None] = []
+        for i, s in enumerate(scores):
+            ids.append(s.sample_id)
+            if s.value is None or (isinstance(s.value, float) and math.isnan(s.value)):
+                vals.append(float("nan"))
+                reasons[i] = s.reason or "unscored"
+            else:
+                vals.append(float(s.value))
+            details.append(dict(s.details) if s.details else None)
+        has_details = any(d is not None for d in details)
+        return cls(metric, ids, np.asarray(vals), signature, reasons=reasons,
+                   details=details if has_details else None, **kwargs)
+
+    @property
+    def scored_mask(self) -> np.ndarray:
+        return ~np.isnan(self.values)
+
+    @cached_property
+    def aggregate(self) -> Aggregate:
+        scored = self.values[self.scored_mask]
+        n = int(scored.size)
+        by_reason = dict(Counter(self.reasons.values()))
+        if n == 0:
+            return Aggregate(None, 0, len(self.reasons), None, None, None, seed=self.seed,
+                             n_boot=self.n_boot, unscored_by_reason=by_reason)
+        lo, hi = bootstrap_ci(scored, seed=self.seed, n_boot=self.n_boot)
+        return Aggregate(
+            mean=float(scored.mean()), n=n, n_unscored=len(self.reasons), ci_low=lo, ci_high=hi,
+            std=float(scored.std(ddof=1)) if n > 1 else 0.0, seed=self.seed, n_boot=self.n_boot,
+            unscored_by_reason=by_reason,
+        )
+
+    @property
+    def mean(self) -> float | None:
+        scored = self.values[self.scored_mask]
+        return float(scored.mean()) if scored.size else None
+
+    def records(self) -> list[SampleScore]:
+        out = []
+        for i, sid in enumerate(self.sample_ids):
+            v = self.values[i]
+            det = self.details[i] if self.details else None
+            if np.isnan(v):
+                out.append(SampleScore(sid, None, self.reasons.get(i, "unscored"), det))
+            else:
+                out.append(SampleScore(sid, float(v), None, det))
+        return out
+
+    def by_id(self) -> dict[str, float | None]:
+        return {s.sample_id: s.value for s in self.records()}
+
+    def to_dict(self, per_sample: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "metric": self.metric,
+            "aggregate": self.aggregate.to_dict(),
+            "counts": dict(self.counts),
+            "higher_is_better": self.higher_is_better,
+            "signature": str(self.signature),
+        }
+        if per_sample:
+            d["per_sample"] = [
+                {"sample_id": r.sample_id, "value": r.value, "reason": r.reason,
+                 **({"details": dict(r.details)} if r.details else {})}
+                for r in self.records()
+            ]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MetricResult:
+        rows = d.get("per_sample", [])
+        scores = [SampleScore(r["sample_id"], r.get("value"), r.get("reason"), r.get("details"))
+                  for r in rows]
+        agg = d.get("aggregate", {})
+        return cls.from_scores(
+            d["metric"], scores, Signature.parse(d["signature"]),
+            counts=dict(d.get("counts", {})), higher_is_better=bool(d.get("higher_is_better", True)),
+            seed=int(agg.get("seed", DEFAULT_SEED)), n_boot=int(agg.get("n_boot", DEFAULT_N_BOOT)),
+        )
+
+
+@dataclass
+class EvalResult:
+    """A set of metric results for one system (run) on one dataset."""
+
+    name: str
+    results: dict[str, MetricResult] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, result: MetricResult) -> None:
+        self.results[result.metric] = result
+
+    def __getitem__(self, metric: str) -> MetricResult:
+        if metric in self.results:
+            return self.results[metric]
+        from ragmeter.metrics.registry import parse_metric
+
+        return self.results[str(parse_metric(metric))]
+
+    def __contains__(self, metric: object) -> bool:
+        return metric in self.results
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.results.values())
+
+    def means(self) -> dict[str, float | None]:
+        return {k: r.aggregate.mean for k, r in self.results.items()}
+
+    def summary_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for key, r in self.results.items():
+            a = r.aggregate
+            rows.append({"metric": key, "mean": a.mean, "ci_low": a.ci_low, "ci_high": a.ci_high,
+                         "n": a.n, "n_unscored": a.n_unscored, **{f"count_{c}": v for c, v in r.counts.items()}})
+        return rows
+
+    def to_dict(self, per_sample: bool = True) -> dict[str, Any]:
+        return {"name": self.name, "meta": self.meta,
+                "results": {k: r.to_dict(per_sample) for k, r in self.results.items()}}
+
+    def to_json(self, per_sample: bool = True, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(per_sample), ensure_ascii=False, indent=indent, default=str)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> EvalResult:
+        res = cls(d["name"], meta=dict(d.get("meta", {})))
+        for r in d.get("results", {}).values():
+            res.add(MetricResult.from_dict(r))
+        return res
+
+    def to_frame(self, per_sample: bool = False) -> Any:
+        """pandas DataFrame: one row per metric, or per (metric, sample) with ``per_sample``."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover
+            from ragmeter.errors import MissingExtraError
+
+            raise MissingExtraError("pandas", "pandas", "DataFrame export") from exc
+        if not per_sample:
+            return pd.DataFrame(self.summary_rows())
+        rows = []
+        for key, r in self.results.items():
+            for s in r.records():
+                rows.append({"metric": key, "sample_id": s.sample_id, "value": s.value,
+                             "reason": s.reason})
+        return pd.DataFrame(rows)
+
+
+def compare_metric(
+    a: MetricResult,
+    b: MetricResult,
+    *,
+    method: str = "randomization",
+    n_resamples: int = 10000,
+    seed: int | None = None,
+) -> PairedComparison:
+    """Paired test of B against A over the samples both scored (aligned by sample id)."""
+    pos_b = {sid: i for i, sid in enumerate(b.sample_ids)}
+    ia, ib = [], []
+    for i, sid in enumerate(a.sample_ids):
+        j = pos_b.get(sid)
+        if j is not None:
+            ia.append(i)
+            ib.append(j)
+    va, vb = a.values[ia], b.values[ib]
+    both = ~np.isnan(va) & ~np.isnan(vb)
+    union = len(set(a.sample_ids) | set(b.sample_ids))
+    return paired_test(
+        va[both], vb[both], metric=a.metric, method=method, n_resamples=n_resamples,
+        seed=a.seed if seed is None else seed, higher_is_better=a.higher_is_better,
+        n_dropped=union - int(both.sum()),
+    )
+
+
+def compare_results(
+    a: EvalResult, b: EvalResult, *, method: str = "randomization", n_resamples: int = 10000,
+    seed: int | None = None,
+) -> list[PairedComparison]:
+    """Paired comparison for every metric the two results share."""
+    return [compare_metric(a.results[m], b.results[m], method=method, n_resamples=n_resamples,
+                           seed=seed)
+            for m in a.results if m in b.results]
