@@ -1,0 +1,171 @@
+"""Judge configuration: one :class:`JudgeConfig` per judge, validated on construction."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import ConfigError
+
+BACKENDS = ("openai", "gguf", "local-demo", "mock", "recorded", "scripted")
+LANGUAGES = ("auto", "ru", "en")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff: ``initial * multiplier**n`` seconds, capped at ``max``.
+
+    ``max_retries`` bounds retries per call; ``budget`` bounds retries over a whole run
+    (``None`` = ``max(10, 0.5 * n_requests)``), so a dead endpoint fails fast instead of
+    sleeping ``n_requests × max_retries`` times.
+    """
+
+    initial: float = 2.0
+    max: float = 30.0
+    multiplier: float = 2.0
+    max_retries: int = 4
+    budget: int | None = None
+
+    def delay(self, attempt: int) -> float:
+        """Backoff before retry number ``attempt`` (1-based)."""
+        return float(min(self.max, self.initial * self.multiplier ** max(0, attempt - 1)))
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Everything needed to build a judge. ``api_key_env`` names the variable, never the key."""
+
+    name: str = "judge"
+    backend: str = "openai"
+    base_url: str | None = None
+    model: str = ""
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 1000
+    seed: int | None = 0
+    timeout_s: float = 60.0
+    max_concurrency: int = 16
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    price_in: float = 0.0
+    price_out: float = 0.0
+    cache_dir: str | None = None
+    no_cache: bool = False
+    language: str = "auto"
+    gguf_path: str | None = None
+    n_ctx: int = 4096
+    threads: int | None = None
+    structured_output: bool = True
+    record_path: str | None = None
+    extra_headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise ConfigError("name", "must be a non-empty string")
+        if self.backend not in BACKENDS:
+            raise ConfigError("backend", f"unknown backend {self.backend!r}", list(BACKENDS))
+        if self.backend == "openai":
+            if not self.base_url:
+                raise ConfigError("base_url", "is required for backend 'openai' "
+                                  "(e.g. https://openrouter.ai/api/v1)")
+            if not self.model:
+                raise ConfigError("model", "is required for backend 'openai'")
+        if self.backend == "gguf" and not self.gguf_path:
+            raise ConfigError("gguf_path", "is required for backend 'gguf' (path to a .gguf file)")
+        if self.backend == "recorded" and not self.record_path:
+            raise ConfigError("record_path", "is required for backend 'recorded'")
+        if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
+            raise ConfigError("base_url", f"must start with http:// or https://, got "
+                              f"{self.base_url!r}")
+        _check_number("temperature", self.temperature, 0.0, 2.0)
+        _check_int("max_tokens", self.max_tokens, 1)
+        _check_number("timeout_s", self.timeout_s, 1e-3, None)
+        _check_int("max_concurrency", self.max_concurrency, 1)
+        _check_number("price_in", self.price_in, 0.0, None)
+        _check_number("price_out", self.price_out, 0.0, None)
+        _check_int("n_ctx", self.n_ctx, 256)
+        if self.threads is not None:
+            _check_int("threads", self.threads, 1)
+        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
+            raise ConfigError("seed", f"must be an integer or null, got {self.seed!r}")
+        if self.language not in LANGUAGES:
+            raise ConfigError("language", f"unknown language {self.language!r}", list(LANGUAGES))
+        r = self.retry
+        if not isinstance(r, RetryPolicy):
+            raise ConfigError("retry", "must be a RetryPolicy (or a mapping in from_dict)")
+        _check_number("retry.initial", r.initial, 0.0, None)
+        _check_number("retry.max", r.max, 0.0, None)
+        _check_number("retry.multiplier", r.multiplier, 1.0, None)
+        _check_int("retry.max_retries", r.max_retries, 0)
+        if r.budget is not None:
+            _check_int("retry.budget", r.budget, 0)
+        if r.max < r.initial:
+            raise ConfigError("retry.max", f"must be >= retry.initial ({r.initial}), got {r.max}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JudgeConfig:
+        """Build from a YAML/JSON mapping; unknown keys raise :class:`ConfigError`."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(unknown[0], "unknown judge config key", sorted(known))
+        values = dict(data)
+        retry = values.get("retry")
+        if isinstance(retry, Mapping):
+            rknown = {f.name for f in fields(RetryPolicy)}
+            bad = sorted(set(retry) - rknown)
+            if bad:
+                raise ConfigError(f"retry.{bad[0]}", "unknown retry key", sorted(rknown))
+            values["retry"] = RetryPolicy(**retry)
+        elif retry is None:
+            values.pop("retry", None)
+        try:
+            return cls(**values)
+        except TypeError as exc:  # wrong types that dataclass itself rejects
+            raise ConfigError("judge", str(exc)) from None
+
+    def with_(self, **changes: Any) -> JudgeConfig:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def api_key(self) -> str | None:
+        """The API key from the environment (``None`` when unset). Never stored on the config."""
+        if not self.api_key_env:
+            return None
+        value = os.environ.get(self.api_key_env)
+        return value or None
+
+    def resolved_cache_dir(self) -> Path:
+        """``cache_dir``, else ``$RAGMETER_CACHE_DIR``, else ``~/.cache/ragmeter``."""
+        return default_cache_dir(self.cache_dir)
+
+    def price_table(self) -> tuple[float, float]:
+        return (self.price_in, self.price_out)
+
+
+def default_cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get("RAGMETER_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".cache" / "ragmeter"
+
+
+def _check_number(key: str, value: Any, lo: float | None, hi: float | None) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ConfigError(key, f"must be a number, got {value!r}")
+    if lo is not None and value < lo:
+        raise ConfigError(key, f"must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise ConfigError(key, f"must be <= {hi}, got {value}")
+
+
+def _check_int(key: str, value: Any, lo: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(key, f"must be an integer, got {value!r}")
+    if value < lo:
+        raise ConfigError(key, f"must be >= {lo}, got {value}")

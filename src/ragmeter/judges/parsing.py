@@ -1,0 +1,226 @@
+"""Robust JSON extraction from model text and validation against the JSON-schema subset we use.
+
+Supported schema keywords: ``type`` (object, array, string, number, integer, boolean, null, or a
+list of them), ``properties``, ``required``, ``additionalProperties`` (bool), ``items``,
+``enum``, ``const``, ``minimum``, ``maximum``, ``minItems``, ``maxItems``, ``minLength``,
+``maxLength``. Unknown keywords are ignored (``description``, ``title``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+
+
+class JSONExtractError(ValueError):
+    """No JSON value could be found in the text."""
+
+
+@dataclass(frozen=True)
+class ParseOutcome:
+    """``data`` when the text held a schema-valid JSON value, else ``reason`` + ``detail``."""
+
+    data: Any | None
+    reason: str | None = None
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+
+def extract_json(text: str) -> Any:
+    """The JSON value in ``text``: bare, inside code fences, after prose, with trailing commas.
+
+    Raises :class:`JSONExtractError` when there is none.
+    """
+    if text is None:
+        raise JSONExtractError("empty reply")
+    s = _THINK.sub("", text).strip()
+    if not s:
+        raise JSONExtractError("empty reply")
+    candidates: list[str] = [s]
+    candidates += [m.group(1).strip() for m in _FENCE.finditer(s)]
+    for cand in candidates:
+        for variant in (cand, _TRAILING_COMMA.sub(r"\1", cand)):
+            try:
+                return json.loads(variant)
+            except ValueError:
+                pass
+    # Scan for the first balanced {...} or [...] block (prose before/after it).
+    for start, ch in enumerate(s):
+        if ch not in "{[":
+            continue
+        end = _balanced_end(s, start)
+        if end is None:
+            continue
+        block = s[start:end + 1]
+        for variant in (block, _TRAILING_COMMA.sub(r"\1", block)):
+            try:
+                return json.loads(variant)
+            except ValueError:
+                pass
+    raise JSONExtractError(f"no JSON value found in reply ({len(text)} chars)")
+
+
+def _balanced_end(s: str, start: int) -> int | None:
+    depth = 0
+    in_str = False
+    esc = False
+    for i in range(start, len(s)):
+        c = s[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+            continue
+        if c == '"':
+            in_str = True
+        elif c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+_TYPES: dict[str, tuple[type, ...]] = {
+    "object": (dict,),
+    "array": (list,),
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "null": (type(None),),
+}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    if name in ("number", "integer") and isinstance(value, bool):
+        return False
+    if name == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, _TYPES.get(name, (object,)))
+
+
+def validate(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
+    """Every violation of ``schema`` by ``value`` as ``"<path>: <problem>"`` (empty = valid)."""
+    errors: list[str] = []
+    if not isinstance(schema, dict):
+        return errors
+    stype = schema.get("type")
+    if stype is not None:
+        names = stype if isinstance(stype, list) else [stype]
+        if not any(_is_type(value, n) for n in names):
+            errors.append(f"{path}: expected {'|'.join(names)}, got {type(value).__name__}")
+            return errors
+    if "enum" in schema and value not in schema["enum"]:
+        errors.append(f"{path}: {value!r} not one of {schema['enum']!r}")
+    if "const" in schema and value != schema["const"]:
+        errors.append(f"{path}: must equal {schema['const']!r}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            errors.append(f"{path}: {value} < minimum {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            errors.append(f"{path}: {value} > maximum {schema['maximum']}")
+    if isinstance(value, str):
+        if "minLength" in schema and len(value) < schema["minLength"]:
+            errors.append(f"{path}: shorter than {schema['minLength']}")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            errors.append(f"{path}: longer than {schema['maxLength']}")
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key in schema.get("required", []):
+            if key not in value:
+                errors.append(f"{path}: missing required property '{key}'")
+        for key, sub in props.items():
+            if key in value:
+                errors.extend(validate(value[key], sub, f"{path}.{key}"))
+        if schema.get("additionalProperties") is False:
+            for key in value:
+                if key not in props:
+                    errors.append(f"{path}: unexpected property '{key}'")
+    if isinstance(value, list):
+        if "minItems" in schema and len(value) < schema["minItems"]:
+            errors.append(f"{path}: fewer than {schema['minItems']} items")
+        if "maxItems" in schema and len(value) > schema["maxItems"]:
+            errors.append(f"{path}: more than {schema['maxItems']} items")
+        items = schema.get("items")
+        if isinstance(items, dict):
+            for i, item in enumerate(value):
+                errors.extend(validate(item, items, f"{path}[{i}]"))
+    return errors
+
+
+def coerce_integers(value: Any, schema: dict[str, Any]) -> Any:
+    """Turn ``2.0`` into ``2`` where the schema says integer (models often write floats)."""
+    if not isinstance(schema, dict):
+        return value
+    stype = schema.get("type")
+    if stype == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        return {k: coerce_integers(v, props.get(k, {})) for k, v in value.items()}
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [coerce_integers(v, schema["items"]) for v in value]
+    return value
+
+
+def parse_reply(text: str | None, schema: dict[str, Any]) -> ParseOutcome:
+    """Extract and validate; ``parse_error`` when no JSON, ``schema_error`` when it mismatches."""
+    if text is None or not str(text).strip():
+        return ParseOutcome(None, "parse_error", "empty reply")
+    try:
+        value = extract_json(text)
+    except JSONExtractError as exc:
+        return ParseOutcome(None, "parse_error", str(exc))
+    value = coerce_integers(value, schema)
+    problems = validate(value, schema)
+    if problems:
+        return ParseOutcome(None, "schema_error", "; ".join(problems[:5]))
+    return ParseOutcome(value)
+
+
+def example_instance(schema: dict[str, Any], seed: int = 0) -> Any:
+    """A deterministic instance valid against ``schema`` (used by the fake server and docs)."""
+    if not isinstance(schema, dict):
+        return None
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema and schema["enum"]:
+        return schema["enum"][seed % len(schema["enum"])]
+    stype = schema.get("type", "object")
+    if isinstance(stype, list):
+        stype = next((t for t in stype if t != "null"), "null")
+    if stype == "object":
+        props = schema.get("properties", {})
+        return {k: example_instance(v, seed + i) for i, (k, v) in enumerate(props.items())}
+    if stype == "array":
+        n = max(int(schema.get("minItems", 1)), 1)
+        n = min(n, int(schema.get("maxItems", n)))
+        return [example_instance(schema.get("items", {"type": "string"}), seed + i)
+                for i in range(n)]
+    if stype == "string":
+        text = f"text {seed}"
+        lo = int(schema.get("minLength", 0))
+        return text + "x" * max(0, lo - len(text))
+    if stype in ("number", "integer"):
+        lo = schema.get("minimum", 0)
+        hi = schema.get("maximum", lo + 10)
+        span = int(hi - lo)
+        v = lo + (seed % (span + 1) if span >= 0 else 0)
+        return int(v) if stype == "integer" else float(v)
+    if stype == "boolean":
+        return seed % 2 == 0
+    return None

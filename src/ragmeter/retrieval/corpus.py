@@ -1,0 +1,195 @@
+"""Corpus ingestion: a jsonl file or a folder of .txt/.md/.html files -> :class:`Document` list.
+
+Every problem (bad JSON, missing or empty text, duplicate ids, undecodable files) is collected
+with its file (and line for jsonl) and raised as one :class:`~ragmeter.errors.DataError`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import DataError, RecordProblem
+
+FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
+_RESERVED = ("doc_id", "text", "title", "url", "metadata")
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source document before chunking."""
+
+    doc_id: str
+    text: str
+    title: str | None = None
+    url: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+class _HTMLText(HTMLParser):
+    """Visible text of an HTML page (script/style dropped, block tags become newlines)."""
+
+    _SKIP = {"script", "style", "noscript", "template", "head"}
+    _BLOCK = {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
+              "table", "section", "article", "header", "footer", "blockquote", "pre", "dd", "dt"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title_parts: list[str] = []
+        self._skip_depth = 0
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in self._SKIP:
+            self._skip_depth += 1
+        if tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in self._SKIP and self._skip_depth:
+            self._skip_depth -= 1
+        if tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title_parts.append(data)
+        elif not self._skip_depth:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> tuple[str, str | None]:
+    """Return ``(text, title)`` of an HTML page using the stdlib parser."""
+    parser = _HTMLText()
+    parser.feed(html)
+    parser.close()
+    lines = (" ".join(line.split()) for line in "".join(parser.parts).splitlines())
+    text = "\n".join(line for line in lines if line)
+    title = " ".join("".join(parser.title_parts).split()) or None
+    return text, title
+
+
+def load_corpus(path: str | Path) -> list[Document]:
+    """Load documents from a ``.jsonl`` file or a folder of ``.txt``/``.md``/``.html`` files.
+
+    jsonl: one object per line with ``doc_id`` and ``text`` (optional ``title``, ``url``,
+    ``metadata``; any other key goes into ``metadata``). Folder: ``doc_id`` is the relative path
+    without extension (``/`` separators); HTML is converted to text and ``<title>`` is the title.
+    Empty documents and duplicate ids are errors.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError(RecordProblem(str(p), None, None, "corpus path does not exist"))
+    if p.is_dir():
+        return _load_folder(p)
+    if p.suffix.lower() in (".jsonl", ".ndjson"):
+        return _load_jsonl(p)
+    raise DataError(
+        RecordProblem(str(p), None, None, "unsupported corpus file type"),
+        hint="give a .jsonl file or a folder of .txt/.md/.html files",
+    )
+
+
+def _load_jsonl(path: Path) -> list[Document]:
+    problems: list[RecordProblem] = []
+    docs: list[Document] = []
+    seen: dict[str, int] = {}
+    src = str(path)
+    try:
+        raw = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(RecordProblem(src, None, None, f"not valid UTF-8 ({exc.reason} at byte "
+                                                       f"{exc.start})")) from None
+    for lineno, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(RecordProblem(src, lineno, None, f"invalid JSON: {exc.msg}"))
+            continue
+        if not isinstance(obj, dict):
+            problems.append(RecordProblem(src, lineno, None, "expected a JSON object"))
+            continue
+        before = len(problems)
+        doc_id = obj.get("doc_id")
+        if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":
+            problems.append(RecordProblem(src, lineno, "doc_id", "missing or not a string"))
+        text = obj.get("text")
+        if not isinstance(text, str):
+            problems.append(RecordProblem(src, lineno, "text", "missing or not a string"))
+        elif not text.strip():
+            problems.append(RecordProblem(src, lineno, "text", "empty document"))
+        for key in ("title", "url"):
+            if obj.get(key) is not None and not isinstance(obj[key], str):
+                problems.append(RecordProblem(src, lineno, key, "must be a string"))
+        meta = obj.get("metadata", {})
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            problems.append(RecordProblem(src, lineno, "metadata", "must be an object"))
+        if len(problems) > before:
+            continue
+        did = str(doc_id)
+        if did in seen:
+            problems.append(RecordProblem(src, lineno, "doc_id",
+                                          f"duplicate doc_id '{did}' (first on line {seen[did]})"))
+            continue
+        seen[did] = lineno
+        extra = {k: v for k, v in obj.items() if k not in _RESERVED}
+        docs.append(Document(did, str(text), obj.get("title"), obj.get("url"),
+                             {**extra, **meta}))
+    if problems:
+        raise DataError(problems)
+    if not docs:
+        raise DataError(RecordProblem(src, None, None, "corpus has no documents"))
+    return docs
+
+
+def _load_folder(root: Path) -> list[Document]:
+    problems: list[RecordProblem] = []
+    docs: list[Document] = []
+    seen: dict[str, str] = {}
+    files = sorted(f for f in root.rglob("*")
+                   if f.is_file() and f.suffix.lower() in FOLDER_SUFFIXES)
+    for f in files:
+        src = str(f)
+        rel = f.relative_to(root)
+        doc_id = rel.with_suffix("").as_posix()
+        try:
+            content = f.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            problems.append(RecordProblem(src, None, None, f"not valid UTF-8 ({exc.reason} at byte "
+                                                           f"{exc.start})"))
+            continue
+        except OSError as exc:
+            problems.append(RecordProblem(src, None, None, f"cannot read: {exc}"))
+            continue
+        title: str | None = None
+        if f.suffix.lower() in (".html", ".htm"):
+            text, title = html_to_text(content)
+        else:
+            text = content
+        if not text.strip():
+            problems.append(RecordProblem(src, None, None, "empty document"))
+            continue
+        if doc_id in seen:
+            problems.append(RecordProblem(src, None, None,
+                                          f"duplicate doc_id '{doc_id}' (also {seen[doc_id]})"))
+            continue
+        seen[doc_id] = src
+        docs.append(Document(doc_id, text, title, None, {"source_path": rel.as_posix()}))
+    if problems:
+        raise DataError(problems)
+    if not docs:
+        raise DataError(RecordProblem(str(root), None, None,
+                                      "no .txt/.md/.html files found in corpus folder"))
+    return docs
