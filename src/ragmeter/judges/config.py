@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -169,3 +170,96 @@ def _check_int(key: str, value: Any, lo: int) -> None:
         raise ConfigError(key, f"must be an integer, got {value!r}")
     if value < lo:
         raise ConfigError(key, f"must be >= {lo}, got {value}")
+
+
+_ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::[^}]*)?\}$")
+
+
+def _duration_s(value: Any, key: str) -> float:
+    """``2000ms`` / ``2s`` / ``1m`` / a number (seconds) → seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(ms|s|m)?\s*", str(value))
+    if not m:
+        raise ConfigError(key, f"expected a duration like 2000ms or 2s, got {value!r}")
+    n = float(m.group(1))
+    return {"ms": n / 1000.0, "s": n, "m": n * 60.0, None: n}[m.group(2)]
+
+
+def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> list[JudgeConfig]:
+    """Judge configs from a parsed YAML/JSON document.
+
+    Accepted shapes: one judge mapping; ``{"judges": [mapping, ...]}`` (optional ``defaults``
+    merged into each); or a Spring-AI ``application.yaml`` (seed 001: ``spring.ai.openai``
+    base URL and ``${ENV}`` key, ``spring.ai.chat-models.list`` models, ``spring.ai.retry``
+    backoff), which gives one ``openai`` judge per listed model.
+    """
+    if not isinstance(data, Mapping):
+        raise ConfigError(source, "expected a mapping at the top level")
+    spring = data.get("spring")
+    if isinstance(spring, Mapping) and isinstance(spring.get("ai"), Mapping):
+        return _from_spring(spring["ai"])
+    if "judges" in data:
+        defaults = dict(data.get("defaults") or {})
+        items = data["judges"]
+        if not isinstance(items, list) or not items:
+            raise ConfigError("judges", "must be a non-empty list of judge mappings")
+        out = []
+        for i, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise ConfigError(f"judges[{i}]", "must be a mapping")
+            merged = {**defaults, **item}
+            if isinstance(defaults.get("retry"), Mapping) and isinstance(item.get("retry"),
+                                                                          Mapping):
+                merged["retry"] = {**defaults["retry"], **item["retry"]}
+            out.append(JudgeConfig.from_dict(merged))
+        return out
+    return [JudgeConfig.from_dict(data)]
+
+
+def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:
+    openai = ai.get("openai") or {}
+    base = str(openai.get("base-url") or "").rstrip("/")
+    if not base:
+        raise ConfigError("spring.ai.openai.base-url", "is required")
+    if not base.endswith("/v1"):
+        base += "/v1"  # Spring AI appends /v1/chat/completions itself
+    key_ref = str(openai.get("api-key") or "")
+    m = _ENV_REF.match(key_ref)
+    if key_ref and not m:
+        raise ConfigError("spring.ai.openai.api-key", "must reference an environment variable "
+                          "like ${OPENROUTER_API_KEY}; keys never live in config files")
+    key_env = m.group(1) if m else None
+    chat = (openai.get("chat") or {}).get("options") or {}
+    models_block = ai.get("chat-models") or {}
+    defaults = models_block.get("default-options") or {}
+    listed = [str(x["id"]) for x in models_block.get("list") or [] if isinstance(x, Mapping)
+              and "id" in x]
+    if not listed and chat.get("model"):
+        listed = [str(chat["model"])]
+    if not listed:
+        raise ConfigError("spring.ai.chat-models.list", "names no model")
+    backoff = ((ai.get("retry") or {}).get("backoff")) or {}
+    retry = RetryPolicy(
+        initial=_duration_s(backoff.get("initial-interval", 2.0), "retry.initial-interval"),
+        max=_duration_s(backoff.get("max-interval", 30.0), "retry.max-interval"),
+        multiplier=float(backoff.get("multiplier", 2.0)))
+    temperature = float(defaults.get("temperature", chat.get("temperature", 0.0)))
+    max_tokens = int(defaults.get("max-tokens", chat.get("max-tokens", 1000)))
+    return [JudgeConfig(name=model.split("/")[-1], backend="openai", base_url=base, model=model,
+                        api_key_env=key_env, temperature=temperature, max_tokens=max_tokens,
+                        retry=retry) for model in listed]
+
+
+def load_judge_configs(path: str | os.PathLike[str]) -> list[JudgeConfig]:
+    """Read judge configs from a YAML or JSON file (see :func:`configs_from_mapping`)."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError("config", f"file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError("config", f"{p} is not valid YAML/JSON: {exc}") from None
+    return configs_from_mapping(data or {}, str(p))

@@ -198,7 +198,7 @@ def example_instance(schema: dict[str, Any], seed: int = 0) -> Any:
         return None
     if "const" in schema:
         return schema["const"]
-    if "enum" in schema and schema["enum"]:
+    if schema.get("enum"):
         return schema["enum"][seed % len(schema["enum"])]
     stype = schema.get("type", "object")
     if isinstance(stype, list):

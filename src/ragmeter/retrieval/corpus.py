@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from ragmeter.errors import DataError, RecordProblem
 
@@ -32,9 +32,10 @@ class Document:
 class _HTMLText(HTMLParser):
     """Visible text of an HTML page (script/style dropped, block tags become newlines)."""
 
-    _SKIP = {"script", "style", "noscript", "template", "head"}
-    _BLOCK = {"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
-              "table", "section", "article", "header", "footer", "blockquote", "pre", "dd", "dt"}
+    _SKIP: ClassVar[frozenset[str]] = frozenset({"script", "style", "noscript", "template", "head"})
+    _BLOCK: ClassVar[frozenset[str]] = frozenset({"p", "div", "br", "li", "ul", "ol", "h1", "h2", "h3", "h4", "h5", "h6", "tr",
+              "table", "section", "article", "header", "footer", "blockquote", "pre", "dd",
+                                                  "dt"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)

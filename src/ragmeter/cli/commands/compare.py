@@ -1,0 +1,75 @@
+"""``ragmeter compare A B``: paired significance per metric between two runs (B − A)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    def compare(
+        a: Annotated[str, typer.Argument(help="Baseline: run id, 'latest' or results JSON.")],
+        b: Annotated[str, typer.Argument(help="Candidate: run id, 'latest' or results JSON.")],
+        method: Annotated[str, typer.Option(
+            "--method", help="randomization | bootstrap")] = "randomization",
+        n_resamples: Annotated[int, typer.Option("--n-resamples", min=100)] = 10000,
+        seed: Annotated[Optional[int], typer.Option(  # noqa: UP045 - typer
+            "--seed", help="Seed of the paired test (default: the metric's).")] = None,
+        fail_on_regression: Annotated[bool, typer.Option(
+            "--fail-on-regression", help="Exit 1 when a metric got significantly worse.")]
+        = False,
+        html: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--html", help="Also write a self-contained HTML comparison report.")] = None,
+        md: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--md", help="Also write a Markdown comparison (for pull requests).")] = None,
+        store: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            "--store", help="Results store URL.")] = None,
+    ) -> None:
+        """Compare B against A on the samples both scored; regressions in red."""
+        from ragmeter.errors import ConfigError, RagmeterError
+        from ragmeter.runner.comparing import compare_runs
+        from ragmeter.runner.sources import load_source
+
+        if method not in ("randomization", "bootstrap"):
+            raise ConfigError("--method", f"unknown method {method!r}",
+                              ["randomization", "bootstrap"])
+        sa, sb = load_source(a, store), load_source(b, store)
+        rows = compare_runs(sa.results, sb.results, method=method, n_resamples=n_resamples,
+                            seed=seed)
+        if not rows:
+            raise RagmeterError(f"'{a}' and '{b}' share no result/metric to compare "
+                                f"(A has {sorted(sa.results)}, B has {sorted(sb.results)})")
+        t = Table(title=f"B = {sb.label}  vs  A = {sa.label}   (B − A, paired {method}, "
+                        f"{n_resamples} resamples)")
+        for col in ("result", "metric", "A", "B", "B − A", "95% CI of diff", "p", "n",
+                    "verdict"):
+            t.add_column(col)
+        for r in rows:
+            c = r.comparison
+            style = {"regression": "bold red", "improvement": "green"}.get(r.verdict, "")
+            t.add_row(r.result, c.metric, f"{c.mean_a:.4f}", f"{c.mean_b:.4f}",
+                      f"{c.diff:+.4f}", f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
+                      f"{c.p_value:.4f}", str(c.n), r.verdict, style=style)
+        console = Console()
+        console.print(t)
+        if html is not None:
+            from ragmeter.reports.html import write_comparison_html
+
+            write_comparison_html(sa, sb, rows, html)
+            console.print(f"wrote {html}")
+        if md is not None:
+            from ragmeter.reports.markdown import comparison_markdown
+
+            md.write_text(comparison_markdown(sa, sb, rows), encoding="utf-8")
+            console.print(f"wrote {md}")
+        regressions = [r for r in rows if r.verdict == "regression"]
+        if regressions:
+            console.print(f"[bold red]{len(regressions)} regression(s)[/]: "
+                          + ", ".join(f"{r.result}:{r.comparison.metric}" for r in regressions))
+        if fail_on_regression and regressions:
+            raise typer.Exit(1)

@@ -1,0 +1,28 @@
+"""``ragmeter init [PATH]``: write a commented example benchmark config."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ragmeter.errors import ConfigError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("init")
+    def init(
+        path: Annotated[Path, typer.Argument(help="Where to write the config.")] = Path(
+            "bench.yaml"),
+        force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
+        = False,
+    ) -> None:
+        """Write a commented example benchmark config (edit it, then `ragmeter run PATH`)."""
+        from ragmeter.runner.example import EXAMPLE_CONFIG
+
+        if path.exists() and not force:
+            raise ConfigError("path", f"{path} exists; pass --force to overwrite it")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(EXAMPLE_CONFIG, encoding="utf-8")
+        typer.echo(f"wrote {path} — edit datasets/corpus/judges, then: ragmeter run {path}")

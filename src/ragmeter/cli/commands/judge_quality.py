@@ -1,0 +1,68 @@
+"""``ragmeter judge-quality``: consistency, agreement, error rate and latency of LLM judges."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+
+def judge_quality_command(
+    data: Path = typer.Argument(..., help="Items: jsonl/json/csv with question, answer, "  # noqa: B008
+                                "context (or contexts)."),
+    judge_config: Path = typer.Option(..., "--judge-config", help="Judge config YAML/JSON "  # noqa: B008
+                                      "(one judge or a 'judges' list: one result per judge)."),
+    repeats: int = typer.Option(2, "-n", "--repeats", help="Calls per item (>= 2)."),
+    delta: float = typer.Option(0.5, "--delta", help="Consistency tolerance on the judge "
+                                "scale: |s1 - s2| <= delta (max - min for n > 2)."),
+    base_url: str = typer.Option("", "--base-url", help="Override base_url of every judge."),
+    limit: int = typer.Option(0, "--limit", help="Use only the first N items (0 = all)."),
+    seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
+    out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
+) -> None:
+    """Judge quality (seed §8): every item is judged N times with the cache off."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragmeter.data.loaders import load_samples
+    from ragmeter.judges.config import load_judge_configs
+    from ragmeter.tiers.judge_quality import evaluate_judge_quality, judge_quality_table
+
+    samples = load_samples(data).samples
+    if limit > 0:
+        samples = samples[:limit]
+    configs = [c.with_(base_url=base_url) if base_url else c for c in load_judge_configs(
+        judge_config)]
+    results = evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta, seed=seed)
+    table = Table(title=f"judge quality — {data} ({len(samples)} items x {repeats})")
+    for col in ("judge", "consistency (95% CI)", "alpha (interval)", "kappa r1/r2",
+                "error rate", "unscored items", "mean score", "p50 ms", "p95 ms"):
+        table.add_column(col)
+    for row in judge_quality_table(results):
+        lo, hi = row["consistency_ci"]
+        table.add_row(row["judge"], f"{_f(row['consistency'])} [{_f(lo)}, {_f(hi)}]",
+                      _f(row["alpha_interval"]), _f(row["cohen_kappa"]), _f(row["error_rate"]),
+                      str(row["unscored_items"]), _f(row["mean_score"]),
+                      _f(row["latency_p50_ms"], 1), _f(row["latency_p95_ms"], 1))
+    console = Console()
+    console.print(table)
+    for r in results:
+        if r.meta.get("errors_by_reason") or r.meta.get("missing_fields"):
+            console.print(f"{r.name}: errors {r.meta['errors_by_reason']}, "
+                          f"not sent {r.meta['missing_fields']}")
+        if r.meta.get("warning"):
+            console.print(f"[yellow]{r.name}: {r.meta['warning']}[/]")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
+                                  default=str), encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+def _f(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("judge-quality")(judge_quality_command)

