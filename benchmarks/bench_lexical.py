@@ -39,7 +39,7 @@ def run_rouge_score(hyps: list[str], refs: list[str]) -> dict[str, np.ndarray]:
     from rouge_score import rouge_scorer
 
     sc = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=False)
-    out = [sc.score(r, h) for h, r in zip(hyps, refs)]
+    out = [sc.score(r, h) for h, r in zip(hyps, refs, strict=True)]
     return {f"{k}.{a}": np.array([getattr(o[k], a) for o in out])
             for k in ("rouge1", "rouge2", "rougeL") for a in ("precision", "recall", "fmeasure")}
 

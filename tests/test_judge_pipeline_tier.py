@@ -118,6 +118,7 @@ def test_judge_mode_over_http_fake_server(tmp_path: Path) -> None:
                                        model="mistral-prod", api_key_env=None, no_cache=True,
                                        retry=RetryPolicy(initial=0.01, max=0.05)))
         res = evaluate_judge_pipeline(items, judge=judge, prompt_template=TEMPLATE)
+        assert srv.stats()["with_response_format"] == 0  # plain text, as in production
     # q4 "Maybe" -> parse_error, excluded; predictions: 1,0,1,1,-,1,0,0,0,0
     acc = res["cls_accuracy"]
     assert acc.reasons == {4: "parse_error"}
@@ -133,7 +134,47 @@ def test_judge_mode_over_http_fake_server(tmp_path: Path) -> None:
     assert all(p.exists() and p.stat().st_size > 1000 for p in paths)
 
 
+def test_judge_mode_item_missing_answer_not_sent(tmp_path: Path) -> None:
+    rows = _rows()
+    del rows[0]["answer"]
+    items = load_pipeline_items(_write(tmp_path, rows))
+    with MockJudgeServer(MockConfig(reply_fn=_reply)) as srv:
+        judge = make_judge(JudgeConfig(name="prod", backend="openai", base_url=srv.base_url,
+                                       model="m", api_key_env=None, no_cache=True))
+        res = evaluate_judge_pipeline(items, judge=judge, prompt_template=TEMPLATE)
+        stats = srv.stats()
+    assert res["cls_accuracy"].reasons == {0: "missing_field:answer", 4: "parse_error"}
+    assert res.meta["n_scored"] == 8
+    assert len(res["judge_latency"].sample_ids) == 9
+    assert stats["requests"] == 9  # the item without an answer was never sent
+
+
 def test_judge_mode_needs_placeholders(tmp_path: Path) -> None:
     items = load_pipeline_items(_write(tmp_path, _rows()))
     with pytest.raises(ConfigError, match="placeholders"):
         evaluate_judge_pipeline(items, judge=object(), prompt_template="Show {question}?")
+
+
+def test_cli_predictions_and_judge(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.app import app
+
+    data = _write(tmp_path, _rows())
+    out = tmp_path / "jp.json"
+    r = CliRunner().invoke(app, ["judge-pipeline", str(data), "--out", str(out),
+                                 "--charts", str(tmp_path / "charts")])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert res["meta"]["confusion"]["tp"] == 3
+    assert (tmp_path / "charts" / "judge_pipeline_confusion.svg").exists()
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text(TEMPLATE, encoding="utf-8")
+    with MockJudgeServer(MockConfig(reply_fn=_reply)) as srv:
+        r = CliRunner().invoke(app, ["judge-pipeline", str(data), "--prompt", str(prompt),
+                                     "--base-url", srv.base_url, "--model", "prod",
+                                     "--api-key-env", "", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert res["meta"]["mode"] == "judge" and res["meta"]["unscored_by_reason"] == {
+        "parse_error": 1}

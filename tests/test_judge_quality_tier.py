@@ -157,3 +157,52 @@ def test_several_judges_one_result_each() -> None:
 def test_bad_repeat_count(n) -> None:
     with pytest.raises(ConfigError, match="n_repeats"):
         evaluate_judge_quality(_samples(1), ScriptedJudge(lambda r: {"score": 1}), n_repeats=n)
+
+
+def test_cli_over_http_fake_server(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.app import app
+    from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
+
+    items = tmp_path / "items.jsonl"
+    rows = [{"id": f"s{i}", "question": f"Вопрос {i}?", "answer": f"Ответ {i}.",
+             "context": f"Контекст {i}."} for i in range(4)]
+    rows.append({"id": "noctx", "question": "Вопрос 7?", "answer": "a"})
+    items.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), encoding="utf-8")
+
+    def reply(body, schema):
+        user = next(m["content"] for m in body["messages"] if "Вопрос " in m["content"])
+        i = int(user.split("Вопрос ")[1].split("?")[0])
+        return {"score": 1.0 if i % 2 else 0.0, "reason": "r"}
+
+    with MockJudgeServer(MockConfig(reply_fn=reply)) as srv:
+        cfg = tmp_path / "judge.yaml"
+        cfg.write_text(f"name: j\nbackend: openai\nbase_url: {srv.base_url}\nmodel: m1\n"
+                       "api_key_env: null\n", encoding="utf-8")
+        out = tmp_path / "jq.json"
+        r = CliRunner().invoke(app, ["judge-quality", str(items), "--judge-config", str(cfg),
+                                     "-n", "3", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads(out.read_text(encoding="utf-8"))[0]
+    cons = data["results"]["judge_consistency"]["aggregate"]
+    assert cons["mean"] == 1.0 and cons["n"] == 4
+    assert cons["unscored_by_reason"] == {"missing_field:context": 1}
+    assert data["meta"]["latency_ms"]["n"] == 12
+
+
+def test_load_judge_items_accepts_missing_fields_rejects_wrong_types(tmp_path) -> None:
+    from ragmeter.errors import DataError
+    from ragmeter.tiers.judge_quality import load_judge_items
+
+    p = tmp_path / "items.jsonl"
+    p.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in [
+        {"id": "a", "question": "q", "answer": "x", "context": "c"},
+        {"id": "b", "question": "q", "contexts": ["c1", "c2"]},
+    ]), encoding="utf-8")
+    items = load_judge_items(p)
+    assert items[1].response is None and items[1].retrieved_contexts == ["c1", "c2"]
+    p.write_text(json.dumps({"id": "a", "question": 5, "context": [1]}), encoding="utf-8")
+    with pytest.raises(DataError) as ei:
+        load_judge_items(p)
+    assert ":1 field 'question'" in str(ei.value) and ":1 field 'context'" in str(ei.value)

@@ -57,8 +57,9 @@ def test_adaptive_concurrency_on_429_recovers_every_item() -> None:
     assert all(r.ok for r in replies), {r.reason for r in replies}
     st = judge.last_stats  # type: ignore[attr-defined]
     assert st.concurrency_cuts >= 1
-    # after backing off, far fewer rejections than requests
-    assert stats["rejected_over_cap"] < 80
+    # without backing off, 16 in flight against a cap of 4 would be rejected ~3 times per
+    # success (~240); the adaptive limit keeps it near one rejection per item or fewer
+    assert stats["rejected_over_cap"] <= 120
 
 
 def test_limiter_halves_on_429_and_grows_back() -> None:
@@ -67,6 +68,8 @@ def test_limiter_halves_on_429_and_grows_back() -> None:
         await lim.acquire()
         await lim.release("rate_limited", retry_after=0.0)
         after_cut = lim.limit
+        await lim.acquire()
+        await lim.release("rate_limited", retry_after=0.0)  # same window: no second cut
         for _ in range(40):
             await lim.acquire()
             await lim.release("ok")
@@ -77,17 +80,23 @@ def test_limiter_halves_on_429_and_grows_back() -> None:
     assert final == 8  # additive increase back up to the cap, never above
 
 
-def test_limiter_pauses_for_retry_after() -> None:
-    async def scenario() -> float:
-        lim = AdaptiveLimiter(2)
+def test_limiter_pauses_for_retry_after_on_a_429_burst() -> None:
+    async def scenario() -> tuple[float, float]:
+        lim = AdaptiveLimiter(4)
+        loop = asyncio.get_running_loop()
         await lim.acquire()
         await lim.release("rate_limited", retry_after=0.3)
-        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await lim.acquire()  # a lone 429 does not stop other calls
+        lone = loop.time() - t0
+        await lim.release("rate_limited", retry_after=0.3)  # second in the window: pause
         t0 = loop.time()
         await lim.acquire()
-        return loop.time() - t0
+        return lone, loop.time() - t0
 
-    assert asyncio.run(scenario()) >= 0.28
+    lone, burst = asyncio.run(scenario())
+    assert lone < 0.1
+    assert burst >= 0.28
 
 
 def test_ask_many_works_inside_a_running_loop() -> None:

@@ -198,3 +198,25 @@ def test_average_precision_hand_computed():
     assert average_precision([0, 0, 1]) == pytest.approx(1 / 3)
     assert average_precision([0, 0]) == 0.0
     assert average_precision([1, 1]) == 1.0
+
+
+def test_failed_claims_call_skips_verify_and_reports_reason():
+    res, calls, _ = run([paris()], fail={"gen.claims": "{\"answer_claims\": []}"})
+    assert "gen.verify/v1" not in calls                 # nothing to verify
+    for m in ("faithfulness", "factual_correctness", "context_recall"):
+        assert res[m].reasons == {0: "schema_error"}
+    assert res["answer_relevance"].mean == 1.0
+
+
+def test_non_generation_metric_is_rejected():
+    with pytest.raises(ConfigError, match="not a generation metric"):
+        evaluate_generation([paris()], ["mrr"])
+
+
+def test_signature_records_judge_settings_and_prompt_versions():
+    res, _, _ = run([paris()], ["faithfulness", "e2e_score"])
+    sig = res["faithfulness"].signature.as_dict()
+    assert sig["prompt"] == "gen.claims/v1,gen.verify/v1"
+    assert sig["judge_model"] == "scripted" and sig["judge_temp"] == "0.0"
+    assert sig["data"] and sig["seed"] == "42"
+    assert res["e2e_score"].signature.get("prompt") == "gen.answer/v1"

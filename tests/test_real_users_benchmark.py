@@ -4,6 +4,7 @@ level, on SQLite and on a real PostgreSQL server."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -128,3 +129,22 @@ def test_no_mappable_question_is_an_error(db) -> None:
     with pytest.raises(DataError, match="no corpus document has a 'url'"):
         evaluate_real_users([Document("x", "t")], db_url=db.url,
                             query=LogQuery(db_schema=db.schema), retriever=FixedRetriever({}))
+
+
+def test_cli_bad_column_lists_real_ones(db, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.app import app
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("\n".join(json.dumps({"doc_id": d.doc_id, "text": d.text, "url": d.url})
+                                for d in _docs()), encoding="utf-8")
+    args = ["real-users", "--corpus", str(corpus), "--db-url", db.url, "-k", "3",
+            *(["--schema", db.schema] if db.schema else [])]
+    r = CliRunner().invoke(app, [*args, "--url-col", "link"])
+    assert r.exit_code != 0 and "confluence_url" in str(r.exception)
+    out = tmp_path / "ru.json"
+    r = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert res["meta"]["n_evaluated"] == 3 and "ragmeter-test" not in out.read_text()

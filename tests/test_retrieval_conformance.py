@@ -209,3 +209,17 @@ def test_large_random_agrees_with_trec_eval() -> None:
         assert math.isclose(got["ndcg@10"][q], ref[q]["ndcg_cut_10"], abs_tol=1e-12)
         assert math.isclose(got["map"][q], ref[q]["map"], abs_tol=1e-12)
         assert math.isclose(got["mrr"][q], ref[q]["recip_rank"], abs_tol=1e-12)
+
+
+def test_trec_ties_at_single_precision_like_trec_eval() -> None:
+    """trec_eval stores scores as C float: values equal in float32 tie (then doc id desc)."""
+    qrels = {"q": {"b": 1}, "r": {"a": 1}}
+    run = {"q": {"a": 0.9375956528715874, "b": 0.9375956422768629, "c": 0.5},
+           "r": {"c": 0.9375956528715874, "a": 0.9375956422768629, "b": 0.1}}
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(run)
+    trec = evaluate_retrieval(qrels=qrels, run=run, metrics=["mrr", "mrr(level=doc)"], ties="trec")
+    stable = evaluate_retrieval(qrels=qrels, run=run, metrics=["mrr"], ties="stable")
+    assert ref["q"]["recip_rank"] == 1.0 and ref["r"]["recip_rank"] == 0.5
+    assert trec["mrr"].by_id() == {"q": 1.0, "r": 0.5}
+    assert trec["mrr(level=doc)"].by_id() == {"q": 1.0, "r": 0.5}  # list builder, same order
+    assert stable["mrr"].by_id() == {"q": 0.5, "r": 0.5}  # full precision: no tie

@@ -203,7 +203,8 @@ def test_make_retriever_factory() -> None:
         assert isinstance(r, cls) and isinstance(r, Retriever)
         sig = r.signature_fields()
         assert sig["chunk_size"] == 500 and sig["overlap"] == 50
-    assert make_retriever("hybrid", embedder=emb).signature_fields()["fusion"] == "rrf"
+    assert make_retriever("hybrid", embedder=emb).signature_fields()["fusion"] == "minmax"
+    assert make_retriever("hybrid-rrf", embedder=emb).signature_fields()["k_rrf"] == "60"
     assert make_retriever("hybrid-minmax", embedder=emb).name == "hybrid-minmax"
     assert make_retriever("bm25", language="ru", k1=1.2).signature_fields()["k1"] == 1.2
     with pytest.raises(ConfigError, match="unknown retriever"):

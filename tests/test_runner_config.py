@@ -88,11 +88,16 @@ def test_unknown_tier_lists_every_tier():
     assert set(TIER_NAMES) <= set(err.allowed or [])
 
 
-def test_secret_never_in_masked_config():
-    data = _with(store="postgresql://u:hunter2@db/x")
-    cfg = parse_config(data, "/tmp")
-    assert "hunter2" not in str(cfg.masked())
-    assert "hunter2" in cfg.raw["store"]  # the runner still needs it
+def test_no_password_in_config():
+    err = _err(_with(store="postgresql://u:hunter2@db/x"))
+    assert err.key == "store" and "RAGMETER_STORE_URL" in str(err)
+    assert "hunter2" not in str(err)
+    ok = parse_config(_with(store="postgresql://u@db/x", judges=[{
+        "name": "j", "backend": "openai", "base_url": "http://h/v1", "model": "m",
+        "extra_headers": {"Authorization": "Bearer abcdefghijklmnop"}}], tiers=["retrieval"]),
+        "/tmp")
+    masked = str(ok.masked())
+    assert "abcdefghijklmnop" not in masked and "postgresql://u@db/x" in masked
 
 
 def test_example_config_parses(tmp_path):
@@ -123,3 +128,15 @@ def test_load_config_errors(tmp_path):
     bad.write_text("name: [unclosed", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)
+
+
+def test_demo_banner_only_for_demo_judges_that_were_used():
+    from ragmeter.results.store import TierRecord
+    from ragmeter.runner.engine import demo_judges
+
+    cfg = parse_config({"name": "x", "judges": [{"name": "d", "backend": "local-demo"},
+                                                {"name": "m", "backend": "mock"}],
+                        "tiers": [{"name": "generation", "judge": "m"}, "e2e"]}, "/tmp")
+    ran = {"generation": TierRecord("generation")}
+    assert demo_judges(cfg, {**ran, "e2e": TierRecord("e2e", "not_run", "no data")}) == []
+    assert demo_judges(cfg, {**ran, "e2e": TierRecord("e2e")}) == ["d"]  # default judge

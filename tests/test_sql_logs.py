@@ -131,6 +131,17 @@ def test_missing_sqlite_file_and_url_resolution(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("RAGMETER_DB_URL", raising=False)
     with pytest.raises(ConfigError, match="RAGMETER_DB_URL"):
         resolve_db_url(None)
-    assert resolve_db_url(str(tmp_path / "x.db")).startswith("sqlite:///")
+    assert resolve_db_url(str(tmp_path / "x.db")) == str(tmp_path / "x.db")
     with pytest.raises(ConfigError, match="unsupported database"):
         open_readonly_engine("mysql://u:p@h/db")
+
+
+def test_sqlite_path_with_odd_characters(tmp_path) -> None:
+    import sqlalchemy as sa
+
+    path = tmp_path / "my logs #1?.sqlite"
+    eng = sa.create_engine("sqlite://", creator=lambda: __import__("sqlite3").connect(path))
+    logdb._create(eng, None)
+    eng.dispose()
+    got = fetch_logged_questions(str(path), LogQuery())
+    assert got.n_read == 6 and got.dialect == "sqlite"

@@ -72,6 +72,7 @@ def test_roundtrip(store):
     assert faith.details[0] == {"reason": "claim 0 supported by context"}
     assert faith.reasons == {2: "parse_error"}
     assert back.samples["q1"]["user_input"] == builders.XSS
+    assert list(back.samples) == list(run.samples)  # q1, q2, ..., q10 — not q1, q10, q2
     store.delete_run(run.id)
     assert not store.has_run(run.id)
 
@@ -142,3 +143,18 @@ def test_urls_and_masking(tmp_path):
     assert normalize_url("postgresql://u:p@h/db").startswith("postgresql+psycopg://")
     assert "hunter2" not in mask_url("postgresql+psycopg://u:hunter2@h/db")
     assert "hunter2" not in repr(ResultStore(f"sqlite:///{tmp_path / 'x.sqlite'}"))
+
+
+def test_schema_version_is_checked(tmp_path):
+    import sqlalchemy as sa
+
+    url = f"sqlite:///{tmp_path / 'v.sqlite'}"
+    store = ResultStore(url)
+    with store.engine.begin() as conn:
+        conn.execute(sa.text("UPDATE rm_schema SET version = 99"))
+    with pytest.raises(RagmeterError, match="schema version 99"):
+        ResultStore(url)
+    with store.engine.begin() as conn:  # a store from before versioning
+        conn.execute(sa.text("DROP TABLE rm_schema"))
+    with pytest.raises(RagmeterError, match="schema version 0"):
+        ResultStore(url)

@@ -150,3 +150,15 @@ def test_compare_models_table_and_chart(tmp_path: Path) -> None:
 def test_specs_registered() -> None:
     for name in ("silhouette", "intra_cluster_sim", "inter_cluster_dist"):
         assert get_spec(name).family == "embedding"
+
+
+def test_cli_reports_missing_labels_cleanly(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.app import app
+
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"text": "a", "label": "x"}\n{"text": "b"}\n', encoding="utf-8")
+    r = CliRunner().invoke(app, ["tier0", str(p)])
+    assert r.exit_code != 0
+    assert "missing cluster label" in str(r.exception)

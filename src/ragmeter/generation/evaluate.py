@@ -46,9 +46,11 @@ def evaluate_generation(
         raise ConfigError("language", f"unknown language {language!r}", ["auto", "ru", "en"])
     if metrics is None:
         metrics = [*DEFAULT_METRICS, *(JUDGED_DEFAULT if judge is not None else ())]
-        if isinstance(embedder, str):
-            metrics = [m if m != "semantic_similarity" else f"semantic_similarity(model="
-                       f"{embedder})" for m in metrics]
+    if isinstance(embedder, str):
+        # a bare "semantic_similarity" names no model: use the one asked for
+        metrics = [f"semantic_similarity(model={embedder})"
+                   if isinstance(m, str) and m.strip() == "semantic_similarity" else m
+                   for m in metrics]
     parsed = [parse_metric(m) for m in metrics]
     for m in parsed:
         if m.spec.family not in GENERATION_FAMILIES:

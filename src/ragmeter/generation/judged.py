@@ -247,7 +247,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlanResu
             versions.add(r.prompt_version)
         return list(replies)
 
-    for (j, req), rep in zip(first, ask(first), strict=False):
+    for (j, req), rep in zip(first, ask(first), strict=True):
         j.calls.append(_record(rep, req))
         if not rep.ok:
             j.failed[req.metric] = (rep.reason or "backend_error", rep.detail)
@@ -255,7 +255,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlanResu
         _absorb(j, req, rep.data)
 
     second: list[tuple[SampleJudgement, JudgeRequest]] = []
-    for s, j in zip(ctx.samples, judgements, strict=False):
+    for s, j in zip(ctx.samples, judgements, strict=True):
         checks = [c for c in _CHECKS if c in j.needs]
         if not checks or "claims" in j.failed:
             continue
@@ -268,7 +268,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlanResu
             s.id, _lang(ctx, s, binary), binary=binary, checks=checks, answer_claims=a_claims,
             reference_claims=r_claims, contexts=s.retrieved_contexts, reference=s.reference,
             answer=s.response)))
-    for (j, req), rep in zip(second, ask(second), strict=False):
+    for (j, req), rep in zip(second, ask(second), strict=True):
         j.calls.append(_record(rep, req))
         if not rep.ok:
             j.failed["verify"] = (rep.reason or "backend_error", rep.detail)
@@ -460,7 +460,7 @@ def score_sample(metric: Metric, sample: Sample, j: SampleJudgement, keep_prompt
 def answer_correctness_weight(metric: Metric) -> float:
     """The factual weight w of ``answer_correctness`` from its preset (or custom ``w``)."""
     preset = str(metric.get("preset"))
-    w = float(metric.get("w"))  # type: ignore[arg-type]
+    w = float(metric.get("w"))
     if preset == "custom":
         if not 0.0 <= w <= 1.0:
             raise MetricSpecError(f"'{metric}': w must be in [0, 1], got {w}")
@@ -490,14 +490,16 @@ def compute_judged(metric: Metric, ctx: GenerationContext) -> MetricResult:
                           "semantic": sem_sig})
     scores = [score_sample(metric, s, j, ctx.keep_prompts, semantic_vals[i],
                            semantic_reasons[i])
-              for i, (s, j) in enumerate(zip(ctx.samples, plan.judgements, strict=False))]
+              for i, (s, j) in enumerate(zip(ctx.samples, plan.judgements, strict=True))]
     versions = sorted(v for v in plan.prompt_versions
                       if v.split("/")[0].split("-")[0].removeprefix("gen.")
                       in _CALLS_OF[metric.name])
     scale = "binary" if binary and metric.name in (
         "context_relevance", "answer_relevance", "e2e_score") else None
+    jcfg = getattr(ctx.judge, "config", None)
     sig = ctx.signature(
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
+        judge_temp=getattr(jcfg, "temperature", None), judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
         demo=True if binary else None, scale=scale,
         claims=(plan.judgements[0].claims_source if plan.judgements and metric.name in (

@@ -15,7 +15,7 @@ Snowball for tokens containing Cyrillic letters, English for the rest).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -68,14 +68,6 @@ def make_tokenizer(tokenizer: str = "unicode", stem: str = "none") -> Callable[[
 
 def split_sentences(text: str) -> list[str]:
     """Sentences of ``text`` by razdel (rule-based, good on Russian and fine on English)."""
-    razdel: Any = require("razdel", "retrieval", "sentence splitting")
+    import razdel  # a core dependency, imported lazily
+
     return [s.text.strip() for s in razdel.sentenize(text) if s.text.strip()]
-
-
-def tokenizer_signature(tokenizer: str, stem: str) -> dict[str, str]:
-    """Signature fields describing a tokeniser choice."""
-    return {"tok": tokenizer, "stem": stem}
-
-
-def all_tokens(texts: Sequence[str], tok: Callable[[str], list[str]]) -> list[list[str]]:
-    return [tok(t) for t in texts]

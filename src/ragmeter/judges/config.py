@@ -20,15 +20,16 @@ LANGUAGES = ("auto", "ru", "en")
 class RetryPolicy:
     """Exponential backoff: ``initial * multiplier**n`` seconds, capped at ``max``.
 
-    ``max_retries`` bounds retries per call; ``budget`` bounds retries over a whole run
-    (``None`` = ``max(10, 0.5 * n_requests)``), so a dead endpoint fails fast instead of
-    sleeping ``n_requests × max_retries`` times.
+    ``max_retries`` bounds retries per call; ``budget`` bounds retries of failures (5xx,
+    timeouts, connection errors; not 429s, which are bounded per call only) over a whole run
+    (``None`` = ``max(20, n_requests)``), so a dead endpoint fails fast instead of sleeping
+    ``n_requests × max_retries`` times.
     """
 
     initial: float = 2.0
     max: float = 30.0
     multiplier: float = 2.0
-    max_retries: int = 4
+    max_retries: int = 6
     budget: int | None = None
 
     def delay(self, attempt: int) -> float:

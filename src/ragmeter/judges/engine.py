@@ -79,8 +79,10 @@ class Backend(Protocol):
 class AdaptiveLimiter:
     """Bounded in-flight calls with AIMD on HTTP 429.
 
-    The limit starts at the cap, halves on a 429 (at most once per cooldown window), pauses
-    new calls until ``Retry-After`` passes, and grows by one after ``limit`` successes.
+    The limit starts at the cap. A 429 halves it (at most once per window of
+    ``max(Retry-After, 0.2 s)``); a second 429 inside that window also pauses *new* calls
+    until its ``Retry-After`` has passed (a lone 429 only delays its own retry). The limit
+    grows back by one after every ``limit // 2`` successes, never above the cap.
     """
 
     def __init__(self, cap: int):
@@ -90,8 +92,10 @@ class AdaptiveLimiter:
         self.peak = 0
         self.paused_until = 0.0
         self.cuts = 0
+        self.pauses = 0
         self._since_growth = 0
         self._last_cut = -1e9
+        self._last_429 = -1e9
         self._cond = asyncio.Condition()
 
     async def acquire(self) -> None:
@@ -116,19 +120,25 @@ class AdaptiveLimiter:
             now = loop.time()
             if outcome == "rate_limited":
                 pause = retry_after if retry_after is not None else 0.0
-                if now - self._last_cut > max(pause, 0.2):
+                window = max(pause, 0.2)
+                if now - self._last_429 <= window and pause > 0:
+                    self.paused_until = max(self.paused_until, now + pause)
+                    self.pauses += 1
+                self._last_429 = now
+                if now - self._last_cut > window:
                     self.limit = max(1, self.limit // 2)
                     self._last_cut = now
                     self.cuts += 1
                 self._since_growth = 0
-                if pause > 0:
-                    self.paused_until = max(self.paused_until, now + pause)
             elif outcome == "ok" and self.limit < self.cap:
                 self._since_growth += 1
-                if self._since_growth >= self.limit:
+                if self._since_growth >= max(1, self.limit // 2):
                     self.limit += 1
                     self._since_growth = 0
-            self._cond.notify_all()
+            # wake only as many waiters as there are free slots (no thundering herd)
+            free = self.limit - self.in_flight
+            if free > 0:
+                self._cond.notify(free)
 
 
 class RetryBudget:
@@ -266,7 +276,7 @@ class EngineJudge:
                 todo.setdefault(k, []).append(i)
         policy = self.config.retry
         budget = RetryBudget(policy.budget if policy.budget is not None
-                             else max(10, len(todo) // 2))
+                             else max(20, len(todo)))
         run_stats = JudgeStats()
         for hit in replies:
             if hit is not None:
@@ -296,6 +306,10 @@ class EngineJudge:
             if self.progress is not None:
                 self._report(run_stats, done[0], len(requests), t_start)
 
+        enter = getattr(self.backend, "enter", None)
+        leave = getattr(self.backend, "exit", None)
+        if enter is not None:
+            await enter()
         tasks = [asyncio.ensure_future(one(k, idxs)) for k, idxs in todo.items()]
         try:
             if tasks:
@@ -303,9 +317,12 @@ class EngineJudge:
         finally:
             for t in tasks:
                 t.cancel()
+            if leave is not None:
+                await leave()
             await flush()
         run_stats.wall_s = time.perf_counter() - t_start
-        run_stats.retries = budget.used
+        run_stats.retries = sum(int(r.extra.get("retries", 0)) for r in replies
+                                if r is not None and not r.cached)
         run_stats.peak_in_flight = state.limiter.peak
         run_stats.concurrency_cuts = state.limiter.cuts
         self.last_stats = run_stats
@@ -400,11 +417,13 @@ class EngineJudge:
                     log.info("judge %s: server rejected response_format; using schema in "
                              "prompt", self.name)
                     continue
-                if err.retryable and retries < policy.max_retries and budget.take():
+                # 429s are the server asking us to wait: bounded per call, not by the budget
+                if (err.retryable and retries < policy.max_retries
+                        and (err.reason == "rate_limited" or budget.take())):
                     retries += 1
                     delay = policy.delay(retries)
-                    if err.retry_after is not None:
-                        delay = max(delay, min(err.retry_after, policy.max))
+                    if err.retry_after is not None:  # honoured, within reason
+                        delay = max(delay, min(err.retry_after, max(policy.max, 60.0)))
                     log.debug("judge %s: %s, retry %d in %.2f s", self.name, err.reason,
                               retries, delay)
                     await asyncio.sleep(delay)

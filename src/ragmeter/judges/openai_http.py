@@ -1,8 +1,12 @@
 """OpenAI-compatible chat completions over HTTP (OpenRouter, vLLM, Ollama, llama.cpp server).
 
-One ``httpx.AsyncClient`` per event loop (never reused across loops, the cause of RAGAS's
-"Event loop is closed" retries). The API key is read from the environment at call time and
-only ever placed in the ``Authorization`` header; every error detail is redacted.
+Transport: one ``aiohttp.ClientSession`` per event loop, opened when the first ``aask_many``
+of that loop starts and closed when the last one ends, so no connection ever outlives its
+loop (the cause of RAGAS's "Event loop is closed" retries). aiohttp rather than httpx: at 64
+requests in flight httpcore's connection pool is CPU-bound (quadratic request assignment;
+measured 6× the latency bound on 2 cores, aiohttp 1.2×). The API key is read from the
+environment at call time and only ever placed in the ``Authorization`` header; every error
+detail is redacted.
 """
 
 from __future__ import annotations
@@ -14,8 +18,6 @@ import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
-
-import httpx
 
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.engine import BackendError, Completion
@@ -61,32 +63,50 @@ class OpenAIBackend:
         self.supports_schema = config.structured_output
         self._config = config
         self._extra_body = dict(extra_body or {})
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+        self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary())
+        self._users: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = (
             weakref.WeakKeyDictionary())
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(url={self.url!r}, model={self.model!r})"
 
-    def _client(self) -> httpx.AsyncClient:
+    async def enter(self) -> None:
+        """Called by the engine when an ``aask_many`` starts on the running loop."""
         loop = asyncio.get_running_loop()
-        client = self._clients.get(loop)
-        if client is None or client.is_closed:
+        self._users[loop] = self._users.get(loop, 0) + 1
+
+    async def exit(self) -> None:
+        """Called when it ends; the last user of a loop closes that loop's session."""
+        loop = asyncio.get_running_loop()
+        n = self._users.get(loop, 1) - 1
+        self._users[loop] = n
+        if n <= 0:
+            await self.aclose()
+
+    def _session(self) -> Any:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if session is None or session.closed:
             cap = self._config.max_concurrency
-            client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self._config.timeout_s, connect=min(10.0, self._config.timeout_s)),
-                limits=httpx.Limits(max_connections=cap + 4, max_keepalive_connections=cap + 4),
+            session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=cap + 4, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=self._config.timeout_s,
+                                              connect=min(10.0, self._config.timeout_s)),
             )
-            self._clients[loop] = client
-        return client
+            self._sessions[loop] = session
+        return session
 
     async def aclose(self) -> None:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # pragma: no cover
             return
-        client = self._clients.pop(loop, None)
-        if client is not None:
-            await client.aclose()
+        session = self._sessions.pop(loop, None)
+        if session is not None and not session.closed:
+            await session.close()
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", **dict(self._config.extra_headers)}
@@ -113,23 +133,26 @@ class OpenAIBackend:
                 "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
             }
         secrets = [self._config.api_key()]
+        import aiohttp
+
         try:
-            resp = await self._client().post(self.url, json=body, headers=self._headers())
-        except httpx.TimeoutException as exc:
-            raise BackendError("timeout", f"{type(exc).__name__} from {self.url}",
-                               retryable=True) from None
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError,
-                httpx.WriteError) as exc:
+            async with self._session().post(self.url, json=body,
+                                            headers=self._headers()) as resp:
+                status = resp.status
+                raw = await resp.read()
+                retry_after = resp.headers.get("retry-after")
+        except asyncio.TimeoutError:
+            raise BackendError("timeout", f"no reply from {self.url}", retryable=True) from None
+        except aiohttp.ClientError as exc:
             raise BackendError("connection_error",
                                redact(f"{type(exc).__name__}: {exc} ({self.url})", secrets),
                                retryable=True) from None
-        status = resp.status_code
+        text_all = raw.decode("utf-8", errors="replace")
         if status != 200:
-            text = redact(resp.text[:500], secrets)
+            text = redact(text_all[:500], secrets)
             if status == 429:
                 raise BackendError("rate_limited", f"HTTP 429: {text[:200]}", retryable=True,
-                                   retry_after=parse_retry_after(resp.headers.get("retry-after")),
-                                   status=status)
+                                   retry_after=parse_retry_after(retry_after), status=status)
             if status >= 500:
                 raise BackendError("http_5xx", f"HTTP {status}: {text[:200]}", retryable=True,
                                    status=status)
@@ -143,12 +166,12 @@ class OpenAIBackend:
             hint = " (check the API key variable)" if status in (401, 403) else ""
             raise BackendError("http_4xx", f"HTTP {status}{hint}: {text[:200]}", status=status)
         try:
-            payload = resp.json()
+            payload = json.loads(text_all)
             choice = payload["choices"][0]
             message = choice.get("message") or {}
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise BackendError("backend_error",
-                               f"malformed completion envelope: {redact(resp.text[:200], secrets)}",
+                               f"malformed completion envelope: {redact(text_all[:200], secrets)}",
                                retryable=True) from None
         usage = payload.get("usage") or {}
         content = message.get("content")

@@ -16,7 +16,7 @@ for negatives). Duplicated retrieved ids count once (first occurrence).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragmeter.metrics.registry import Metric, MetricSpec, register
@@ -48,7 +48,7 @@ def id_recall(retrieved: Sequence[str], gold: set[str]) -> float:
     return len(gold & set(retrieved)) / len(gold)
 
 
-def _make(kind: str):  # type: ignore[no-untyped-def]
+def _make(kind: str) -> Callable[[Metric, Any], MetricResult]:
     def compute(metric: Metric, ctx: Any) -> MetricResult:
         scores = []
         counts = {"no_gold": 0, "negative": 0}

@@ -35,6 +35,7 @@ from ragmeter.errors import DataError, RecordProblem
 from ragmeter.metrics.registry import MetricSpec, register
 
 _CHUNK_CELLS = 4_000_000
+_FULL_GRAM_CELLS = 16_000_000  # up to n = 4000 texts: one n×n matrix (128 MB)
 
 
 @dataclass(frozen=True)
@@ -119,11 +120,13 @@ def cluster_stats(X: np.ndarray, labels: Sequence[object]) -> ClusterStats:
     codes = validate_labels(labels, n)
     uniq = sorted({str(lab) for lab in labels})
     k = len(uniq)
-    onehot = np.zeros((n, k))
-    onehot[np.arange(n), codes] = 1.0
-    sizes = onehot.sum(axis=0)
-
-    sums = onehot.T @ Xn                                     # (k, d) Σ x̂ per cluster
+    sizes = np.bincount(codes, minlength=k).astype(np.float64)
+    order = np.argsort(codes, kind="stable")
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.arange(n)
+    Xs = Xn[order]                                           # rows grouped by cluster
+    starts = np.concatenate([[0], np.cumsum(sizes[:-1])]).astype(np.int64)
+    sums = np.add.reduceat(Xs, starts, axis=0)               # (k, d) Σ x̂ per cluster
     sq = np.einsum("ij,ij->i", sums, sums)
     with np.errstate(invalid="ignore", divide="ignore"):
         intra = np.where(sizes >= 2, (sq - sizes) / (sizes * (sizes - 1)), np.nan)
@@ -136,15 +139,22 @@ def cluster_stats(X: np.ndarray, labels: Sequence[object]) -> ClusterStats:
     np.fill_diagonal(dist, 0.0)
     inter = dist.sum(axis=1) / (k - 1)
 
-    # silhouette: per-row sums of cosine distances to each cluster, in row chunks
+    # silhouette: per-row sums of cosine distances to each cluster, O(n²) in row chunks —
+    # columns sorted by cluster so that np.add.reduceat sums contiguous segments (no n×K matmul)
     dsum = np.empty((n, k))
-    rows = max(1, _CHUNK_CELLS // max(n, 1))
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        D = 1.0 - Xn[start:stop] @ Xn.T
+    if n * n <= _FULL_GRAM_CELLS:  # one symmetric product (BLAS syrk: half the flops)
+        D = 1.0 - Xs @ Xs.T
         np.clip(D, 0.0, 2.0, out=D)
-        D[np.arange(stop - start), np.arange(start, stop)] = 0.0
-        dsum[start:stop] = D @ onehot
+        np.fill_diagonal(D, 0.0)
+        dsum[order] = np.add.reduceat(D, starts, axis=1)
+    else:
+        rows = max(1, _CHUNK_CELLS // n)
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            D = 1.0 - Xn[start:stop] @ Xs.T
+            np.clip(D, 0.0, 2.0, out=D)
+            D[np.arange(stop - start), pos[start:stop]] = 0.0
+            dsum[start:stop] = np.add.reduceat(D, starts, axis=1)
     own = sizes[codes]
     a = dsum[np.arange(n), codes] / np.maximum(own - 1, 1)
     means = dsum / sizes[None, :]

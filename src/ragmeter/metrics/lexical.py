@@ -33,7 +33,7 @@ with numbers reported elsewhere. Corpus BLEU (not a mean of sentence BLEUs) is c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,7 +187,7 @@ def rouge_from_tokens(h_tok: Sequence[list[str]], r_tok: Sequence[list[str]],
     return out
 
 
-def _rouge_compute(kind: str):  # type: ignore[no-untyped-def]
+def _rouge_compute(kind: str) -> Callable[[Metric, Any], MetricResult]:
     def compute(metric: Metric, ctx: Any) -> MetricResult:
         tokenizer = str(metric.get("tokenizer"))
         stem = str(metric.get("stem"))
@@ -252,17 +252,17 @@ for _name, _kind, _doc in (
 # --------------------------------------------------------------------------------------- BLEU
 
 def _bleu_obj(tokenize: str, effective_order: bool) -> Any:
-    from ragmeter.errors import require
+    from sacrebleu.metrics import BLEU  # a core dependency, imported lazily
 
-    metrics: Any = require("sacrebleu.metrics", "core", "BLEU")
-    return metrics.BLEU(tokenize=tokenize, effective_order=effective_order)
+    return BLEU(tokenize=tokenize, effective_order=effective_order)
 
 
 def sentence_bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "intl"
                   ) -> tuple[np.ndarray, str]:
     """sacrebleu sentence BLEU (0–100, effective order) per pair, and sacrebleu's signature."""
     bleu = _bleu_obj(tokenize, True)
-    vals = np.fromiter((bleu.sentence_score(h, [r]).score for h, r in zip(hyps, refs, strict=False)),
+    vals = np.fromiter((bleu.sentence_score(h, [r]).score
+                        for h, r in zip(hyps, refs, strict=True)),
                        dtype=np.float64, count=len(hyps))
     return vals, str(bleu.get_signature())
 

@@ -24,8 +24,8 @@ LEVEL = Param("level", str, "chunk", ("chunk", "doc"),
               "chunk: ids as given; doc: chunks mapped to their parent document, repeats collapse")
 GAIN = Param("gain", str, "linear", ("linear", "exp"),
              "linear: gain = rel (trec_eval); exp: gain = 2^rel − 1 (Burges)")
-THRESHOLD = Param("threshold", float, 0.5, None, "top-1 score at or above which a negative "
-                  "question counts as a false retrieval")
+THRESHOLD = Param("threshold", float, 0.0, None, "top-1 score at or above which a negative "
+                  "question counts as a false retrieval (0.0: any non-negative score counts)")
 
 
 @dataclass
@@ -60,12 +60,7 @@ class RankArrays:
         """Cumulative counts along ranks (cached): ``relevant``, ``hit`` or ``cover``."""
         key = "cum_" + name
         if key not in self._cache:
-            if name == "relevant" or (name == "hit" and self.hit is None) or (
-                    name == "cover" and self.cover is None):
-                src = self.rel > 0
-            else:
-                src = self.hit if name == "hit" else self.cover
-            self._cache[key] = np.cumsum(src, axis=1, dtype=np.int32)
+            self._cache[key] = np.cumsum(self._counted(name), axis=1, dtype=np.int32)
         cum: np.ndarray = self._cache[key]
         return cum
 
@@ -75,19 +70,23 @@ class RankArrays:
             return np.zeros(self.n_queries, dtype=np.int32)
         col = self.depth if k is None else min(k, self.depth)
         if ("cum_" + name) in self._cache or col == self.depth:
-            return self._cum(name)[:, col - 1]
-        src = self.rel[:, :col] > 0 if name == "relevant" or (
-            name == "hit" and self.hit is None) or (name == "cover" and self.cover is None) \
-            else (self.hit if name == "hit" else self.cover)[:, :col]  # type: ignore[index]
-        return np.sum(src, axis=1, dtype=np.int32)
+            return np.asarray(self._cum(name)[:, col - 1])
+        return np.asarray(np.sum(self._counted(name, col), axis=1, dtype=np.int32))
+
+    def _counted(self, name: str, col: int | None = None) -> np.ndarray:
+        """Per-position counts: ``relevant`` (rel > 0), ``hit`` or ``cover`` (text matching)."""
+        extra = self.hit if name == "hit" else self.cover if name == "cover" else None
+        if extra is None:
+            return self.rel[:, :col] > 0
+        return extra[:, :col]
 
     def first_relevant(self) -> np.ndarray:
         """0-based rank of the first relevant item, or ``depth`` when there is none (cached)."""
         if "first" not in self._cache:
             binary = self.rel > 0
-            first = np.argmax(binary, axis=1) if self.depth else np.zeros(self.n_queries, int)
+            pos = np.argmax(binary, axis=1) if self.depth else np.zeros(self.n_queries, int)
             has = binary.any(axis=1) if self.depth else np.zeros(self.n_queries, bool)
-            self._cache["first"] = np.where(has, first, self.depth)
+            self._cache["first"] = np.where(has, pos, self.depth)
         first: np.ndarray = self._cache["first"]
         return first
 

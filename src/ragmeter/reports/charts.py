@@ -71,11 +71,12 @@ def grouped_bar_chart(panels: Mapping[str, Series], out_stem: str | Path, *,
             pos = x - 0.4 + width * (i + 0.5)
             bars = ax.bar(pos, heights, width, label=system, yerr=_err(pts), capsize=3)
             for rect, p in zip(bars, pts, strict=True):
-                if p[0] is not None:
-                    ax.annotate(f"{p[0]:.2f}", (rect.get_x() + rect.get_width() / 2, 0.01),
-                                ha="center", va="bottom", fontsize=7, rotation=90, color="white")
+                if p[0] is not None:  # value above the bar and its CI whisker
+                    top = max(p[0], p[2] if p[2] is not None else p[0])
+                    ax.annotate(f"{p[0]:.2f}", (rect.get_x() + rect.get_width() / 2, top + 0.01),
+                                ha="center", va="bottom", fontsize=7)
         ax.set_xticks(x, [f"k={k}" for k in ks])
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(0, 1.1)
         ax.set_title(panel)
         ax.set_ylabel(ylabel)
         ax.grid(axis="y", alpha=0.3)

@@ -27,7 +27,8 @@ from ragmeter.results.store import StoredRun
 
 MAX_EXPLORER_SAMPLES = 2000
 REASON_KEYS = ("reason", "reasons", "explanation", "rationale", "reasoning", "verdict",
-               "verdicts", "feedback", "comment")
+               "verdicts", "feedback", "comment", "detail")
+GRADE_KEYS = ("grade", "label", "judge_label")
 _KEY = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:@(?P<k>\d+))?(?:\((?P<p>.*)\))?$")
 
 
@@ -101,6 +102,10 @@ def _reasons_from_details(details: Mapping[str, Any] | None) -> list[str]:
             out.append(v.strip())
         elif isinstance(v, list):
             out.extend(str(x) for x in v[:10] if x not in (None, ""))
+    for key in GRADE_KEYS:
+        v = details.get(key)
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v) != "":
+            out.append(f"{key}: {v}")
     return out
 
 
@@ -119,7 +124,7 @@ def _retrieval_charts(tier: str, results: Sequence[EvalResult]) -> list[str]:
                 continue
             (doc if is_doc else hit).setdefault(res.name, {})[k] = mr.aggregate.mean
             ks.add(k)
-    charts = []
+    charts: list[str] = []
     if not ks:
         return charts
     klist = sorted(ks)
@@ -149,26 +154,52 @@ def _values(mr: MetricResult) -> list[float]:
     return [float(v) for v in mr.values if not math.isnan(v)]
 
 
+def _family(key: str) -> str | None:
+    try:
+        from ragmeter.metrics.registry import parse_metric
+
+        return parse_metric(key).spec.family
+    except Exception:
+        return None
+
+
 def _box_charts(tier: str, results: Sequence[EvalResult]) -> list[str]:
+    """Box plots of per-sample values: context precision/recall; judge scores; other answer
+    metrics (on a 0–1 scale, and separately the metrics on another scale such as BLEU)."""
     charts = []
     ctx_groups: dict[str, list[float]] = {}
     judge_groups: dict[str, list[float]] = {}
+    other: dict[str, list[float]] = {}
+    wide: dict[str, list[float]] = {}
     multi = len(results) > 1
     for res in results:
         for key, mr in res.results.items():
             name, _, _ = _parse_key(key)
             label = f"{res.name}: {key}" if multi else key
             vals = _values(mr)
+            if not vals:
+                continue
             if name in ("context_precision", "context_recall"):
                 ctx_groups[label] = vals
-            elif tier in ("generation", "e2e", "judge_quality") and vals:
+            elif tier not in ("generation", "e2e", "judge_quality"):
+                continue
+            elif max(vals) > 1.0 or min(vals) < 0.0:
+                wide[label] = vals
+            elif _family(key) == "judged" or tier == "judge_quality":
                 judge_groups[label] = vals
+            else:
+                other[label] = vals
     if ctx_groups:
-        charts.append(svg.box_plot(ctx_groups, f"{tier}: context precision / recall"))
+        charts.append(svg.box_plot(ctx_groups, f"{tier}: context precision / recall",
+                                   ymax=1.0))
     if judge_groups:
-        top = max(max(v) for v in judge_groups.values())
-        charts.append(svg.box_plot(judge_groups, f"{tier}: judge scores per sample",
-                                   ymax=None if top > 1 else 1.0))
+        charts.append(svg.box_plot(judge_groups, f"{tier}: judge scores per sample", ymax=1.0))
+    if other:
+        charts.append(svg.box_plot(other, f"{tier}: answer metrics per sample", ymax=1.0))
+    if wide:
+        lo = min(min(v) for v in wide.values())
+        charts.append(svg.box_plot(wide, f"{tier}: metrics on other scales",
+                                   ymin=min(0.0, lo)))
     return charts
 
 
@@ -233,7 +264,8 @@ def _metric_table(tier: str, res: EvalResult) -> str:
             f"<tr><td><code>{escape(key)}</code>{direction}</td><td class=num>{_f(a.mean)}</td>"
             f"<td class=num>{ci}</td><td class=num>{a.n}</td><td class=num>{a.n_unscored}</td>"
             f"<td>{reasons}</td><td>{_band_badge(key, a.mean, tier)}</td><td>{counts}</td>"
-            f'<td class="sig"><code>{escape(str(mr.signature))}</code></td></tr>')
+            f'<td class="sig"><details><summary>show</summary><code>'
+            f"{escape(str(mr.signature))}</code></details></td></tr>")
     return ("<table class=metrics><thead><tr><th>metric</th><th>mean</th><th>95% CI</th>"
             "<th>n</th><th>n_unscored</th><th>unscored reasons</th><th>band</th>"
             "<th>counts</th><th>signature</th></tr></thead><tbody>" + "".join(rows)
@@ -316,13 +348,28 @@ def _explorer(run: StoredRun) -> tuple[str, list[dict[str, Any]]]:
         judge_html = "".join(f"<li><code>{escape(s['metric'])}</code>: {escape(j)}</li>"
                              for s in sc for j in s["judge"])
         ctx_html = "".join(f"<li>{escape(c)}</li>" for c in ctxs)
+        found = {k.split(":", 1)[1]: v for k, v in sample.items()
+                 if k.startswith("retrieved:") and isinstance(v, Mapping)}
+        found_html = "".join(
+            f"<details><summary>{escape(name)}: {len(v.get('ids') or [])} hit(s)</summary><ol>"
+            + "".join(f"<li><code>{escape(str(i))}</code>"
+                      + (f" {escape(str(c))}" if c else "") + "</li>"
+                      for i, c in zip(v.get("ids") or [],
+                                      [*(v.get("contexts") or []),
+                                       *[None] * len(v.get("ids") or [])], strict=False))
+            + "</ol></details>" for name, v in found.items())
+        gold = sample.get("gold_doc_ids") or sample.get("gold_chunk_ids")
+        gold_html = (f'<div class=muted>gold: {escape(", ".join(map(str, gold)))}</div>'
+                     if gold else "")
         rows.append(
             f'<tr class="rm-sample" data-unscored="{len(unscored)}" data-id="{escape(sid)}">'
             f"<td><code>{escape(sid)}</code></td><td class=q>{escape(q)}"
             + (f'<div class=muted>reference: {escape(ref)}</div>' if ref else "")
             + "</td><td>"
             + (f"<details><summary>{len(ctxs)} context(s)</summary><ol>{ctx_html}</ol>"
-               "</details>" if ctxs else '<span class=muted>–</span>')
+               "</details>" if ctxs else "")
+            + found_html + gold_html
+            + ("" if ctxs or found_html or gold_html else '<span class=muted>–</span>')
             + f"</td><td>{escape(answer) or '<span class=muted>–</span>'}</td>"
             f"<td><ul class=scores>{score_html}</ul></td>"
             f"<td><ul class=judge>{judge_html}</ul></td></tr>")
@@ -381,7 +428,9 @@ def render_run_html(run: StoredRun) -> str:
         parts.append("".join(section))
     explorer, sample_data = _explorer(run)
     parts.append(explorer)
-    cfg = json.dumps(run.config, ensure_ascii=False, indent=2, default=str)
+    from ragmeter.runner.secrets import mask_secrets
+
+    cfg = json.dumps(mask_secrets(run.config), ensure_ascii=False, indent=2, default=str)
     parts.append(f"<section id=signature><h2>Signature</h2><p><code>{escape(run.signature)}"
                  f"</code></p><details><summary>Config (secrets masked)</summary><pre>"
                  f"{escape(cfg)}</pre></details></section>")

@@ -32,8 +32,8 @@ def _open(kind: str, width: int, height: int, title: str) -> list[str]:
             f'font-weight="600">{t}</text>']
 
 
-def _nice_max(values: Sequence[float], floor: float = 1.0) -> float:
-    vals = [v for v in values if _ok(v)]
+def _nice_max(values: Sequence[float | None], floor: float = 1.0) -> float:
+    vals = [float(v) for v in values if v is not None and _ok(v)]
     top = max(vals) if vals else floor
     if top <= floor:
         return floor

@@ -30,6 +30,7 @@ DEFAULT_STORE_FILE = "ragmeter-results.sqlite"
 STORE_ENV = "RAGMETER_STORE_URL"
 TIER_STATUSES = ("ok", "not_run", "error", "partial")
 EXPORT_FORMATS = ("json", "csv", "parquet")
+SCHEMA_VERSION = 1
 
 
 def default_store_url() -> str:
@@ -191,11 +192,28 @@ class ResultStore:
         self._define_tables()
         if create:
             try:
+                existing = set(sa.inspect(self.engine).get_table_names())  # type: ignore[attr-defined]
+                legacy = "rm_runs" in existing and "rm_schema" not in existing
                 self.metadata.create_all(self.engine)
+                version = 0 if legacy else self._schema_version()
             except Exception as exc:
                 raise RagmeterError(
                     f"cannot open results store {mask_url(self.url)}: {type(exc).__name__}: "
                     f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+            if version != SCHEMA_VERSION:
+                raise RagmeterError(
+                    f"results store {mask_url(self.url)} has schema version {version}; this "
+                    f"ragmeter reads version {SCHEMA_VERSION} (use a new store file/database)")
+
+    def _schema_version(self) -> int:
+        import sqlalchemy as sa
+
+        with self.engine.begin() as conn:
+            row = conn.execute(sa.select(self.t_schema.c.version)).first()
+            if row is None:
+                conn.execute(self.t_schema.insert().values(version=SCHEMA_VERSION))
+                return SCHEMA_VERSION
+            return int(row[0])
 
     def __repr__(self) -> str:
         return f"ResultStore({mask_url(self.url)!r})"
@@ -206,6 +224,8 @@ class ResultStore:
         md = sa.MetaData()
         text = sa.Text
         self.metadata = md
+        self.t_schema = sa.Table("rm_schema", md, sa.Column("version", sa.Integer,
+                                                             primary_key=True))
         self.t_runs = sa.Table(
             "rm_runs", md,
             sa.Column("id", sa.String(64), primary_key=True),
@@ -266,6 +286,7 @@ class ResultStore:
             sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
                       primary_key=True),
             sa.Column("sample_id", sa.String(400), primary_key=True),
+            sa.Column("position", sa.Integer, nullable=False),
             sa.Column("data_json", text, nullable=False),
         )
 
@@ -345,8 +366,9 @@ class ResultStore:
                                 (self.t_values, value_rows)):
                 for start in range(0, len(rows), 5000):
                     conn.execute(table.insert(), rows[start:start + 5000])
-            sample_rows = [{"run_id": run.id, "sample_id": sid, "data_json": _dumps(data)}
-                           for sid, data in run.samples.items()]
+            sample_rows = [{"run_id": run.id, "sample_id": sid, "position": pos,
+                            "data_json": _dumps(data)}
+                           for pos, (sid, data) in enumerate(run.samples.items())]
             for start in range(0, len(sample_rows), 5000):
                 conn.execute(self.t_samples.insert(), sample_rows[start:start + 5000])
         return run.id
@@ -441,7 +463,8 @@ class ResultStore:
             if samples:
                 for s in conn.execute(sa.select(self.t_samples.c.sample_id,
                                                 self.t_samples.c.data_json)
-                                      .where(self.t_samples.c.run_id == run_id)):
+                                      .where(self.t_samples.c.run_id == run_id)
+                                      .order_by(self.t_samples.c.position)):
                     sample_data[s.sample_id] = json.loads(s.data_json)
         tiers = {t.tier: TierRecord(t.tier, t.status, t.reason, [], json.loads(t.stats_json))
                  for t in tier_rows}

@@ -121,7 +121,8 @@ class BenchConfig:
     def masked(self) -> dict[str, Any]:
         from ragmeter.runner.secrets import mask_secrets
 
-        return mask_secrets(copy.deepcopy(self.raw))  # type: ignore[no-any-return]
+        masked: dict[str, Any] = mask_secrets(copy.deepcopy(self.raw))
+        return masked
 
 
 # --------------------------------------------------------------------------- helpers
@@ -229,6 +230,11 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         cfg.batch_size = _int(d["batch_size"], "batch_size", 1)
     if d.get("store") is not None:
         cfg.store = _str(d["store"], "store")
+        from ragmeter.runner.secrets import mask_text
+
+        if mask_text(cfg.store) != cfg.store:
+            raise ConfigError("store", "contains a password; give the URL through "
+                              "$RAGMETER_STORE_URL or --store instead of the config")
     if d.get("run_dir") is not None:
         cfg.run_dir = _path(d["run_dir"], "run_dir", base)
     else:

@@ -282,6 +282,9 @@ class BenchmarkRunner:
                 self._remember(samples)
                 results = merge_batches((b["results"] for b in self.log.batches(tier.name)),
                                         {s.id: i for i, s in enumerate(samples)})
+                for b in self.log.batches(tier.name):
+                    self._annotate(b.get("annotations"))
+            self._annotate(done.get("annotations"))
             self.hook(tier.name, "skipped_done", {"status": done["status"],
                                                   "stats": stats.to_dict()})
             return TierRecord(tier.name, done["status"], done.get("reason"), results,
@@ -310,9 +313,16 @@ class BenchmarkRunner:
                                "reason": reason, "stats": stats.to_dict()}
         if not adapter.per_sample or status != "ok":
             rec["results"] = [r.to_dict() for r in results]
+        if not adapter.per_sample and status == "ok":
+            rec["annotations"] = ctx.take_annotations()
+            self._annotate(rec["annotations"])
         self.log.append(rec)
         self.hook(tier.name, "end", {"status": status, "reason": reason, "stats": stats})
         return TierRecord(tier.name, status, reason, results, stats.to_dict())
+
+    def _annotate(self, annotations: Mapping[str, Mapping[str, Any]] | None) -> None:
+        for sid, extra in (annotations or {}).items():
+            self.used_samples.setdefault(sid, {"id": sid}).update(extra)
 
     def _remember(self, samples: Sequence[Sample]) -> None:
         for s in samples:
@@ -324,6 +334,7 @@ class BenchmarkRunner:
         finished = {sid for b in previous for sid in b["sample_ids"]}
         for b in previous:
             ctx.stats.merge(b.get("stats", {}))
+            self._annotate(b.get("annotations"))
         todo = [s for s in samples if s.id not in finished]
         size = tier.batch_size or self.config.batch_size
         self.hook(tier.name, "start", {"total": len(samples), "done": len(samples) - len(todo),
@@ -341,10 +352,12 @@ class BenchmarkRunner:
                                             f"outside its batch: {sorted(extra)[:3]}")
             after = ctx.stats.to_dict()
             delta = {k: after[k] - before[k] for k in after}
+            notes = ctx.take_annotations()
             self.log.append({"type": "batch", "tier": tier.name,
                              "sample_ids": [s.id for s in batch],
                              "results": [r.to_dict() for r in results], "stats": delta,
-                             "at": time.time()})
+                             "annotations": notes, "at": time.time()})
+            self._annotate(notes)
             self.hook(tier.name, "advance", {"n": len(batch), "stats": ctx.stats})
         order = {s.id: i for i, s in enumerate(samples)}
         return merge_batches((b["results"] for b in self.log.batches(tier.name)), order)
@@ -368,8 +381,26 @@ def run_signature(config: BenchConfig, plan: RunPlan) -> str:
                               tiers=[t.name for t in plan.tiers]))
 
 
-def demo_judges(config: BenchConfig) -> list[str]:
-    return [j.name for j in config.judges if j.backend == "local-demo"]
+JUDGED_TIERS = ("generation", "e2e", "judge_quality")
+
+
+def demo_judges(config: BenchConfig, records: Mapping[str, TierRecord] | None = None) \
+        -> list[str]:
+    """Demo (``local-demo``) judges behind tiers that produced results."""
+    used: set[str] = set()
+    for t in config.tiers:
+        rec = (records or {}).get(t.name)
+        if records is not None and (rec is None or rec.status != "ok"):
+            continue
+        if t.judges:
+            used.update(t.judges)
+        elif t.judge:
+            used.add(t.judge)
+        elif t.name in JUDGED_TIERS and config.judges:
+            used.add(config.judges[0].name if t.name != "judge_quality"
+                     else ",".join(j.name for j in config.judges))
+    names = {n for u in used for n in u.split(",")}
+    return [j.name for j in config.judges if j.backend == "local-demo" and j.name in names]
 
 
 def build_stored_run(config: BenchConfig, plan: RunPlan, records: Mapping[str, TierRecord],
@@ -382,7 +413,7 @@ def build_stored_run(config: BenchConfig, plan: RunPlan, records: Mapping[str, T
         elif status == "complete":
             tiers[t.name] = TierRecord(t.name, "not_run", "not selected (--tier)")
     meta = {"run_dir": str(plan.run_dir), "limit": plan.limit,
-            "demo_judges": demo_judges(config), "resumed": plan.resumed,
+            "demo_judges": demo_judges(config, tiers), "resumed": plan.resumed,
             "k": list(config.k), "seed": config.seed}
     return StoredRun(id=plan.run_id, created_at=plan.meta.get("created_at") or utc_now(),
                      name=config.name, signature=run_signature(config, plan),

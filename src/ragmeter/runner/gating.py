@@ -119,7 +119,7 @@ def thresholds_from_mapping(data: Mapping[str, object], key: str = "thresholds")
             t, _, metric = metric.partition(":")
             target = t or None
         try:
-            out.append(Threshold(metric, spec.get("min"), spec.get("max"), target))  # type: ignore[arg-type]
+            out.append(Threshold(metric, spec.get("min"), spec.get("max"), target))
         except ConfigError as exc:
             raise ConfigError(where, str(exc)) from None
     return out

@@ -11,16 +11,22 @@ from rich.progress import (
     Progress,
     TaskID,
     TextColumn,
-    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
 
+def _short(n: float) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else f"{n:g}"
+
+
 def _fmt_stats(stats: Any) -> str:
     d = stats.to_dict() if hasattr(stats, "to_dict") else dict(stats or {})
-    return (f"calls {d.get('llm_calls', 0)} (+{d.get('cached_calls', 0)} cached) · "
-            f"tok {d.get('tokens_in', 0) + d.get('tokens_out', 0)} · "
-            f"${d.get('cost', 0.0):.4f} · err {d.get('errors', 0)}")
+    calls = d.get("llm_calls", 0)
+    if not calls and not d.get("cached_calls", 0):
+        return ""
+    return (f"{calls} calls (+{d.get('cached_calls', 0)} cached) "
+            f"{_short(d.get('tokens_in', 0) + d.get('tokens_out', 0))} tok "
+            f"${d.get('cost', 0.0):.3f} {d.get('errors', 0)} err")
 
 
 class RunProgress:
@@ -30,8 +36,8 @@ class RunProgress:
         self.console = console or Console(stderr=True)
         self.enabled = enabled
         self.progress = Progress(
-            TextColumn("[bold]{task.description:<15}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("ETA"), TimeRemainingColumn(), TimeElapsedColumn(),
+            TextColumn("[bold]{task.description}"), BarColumn(bar_width=20), MofNCompleteColumn(),
+            TextColumn("eta"), TimeRemainingColumn(),
             TextColumn("{task.fields[stats]}"), TextColumn("{task.fields[status]}"),
             console=self.console, disable=not enabled, transient=False,
         )

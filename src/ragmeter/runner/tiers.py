@@ -106,6 +106,16 @@ class TierContext:
     all_samples: list[Sample]
     stats: TierStats = field(default_factory=TierStats)
     cache: dict[str, Any] = field(default_factory=dict)
+    annotations: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def annotate(self, sample_id: str, key: str, value: Any) -> None:
+        """Attach data to a sample for the report's explorer (e.g. what a retriever found);
+        saved with the batch, so it survives ``--resume``."""
+        self.annotations.setdefault(sample_id, {})[key] = value
+
+    def take_annotations(self) -> dict[str, dict[str, Any]]:
+        out, self.annotations = self.annotations, {}
+        return out
 
     @property
     def seed(self) -> int:
@@ -127,7 +137,7 @@ class TierContext:
                                   "(add one under 'judges')")
         key = f"judge:{cfg.name}"
         if key not in self.cache:
-            from ragmeter.judges import make_judge  # type: ignore[attr-defined]
+            from ragmeter.judges import make_judge
 
             self.cache[key] = CountingJudge(make_judge(cfg), self.stats)
         return self.cache[key]
@@ -142,7 +152,7 @@ class TierContext:
         if self.config.generator is None:
             return None
         if "generator" not in self.cache:
-            from ragmeter.judges import make_judge  # type: ignore[attr-defined]
+            from ragmeter.judges import make_judge
 
             self.cache["generator"] = CountingJudge(make_judge(self.config.generator), self.stats)
         return self.cache["generator"]
@@ -159,7 +169,7 @@ class TierContext:
             self.cache["chunks"] = list(chunk_documents(
                 docs, chunk_size_chars=corpus.chunk_size_chars,
                 overlap_chars=corpus.overlap_chars))
-        return self.cache["chunks"]  # type: ignore[no-any-return]
+        return self.cache["chunks"]
 
     def retrievers(self) -> dict[str, Any]:
         """Indexed retrievers named by the tier (default: all configured), built once."""
@@ -226,11 +236,11 @@ def _default_retrieval_metrics(ks: Sequence[int]) -> list[str]:
 
 
 def run_retrieval(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval  # type: ignore[import-not-found]
+    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
     metrics = list(ctx.tier.metrics) or _default_retrieval_metrics(ctx.k)
-    common = dict(metrics=metrics, ties=ctx.option("ties", "first"), seed=ctx.seed,
-                  dataset_hash=ctx.dataset_hash)
+    common: dict[str, Any] = dict(metrics=metrics, seed=ctx.seed,
+                                  dataset_hash=ctx.dataset_hash, **dict(ctx.tier.options))
     if ctx.config.retrievers:
         from ragmeter.retrieval.run import retrieve_samples
 
@@ -238,6 +248,10 @@ def run_retrieval(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
         out = []
         for name, retriever in ctx.retrievers().items():
             filled = retrieve_samples(retriever, samples, depth)
+            for s in filled:
+                ctx.annotate(s.id, f"retrieved:{name}", {
+                    "ids": list(s.retrieved_ids or [])[:depth],
+                    "contexts": list(s.retrieved_contexts or [])[:5]})
             sig = getattr(retriever, "signature_fields", None)
             extra = dict(sig()) if callable(sig) else {}
             out.append(_call(evaluate_retrieval, filled, name=name, extra_signature=extra,
@@ -248,42 +262,160 @@ def run_retrieval(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
     return _as_list(_call(evaluate_retrieval, samples, name="retrieval", **common))
 
 
-def _generation(which: str) -> Adapter:
-    def run(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
-        judge = ctx.judge()
-        gen = importlib.import_module("ragmeter.generation.tiers")
-        fn = getattr(gen, "run_tier2" if which == "generation" else "run_tier3")
-        kwargs: dict[str, Any] = dict(judge=judge, seed=ctx.seed, dataset_hash=ctx.dataset_hash,
-                                      generator=ctx.generator(), **dict(ctx.tier.options))
-        if ctx.tier.metrics:
-            kwargs["metrics"] = list(ctx.tier.metrics)
-        return _as_list(_call(fn, samples, **kwargs))
+def _generator_client(ctx: TierContext) -> Any:
+    """A fresh GeneratorClient for the configured ``generator`` (None when not configured)."""
+    cfg = ctx.config.generator
+    if cfg is None:
+        return None
+    if not cfg.base_url:
+        raise TierNotRunnable("the generator must be an OpenAI-compatible endpoint "
+                              "(generator.base_url)")
+    from ragmeter.generation.client import GeneratorClient, GeneratorConfig
 
-    run.__name__ = f"run_{which}"
-    return run
+    gen_cfg = _call(GeneratorConfig, base_url=cfg.base_url, model=cfg.model or "model",
+                    api_key_env=cfg.api_key_env, temperature=cfg.temperature,
+                    max_tokens=cfg.max_tokens, seed=cfg.seed, timeout_s=cfg.timeout_s,
+                    max_concurrency=cfg.max_concurrency, retry=cfg.retry,
+                    language=cfg.language)
+    return GeneratorClient(gen_cfg)
 
 
-def _module_tier(module: str, candidates: Sequence[str], *, needs_judge: bool) -> Adapter:
-    """Adapter for tiers whose module exposes one entry point taking samples (and a judge)."""
+def _embedder_name(ctx: TierContext) -> str | None:
+    name = ctx.option("embedding")
+    for e in ctx.config.embeddings:
+        if name is None or e.name == name:
+            return e.model
+    return None
 
-    def run(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
-        mod = importlib.import_module(f"ragmeter.tiers.{module}")
-        fn = next((getattr(mod, c) for c in candidates if callable(getattr(mod, c, None))), None)
-        if fn is None:
-            raise TierNotRunnable(f"ragmeter.tiers.{module} has no entry point "
-                                  f"({' / '.join(candidates)})")
-        kwargs: dict[str, Any] = dict(seed=ctx.seed, dataset_hash=ctx.dataset_hash,
-                                      **dict(ctx.tier.options))
-        if needs_judge:
-            kwargs["judge"] = ctx.judge()
-            if ctx.tier.judges:
-                kwargs["judges"] = ctx.judges()
-        if ctx.tier.metrics:
-            kwargs["metrics"] = list(ctx.tier.metrics)
-        return _as_list(_call(fn, samples, **kwargs))
 
-    run.__name__ = f"run_{module}"
-    return run
+def run_generation(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
+    """Tier 2. With a ``generator``: answer from the gold context, then score; without one:
+    score the answers already in the dataset (``response``)."""
+    judge = ctx.judge()
+    metrics = list(ctx.tier.metrics) or None
+    client = _generator_client(ctx)
+    if client is not None:
+        from ragmeter.generation.tiers import run_tier2
+
+        chunks = ctx.chunks() if ctx.config.corpus is not None else None
+        return _as_list(_call(run_tier2, samples, client, chunks=chunks, metrics=metrics,
+                              judge=judge, embedder=_embedder_name(ctx), seed=ctx.seed,
+                              **dict(ctx.tier.options)))
+    if not any(s.response for s in samples):
+        raise TierNotRunnable("no generator configured and the dataset has no answers "
+                              "('response'); add a 'generator' endpoint")
+    from ragmeter.generation.evaluate import evaluate_generation
+
+    return _as_list(_call(evaluate_generation, samples, metrics, judge=judge,
+                          embedder=_embedder_name(ctx), seed=ctx.seed, name="generation",
+                          **dict(ctx.tier.options)))
+
+
+def run_e2e(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
+    """Tier 3: retrieve with each configured retriever, generate, score (one result per
+    retriever); without a generator, score the bot's own answers in the dataset."""
+    judge = ctx.judge()
+    metrics = list(ctx.tier.metrics) or None
+    if ctx.config.generator is not None:
+        if not ctx.config.retrievers:
+            raise TierNotRunnable("e2e with a generator needs at least one retriever")
+        from ragmeter.generation.tiers import run_tier3
+
+        k = int(ctx.option("k", min(5, max(ctx.k))))
+        out = []
+        for name, retriever in ctx.retrievers().items():
+            res = _call(run_tier3, samples, _generator_client(ctx), retriever, ctx.chunks(),
+                        k=k, metrics=metrics, judge=judge, embedder=_embedder_name(ctx),
+                        seed=ctx.seed, **{k_: v for k_, v in ctx.tier.options.items()
+                                          if k_ != "k"})
+            res.name = name
+            out.append(res)
+        return out
+    if not any(s.response for s in samples):
+        raise TierNotRunnable("no generator configured and the dataset has no answers")
+    from ragmeter.generation.evaluate import evaluate_generation
+
+    return _as_list(_call(evaluate_generation, samples, metrics, judge=judge,
+                          embedder=_embedder_name(ctx), seed=ctx.seed, name="e2e"))
+
+
+def run_judge_quality(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
+    from ragmeter.tiers.judge_quality import evaluate_judge_quality
+
+    return _as_list(_call(evaluate_judge_quality, samples, ctx.judges(), seed=ctx.seed,
+                          dataset=ctx.dataset_hash, **dict(ctx.tier.options)))
+
+
+def _opt_path(ctx: TierContext, key: str) -> Path | None:
+    value = ctx.option(key)
+    if value is None:
+        return None
+    p = Path(str(value)).expanduser()
+    return p if p.is_absolute() else ctx.config.base_dir / p
+
+
+def run_judge_pipeline(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
+    """Production judge: ``options.items`` (labelled items), ``options.prompt_template`` or
+    ``options.prompt_template_file``; with ``judge`` set the judge is called, else the items'
+    stored predictions are scored."""
+    from ragmeter.tiers import judge_pipeline as jp
+
+    items_path = _opt_path(ctx, "items")
+    if items_path is None:
+        raise TierNotRunnable("judge_pipeline needs options.items (labelled items file)")
+    template = ctx.option("prompt_template")
+    tfile = _opt_path(ctx, "prompt_template_file")
+    if tfile is not None:
+        template = tfile.read_text(encoding="utf-8")
+    use_judge = ctx.tier.judge is not None
+    items = jp.load_pipeline_items(items_path, need_predictions=not use_judge)
+    return _as_list(jp.evaluate_judge_pipeline(
+        items, judge=ctx.judge() if use_judge else None, prompt_template=template,
+        seed=ctx.seed))
+
+
+def run_ux(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
+    """UX: ``options.cache`` + ``options.queries`` and/or ``options.sessions`` files."""
+    from ragmeter.tiers import ux
+
+    cache, queries, sessions = (_opt_path(ctx, k) for k in ("cache", "queries", "sessions"))
+    if cache is None and sessions is None:
+        raise TierNotRunnable("ux needs options.cache + options.queries and/or "
+                              "options.sessions")
+    emb = _embedder_name(ctx)
+    if emb is None:
+        raise TierNotRunnable("ux needs an embedding model (add one under 'embeddings')")
+    judge = ctx.judge() if (ctx.tier.judge or ctx.config.judges) and sessions else None
+    return _as_list(_call(
+        ux.evaluate_ux, emb, cache=ux.load_questions(cache) if cache else None,
+        queries=ux.load_questions(queries) if queries else None,
+        sessions=ux.load_sessions(sessions) if sessions else None, judge=judge,
+        seed=ctx.seed, **{k: v for k, v in ctx.tier.options.items()
+                          if k not in ("cache", "queries", "sessions", "embedding")}))
+
+
+def run_real_users(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
+    """Real users: logged questions from a database whose URL is in the environment variable
+    ``options.db_url_env`` (never in the config), mapped to the corpus by URL."""
+    import os
+
+    from ragmeter.tiers.real_users import evaluate_real_users
+
+    if ctx.config.corpus is None:
+        raise TierNotRunnable("real_users needs a corpus (documents with a 'url')")
+    env = ctx.option("db_url_env", "RAGMETER_LOGS_DB_URL")
+    url = os.environ.get(str(env))
+    if not url:
+        raise TierNotRunnable(f"real_users needs the log database URL in ${env}")
+    query = None
+    if ctx.option("query"):
+        from ragmeter.data.sql import LogQuery
+
+        query = _call(LogQuery, **dict(ctx.option("query")))
+    retriever = ctx.option("retriever", "bm25")
+    return _as_list(_call(evaluate_real_users, ctx.config.corpus.path, db_url=url, query=query,
+                          retriever=retriever, k=int(ctx.option("k", max(ctx.k))),
+                          embedder=_embedder_name(ctx), seed=ctx.seed))
 
 
 def run_tier0(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
@@ -307,21 +439,17 @@ BUILTIN: dict[str, TierAdapter] = {
     "tier0": TierAdapter("tier0", run_tier0, per_sample=False,
                          doc="embedding cluster quality of the corpus chunks"),
     "retrieval": TierAdapter("retrieval", run_retrieval, doc="retrieval metrics per retriever"),
-    "generation": TierAdapter("generation", _generation("generation"),
+    "generation": TierAdapter("generation", run_generation,
                               doc="Tier 2: generation quality with an LLM judge"),
-    "e2e": TierAdapter("e2e", _generation("e2e"), doc="Tier 3: end-to-end answer quality"),
-    "judge_quality": TierAdapter("judge_quality", _module_tier(
-        "judge_quality", ("evaluate_judge_quality", "run_judge_quality", "run"),
-        needs_judge=True), per_sample=False, doc="judge consistency and agreement"),
-    "judge_pipeline": TierAdapter("judge_pipeline", _module_tier(
-        "judge_pipeline", ("evaluate_judge_pipeline", "run_judge_pipeline", "run"),
-        needs_judge=False), per_sample=False, doc="production judge accuracy / P / R / F1"),
-    "ux": TierAdapter("ux", _module_tier("ux", ("evaluate_ux", "run_ux", "run"),
-                                         needs_judge=False), per_sample=False,
+    "e2e": TierAdapter("e2e", run_e2e, doc="Tier 3: end-to-end answer quality"),
+    "judge_quality": TierAdapter("judge_quality", run_judge_quality, per_sample=False,
+                                 doc="judge consistency and agreement"),
+    "judge_pipeline": TierAdapter("judge_pipeline", run_judge_pipeline, per_sample=False,
+                                  doc="production judge accuracy / P / R / F1"),
+    "ux": TierAdapter("ux", run_ux, per_sample=False,
                       doc="cache hit rate, context preservation, multi-turn consistency"),
-    "real_users": TierAdapter("real_users", _module_tier(
-        "real_users", ("evaluate_real_users", "run_real_users", "run"), needs_judge=False),
-        per_sample=False, doc="metrics from real user logs"),
+    "real_users": TierAdapter("real_users", run_real_users, per_sample=False,
+                              doc="retrieval metrics on real users' logged questions"),
 }
 
 

@@ -117,6 +117,7 @@ class RetrieverComparison:
         chunking = self.meta.get("chunking")
         if chunking:
             notes.append("Chunking: " + ", ".join(f"{k}={v}" for k, v in chunking.items()) + ".")
+        notes.extend(self.warnings())
         timings = self.meta.get("timings") or {}
         if timings:
             parts = []
@@ -126,6 +127,20 @@ class RetrieverComparison:
                              + (f", {qps:.0f} q/s" if qps else ""))
             notes.append("Timing (embedding cache hits included): " + "; ".join(parts) + ".")
         return "\n".join(lines) + "\n\n" + "\n\n".join(notes) + "\n"
+
+    def warnings(self) -> list[str]:
+        """Gold ids that the index does not contain (e.g. the evalset was made with other
+        chunking parameters): metrics at that level cannot reach them."""
+        out = []
+        gone = self.meta.get("gold_not_in_index") or {}
+        for level, key in (("chunk", "chunk_ids"), ("doc", "doc_ids")):
+            ids = gone.get(key) or []
+            if ids:
+                shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
+                out.append(f"Warning: {len(ids)} gold {level} id(s) are not in the index "
+                           f"({shown}); {level}-level metrics cannot find them — check that the "
+                           "evalset was built with the same corpus and chunking parameters.")
+        return out
 
     def to_csv(self) -> str:
         rows = self.to_rows()
@@ -329,7 +344,14 @@ def compare_retrievers(
         tests[metric] = {n: compare_metric(top, r, n_resamples=n_resamples, seed=seed)
                          for n, r in scored if n != top_name}
 
+    chunk_ids = {c.chunk_id for c in chunks}
+    doc_ids = {c.doc_id for c in chunks}
+    missing_chunks = sorted({g for s in samples for g in (s.gold_chunk_ids or [])
+                             if g not in chunk_ids})
+    missing_docs = sorted({g for s in samples for g in (s.gold_doc_ids or [])
+                           if g not in doc_ids})
     meta = {
+        "gold_not_in_index": {"chunk_ids": missing_chunks, "doc_ids": missing_docs},
         "n_samples": len(samples), "n_chunks": len(chunks), "ks": list(ks_t), "seed": seed,
         "n_resamples": n_resamples, "dataset_hash": data_hash, "corpus_hash": corpus_hash,
         "chunking": chunk_sig, "signatures": signatures, "timings": timings,

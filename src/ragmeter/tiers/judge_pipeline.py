@@ -11,6 +11,8 @@ json / csv through :func:`ragmeter.data.loaders.read_records`). Two modes:
   substitution, no fencing, no JSON instruction). The reply is parsed strictly: after
   stripping whitespace, quotes and one trailing ``.``/``!``, it must be ``yes``/``no``/``да``/
   ``нет`` (any case); anything else is unscored ``parse_error`` with the raw reply kept.
+  Items without a question, answer or context are not sent (unscored
+  ``missing_field:<name>``).
 
 Metrics (positive class = show; formulas in :mod:`ragmeter.metrics.classification`):
 ``cls_accuracy``, ``cls_precision``, ``cls_recall`` as per-item records (so the usual
@@ -298,12 +300,19 @@ def evaluate_judge_pipeline(
     reasons: dict[int, str] = {}
     raws: list[str | None] = [None] * n
     lat: list[float] = []
+    send: list[int] = []
     mode = "judge" if judge is not None else "predictions"
     if judge is not None:
         if not prompt_template:
             raise ConfigError("prompt_template", "is required when a judge is called")
-        calls = call_production_judge(judge, items, prompt_template)
-        for i, c in enumerate(calls):
+        for i, it in enumerate(items):
+            for fld in ("question", "answer", "context"):
+                if getattr(it, fld) is None:
+                    reasons[i] = f"missing_field:{fld}"
+                    break
+        send = [i for i in range(n) if i not in reasons]
+        calls = call_production_judge(judge, [items[i] for i in send], prompt_template)
+        for i, c in zip(send, calls, strict=True):
             raws[i] = c.raw
             lat.append(c.latency_s)
             if c.reason is not None:
@@ -352,7 +361,7 @@ def evaluate_judge_pipeline(
                       "seed": seed}
     if lat:
         la = np.asarray(lat)
-        res.add(MetricResult("judge_latency", ids, la, Signature.make(metric="judge_latency",
+        res.add(MetricResult("judge_latency", [ids[i] for i in send], la, Signature.make(metric="judge_latency",
                                                                        unit="s", **sig),
                              higher_is_better=False, seed=seed, n_boot=n_boot))
         res.meta["latency_ms"] = {"mean": float(la.mean() * 1000),

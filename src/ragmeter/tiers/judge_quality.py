@@ -86,6 +86,46 @@ def item_fields(s: Sample) -> dict[str, str | None]:
     return {k: (v if isinstance(v, str) and v.strip() else None) for k, v in out.items()}
 
 
+def load_judge_items(path: str | Any) -> list[Sample]:
+    """Items for judge quality from jsonl / json / csv: ``id``, ``question`` (``user_input``),
+    ``answer`` (``response``), ``context`` / ``contexts`` / ``retrieved_contexts`` (text or
+    list). Missing fields are allowed here — those items become unscored
+    ``missing_field:<name>``; a value of the wrong type is a :class:`DataError`."""
+    from ragmeter.data.loaders import read_records
+    from ragmeter.errors import DataError, RecordProblem
+
+    records, problems = read_records(path)
+    out: list[Sample] = []
+    seen: set[str] = set()
+    for idx, (line, rec) in enumerate(records):
+        if not isinstance(rec, dict):
+            problems.append(RecordProblem(str(path), line, None, "expected a JSON object"))
+            continue
+        vals: dict[str, Any] = {}
+        for role, keys in (("question", ("question", "user_input")),
+                           ("answer", ("answer", "response")),
+                           ("context", ("context", "contexts", "retrieved_contexts"))):
+            key = next((k for k in keys if rec.get(k) is not None), None)
+            v = rec.get(key) if key else None
+            if v is not None and not isinstance(v, str) and not (
+                    role == "context" and isinstance(v, list)
+                    and all(isinstance(x, str) for x in v)):
+                problems.append(RecordProblem(str(path), line, key, "must be text"
+                                              + (" or a list of texts" if role == "context"
+                                                 else "")))
+            vals[role] = v
+        sid = str(rec.get("id", f"line{line}" if line is not None else f"#{idx}"))
+        if sid in seen:
+            problems.append(RecordProblem(str(path), line, "id", f"duplicate id '{sid}'"))
+        seen.add(sid)
+        ctx = vals["context"]
+        out.append(Sample(id=sid, user_input=vals["question"], response=vals["answer"],
+                          retrieved_contexts=[ctx] if isinstance(ctx, str) else ctx))
+    if problems:
+        raise DataError(problems)
+    return out
+
+
 def missing_field(s: Sample, required: Sequence[str] = REQUIRED_FIELDS) -> str | None:
     f = item_fields(s)
     for name in required:
@@ -208,7 +248,7 @@ def _as_judge(j: Any) -> Judge:
             raise ConfigError("judge", "ragmeter.judges.make_judge is not available")
         judge: Judge = make(j.with_(no_cache=True))
         return judge
-    return j  # type: ignore[no-any-return]
+    return j
 
 
 def evaluate_judge_quality(
@@ -390,4 +430,4 @@ def judge_quality_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
 
 __all__ = ["PROMPT_VERSION", "REQUIRED_FIELDS", "cohen_kappa", "evaluate_judge_quality",
            "faithfulness_request", "item_fields", "judge_quality_table", "krippendorff_alpha",
-           "missing_field"]
+           "load_judge_items", "missing_field"]

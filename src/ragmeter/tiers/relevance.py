@@ -8,8 +8,9 @@
   ``hit`` marks retrieved texts matching any gold text (precision, hit rate), ``cover`` counts gold
   texts matched for the first time (recall), and ``rel`` marks "first match of a new gold text"
   (MRR, NDCG, MAP), so every metric stays within [0, 1].
-* runs (``{qid: {docid: score}}``) are ranked by the tie policy: ``stable`` = score desc, then
-  input order; ``trec`` = score desc, then doc id desc (trec_eval).
+* runs (``{qid: {docid: score}}``) are ranked by the tie policy: ``stable`` = score desc (full
+  float64 precision), then input order; ``trec`` = exactly trec_eval: scores compared as C
+  ``float`` (single precision, so 0.93759565 and 0.93759564 tie), then doc id desc.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain
+from dataclasses import dataclass
+from itertools import chain, repeat
 
 import numpy as np
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.metrics.retrieval import RankArrays
 
 TIES = ("stable", "trec")
@@ -49,10 +51,22 @@ def check_ties(ties: str) -> None:
         raise ConfigError("ties", f"unknown tie policy '{ties}'", list(TIES))
 
 
+def _single(x: np.ndarray) -> np.ndarray:
+    """Scores rounded to single precision (as trec_eval stores them), back in float64."""
+    with np.errstate(over="ignore"):
+        return x.astype(np.float32).astype(np.float64)
+
+
 def rank_docs(docs: Mapping[str, float], ties: str) -> list[str]:
-    """Doc ids of one query ranked by the tie policy."""
+    """Doc ids of one query ranked by the tie policy.
+
+    ``stable``: score desc (full precision), then input order. ``trec``: score desc compared in
+    single precision, then doc id desc — exactly trec_eval's order.
+    """
     if ties == "trec":
-        return [d for d, _ in sorted(docs.items(), key=lambda kv: (kv[1], kv[0]), reverse=True)]
+        ids = list(docs)
+        s32 = _single(np.fromiter(docs.values(), dtype=np.float64, count=len(ids))).tolist()
+        return [d for _, d in sorted(zip(s32, ids, strict=True), reverse=True)]
     return sorted(docs, key=docs.__getitem__, reverse=True)  # stable: input order on ties
 
 
@@ -106,24 +120,67 @@ def arrays_from_lists(rankings: Sequence[Sequence[str] | None],
 _CHUNK_CELLS = 2_000_000  # bound the temporary (items × depth) comparison matrices
 
 
-def arrays_from_run(qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]],
-                    run: Mapping[str, Mapping[str, float]], ties: str) -> RankArrays:
+@dataclass
+class Judgments:
+    """Positive judgments of qrels, flattened: queries with ≥ 1 relevant doc, in qrels order."""
+
+    qids: list[str]
+    q: np.ndarray        # query index of each positive judgment
+    docs: list[str]      # its doc id
+    grades: np.ndarray   # its grade (> 0)
+    n_no_relevant: int   # qrels queries without any grade > 0
+
+
+def positive_judgments(qrels: Mapping[str, Mapping[str, int]]) -> Judgments:
+    """One pass over the qrels collecting every judgment with grade > 0."""
+    qids: list[str] = []
+    hq: list[int] = []
+    hdoc: list[str] = []
+    hg: list[int] = []
+    for q, docs in qrels.items():
+        if not docs:
+            continue
+        if min(docs.values()) > 0:  # common case: every judgment is positive
+            n = len(docs)
+            hdoc.extend(docs)
+            hg.extend(docs.values())
+        else:
+            ds = [d for d, g in docs.items() if g > 0]
+            n = len(ds)
+            hdoc.extend(ds)
+            hg.extend(g for g in docs.values() if g > 0)
+        if n:
+            hq.extend(repeat(len(qids), n))
+            qids.append(q)
+    return Judgments(qids, np.asarray(hq, dtype=np.int64), hdoc, np.asarray(hg, dtype=np.int64),
+                     len(qrels) - len(qids))
+
+
+def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
+                    ties: str) -> RankArrays:
     """Chunk-level rank arrays straight from dict-of-dicts qrels and run, without sorting.
 
     All scores are read once into a padded ``(Q, depth)`` matrix. Only relevant documents need a
     rank: rank = #{scores > s} + #{tied scores placed before it by the tie policy}, computed
     by vectorised comparison of each relevant document's score with its query's row. Ties
     (rare with real-valued scores) are resolved per tied document: ``stable`` = input order,
-    ``trec`` = doc id descending.
+    ``trec`` = doc id descending. A NaN score is an error.
     """
     check_ties(ties)
+    qids = judged.qids
     nq = len(qids)
     empty: dict[str, float] = {}
-    rows = [run.get(q) or empty for q in qids]
+    rows: list[dict[str, float]] = [
+        r if isinstance(r, dict) else dict(r) for r in (run.get(q) or empty for q in qids)]
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=nq)
     depth = int(lens.max()) if nq else 0
     total = int(lens.sum())
     flat = np.fromiter(chain.from_iterable(map(dict.values, rows)), dtype=np.float64, count=total)
+    if ties == "trec":  # trec_eval keeps scores as C float: compare in single precision
+        flat = _single(flat)
+    if np.isnan(flat).any():
+        bad = [q for q, r in zip(qids, rows, strict=True) if any(v != v for v in r.values())]
+        raise DataError([RecordProblem("<run>", None, q, "NaN score") for q in bad[:50]])
     if nq and bool(np.all(lens == depth)):
         scores = flat.reshape(nq, depth)
     else:
@@ -131,41 +188,32 @@ def arrays_from_run(qids: Sequence[str], qrels: Mapping[str, Mapping[str, int]],
         if total:
             offsets = np.repeat(np.cumsum(lens) - lens, lens)
             scores[np.repeat(np.arange(nq), lens), np.arange(total) - offsets] = flat
-    # positive judgments, flattened: query index, doc id, grade
-    hq: list[int] = []
-    hdoc: list[str] = []
-    hg: list[int] = []
-    for i, q in enumerate(qids):
-        for d, g in qrels.get(q, empty).items():
-            if g > 0:
-                hq.append(i)
-                hdoc.append(d)
-                hg.append(int(g))
-    q_all = np.asarray(hq, dtype=np.int64)
-    g_all = np.asarray(hg, dtype=np.int64)
+    q_all, g_all = judged.q, judged.grades
     ideal, n_rel = _ideal_sparse(q_all, g_all, nq)
-    found = list(map(dict.get, [rows[i] for i in hq], hdoc))
-    ret = np.fromiter((x is not None for x in found), dtype=bool, count=len(found))
-    idx = np.flatnonzero(ret)
+    lookup: Callable[[dict[str, float], str, float], float] = dict.get
+    found = np.fromiter(map(lookup, map(rows.__getitem__, q_all.tolist()), judged.docs,
+                            repeat(np.nan)), dtype=np.float64, count=q_all.size)
+    if ties == "trec":
+        found = _single(found)
+    idx = np.flatnonzero(~np.isnan(found))
     hq_r = q_all[idx]
-    hs = np.fromiter((found[i] for i in idx), dtype=np.float64, count=idx.size)
+    hs = found[idx]
     ranks = np.empty(idx.size, dtype=np.int64)
     n_tied = np.empty(idx.size, dtype=np.int64)
     step = max(1, _CHUNK_CELLS // max(depth, 1))
     for a in range(0, idx.size, step):
         block = scores[hq_r[a:a + step]]
-        s = hs[a:a + step, None]
-        ranks[a:a + step] = np.count_nonzero(block > s, axis=1)
-        n_tied[a:a + step] = np.count_nonzero(block == s, axis=1)
+        sc = hs[a:a + step, None]
+        ranks[a:a + step] = np.count_nonzero(block > sc, axis=1)
+        n_tied[a:a + step] = np.count_nonzero(block == sc, axis=1)
     for j in np.flatnonzero(n_tied > 1):
-        row, doc, sc = rows[int(hq_r[j])], hdoc[int(idx[j])], float(hs[j])
+        qi, doc = int(hq_r[j]), judged.docs[int(idx[j])]
+        docs = list(rows[qi])
+        tied = np.flatnonzero(scores[qi, :len(docs)] == hs[j])
         if ties == "trec":
-            ranks[j] += sum(1 for d, v in row.items() if v == sc and d > doc)
+            ranks[j] += sum(1 for t in tied if docs[t] > doc)
         else:
-            for d, v in row.items():
-                if d == doc:
-                    break
-                ranks[j] += v == sc
+            ranks[j] += int(np.count_nonzero(tied < docs.index(doc)))
     gmax = int(g_all.max()) if g_all.size else 0
     rel = np.zeros((nq, depth), dtype=np.int8 if gmax < 127 else np.int32)
     rel[hq_r, ranks] = g_all[idx]

@@ -24,6 +24,7 @@ Policies (visible in ``counts`` and in every signature):
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from ragmeter.data.hashing import dataset_hash as _hash_records
 from ragmeter.data.hashing import pairs_hash
 from ragmeter.data.sample import Sample
 from ragmeter.data.trec import Qrels, Run
-from ragmeter.errors import ConfigError, MetricSpecError
+from ragmeter.errors import ConfigError, DataError, MetricSpecError, RecordProblem
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.metrics.retrieval import NEGATIVE_METRICS, RANKING_METRICS, RankArrays
 from ragmeter.results.records import EvalResult, MetricResult, Signature
@@ -44,6 +45,7 @@ from ragmeter.tiers.relevance import (
     arrays_from_run,
     arrays_from_texts,
     check_ties,
+    positive_judgments,
     rank_docs,
     resolve_doc_of,
 )
@@ -197,17 +199,18 @@ class _QrelsSource:
 
     def __init__(self, qrels: Qrels, run: Run, ties: str, doc_of: Callable[[str], str]):
         self.qrels, self.run, self.ties, self.doc_of = qrels, run, ties, doc_of
-        self.qids = [q for q, docs in qrels.items() if any(g > 0 for g in docs.values())]
-        self.no_relevant = len(qrels) - len(self.qids)
-        self.not_in_qrels = sum(1 for q in run if q not in qrels)
-        self.missing = sum(1 for q in self.qids if not run.get(q))
+        self.judged = positive_judgments(qrels)
+        self.qids = self.judged.qids
+        self.no_relevant = self.judged.n_no_relevant
+        self.not_in_qrels = len(run.keys() - qrels.keys())
+        self.missing = sum(map(operator.not_, map(run.get, self.qids)))
 
     def population(self, level: str, match: str) -> _Population:
         if match == "text":
             raise ConfigError("match", "text matching needs samples with retrieved_contexts and "
                                        "reference_contexts, not qrels/run", list(MATCHES))
         if level == "chunk":
-            arrays = arrays_from_run(self.qids, self.qrels, self.run, self.ties)
+            arrays = arrays_from_run(self.judged, self.run, self.ties)
         else:
             golds = [_grades(list(self.qrels[q]), self.qrels[q], self.doc_of) for q in self.qids]
             rankings = [rank_docs(self.run[q], self.ties) if q in self.run else None
@@ -216,6 +219,20 @@ class _QrelsSource:
         counts = {"missing_from_run": self.missing, "no_relevant": self.no_relevant,
                   "not_in_qrels": self.not_in_qrels}
         return _Population(list(self.qids), arrays, [], counts)
+
+
+def _check_unique_ids(samples: Sequence[Sample]) -> None:
+    seen: dict[str, int] = {}
+    problems = []
+    for i, s in enumerate(samples):
+        if s.id in seen:
+            problems.append(RecordProblem("<samples>", None, "id",
+                                          f"duplicate sample id '{s.id}' (items {seen[s.id]} "
+                                          f"and {i})"))
+        else:
+            seen[s.id] = i
+    if problems:
+        raise DataError(problems)
 
 
 def _metric_result(metric: Metric, ids: list[str], values: np.ndarray,
@@ -262,6 +279,7 @@ def evaluate_retrieval(
     if samples is not None:
         if qrels is not None:
             raise ConfigError("qrels", "give either samples or qrels, not both")
+        _check_unique_ids(samples)
         source = _SamplesSource(samples, run, ties, unit)
         data = dataset_hash or _gold_hash_samples(samples)
         ranking = "score" if run is not None else "list"

@@ -130,35 +130,37 @@ def evaluate_vectors(
     model: str = "unknown",
     data_hash: str | None = None,
     kind: str | None = None,
+    seed: int = 42,
 ) -> EvalResult:
-    """Tier 0 metrics of precomputed embeddings ``X`` (one :class:`EvalResult`)."""
+    """Tier 0 metrics of precomputed embeddings ``X`` (one :class:`EvalResult`); ``seed`` is
+    the bootstrap seed of the CIs."""
     st = cluster_stats(X, labels)
     n = len(labels)
     ids = list(ids) if ids is not None else [f"t{i + 1}" for i in range(n)]
     counts = {"total_pairs": st.total_pairs, "intra_pairs": st.intra_pairs,
               "n_clusters": st.n_clusters,
               "singleton_clusters": int((st.sizes == 1).sum())}
-    base = dict(model=model, data=data_hash, kind=kind, n=n, clusters=st.n_clusters)
+    base = dict(model=model, data=data_hash, kind=kind, n=n, clusters=st.n_clusters, seed=seed)
     res = EvalResult(name=model, meta={"tier": "tier0", "model": model, **counts,
                                        "dim": int(np.asarray(X).shape[1])})
     res.add(MetricResult("silhouette", ids, st.silhouette,
                          Signature.make(metric="silhouette", dist="cosine", **base),
-                         counts=dict(counts)))
+                         counts=dict(counts), seed=seed))
     reasons = {i: "singleton_cluster" for i in np.flatnonzero(st.sizes < 2).tolist()}
     res.add(MetricResult("intra_cluster_sim", list(st.clusters), st.intra.copy(),
                          Signature.make(metric="intra_cluster_sim", sim="cosine", **base),
-                         reasons=reasons, counts=dict(counts)))
+                         reasons=reasons, counts=dict(counts), seed=seed))
     res.add(MetricResult("inter_cluster_dist", list(st.clusters), st.inter,
                          Signature.make(metric="inter_cluster_dist", dist="euclidean",
                                         centroid="mean_l2norm", **base),
-                         counts=dict(counts), higher_is_better=True))
+                         counts=dict(counts), higher_is_better=True, seed=seed))
     res.meta["cluster_sizes"] = dict(zip(st.clusters, st.sizes.tolist(), strict=True))
     return res
 
 
 def _resolve_embedder(e: Embedder | str) -> Embedder:
     if isinstance(e, str):
-        from ragmeter.retrieval.embedders import get_embedder  # type: ignore[import-not-found]
+        from ragmeter.retrieval.embedders import get_embedder
 
         emb: Embedder = get_embedder(e)
         return emb
@@ -170,6 +172,7 @@ def evaluate_embedding_quality(
     embedders: Sequence[Embedder | str] | Embedder | str,
     *,
     kind: EmbedKind = "symmetric",
+    seed: int = 42,
 ) -> list[EvalResult]:
     """Embed ``data.texts`` with every embedder and compute Tier 0 metrics for each."""
     if isinstance(embedders, (str, Embedder)):
@@ -181,7 +184,7 @@ def evaluate_embedding_quality(
         emb = _resolve_embedder(e)
         X = np.asarray(emb.embed(data.texts, kind=kind))
         out.append(evaluate_vectors(X, data.labels, ids=data.ids, model=emb.name, data_hash=dh,
-                                    kind=kind))
+                                    kind=kind, seed=seed))
     return out
 
 

@@ -60,9 +60,13 @@ class CacheEntry:
 
 @dataclass
 class Session:
+    """One dialogue. ``contradiction`` is an optional human label (``metadata.contradiction``:
+    does a later answer contradict an earlier one?) used to check the judge."""
+
     id: str
     questions: list[str]
     answers: list[str | None] = field(default_factory=list)
+    contradiction: bool | None = None
 
 
 def _source(rec: Mapping[str, Any]) -> str | None:
@@ -112,6 +116,7 @@ def load_sessions(path: str | Path) -> list[Session]:
     src = str(path)
     flat: dict[str, list[tuple[float, int, str, str | None]]] = {}
     order: list[str] = []
+    labels: dict[str, bool] = {}
     for idx, (line, rec) in enumerate(records):
         if not isinstance(rec, Mapping):
             problems.append(RecordProblem(src, line, None, "expected a JSON object"))
@@ -121,6 +126,9 @@ def load_sessions(path: str | Path) -> list[Session]:
             problems.append(RecordProblem(src, line, "session_id", "missing"))
             continue
         sid = str(sid)
+        meta = rec.get("metadata")
+        if isinstance(meta, Mapping) and isinstance(meta.get("contradiction"), bool):
+            labels[sid] = meta["contradiction"]
         turns = rec.get("turns")
         rows: list[Mapping[str, Any]]
         if turns is not None:
@@ -156,13 +164,13 @@ def load_sessions(path: str | Path) -> list[Session]:
     out = []
     for sid in order:
         ts = sorted(flat[sid], key=lambda x: (x[0], x[1]))
-        out.append(Session(sid, [x[2] for x in ts], [x[3] for x in ts]))
+        out.append(Session(sid, [x[2] for x in ts], [x[3] for x in ts], labels.get(sid)))
     if not out:
         raise DataError(RecordProblem(src, None, None, "no sessions"))
     return out
 
 
-def _emb(embedder: Embedder | str) -> Embedder:
+def resolve_embedder(embedder: Embedder | str) -> Embedder:
     if isinstance(embedder, str):
         from ragmeter.retrieval.embedders import get_embedder
 
@@ -191,7 +199,7 @@ def evaluate_cache(
                                       "cached question"))
     if not -1.0 <= threshold <= 1.0:
         raise ConfigError("threshold", f"must be a cosine in [-1, 1], got {threshold}")
-    emb = _emb(embedder)
+    emb = resolve_embedder(embedder)
     Q = np.asarray(emb.embed([q.question for q in queries], kind="symmetric"))
     C = np.asarray(emb.embed([c.question for c in cache], kind="symmetric"))
     best, arg = max_cosine(Q, C)
@@ -210,7 +218,7 @@ def evaluate_cache(
     f_vals: list[float] = []
     unknown = 0
     for i in np.flatnonzero(hit):
-        src_q = queries[i].source
+        src_q = queries[int(i)].source
         src_c = cache[int(arg[i])].source
         if src_q is None or src_c is None:
             unknown += 1
@@ -226,7 +234,7 @@ def evaluate_cache(
     sweep = []
     for t in sorted({*SWEEP, float(threshold)}):
         h = best > t
-        known = [(queries[i].source, cache[int(arg[i])].source) for i in np.flatnonzero(h)]
+        known = [(queries[int(i)].source, cache[int(arg[i])].source) for i in np.flatnonzero(h)]
         known = [(a, b) for a, b in known if a is not None and b is not None]
         sweep.append({"threshold": t, "hit_rate": float(h.mean()),
                       "false_hit_rate": (sum(a != b for a, b in known) / len(known)
@@ -292,7 +300,7 @@ def evaluate_sessions(
     ``multi_turn_answer_similarity`` (no judge)."""
     from ragmeter.data.hashing import dataset_hash
 
-    emb = _emb(embedder)
+    emb = resolve_embedder(embedder)
     dh = dataset_hash([s.id, s.questions, s.answers] for s in sessions)
     res = result or EvalResult(name=f"ux:{emb.name}", meta={"tier": "ux"})
     sig = dict(model=emb.name, data=dh, seed=seed, kind="symmetric")
@@ -344,6 +352,16 @@ def evaluate_sessions(
                              reasons=reasons, counts=counts, details=details, seed=seed))
         res.meta["multi_turn"] = {"mode": "judge", "judge_demo": bool(getattr(judge, "demo",
                                                                               False))}
+        labelled = [(s.contradiction, bool(d["contradictions"])) for s, d in zip(
+            multi, details, strict=True) if s.contradiction is not None and d is not None
+            and "contradictions" in d]
+        if labelled:
+            from ragmeter.metrics.classification import Confusion
+
+            g = np.array([a for a, _ in labelled])
+            p = np.array([b for _, b in labelled])
+            res.meta["multi_turn"]["judge_vs_labels"] = {
+                "positive": "contradiction", **Confusion.of(g, p).as_dict()}
     else:
         vals_l: list[float] = []
         if multi:
@@ -377,7 +395,7 @@ def evaluate_ux(
     seed: int = 42,
 ) -> EvalResult:
     """Everything available: cache metrics (cache + queries) and session metrics."""
-    emb = _emb(embedder)
+    emb = resolve_embedder(embedder)
     res = EvalResult(name=f"ux:{emb.name}", meta={"tier": "ux", "model": emb.name})
     if (cache is None) != (queries is None):
         raise ConfigError("cache", "cache metrics need both the cache and the cache queries")

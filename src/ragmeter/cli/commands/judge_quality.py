@@ -25,11 +25,14 @@ def judge_quality_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ragmeter.data.loaders import load_samples
     from ragmeter.judges.config import load_judge_configs
-    from ragmeter.tiers.judge_quality import evaluate_judge_quality, judge_quality_table
+    from ragmeter.tiers.judge_quality import (
+        evaluate_judge_quality,
+        judge_quality_table,
+        load_judge_items,
+    )
 
-    samples = load_samples(data).samples
+    samples = load_judge_items(data)
     if limit > 0:
         samples = samples[:limit]
     configs = [c.with_(base_url=base_url) if base_url else c for c in load_judge_configs(

@@ -32,7 +32,7 @@ def retrievers_command(
     out: Annotated[Path, typer.Option("--out", help="Output folder for tables and charts.")],
     retrievers: Annotated[str, typer.Option(
         "-r", "--retrievers",
-        help="Comma list: bm25, dense, hybrid (=hybrid-rrf), hybrid-rrf, hybrid-minmax.",
+        help="Comma list: bm25, dense, hybrid (=hybrid-minmax), hybrid-rrf, hybrid-minmax.",
     )] = "bm25,dense,hybrid",
     k: Annotated[str, typer.Option("-k", help="Cutoffs, comma separated.")] = "5,10,20",
     chunk_size: Annotated[int, typer.Option("--chunk-size",
@@ -76,6 +76,8 @@ def retrievers_command(
                             "n_skipped": len(loaded.skipped)})
     files = comparison.write(out, charts=not no_charts)
     console.print(comparison.rich_table())
+    for warning in comparison.warnings():
+        console.print(f"[yellow]{warning}[/yellow]")
     for name, t in comparison.meta["timings"].items():
         qps = t.get("qps")
         console.print(f"{name}: index {t['index_s']:.2f}s, "

@@ -45,12 +45,15 @@ def register(app: typer.Typer) -> None:
         def hook(tier_name: str, event: str, info: dict[str, object]) -> None:
             prog.hook(tier_name, event, info)
 
+        def on_plan(rid: str) -> None:
+            ids.append(rid)
+            err.print(f"run id: [bold]{rid}[/]", highlight=False)
+
         try:
             with prog:
                 stored = run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
                                        run_id=run_id, store=url, hook=hook,
-                                       on_plan=lambda rid: (ids.append(rid), err.print(
-                                           f"run id: [bold]{rid}[/]", highlight=False)))
+                                       on_plan=on_plan)
         except KeyboardInterrupt:
             rid = ids[0] if ids else (resume or run_id or "?")
             err.print(f"[yellow]interrupted[/]; continue with: ragmeter run {config} "

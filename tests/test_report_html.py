@@ -1,0 +1,113 @@
+"""HTML / Markdown reports: escaping, safe JSON in <script>, bands, charts, no external URL."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragmeter.reports.bands import EXCELLENT, GOOD, NEEDS_ATTENTION, classify, find_band
+from ragmeter.reports.html import json_for_script, render_run_html
+from ragmeter.reports.markdown import md_escape, run_markdown
+from ragmeter.reports.svg import bar_chart, box_stats
+
+_spec = importlib.util.spec_from_file_location(
+    "runner_builders", Path(__file__).parent / "fixtures" / "runner" / "builders.py")
+builders = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+sys.modules["runner_builders"] = builders
+_spec.loader.exec_module(builders)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("metric, value, tier, band", [
+    ("hit_rate@1", 0.81, None, EXCELLENT), ("hit_rate@1", 0.8, None, GOOD),
+    ("hit_rate@1", 0.5, None, GOOD), ("hit_rate@1", 0.49, None, NEEDS_ATTENTION),
+    ("hit_rate@5", 0.1, None, None),  # §11.2 has HitRate@1 only
+    ("mrr", 0.9, None, EXCELLENT), ("mrr@10", 0.6, None, GOOD),
+    ("ndcg@10", 0.3, None, NEEDS_ATTENTION), ("ndcg@10(gain=exp)", 0.85, None, EXCELLENT),
+    ("ndcg@5", 0.3, None, None),
+    ("faithfulness", 0.91, None, EXCELLENT), ("faithfulness", 0.7, None, GOOD),
+    ("faithfulness", 0.69, None, NEEDS_ATTENTION),
+    ("e2e_score", 0.61, None, GOOD), ("e2e_score", 0.59, None, NEEDS_ATTENTION),
+    ("accuracy", 0.96, "judge_pipeline", EXCELLENT), ("accuracy", 0.9, "judge_pipeline", GOOD),
+    ("accuracy", 0.96, "retrieval", None),
+    ("consistency", 0.84, None, NEEDS_ATTENTION), ("consistency", 0.96, None, EXCELLENT),
+    ("mrr", None, None, None), ("mrr", float("nan"), None, None),
+])
+def test_bands(metric, value, tier, band):
+    assert classify(metric, value, tier) == band
+
+
+def test_band_table_matches_design_doc():
+    assert find_band("faithfulness").excellent_above == 0.9
+    assert find_band("faithfulness").attention_below == 0.7
+    assert find_band("e2e_score").attention_below == 0.6
+    assert find_band("consistency").excellent_above == 0.95
+
+
+def test_json_for_script_is_inert_and_round_trips():
+    data = {"q": "</script><script>alert(1)</script> & <!-- \u2028 x"}
+    text = json_for_script(data)
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == data
+
+
+def test_run_html_escapes_user_text():
+    html = render_run_html(builders.make_run(demo=True))
+    # the raw payloads never appear as markup
+    assert builders.XSS not in html
+    assert "<script>x()</script>" not in html
+    assert "<b>bold</b>" not in html
+    assert "&lt;script&gt;document.title=&#x27;PWNED&#x27;" in html
+    # the only <script> tags are ours: the JSON block and the inline report script
+    assert len(re.findall(r"<script\b", html, re.I)) == 2
+    data = re.search(r'<script type="application/json" id="rm-data">(.*?)</script>', html, re.S)
+    assert data and json.loads(data.group(1))["samples"][0]["question"] == builders.XSS
+    # no external URL (the SVG namespace is an identifier, not a fetch)
+    urls = set(re.findall(r"https?://[^\s\"'<>)]+", html)) - {"http://www.w3.org/2000/svg"}
+    assert not urls, urls
+    assert 'src="' not in html and "<link" not in html
+
+
+def test_run_html_sections():
+    run = builders.make_run(demo=True)
+    html = render_run_html(run)
+    assert 'id="demo-banner"' in html
+    assert "not available" in html and "&lt;i&gt;x&lt;/i&gt;" in html  # tier reason escaped
+    assert html.count('data-chart="bar"') >= 2  # hit@k bars + consistency
+    assert 'data-chart="line"' in html  # hit@k against k
+    assert 'data-chart="box"' in html  # context precision + judge scores
+    assert 'data-chart="heatmap"' in html  # confusion matrix of the production judge
+    for band in ("needs attention", "excellent", "good"):  # hit@1 bm25 / doc dense / faithf.
+        assert f">{band}</span>" in html
+    assert "claim 0 supported by context" in html  # judge reasons in the explorer
+    assert "parse_error" in html
+    assert run.signature in html
+    assert "sk-secret" not in html and "hunter2" not in html
+    plain = builders.make_run(demo=False)
+    plain.tiers = {"retrieval": plain.tiers["retrieval"]}
+    html2 = render_run_html(plain)
+    assert 'id="demo-banner"' not in html2
+    assert 'data-chart="heatmap"' not in html2  # no confusion data → no chart
+
+
+def test_charts_skip_missing_values():
+    svg = bar_chart(["a", "b"], {"<x>": [0.5, None]}, "t <t>")
+    assert "n/a" in svg and "&lt;x&gt;" in svg and "<x>" not in svg
+    st = box_stats([0.0, 1.0, 2.0, 3.0, 100.0, float("nan")])
+    assert st is not None and st["n"] == 5 and st["hi"] == 3.0  # 100 is an outlier
+
+
+def test_markdown_summary():
+    run = builders.make_run(demo=True)
+    from ragmeter.runner.gating import Threshold, check_thresholds
+
+    gate = check_thresholds(run.results(), [Threshold("mrr", min=0.99)])
+    md = run_markdown(run, gate)
+    assert "Demo judge" in md and "FAILED" in md and "🔴" in md
+    assert "<script>" not in md
+    assert "| retrieval | bm25 | `mrr` |" in md
+    assert md_escape("a|b\nc<d>") == "a\\|b c&lt;d&gt;"

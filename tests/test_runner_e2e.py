@@ -1,0 +1,82 @@
+"""`ragmeter run` end to end on real tiers: BM25 retrieval over a tiny Russian corpus, Tier 2
+scored by the in-process mock judge, a tier without its data recorded as not run; then the
+report, the gate, and a second run that takes every judge reply from the persistent cache."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragmeter.results.store import ResultStore
+
+FIX = Path(__file__).parent / "fixtures" / "runner"
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "RAGMETER_CACHE_DIR": str(cwd / "cache")}
+    env.pop("RAGMETER_STORE_URL", None)
+    return subprocess.run([sys.executable, "-m", "ragmeter", *args], capture_output=True,
+                          text=True, timeout=300, cwd=cwd, env=env)
+
+
+@pytest.mark.slow
+def test_run_real_tiers_report_and_gate(tmp_path):
+    pytest.importorskip("bm25s", reason="BM25 needs the retrieval extra")
+    for name in ("bench_retrieval.yaml", "corpus.jsonl", "evalset.jsonl", "samples.jsonl"):
+        shutil.copy(FIX / name, tmp_path / name)
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    first = _run("run", "bench_retrieval.yaml", "--store", url, "--run-id", "w1", "--limit",
+                 "10", "--check", cwd=tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    run = ResultStore(url).load_run("w1")
+    assert [t for t in run.tiers] == ["retrieval", "generation", "judge_pipeline"]
+    assert run.tiers["judge_pipeline"].status == "not_run"
+    assert "options.items" in (run.tiers["judge_pipeline"].reason or "")
+
+    bm25 = run.tiers["retrieval"].results[0]
+    assert bm25.name == "bm25"
+    hit3 = bm25["hit_rate@3(level=doc)"]
+    # 9 answerable questions; the negative one is outside the population, and counted
+    assert hit3.aggregate.n == 9 and hit3.counts.get("negative") == 1
+    assert hit3.aggregate.mean >= 0.5
+    assert 0.0 < bm25["mrr(level=doc)"].aggregate.mean <= 1.0
+
+    gen = run.tiers["generation"]
+    assert gen.status == "ok", gen.reason
+    assert gen.stats["llm_calls"] > 0 and gen.stats["tokens_in"] > 0
+    assert gen.results and all(len(m.sample_ids) == 10 for m in gen.results[0].results.values())
+
+    # a second run of the same benchmark takes every judge reply from the cache
+    second = _run("run", "bench_retrieval.yaml", "--store", url, "--run-id", "w2", "--limit",
+                  "10", "-t", "generation", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    again = ResultStore(url).load_run("w2").tiers["generation"]
+    assert again.stats["llm_calls"] == 0
+    assert again.stats["cached_calls"] == gen.stats["llm_calls"]
+    for key, m in gen.results[0].results.items():
+        assert again.results[0][key].by_id() == m.by_id()
+
+    report = _run("report", "w1", "--store", url, "--out", "w1.html", cwd=tmp_path)
+    assert report.returncode == 0, report.stderr
+    html = (tmp_path / "w1.html").read_text(encoding="utf-8")
+    assert "Сколько дней длится ежегодный отпуск?" in html
+    assert "options.items" in html and 'data-chart="bar"' in html
+    assert "bm25: " in html and "hit(s)" in html  # what the retriever found, per sample
+    md = _run("report", "w1", "--store", url, "--format", "md", "--out", "-", cwd=tmp_path)
+    assert "| retrieval | bm25 |" in md.stdout and "Quality gate" in md.stdout
+
+    gate = _run("check", "w1", "--store", url, "--min", "hit_rate@1(level=doc)=1.01",
+                cwd=tmp_path)
+    assert gate.returncode == 1 and "FAIL" in gate.stdout
+    listed = _run("runs", "list", "--store", url, cwd=tmp_path)
+    assert "w1" in listed.stdout and "w2" in listed.stdout
+    shown = _run("runs", "show", "w1", "--store", url, cwd=tmp_path)
+    assert "hit_rate@3(level=doc)" in shown.stdout
+    exported = _run("runs", "export", "w1", "--format", "parquet", "--store", url, "--out",
+                    "w1.parquet", cwd=tmp_path)
+    assert exported.returncode == 0 and (tmp_path / "w1.parquet").stat().st_size > 0
