@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import statistics
 import tempfile
 import time
@@ -90,29 +91,20 @@ def run_once(base_url: str, reqs: list[JudgeRequest], concurrency: int, *,
     return wall, judge.last_stats, replies  # type: ignore[attr-defined]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--samples", type=int, default=200)
-    ap.add_argument("--calls", type=int, default=5)
-    ap.add_argument("--latency-ms", type=float, default=200.0)
-    ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--fault-rate", type=float, default=0.2)
-    ap.add_argument("--json", default="", help="also write the figures to this file")
-    args = ap.parse_args()
-
-    reqs = make_requests(args.samples, args.calls)
+def speed(args: argparse.Namespace, reqs: list[JudgeRequest], out: dict[str, Any]) -> None:
+    """Wall time vs bound at each concurrency (median of repeats), then the cached rerun."""
     n = len(reqs)
     lat = args.latency_ms / 1000.0
-    out: dict[str, Any] = {"samples": args.samples, "calls_per_sample": args.calls,
-                           "requests": n, "latency_ms": args.latency_ms, "runs": {}}
     srv = Server(args.latency_ms)
     try:
         for c in args.concurrency:
-            walls, peaks = [], []
+            walls, peaks, cpus, p95s = [], [], [], []
             for _ in range(args.repeats):
                 srv.reset()
+                cpu0 = time.process_time()
                 wall, st, replies = run_once(srv.base_url, reqs, c)
+                cpus.append(time.process_time() - cpu0)
+                p95s.append(st.p95_s)
                 s = srv.stats()
                 assert s["requests"] == n and all(r.ok for r in replies), (s, st.summary())
                 walls.append(wall)
@@ -122,10 +114,15 @@ def main() -> None:
             out["runs"][f"c{c}"] = {"median_wall_s": round(med, 3), "bound_s": round(bound, 3),
                                     "ratio": round(med / bound, 3),
                                     "walls_s": [round(w, 3) for w in walls],
-                                    "server_peak_in_flight": max(peaks)}
+                                    "server_peak_in_flight": max(peaks),
+                                    "client_cpu_ms_per_call": round(
+                                        1000 * statistics.median(cpus) / n, 3),
+                                    "latency_p95_s": round(statistics.median(p95s), 3)}
             print(f"C={c:3d}: median {med:6.2f} s  bound {bound:6.2f} s  ratio "
                   f"{med / bound:5.3f}  (runs {', '.join(f'{w:.2f}' for w in walls)}; "
-                  f"server peak in flight {max(peaks)})")
+                  f"server peak in flight {max(peaks)}; client CPU "
+                  f"{1000 * statistics.median(cpus) / n:.2f} ms/call; call p95 "
+                  f"{statistics.median(p95s):.3f} s)")
 
         with tempfile.TemporaryDirectory() as cache:
             c = args.concurrency[0]
@@ -143,6 +140,10 @@ def main() -> None:
     finally:
         srv.close()
 
+
+def faults(args: argparse.Namespace, reqs: list[JudgeRequest], out: dict[str, Any]) -> None:
+    """One run with injected faults: no sample may be lost."""
+    n = len(reqs)
     fsrv = Server(args.latency_ms, fault_rate=args.fault_rate, seed=1)
     try:
         c = args.concurrency[0]
@@ -151,15 +152,44 @@ def main() -> None:
         lost = n - len(replies)
         bad = [r for r in replies if not r.ok and r.reason not in UNSCORED_REASONS]
         assert lost == 0 and not bad
+        by_retry = sum(1 for r in replies if r.ok and r.extra.get("retries"))
+        by_repair = sum(1 for r in replies if r.ok and r.extra.get("repaired"))
         out["faults"] = {"fault_rate": args.fault_rate, "concurrency": c,
                          "wall_s": round(wall, 3), "lost": lost, "scored": st.scored,
+                         "recovered_by_retry": by_retry, "recovered_by_repair": by_repair,
                          "unscored": dict(st.reasons), "retries": st.retries,
                          "server_requests": s["requests"], "injected": s["faults"]}
         print(f"faults {args.fault_rate:.0%} at C={c}: {wall:.2f} s; lost {lost}; scored "
-              f"{st.scored}/{n}; unscored {dict(st.reasons)}; retries {st.retries}; injected "
-              f"{s['faults']}")
+              f"{st.scored}/{n} ({by_retry} after retries, {by_repair} after repair); "
+              f"unscored {dict(st.reasons)}; {st.retries} retries; injected {s['faults']}")
     finally:
         fsrv.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--samples", type=int, default=200)
+    ap.add_argument("--calls", type=int, default=5)
+    ap.add_argument("--latency-ms", type=float, default=200.0)
+    ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--fault-rate", type=float, default=0.2)
+    ap.add_argument("--only", choices=["all", "speed", "faults"], default="all")
+    ap.add_argument("--json", default="", help="also write the figures to this file")
+    args = ap.parse_args()
+
+    reqs = make_requests(args.samples, args.calls)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{len(reqs)} requests, latency {args.latency_ms:g} ms, {os.cpu_count()} CPUs, "
+          f"load average {load:.1f}")
+    n = len(reqs)
+    out: dict[str, Any] = {"samples": args.samples, "calls_per_sample": args.calls,
+                           "load_average": load,
+                           "requests": n, "latency_ms": args.latency_ms, "runs": {}}
+    if args.only != "faults":
+        speed(args, reqs, out)
+    if args.only != "speed":
+        faults(args, reqs, out)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)

@@ -7,8 +7,8 @@ ndcg@10, mrr (full ranking), recall@10, precision@10, hit_rate@10.
 
 Each tool runs in a fresh subprocess that loads the pickled input, then times ``--repeat``
 evaluations end to end (dicts in → per-query values out: ranx's Qrels/Run conversion and
-pytrec_eval's evaluator construction included; ranx's numba JIT is warmed up on a tiny input
-first). Memory: the kernel's peak-RSS mark is reset after loading the input (``clear_refs``;
+pytrec_eval's evaluator construction included). Each tool is imported and warmed up on a tiny
+input first (ranx: numba JIT; ragmeter: metric registry). Memory: the kernel's peak-RSS mark is reset after loading the input (``clear_refs``;
 ``resource.getrusage`` where that is not allowed), so "peak" is the process peak during
 evaluation and "above input" is that peak minus the RSS with the input loaded.
 ragmeter's bootstrap CIs are lazy (computed on first access) and timed separately.
@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,15 +75,22 @@ def worker(tool: str, data: str, repeat: int, out: str) -> None:
         qrels, run = pickle.load(fh)
     qids = sorted(q for q, d in qrels.items() if any(v > 0 for v in d.values()))
     times: list[float] = []
-    extra: dict[str, float] = {}
-    if tool == "ranx":
+    extra: dict[str, Any] = {}
+    tiny_q, tiny_r = {"a": {"x": 1}}, {"a": {"x": 1.0, "y": 0.5}}
+    if tool == "ranx":  # import + numba JIT on a tiny input, before timing and the peak reset
         import warnings
 
         import ranx
         warnings.simplefilter("ignore")
-        small = ranx.Run({"a": {"x": 1.0, "y": 0.5}})
-        ranx.evaluate(ranx.Qrels({"a": {"x": 1}}), small, ["ndcg@10", "mrr", "recall@10",
-                                                           "precision@10", "hit_rate@10"])
+        ranx.evaluate(ranx.Qrels(tiny_q), ranx.Run(tiny_r), METRICS)
+    elif tool == "pytrec_eval":
+        import pytrec_eval
+
+        pytrec_eval.RelevanceEvaluator(tiny_q, {"recip_rank"}).evaluate(tiny_r)
+    else:  # import + metric registry loading
+        from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+
+        evaluate_retrieval(qrels=tiny_q, run=tiny_r, metrics=METRICS)
     gc.collect()
     base_kb = _status_kb("VmRSS")
     reset = _reset_peak()
@@ -90,16 +98,17 @@ def worker(tool: str, data: str, repeat: int, out: str) -> None:
     for _ in range(repeat):
         t0 = time.perf_counter()
         if tool == "ragmeter":
-            from ragmeter.tiers.retrieval_eval import evaluate_retrieval
-
             res = evaluate_retrieval(qrels=qrels, run=run, metrics=METRICS, ties="trec")
             times.append(time.perf_counter() - t0)
+            t1 = time.perf_counter()
+            stable = evaluate_retrieval(qrels=qrels, run=run, metrics=METRICS, ties="stable")
+            extra.setdefault("stable_times", []).append(time.perf_counter() - t1)
             for m in METRICS:
                 by = dict(zip(res[m].sample_ids, res[m].values.tolist(), strict=True))
                 values[m] = np.array([by[q] for q in qids])
+                by = dict(zip(stable[m].sample_ids, stable[m].values.tolist(), strict=True))
+                values["stable:" + m] = np.array([by[q] for q in qids])
         elif tool == "pytrec_eval":
-            import pytrec_eval
-
             ev = pytrec_eval.RelevanceEvaluator(
                 qrels, {"ndcg_cut.10", "recip_rank", "recall.10", "P.10", "success.10"})
             ref = ev.evaluate(run)
@@ -107,23 +116,25 @@ def worker(tool: str, data: str, repeat: int, out: str) -> None:
             for m, name in TREC.items():
                 values[m] = np.array([ref[q][name] for q in qids])
         else:
-            import ranx
-
             rr = ranx.Run(run)
             ranx.evaluate(ranx.Qrels(qrels), rr, METRICS, save_results_in_run=True)
             times.append(time.perf_counter() - t0)
             for m in METRICS:
                 values[m] = np.array([rr.scores[m][q] for q in qids])
-    if tool == "ragmeter":
+    peak_kb = _status_kb("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if tool == "ragmeter":  # lazy bootstrap CIs: timed separately, after the memory reading
         t0 = time.perf_counter()
         for m in METRICS:
             _ = res[m].aggregate
         extra["ci_s"] = time.perf_counter() - t0
-    peak_kb = _status_kb("VmHWM") if reset else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    np.savez(out, **{m.replace("@", "_at_"): v for m, v in values.items()})
+    np.savez(out, **{_key(m): v for m, v in values.items()})  # type: ignore[arg-type]
     print(json.dumps({"tool": tool, "times": times, "peak_mb": peak_kb / 1024,
                       "input_mb": base_kb / 1024, "above_input_mb": (peak_kb - base_kb) / 1024,
                       **extra}))
+
+
+def _key(metric: str) -> str:
+    return metric.replace("@", "_at_").replace(":", "__")
 
 
 def main() -> None:
@@ -165,15 +176,21 @@ def main() -> None:
               f"{r['peak_mb']:>12.0f} {r['above_input_mb']:>15.0f}")
     if "ragmeter" in rows:
         me = rows["ragmeter"]
-        print(f"ragmeter bootstrap CIs (5 metrics, lazy, separate): {me['ci_s']:.2f}s")
+        st = me["stable_times"]
+        print(f"ragmeter ties=trec (timed above, compared with trec_eval); ties=stable: median "
+              f"{statistics.median(st):.3f}s ({', '.join(f'{t:.2f}' for t in st)}), compared "
+              f"with ranx (no exact float64 ties in this input)")
+        print(f"ragmeter bootstrap CIs (5 metrics x 1000 resamples, lazy, separate): "
+              f"{me['ci_s']:.2f}s")
         for tool, r in rows.items():
             if tool == "ragmeter":
                 continue
-            speed = statistics.median(r["times"]) / statistics.median(me["times"])
+            prefix = "" if tool == "pytrec_eval" else "stable:"
+            mine = statistics.median(me["times"] if tool == "pytrec_eval" else st)
+            speed = statistics.median(r["times"]) / mine
             mem = r["above_input_mb"] / max(me["above_input_mb"], 1e-9)
-            diffs = {m: float(np.max(np.abs(me["values"][m] - r["values"][m])))
-                     for m in me["values"]}
-            worst = max(diffs.values())
+            worst = max(float(np.max(np.abs(me["values"][_key(prefix + m)] - r["values"][_key(m)])))
+                        for m in METRICS)
             print(f"vs {tool}: ragmeter {speed:.1f}x faster; {tool} uses {mem:.1f}x the memory "
                   f"above input; max |diff| over all per-query values = {worst:.2e}"
                   f" ({'identical' if worst <= 1e-12 else 'DIFFERENT'})")

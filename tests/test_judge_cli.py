@@ -50,3 +50,44 @@ def test_judge_demo_status_runs() -> None:
 def test_mock_judge_validates_numbers(bad: str) -> None:
     out = runner.invoke(app, ["mock-judge", bad])
     assert isinstance(out.exception, ConfigError)
+
+
+def test_mock_judge_command_serves_until_stopped() -> None:
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter.cli.app", "mock-judge", "--port",
+                             "0", "--latency-ms", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        deadline = time.monotonic() + 30
+        while "listening on" not in line and time.monotonic() < deadline:
+            line = proc.stderr.readline() if proc.stderr else ""
+        assert "listening on" in line, line
+        base = line.split("listening on ")[1].split()[0]
+        from ragmeter.judges import JudgeConfig, JudgeRequest, make_judge
+
+        judge = make_judge(JudgeConfig(name="dry", backend="mock", base_url=base,
+                                       api_key_env=None, no_cache=True))
+        req = JudgeRequest(messages=({"role": "user", "content": "x"},),
+                           schema={"type": "object", "properties": {"n": {"type": "integer"}},
+                                   "required": ["n"]}, prompt_version="dry@1")
+        assert judge.ask_many([req])[0].ok
+        assert httpx.get(base[:-3] + "/stats", timeout=5).json()["requests"] == 1
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_mock_backend_without_url_starts_its_own_server() -> None:
+    from ragmeter.judges import JudgeConfig, JudgeRequest, make_judge
+
+    judge = make_judge(JudgeConfig(name="m", backend="mock", api_key_env=None, no_cache=True))
+    req = JudgeRequest(messages=({"role": "user", "content": "x"},),
+                       schema={"type": "object", "properties": {"ok": {"type": "boolean"}},
+                               "required": ["ok"]}, prompt_version="m@1")
+    rep = judge.ask_many([req])[0]
+    assert rep.ok and isinstance(rep.data["ok"], bool)

@@ -47,7 +47,7 @@ def test_retry_delays() -> None:
 def test_from_dict_unknown_keys() -> None:
     with pytest.raises(ConfigError, match="'modle'"):
         JudgeConfig.from_dict({**OK, "modle": "x"})
-    with pytest.raises(ConfigError, match="retry.inital"):
+    with pytest.raises(ConfigError, match=r"retry\.inital"):
         JudgeConfig.from_dict({**OK, "retry": {"inital": 1}})
     cfg = JudgeConfig.from_dict({**OK, "retry": {"initial": 0.5, "max": 4}})
     assert cfg.retry.initial == 0.5 and cfg.retry.max == 4
@@ -108,3 +108,32 @@ def test_literal_key_in_spring_yaml_is_refused(tmp_path: Path) -> None:
     p.write_text(SPRING.replace("${OPENROUTER_API_KEY}", "sk-literal"))
     with pytest.raises(ConfigError, match="environment variable"):
         load_judge_configs(p)
+
+
+def test_price_table_fills_unset_prices() -> None:
+    cfgs = configs_from_mapping({
+        "prices": {"x": [0.3, 2.5], "y": {"in": 1.0, "out": 4.0}},
+        "defaults": {"backend": "openai", "base_url": "http://h/v1"},
+        "judges": [{"name": "a", "model": "x"}, {"name": "b", "model": "y"},
+                   {"name": "c", "model": "x", "price_in": 9.0}],
+    })
+    assert [(c.price_in, c.price_out) for c in cfgs] == [(0.3, 2.5), (1.0, 4.0), (9.0, 0.0)]
+    with pytest.raises(ConfigError, match=r"prices\.x"):
+        configs_from_mapping({"prices": {"x": [1]}, "backend": "openai",
+                              "base_url": "http://h/v1", "model": "x"})
+
+
+def test_cost_from_prices_in_replies() -> None:
+    from ragmeter.judges import JudgeRequest, ScriptedJudge
+    from ragmeter.judges.engine import Completion
+
+    cfg = JudgeConfig(name="p", backend="scripted", model="p", api_key_env=None, no_cache=True,
+                      price_in=2.0, price_out=10.0)
+    judge = ScriptedJudge(lambda r: Completion('{"v": 1}', tokens_in=1000, tokens_out=100),
+                          config=cfg)
+    req = JudgeRequest(messages=({"role": "user", "content": "x"},),
+                       schema={"type": "object"}, prompt_version="p@1")
+    rep = judge.ask_many([req])[0]
+    assert rep.cost == pytest.approx((1000 * 2.0 + 100 * 10.0) / 1e6)
+    assert judge.last_stats.cost == pytest.approx(rep.cost)
+    assert judge.last_stats.tokens_in == 1000 and judge.last_stats.p50_s is not None

@@ -166,3 +166,26 @@ def test_random_faults_lose_no_sample() -> None:
     assert st.scored + st.unscored == 60
     assert st.scored >= 45
     assert sum(st.reasons.values()) == st.unscored
+
+
+def test_text_mode_call_returns_text_without_response_format() -> None:
+    from ragmeter.judges import TEXT_SCHEMA
+
+    text_req = JudgeRequest(messages=({"role": "user", "content": "say OK"},),
+                            schema=TEXT_SCHEMA, prompt_version="text@1")
+    with MockJudgeServer(MockConfig(script=["500"])) as srv:
+        judge = make_judge(cfg(srv.base_url))
+        rep = judge.ask_many([text_req])[0]
+        stats = srv.stats()
+    assert rep.ok and rep.data == "OK" and rep.attempts == 2  # retried like any call
+    assert stats["with_response_format"] == 0
+
+
+def test_rejected_parameters_are_adapted_once() -> None:
+    with MockJudgeServer(MockConfig(reject_params=("max_tokens", "seed"))) as srv:
+        judge = make_judge(cfg(srv.base_url, max_concurrency=1))
+        replies = judge.ask_many([req(i) for i in range(3)])
+        stats = srv.stats()
+    assert all(r.ok for r in replies), [r.detail for r in replies]
+    assert stats["faults"] == {"param:max_tokens": 1, "param:seed": 1}
+    assert stats["requests"] == 5

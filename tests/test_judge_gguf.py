@@ -61,6 +61,7 @@ def test_real_local_model_call_with_json_schema(tiny_path: Path, tmp_path: Path)
     cfg = JudgeConfig(name="tiny", backend="gguf", gguf_path=str(tiny_path), api_key_env=None,
                       max_tokens=32, n_ctx=1024, threads=2, cache_dir=str(tmp_path))
     judge = make_judge(cfg)
+    assert judge.max_in_flight == 1  # type: ignore[attr-defined]
     req = JudgeRequest(messages=({"role": "user",
                                   "content": "Is Paris the capital of France? Reply in JSON."},),
                        schema=schema, prompt_version="gguf-test@1")

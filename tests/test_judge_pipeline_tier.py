@@ -178,3 +178,26 @@ def test_cli_predictions_and_judge(tmp_path: Path) -> None:
     res = json.loads(out.read_text(encoding="utf-8"))
     assert res["meta"]["mode"] == "judge" and res["meta"]["unscored_by_reason"] == {
         "parse_error": 1}
+
+
+def test_generic_judge_without_backend_uses_raw_text(tmp_path: Path) -> None:
+    from ragmeter.judges.base import JudgeReply
+
+    class Replay:
+        """A Judge without an engine backend (e.g. a replay): raw text is parsed strictly."""
+
+        name, model, demo = "replay", "replayed", False
+
+        def ask_many(self, requests):
+            raws = ["Yes", "No", "Да", None, "нет."] * 2
+            out = []
+            for req, raw in zip(requests, raws, strict=False):
+                assert "{question}" not in req.messages[-1]["content"]
+                out.append(JudgeReply(data=None, reason="parse_error" if raw else "timeout",
+                                      raw=raw, latency_s=0.01))
+            return out
+
+    items = load_pipeline_items(_write(tmp_path, _rows()))
+    res = evaluate_judge_pipeline(items, judge=Replay(), prompt_template=TEMPLATE)
+    assert res["cls_accuracy"].reasons == {3: "timeout", 8: "timeout"}
+    assert [p["pred"] for p in res.meta["per_item"]][:5] == [True, False, True, None, False]

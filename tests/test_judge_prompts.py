@@ -106,3 +106,20 @@ def test_registry_versions() -> None:
     with pytest.raises(ValueError, match="bump the version"):
         register_prompt(changed)
     assert get_prompt("yes_no").prompt_version == "yes_no@1"
+
+
+def test_resolve_language() -> None:
+    from ragmeter.judges.prompts import resolve_language
+
+    assert resolve_language("en", ["Привет мир"]) == "en"
+    assert resolve_language("auto", ["Привет мир"]) == "ru"
+
+
+def test_unscored_helper() -> None:
+    from ragmeter.judges import JudgeReply
+
+    rep = JudgeReply.unscored("empty_input", "answer is empty")
+    assert not rep.ok and rep.attempts == 0 and rep.reason == "empty_input"
+    assert JudgeReply.unscored("missing_field:answer").reason == "missing_field:answer"
+    with pytest.raises(ValueError, match="unknown unscored reason"):
+        JudgeReply.unscored("zero")

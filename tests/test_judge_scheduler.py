@@ -152,3 +152,19 @@ def test_duplicate_requests_in_one_batch_cost_one_call() -> None:
     replies = judge.ask_many([req(1), req(1), req(2)])
     assert judge.scripted.calls == 2
     assert all(r.ok for r in replies)
+    assert judge.last_stats.calls == 2 and judge.last_stats.replies == 3
+    assert replies[1].extra["deduplicated"] and replies[1].data == replies[0].data
+
+
+def test_rich_progress_bar_renders() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ragmeter.judges import rich_progress
+
+    buf = io.StringIO()
+    with rich_progress("judging", console=Console(file=buf, width=120)) as cb:
+        ScriptedJudge(lambda r: {"ok": True}, progress=cb).ask_many([req(i) for i in range(5)])
+    text = buf.getvalue()
+    assert "5/5" in text and "calls 5" in text and "unscored 0" in text

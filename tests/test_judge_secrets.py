@@ -55,3 +55,13 @@ def test_config_holds_only_the_variable_name(monkeypatch: pytest.MonkeyPatch) ->
                       api_key_env="RAGMETER_TEST_KEY")
     assert cfg.api_key() == SECRET
     assert SECRET not in repr(cfg) and SECRET not in str(vars(cfg))
+
+
+def test_header_values_from_environment_stay_out_of_reprs(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    monkeypatch.setenv("RAGMETER_TEST_KEY", SECRET)
+    cfg = JudgeConfig(name="x", backend="openai", base_url="http://127.0.0.1:9/v1", model="m",
+                      api_key_env=None,
+                      extra_headers={"X-Title": "ragmeter", "X-Key": "${RAGMETER_TEST_KEY}"})
+    assert cfg.headers() == {"X-Title": "ragmeter", "X-Key": SECRET}
+    assert SECRET not in repr(cfg) and "RAGMETER_TEST_KEY" not in repr(cfg)

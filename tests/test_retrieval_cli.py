@@ -143,3 +143,17 @@ def test_render_comparison_marks_regressions() -> None:
     hit_line = next(line for line in text.splitlines() if "hit_rate@2" in line)
     assert "+0.0000" in hit_line and "regression" not in hit_line
     assert "resamples=500" in text
+
+
+def test_doc_map_option(tmp_path: Path) -> None:
+    qrels, run, mapping, out = (tmp_path / n for n in ("q.txt", "r.txt", "m.json", "o.json"))
+    qrels.write_text("q1 0 law-1 1\n")
+    run.write_text("q1 Q0 c17 1 0.9 t\nq1 Q0 c42 2 0.8 t\n")
+    mapping.write_text(json.dumps({"c17": "law-9", "c42": "law-1"}))
+    r = invoke("--qrels", str(qrels), "--run", str(run), "--metrics", "doc_mrr",
+               "--doc-map", str(mapping), "--out", str(out))
+    assert r.exit_code == 0, r.output
+    assert EvalResult.from_dict(json.loads(out.read_text()))["doc_mrr"].by_id() == {"q1": 0.5}
+    mapping.write_text("[1, 2]")
+    r = invoke("--qrels", str(qrels), "--run", str(run), "--doc-map", str(mapping))
+    assert isinstance(r.exception, DataError)

@@ -223,3 +223,26 @@ def test_trec_ties_at_single_precision_like_trec_eval() -> None:
     assert trec["mrr"].by_id() == {"q": 1.0, "r": 0.5}
     assert trec["mrr(level=doc)"].by_id() == {"q": 1.0, "r": 0.5}  # list builder, same order
     assert stable["mrr"].by_id() == {"q": 0.5, "r": 0.5}  # full precision: no tie
+
+
+def test_in_memory_run_nan_and_other_mappings() -> None:
+    from types import MappingProxyType
+
+    qrels = {"q": {"a": 1}, "r": {"b": 2}}
+    with pytest.raises(DataError, match="NaN"):
+        evaluate_retrieval(qrels=qrels, run={"q": {"a": float("nan")}})
+    run = {"q": MappingProxyType({"x": 0.9, "a": 0.5}), "r": {"b": 0.1}}
+    res = evaluate_retrieval(qrels=qrels, run=run, metrics=["mrr"])  # type: ignore[arg-type]
+    assert res["mrr"].by_id() == {"q": 0.5, "r": 1.0}
+
+
+def test_uneven_run_lengths_and_infinite_scores() -> None:
+    qrels = {"q": {"a": 1, "c": 1}, "r": {"z": 1}}
+    run = {"q": {"b": float("-inf"), "a": float("-inf"), "c": 3.0}, "r": {"z": 1.0}}
+    stable = evaluate_retrieval(qrels=qrels, run=run, metrics=["map", "ndcg@3"])
+    ref = pytrec_eval.RelevanceEvaluator(qrels, {"map", "ndcg_cut.3"}).evaluate(
+        {"q": {"b": -1e30, "a": -1e30, "c": 3.0}, "r": {"z": 1.0}})
+    trec = evaluate_retrieval(qrels=qrels, run=run, metrics=["map", "ndcg@3"], ties="trec")
+    assert stable["map"].by_id()["q"] == pytest.approx((1 + 2 / 3) / 2)  # a after b (input order)
+    assert trec["map"].by_id()["q"] == pytest.approx(ref["q"]["map"])  # tie: b before a (id desc)
+    assert trec["ndcg@3"].by_id()["q"] == pytest.approx(ref["q"]["ndcg_cut_3"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ragmeter.judges.base import UNSCORED_REASONS, Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.cache import JudgeCache, cache_key, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.engine import BackendError, Completion, EngineJudge
+from ragmeter.judges.engine import TEXT_SCHEMA, BackendError, Completion, EngineJudge
 from ragmeter.judges.factory import make_judge
 from ragmeter.judges.multi import (
     MultiJudge,
@@ -31,6 +31,7 @@ from ragmeter.judges.scripted import RecordedJudge, ScriptedJudge
 from ragmeter.judges.stats import JudgeStats, ProgressInfo, rich_progress
 
 __all__ = [
+    "TEXT_SCHEMA",
     "UNSCORED_REASONS",
     "BackendError",
     "Completion",

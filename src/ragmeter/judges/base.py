@@ -60,6 +60,14 @@ class JudgeReply:
     def ok(self) -> bool:
         return self.data is not None and self.reason is None
 
+    @classmethod
+    def unscored(cls, reason: str, detail: str | None = None, **fields: Any) -> JudgeReply:
+        """An unscored reply made without calling a judge (e.g. ``empty_input``)."""
+        if reason not in UNSCORED_REASONS and not reason.startswith("missing_field:"):
+            raise ValueError(f"unknown unscored reason {reason!r}; see UNSCORED_REASONS")
+        fields.setdefault("attempts", 0)
+        return cls(data=None, reason=reason, detail=detail, **fields)
+
 
 @runtime_checkable
 class Judge(Protocol):

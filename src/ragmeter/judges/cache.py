@@ -114,8 +114,13 @@ class JudgeCache:
         return found
 
     def put_many(self, items: Iterable[tuple[str, JudgeReply]]) -> int:
-        rows = [(k, json.dumps(reply_to_json(r), ensure_ascii=False), time.time())
-                for k, r in items if r.ok]
+        rows = []
+        for k, r in items:
+            if not r.ok:
+                continue
+            obj = reply_to_json(r)
+            obj["extra"] = {x: v for x, v in obj["extra"].items() if x != "messages"}
+            rows.append((k, json.dumps(obj, ensure_ascii=False), time.time()))
         if rows:
             with self._conn() as conn:
                 conn.executemany("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", rows)

@@ -62,7 +62,8 @@ class JudgeConfig:
     threads: int | None = None
     structured_output: bool = True
     record_path: str | None = None
-    extra_headers: Mapping[str, str] = field(default_factory=dict)
+    # e.g. OpenRouter's HTTP-Referer; a value "${NAME}" is read from the environment per call
+    extra_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name or not isinstance(self.name, str):
@@ -140,6 +141,14 @@ class JudgeConfig:
         value = os.environ.get(self.api_key_env)
         return value or None
 
+    def headers(self) -> dict[str, str]:
+        """``extra_headers`` with ``${NAME}`` values read from the environment."""
+        out = {}
+        for key, value in self.extra_headers.items():
+            m = _ENV_REF.match(str(value))
+            out[str(key)] = os.environ.get(m.group(1), "") if m else str(value)
+        return out
+
     def resolved_cache_dir(self) -> Path:
         """``cache_dir``, else ``$RAGMETER_CACHE_DIR``, else ``~/.cache/ragmeter``."""
         return default_cache_dir(self.cache_dir)
@@ -191,7 +200,7 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
     """Judge configs from a parsed YAML/JSON document.
 
     Accepted shapes: one judge mapping; ``{"judges": [mapping, ...]}`` (optional ``defaults``
-    merged into each); or a Spring-AI ``application.yaml`` (seed 001: ``spring.ai.openai``
+    merged into each, optional ``prices: {model: [in, out]}`` per 1M tokens); or a Spring-AI ``application.yaml`` (seed 001: ``spring.ai.openai``
     base URL and ``${ENV}`` key, ``spring.ai.chat-models.list`` models, ``spring.ai.retry``
     backoff), which gives one ``openai`` judge per listed model.
     """
@@ -200,6 +209,9 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
     spring = data.get("spring")
     if isinstance(spring, Mapping) and isinstance(spring.get("ai"), Mapping):
         return _from_spring(spring["ai"])
+    prices = data.get("prices") or {}
+    if not isinstance(prices, Mapping):
+        raise ConfigError("prices", "must map a model id to [price_in, price_out] per 1M tokens")
     if "judges" in data:
         defaults = dict(data.get("defaults") or {})
         items = data["judges"]
@@ -213,9 +225,22 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
             if isinstance(defaults.get("retry"), Mapping) and isinstance(item.get("retry"),
                                                                           Mapping):
                 merged["retry"] = {**defaults["retry"], **item["retry"]}
-            out.append(JudgeConfig.from_dict(merged))
+            out.append(_priced(JudgeConfig.from_dict(merged), prices))
         return out
-    return [JudgeConfig.from_dict(data)]
+    return [_priced(JudgeConfig.from_dict({k: v for k, v in data.items() if k != "prices"}),
+                    prices)]
+
+
+def _priced(cfg: JudgeConfig, prices: Mapping[str, Any]) -> JudgeConfig:
+    """Fill price_in/price_out from a ``prices: {model: [in, out]}`` table when unset."""
+    if cfg.model not in prices or cfg.price_in or cfg.price_out:
+        return cfg
+    pair = prices[cfg.model]
+    if isinstance(pair, Mapping):
+        pair = (pair.get("in", 0.0), pair.get("out", 0.0))
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        raise ConfigError(f"prices.{cfg.model}", "must be [price_in, price_out] per 1M tokens")
+    return cfg.with_(price_in=float(pair[0]), price_out=float(pair[1]))
 
 
 def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:

@@ -20,11 +20,14 @@ from typing import Any, Protocol
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.cache import JudgeCache, cache_key, reply_to_json, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.parsing import parse_reply
+from ragmeter.judges.parsing import parse_reply, validate
 from ragmeter.judges.prompts import detect_language, schema_instruction
 from ragmeter.judges.stats import JudgeStats, ProgressInfo
 
 log = logging.getLogger("ragmeter.judges")
+
+#: Declare this schema for a plain-text call: ``reply.data`` is the stripped text, no JSON.
+TEXT_SCHEMA: dict[str, Any] = {"type": "string"}
 
 REPAIR_PROMPT = {
     "en": ("Your previous reply could not be used: {problem}. Reply again with only one JSON "
@@ -197,6 +200,13 @@ class EngineJudge:
         return (f"{type(self).__name__}(name={self.name!r}, backend={self.backend.kind!r}, "
                 f"model={self.model!r}, demo={self.demo})")
 
+    @property
+    def max_in_flight(self) -> int:
+        """The config's cap, lowered to what the backend can serve (1 for a local model)."""
+        own = getattr(self.backend, "max_in_flight", None)
+        cap = self.config.max_concurrency
+        return min(cap, own) if isinstance(own, int) and own > 0 else cap
+
     # -- cache -----------------------------------------------------------------------------
     @property
     def cache(self) -> JudgeCache | None:
@@ -256,7 +266,7 @@ class EngineJudge:
         loop = asyncio.get_running_loop()
         state = self._states.get(loop)
         if state is None:
-            state = _LoopState(AdaptiveLimiter(self.config.max_concurrency))
+            state = _LoopState(AdaptiveLimiter(self.max_in_flight))
             self._states[loop] = state
         state.schema_ok = self._schema_ok
         keys = [self.key_for(r) for r in requests]
@@ -295,7 +305,9 @@ class EngineJudge:
             rep = await self._call(req, state, budget, policy)
             self._decorate(rep, req, key)
             for j, i in enumerate(idxs):
-                this = rep if j == 0 else replace(rep, extra=dict(rep.extra))
+                # a duplicate of a request in the same batch made no call of its own
+                this = rep if j == 0 else replace(rep, cached=True,
+                                                  extra={**rep.extra, "deduplicated": True})
                 replies[i] = this
                 run_stats.add(this)
             done[0] += len(idxs)
@@ -365,7 +377,8 @@ class EngineJudge:
         temperature = req.temperature if req.temperature is not None else cfg.temperature
         lang = self._language(req)
         messages = [dict(m) for m in req.messages]
-        schema_in_prompt = False
+        text_mode = req.schema.get("type") == "string"
+        schema_in_prompt = text_mode  # nothing to constrain: never send response_format
         attempts = retries = 0
         repaired = False
         tokens_in = tokens_out = 0
@@ -380,7 +393,7 @@ class EngineJudge:
                 cost=cost_of(tokens_in, tokens_out, cfg.price_in, cfg.price_out),
                 attempts=attempts,
                 extra={"retries": retries, "repaired": repaired,
-                       "structured": not schema_in_prompt})
+                       "structured": not schema_in_prompt and not text_mode})
 
         while True:
             attempts += 1
@@ -446,6 +459,13 @@ class EngineJudge:
             if comp.finish_reason == "length":
                 return finish(None, "truncated",
                               f"finish_reason=length at max_tokens={max_tokens}")
+            if text_mode:
+                text = (comp.text or "").strip()
+                problems = validate(text, req.schema)
+                if text and not problems:
+                    return finish(text, None, None)
+                return finish(None, "parse_error", "empty reply" if not text
+                              else "; ".join(problems))
             parsed = parse_reply(comp.text, req.schema)
             if parsed.ok:
                 return finish(parsed.data, None, None)
@@ -471,5 +491,6 @@ def _with_schema_instruction(messages: list[dict[str, str]], schema: dict[str, A
     return out
 
 
-__all__ = ["AdaptiveLimiter", "Backend", "BackendError", "Completion", "EngineJudge",
+__all__ = ["TEXT_SCHEMA", "AdaptiveLimiter", "Backend", "BackendError", "Completion",
+           "EngineJudge",
            "RetryBudget", "cost_of", "reply_to_json"]

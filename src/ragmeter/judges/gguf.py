@@ -158,6 +158,7 @@ class GGUFBackend:
 
     kind = "gguf"
     supports_schema = True
+    max_in_flight = 1  # one sequence at a time: queueing happens in the engine, not in threads
 
     def __init__(self, config: JudgeConfig, *, model_name: str | None = None):
         if not config.gguf_path:
@@ -190,6 +191,8 @@ class GGUFBackend:
                 params.cpuparams_batch.n_threads = threads
                 params.n_parallel = 1
                 params.warmup = False
+                if not os.environ.get("RAGMETER_GGUF_VERBOSE"):
+                    params.verbosity = -1  # llama.cpp logs every slot otherwise
                 try:
                     self._server = x.Server(params)
                 except Exception as exc:

@@ -53,6 +53,7 @@ class MockConfig:
     reply_fn: Callable[[dict[str, Any], dict[str, Any] | None], Any] | None = None
     model: str = "mock-judge"
     require_api_key: str | None = None
+    reject_params: Sequence[str] = ()  # e.g. ("max_tokens", "seed"), answered like OpenAI's 400
 
     def __post_init__(self) -> None:
         bad = [k for k in (*self.fault_kinds, *self.script) if k != "ok" and k not in FAULT_KINDS]
@@ -162,7 +163,8 @@ class MockJudgeServer:
         app.router.add_get("/stats", self._stats)
         app.router.add_post("/reset", self._reset)
         app.router.add_get("/health", self._health)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                               handler_cancellation=True, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port, backlog=1024)
         await site.start()
@@ -239,6 +241,16 @@ class MockJudgeServer:
             body = await request.json()
         except (ValueError, UnicodeDecodeError):
             return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        for param in cfg.reject_params:
+            if param in body:
+                with self._lock:
+                    self._counters.requests += 1
+                    self._counters.faults[f"param:{param}"] += 1
+                hint = (" Use 'max_completion_tokens' instead." if param == "max_tokens" else "")
+                return web.json_response(
+                    {"error": {"message": f"Unsupported parameter: '{param}' is not supported "
+                                          f"with this model.{hint}",
+                               "type": "invalid_request_error", "param": param}}, status=400)
         action = self._next_action()
         with self._lock:
             self._counters.prompt_chars += sum(len(str(m.get("content") or ""))
@@ -283,6 +295,8 @@ class MockJudgeServer:
             self._counters.in_flight += 1
             self._counters.peak_in_flight = max(self._counters.peak_in_flight,
                                                 self._counters.in_flight)
+            if action not in ("ok", "no_response_format"):
+                self._counters.faults[action] += 1  # counted now: a hung call may be cancelled
         try:
             delay = cfg.latency_ms / 1000.0
             if cfg.jitter_ms:
@@ -293,8 +307,6 @@ class MockJudgeServer:
             if delay > 0:
                 await asyncio.sleep(delay)
             if action == "500":
-                with self._lock:
-                    self._counters.faults["500"] += 1
                 return web.json_response({"error": {"message": "internal error"}}, status=500)
             schema = find_schema(body)
             finish = "stop"
@@ -317,8 +329,6 @@ class MockJudgeServer:
             with self._lock:
                 if action in ("ok", "timeout", "no_response_format"):
                     self._counters.ok += 1
-                if action not in ("ok", "no_response_format"):
-                    self._counters.faults[action] += 1
             prompt_chars = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
             return web.json_response({
                 "id": f"mock-{time.time_ns()}",

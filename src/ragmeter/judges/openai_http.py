@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import logging
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,8 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+log = logging.getLogger("ragmeter.judges")
+
 _SCHEMA_REJECTION_HINTS = ("response_format", "json_schema", "structured output", "grammar")
 
 
@@ -63,6 +66,8 @@ class OpenAIBackend:
         self.supports_schema = config.structured_output
         self._config = config
         self._extra_body = dict(extra_body or {})
+        self._use_max_completion_tokens = False
+        self._send_seed = True
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
         self._users: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, int] = (
@@ -109,7 +114,7 @@ class OpenAIBackend:
             await session.close()
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", **dict(self._config.extra_headers)}
+        headers = {"Content-Type": "application/json", **self._config.headers()}
         key = self._config.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
@@ -118,14 +123,43 @@ class OpenAIBackend:
     async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
                        *, max_tokens: int, temperature: float,
                        seed: int | None) -> Completion:
+        """One completion; adapts once per model to rejected parameters (see ``_adapt``)."""
+        for _ in range(4):
+            try:
+                return await self._complete(messages, schema, max_tokens=max_tokens,
+                                            temperature=temperature, seed=seed)
+            except BackendError as exc:
+                if not (exc.status == 400 and self._adapt(exc.detail)):
+                    raise
+        return await self._complete(messages, schema, max_tokens=max_tokens,
+                                    temperature=temperature, seed=seed)
+
+    def _adapt(self, detail: str) -> bool:
+        """Learn from a 400 naming an unsupported parameter: ``max_tokens`` →
+        ``max_completion_tokens`` (newer OpenAI models), drop ``seed``. True if changed."""
+        text = detail.lower()
+        if "max_completion_tokens" in text and not self._use_max_completion_tokens:
+            self._use_max_completion_tokens = True
+        elif "seed" in text and ("unsupported" in text or "unrecognized" in text
+                                 or "not supported" in text) and self._send_seed:
+            self._send_seed = False
+        else:
+            return False
+        log.info("endpoint %s rejected a parameter; adapted (%s)", self.url, detail[:120])
+        return True
+
+    async def _complete(self, messages: Sequence[dict[str, str]],
+                        schema: dict[str, Any] | None, *, max_tokens: int, temperature: float,
+                        seed: int | None) -> Completion:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
             "temperature": temperature,
-            "max_tokens": max_tokens,
             **self._extra_body,
         }
-        if seed is not None:
+        body["max_completion_tokens" if self._use_max_completion_tokens else "max_tokens"] = (
+            max_tokens)
+        if seed is not None and self._send_seed:
             body["seed"] = seed
         if schema is not None:
             body["response_format"] = {

@@ -59,6 +59,13 @@ def detect_language(texts: Iterable[str | None] | str, threshold: float = 0.3) -
     return "ru" if cyr / (cyr + lat) >= threshold else "en"
 
 
+def resolve_language(setting: str, texts: Iterable[str | None]) -> str:
+    """``setting`` when it is "ru"/"en", else (``"auto"``) the language of ``texts``."""
+    if setting in ("ru", "en"):
+        return setting
+    return detect_language(texts)
+
+
 _SCHEMA_NOTE = {
     "en": ("Reply with a single JSON object only, no prose, matching this JSON schema:\n"
            "{schema}"),

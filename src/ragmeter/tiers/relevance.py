@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain, compress, repeat
+from typing import Any
 
 import numpy as np
 
@@ -132,28 +133,24 @@ class Judgments:
 
 
 def positive_judgments(qrels: Mapping[str, Mapping[str, int]]) -> Judgments:
-    """One pass over the qrels collecting every judgment with grade > 0."""
-    qids: list[str] = []
-    hq: list[int] = []
-    hdoc: list[str] = []
-    hg: list[int] = []
-    for q, docs in qrels.items():
-        if not docs:
-            continue
-        if min(docs.values()) > 0:  # common case: every judgment is positive
-            n = len(docs)
-            hdoc.extend(docs)
-            hg.extend(docs.values())
-        else:
-            ds = [d for d, g in docs.items() if g > 0]
-            n = len(ds)
-            hdoc.extend(ds)
-            hg.extend(g for g in docs.values() if g > 0)
-        if n:
-            hq.extend(repeat(len(qids), n))
-            qids.append(q)
-    return Judgments(qids, np.asarray(hq, dtype=np.int64), hdoc, np.asarray(hg, dtype=np.int64),
-                     len(qrels) - len(qids))
+    """Every judgment with grade > 0, flattened with C-level iteration (no per-query Python)."""
+    keys = list(qrels)
+    rows = list(qrels.values())
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    total = int(lens.sum())
+    grades = np.fromiter(chain.from_iterable(map(_values, rows)), dtype=np.int64, count=total)
+    q_index = np.repeat(np.arange(len(rows)), lens)
+    keep = grades > 0
+    per_query = np.bincount(q_index[keep], minlength=len(rows))
+    has = per_query > 0
+    compact = np.cumsum(has) - 1  # original query index -> index among queries kept
+    docs = list(compress(chain.from_iterable(rows), keep.tolist()))
+    qids = list(compress(keys, has.tolist()))
+    return Judgments(qids, compact[q_index[keep]], docs, grades[keep], len(rows) - len(qids))
+
+
+def _values(d: Mapping[str, Any]) -> Iterable[Any]:
+    return d.values()
 
 
 def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
@@ -170,21 +167,23 @@ def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
     qids = judged.qids
     nq = len(qids)
     empty: dict[str, float] = {}
-    rows: list[dict[str, float]] = [
-        r if isinstance(r, dict) else dict(r) for r in (run.get(q) or empty for q in qids)]
+    rows: list[dict[str, float]] = [run.get(q) or empty for q in qids]  # type: ignore[misc]
+    if not set(map(type, rows)) <= {dict}:  # other Mappings: copy once into dicts
+        rows = [r if type(r) is dict else dict(r) for r in rows]
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=nq)
     depth = int(lens.max()) if nq else 0
     total = int(lens.sum())
     flat = np.fromiter(chain.from_iterable(map(dict.values, rows)), dtype=np.float64, count=total)
-    if ties == "trec":  # trec_eval keeps scores as C float: compare in single precision
-        flat = _single(flat)
     if np.isnan(flat).any():
         bad = [q for q, r in zip(qids, rows, strict=True) if any(v != v for v in r.values())]
         raise DataError([RecordProblem("<run>", None, q, "NaN score") for q in bad[:50]])
+    if ties == "trec":  # trec_eval keeps scores as C float: compare in single precision
+        with np.errstate(over="ignore"):
+            flat = flat.astype(np.float32)
     if nq and bool(np.all(lens == depth)):
         scores = flat.reshape(nq, depth)
     else:
-        scores = np.full((nq, depth), -np.inf)
+        scores = np.full((nq, depth), -np.inf, dtype=flat.dtype)
         if total:
             offsets = np.repeat(np.cumsum(lens) - lens, lens)
             scores[np.repeat(np.arange(nq), lens), np.arange(total) - offsets] = flat
@@ -193,11 +192,9 @@ def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
     lookup: Callable[[dict[str, float], str, float], float] = dict.get
     found = np.fromiter(map(lookup, map(rows.__getitem__, q_all.tolist()), judged.docs,
                             repeat(np.nan)), dtype=np.float64, count=q_all.size)
-    if ties == "trec":
-        found = _single(found)
     idx = np.flatnonzero(~np.isnan(found))
     hq_r = q_all[idx]
-    hs = found[idx]
+    hs = found[idx].astype(scores.dtype)
     ranks = np.empty(idx.size, dtype=np.int64)
     n_tied = np.empty(idx.size, dtype=np.int64)
     step = max(1, _CHUNK_CELLS // max(depth, 1))

@@ -24,7 +24,6 @@ Policies (visible in ``counts`` and in every signature):
 
 from __future__ import annotations
 
-import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -203,7 +202,6 @@ class _QrelsSource:
         self.qids = self.judged.qids
         self.no_relevant = self.judged.n_no_relevant
         self.not_in_qrels = len(run.keys() - qrels.keys())
-        self.missing = sum(map(operator.not_, map(run.get, self.qids)))
 
     def population(self, level: str, match: str) -> _Population:
         if match == "text":
@@ -216,7 +214,8 @@ class _QrelsSource:
             rankings = [rank_docs(self.run[q], self.ties) if q in self.run else None
                         for q in self.qids]
             arrays = arrays_from_lists(rankings, golds, self.doc_of)
-        counts = {"missing_from_run": self.missing, "no_relevant": self.no_relevant,
+        missing = int(np.count_nonzero(arrays.n_ret == 0))  # no run entry or an empty one
+        counts = {"missing_from_run": missing, "no_relevant": self.no_relevant,
                   "not_in_qrels": self.not_in_qrels}
         return _Population(list(self.qids), arrays, [], counts)
 

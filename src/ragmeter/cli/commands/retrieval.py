@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import re
 from pathlib import Path
 from typing import Annotated
@@ -13,13 +14,14 @@ from rich.console import Console
 from ragmeter.data.evalset import load_evalset
 from ragmeter.data.loaders import LoadResult, load_samples
 from ragmeter.data.trec import load_qrels, load_run
-from ragmeter.errors import ConfigError, MetricSpecError
+from ragmeter.errors import ConfigError, DataError, MetricSpecError, RecordProblem
 from ragmeter.metrics.registry import Metric, make_metric, parse_metric
 from ragmeter.metrics.retrieval import RANKING_METRICS
 from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
 from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval, expand_metrics
 
 LEVELS = ("chunk", "doc", "both")
+BY_QUERY_LIMIT = 200
 
 
 def split_metric_list(text: str) -> list[str]:
@@ -103,6 +105,22 @@ def _parse_ks(k: str | None) -> list[int] | None:
     return ks
 
 
+def _load_doc_map(path: Path) -> dict[str, str]:
+    """A ``{chunk_id: doc_id}`` JSON object, validated."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(RecordProblem(str(path), None, None, "file not found")) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(RecordProblem(str(path), exc.lineno, None,
+                                      f"invalid JSON: {exc.msg}")) from None
+    if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise DataError(RecordProblem(str(path), None, None,
+                                      "expected a JSON object {chunk_id: doc_id} of strings"))
+    return data
+
+
 def _report_skipped(loaded: LoadResult, console: Console) -> None:
     if loaded.skipped:
         console.print(f"[yellow]skipped {loaded.n_skipped} invalid record(s)[/] in "
@@ -141,10 +159,13 @@ def retrieval(
     csv_path: Annotated[Path | None, typer.Option(
         "--csv", help="Write per-query values as CSV.")] = None,
     name: Annotated[str | None, typer.Option("--name", help="System name.")] = None,
+    doc_map: Annotated[Path | None, typer.Option(
+        "--doc-map", help="JSON {chunk_id: doc_id} for --level doc (default: 'doc#n' ids).")] = None,
 ) -> None:
     """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs."""
     console = Console()
     ks = _parse_ks(k)
+    doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
     run_data = load_run(run) if run is not None else None
     skipped = 0
@@ -156,7 +177,7 @@ def retrieval(
         result = evaluate_retrieval(qrels=load_qrels(qrels), run=run_data, metrics=metric_list,
                                     ties=ties, match=match, seed=seed,
                                     name=name or (run.stem if run else "run"),
-                                    score_threshold=score_threshold)
+                                    score_threshold=score_threshold, doc_of=doc_of)
     elif evalset is not None or samples is not None:
         if evalset is not None and samples is not None:
             raise ConfigError("evalset", "give --evalset or --samples, not both")
@@ -168,7 +189,7 @@ def retrieval(
         skipped = loaded.n_skipped
         result = evaluate_retrieval(loaded.samples, run=run_data, metrics=metric_list, ties=ties,
                                     match=match, seed=seed, score_threshold=score_threshold,
-                                    name=name or (run.stem if run else path.stem))
+                                    name=name or (run.stem if run else path.stem), doc_of=doc_of)
     else:
         raise ConfigError("input", "give --qrels FILE --run FILE, or --evalset FILE [--run FILE]")
     if skipped:
@@ -177,7 +198,7 @@ def retrieval(
             r.counts["skipped_invalid"] = skipped
     render_eval_result(result, console)
     if by_query:
-        render_per_query(result, console)
+        render_per_query(result, console, limit=BY_QUERY_LIMIT)
     if out is not None:
         out.write_text(result.to_json(), encoding="utf-8")
         console.print(f"wrote {out}")
