@@ -189,3 +189,14 @@ def test_rejected_parameters_are_adapted_once() -> None:
     assert all(r.ok for r in replies), [r.detail for r in replies]
     assert stats["faults"] == {"param:max_tokens": 1, "param:seed": 1}
     assert stats["requests"] == 5
+
+
+def test_parse_retry_after_forms() -> None:
+    import email.utils
+
+    from ragmeter.judges.openai_http import parse_retry_after
+
+    assert parse_retry_after("2.5") == 2.5
+    assert parse_retry_after(None) is None and parse_retry_after("soon") is None
+    future = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= (parse_retry_after(future) or 0) <= 31

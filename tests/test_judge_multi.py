@@ -50,6 +50,7 @@ def test_multi_judge_majority_and_per_judge_replies() -> None:
     assert out[2].extra["n_scored"] == 2
     assert out[2].extra["per_judge"]["c"].reason == "parse_error"
     assert multi.model == "model-a+model-b+model-c"
+    assert multi.last_stats.calls == 3 * 3 + 1  # c's parse_error on item 2 had one repair
 
 
 def test_multi_judge_mean_and_min_judges() -> None:
@@ -115,3 +116,17 @@ def test_krippendorff_known_value_and_degenerate() -> None:
     assert krippendorff_alpha(np.ones((2, 5))) != krippendorff_alpha(np.ones((2, 5)))  # NaN
     assert math.isnan(krippendorff_alpha(np.array([[1.0, np.nan], [np.nan, 2.0]])))
     assert krippendorff_alpha(np.array([[0, 1, 0, 1], [0, 1, 0, 1]], dtype=float)) == 1.0
+
+
+def test_agreement_report_counts_unscored() -> None:
+    import asyncio
+
+    from ragmeter.judges import agreement
+
+    a = judge("a", ["yes", "no", "yes", "no"], [0] * 4)
+    b = judge("b", ["yes", "no", "no", "no"], [0] * 4, bad={3})
+    per = asyncio.run(MultiJudge([a, b]).ask_all([req(i) for i in range(4)]))
+    rep = agreement(per, lambda d: 1.0 if d["verdict"] == "yes" else 0.0)
+    assert rep["unscored"] == {"a": 0, "b": 1} and rep["n_items"] == 4
+    assert rep["pairwise"]["a~b"] == {"agreement": pytest.approx(2 / 3), "n": 3}
+    assert -1.0 <= rep["krippendorff_alpha"] <= 1.0

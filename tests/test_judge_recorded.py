@@ -42,6 +42,7 @@ def test_record_then_replay(tmp_path: Path) -> None:
     again = replay.ask_many([req("нет"), req("да")])
     assert [r.data for r in again] == [{"verdict": "no"}, {"verdict": "yes"}]
     assert all(r.extra["replayed"] and r.cached for r in again)
+    assert replay.last_stats.calls == 0 and replay.last_stats.cached == 2
     missing = replay.ask_many([req("new")])[0]
     assert missing.reason == "backend_error" and "no recorded reply" in (missing.detail or "")
     with pytest.raises(ConfigError, match="re-record"):

@@ -28,9 +28,9 @@ def cfg(base_url: str, **kw: object) -> JudgeConfig:
 
 @pytest.mark.parametrize("cap", [1, 5])
 def test_peak_in_flight_never_above_cap(cap: int) -> None:
-    with MockJudgeServer(MockConfig(latency_ms=30)) as srv:
+    with MockJudgeServer(MockConfig(latency_ms=100)) as srv:
         judge = make_judge(cfg(srv.base_url, max_concurrency=cap))
-        replies = judge.ask_many([req(i) for i in range(20)])
+        replies = judge.ask_many([req(i) for i in range(4 * cap)])
         stats = srv.stats()
     assert all(r.ok for r in replies)
     assert stats["peak_in_flight"] <= cap
@@ -95,7 +95,7 @@ def test_limiter_pauses_for_retry_after_on_a_429_burst() -> None:
         return lone, loop.time() - t0
 
     lone, burst = asyncio.run(scenario())
-    assert lone < 0.1
+    assert lone < 0.25
     assert burst >= 0.28
 
 

@@ -15,6 +15,7 @@ from ragmeter.judges.factory import make_judge
 from ragmeter.judges.multi import (
     MultiJudge,
     aggregate_scores,
+    agreement,
     krippendorff_alpha,
     pairwise_agreement,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RetryPolicy",
     "ScriptedJudge",
     "aggregate_scores",
+    "agreement",
     "cache_key",
     "demo_judge_status",
     "detect_language",

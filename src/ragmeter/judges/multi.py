@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
+from ragmeter.judges.stats import JudgeStats
 
 Combine = Literal["majority", "mean", "median"]
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
@@ -113,6 +114,16 @@ class MultiJudge:
         """Every judge's replies, by judge name (same order as ``requests``)."""
         results = await asyncio.gather(*(j.aask_many(requests) for j in self.judges))
         return {j.name: list(r) for j, r in zip(self.judges, results, strict=False)}
+
+    @property
+    def last_stats(self) -> JudgeStats:
+        """The member judges' last-run stats, summed (calls of every judge)."""
+        total = JudgeStats()
+        for j in self.judges:
+            st = getattr(j, "last_stats", None)
+            if isinstance(st, JudgeStats):
+                total.merge(st)
+        return total
 
     async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
         per = await self.ask_all(requests)
@@ -251,3 +262,20 @@ def krippendorff_alpha(matrix: np.ndarray, level: Level = "nominal") -> float:
     if d_e == 0:
         return float("nan")
     return 1.0 - (n - 1.0) * d_o / d_e
+
+
+def agreement(per_judge: dict[str, Sequence[JudgeReply]], value: Callable[[Any], float | None],
+              level: Level = "nominal", tolerance: float = 0.0) -> dict[str, Any]:
+    """Inter-judge agreement of one field: pairwise exact agreement, Krippendorff's alpha,
+    and how many items each judge left unscored (counted, not hidden)."""
+    names, mat = score_matrix(per_judge, value)
+    pairs = pairwise_agreement(mat, names, tolerance)
+    return {
+        "judges": names,
+        "n_items": int(mat.shape[1]),
+        "unscored": {n: int(np.isnan(mat[i]).sum()) for i, n in enumerate(names)},
+        "pairwise": pairs["pairs"],
+        "mean_pairwise": pairs["mean"],
+        "krippendorff_alpha": krippendorff_alpha(mat, level) if len(names) > 1 else float("nan"),
+        "level": level,
+    }

@@ -220,7 +220,3 @@ class OpenAIBackend:
             model=str(payload.get("model") or self.model),
         )
 
-
-def dumps_body(body: Mapping[str, Any]) -> str:
-    """JSON for logs (never contains headers, hence never the key)."""
-    return json.dumps(body, ensure_ascii=False)[:2000]

@@ -22,6 +22,7 @@ from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.cache import reply_from_json, reply_to_json, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
 from ragmeter.judges.engine import Completion, EngineJudge
+from ragmeter.judges.stats import JudgeStats
 
 ScriptResult = str | dict | list | Completion
 Script = Callable[[JudgeRequest], ScriptResult | Awaitable[ScriptResult]]
@@ -112,6 +113,8 @@ class RecordedJudge:
         self.model = record_with.model if record_with is not None else "recorded"
         self.demo = bool(getattr(record_with, "demo", False))
         self.strict = strict
+        self.stats = JudgeStats()
+        self.last_stats = JudgeStats()
         self._store: dict[str, dict[str, Any]] = self._load()
         if self._store and self.model == "recorded":
             first = next(iter(self._store.values()))
@@ -211,6 +214,8 @@ class RecordedJudge:
                                              f"{self.path.name}; re-record with record_with=",
                                       model=self.model, attempts=0,
                                       extra={"request_hash": h, "judge": self.name}))
+        self.last_stats = JudgeStats.from_replies(out)
+        self.stats.merge(self.last_stats)
         return [replace(r) for r in out]
 
     def _append(self, lines: list[str]) -> None:

@@ -259,7 +259,12 @@ class BenchmarkRunner:
                 raise ConfigError(f"datasets ({tier.dataset or 'first'})",
                                   f"sample id {dup!r} appears twice; ids must be unique")
             self._datasets[tier.dataset] = (samples, dh)
-        return self._datasets[tier.dataset]
+        samples, dh = self._datasets[tier.dataset]
+        tier_limit = tier.options.get("limit")
+        if tier_limit is not None:
+            # a per-tier cap (e.g. a slow local judge on a few samples); recorded in the config
+            samples = samples[: max(0, int(tier_limit))]
+        return samples, dh
 
     def run(self) -> dict[str, TierRecord]:
         try:

@@ -288,10 +288,59 @@ def _embedder_name(ctx: TierContext) -> str | None:
     return None
 
 
+def _optional_judge(ctx: TierContext) -> Any | None:
+    """The tier's judge when one is named or configured; None runs the metrics that need none."""
+    if ctx.tier.judge is None and not ctx.config.judges:
+        return None
+    return ctx.judge()
+
+
+def _with_contexts(samples: list[Sample], contexts: list[list[str] | None]) -> list[Sample]:
+    import dataclasses
+
+    return [s if s.retrieved_contexts or c is None else dataclasses.replace(s, retrieved_contexts=c)
+            for s, c in zip(samples, contexts, strict=True)]
+
+
+def _gold_contexts(ctx: TierContext, samples: list[Sample]) -> list[Sample]:
+    """Tier 2 semantics for answers already in the dataset: a sample without
+    ``retrieved_contexts`` is scored against its gold context (``reference_contexts``, else the
+    texts of its ``gold_chunk_ids`` in the configured corpus)."""
+    if all(s.retrieved_contexts for s in samples):
+        return samples
+    cmap = {c.chunk_id: c.text for c in ctx.chunks()} if ctx.config.corpus is not None else {}
+    out: list[list[str] | None] = []
+    for s in samples:
+        if s.reference_contexts:
+            out.append(list(s.reference_contexts))
+        elif s.gold_chunk_ids and all(c in cmap for c in s.gold_chunk_ids):
+            out.append([cmap[c] for c in s.gold_chunk_ids])
+        else:
+            out.append(None)
+    return _with_contexts(samples, out)
+
+
+def _retrieved_contexts(ctx: TierContext, samples: list[Sample]) -> list[Sample]:
+    """Tier 3 semantics for answers already in the dataset: a sample without
+    ``retrieved_contexts`` gets the top-k (``options.k``, default 5) of the tier's first
+    retriever."""
+    if all(s.retrieved_contexts for s in samples) or not ctx.config.retrievers:
+        return samples
+    from ragmeter.retrieval.run import retrieve_samples
+
+    name, retriever = next(iter(ctx.retrievers().items()))
+    k = int(ctx.option("k", min(5, max(ctx.k))))
+    filled = retrieve_samples(retriever, samples, k)
+    for s in filled:
+        ctx.annotate(s.id, f"e2e_contexts:{name}", {"ids": list(s.retrieved_ids or [])})
+    return _with_contexts(samples, [list(s.retrieved_contexts or []) or None for s in filled])
+
+
 def run_generation(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
     """Tier 2. With a ``generator``: answer from the gold context, then score; without one:
-    score the answers already in the dataset (``response``)."""
-    judge = ctx.judge()
+    score the answers already in the dataset (``response``) against their gold context.
+    Without a judge only the metrics that need none are computed."""
+    judge = _optional_judge(ctx)
     metrics = list(ctx.tier.metrics) or None
     client = _generator_client(ctx)
     if client is not None:
@@ -306,15 +355,16 @@ def run_generation(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
                               "('response'); add a 'generator' endpoint")
     from ragmeter.generation.evaluate import evaluate_generation
 
-    return _as_list(_call(evaluate_generation, samples, metrics, judge=judge,
-                          embedder=_embedder_name(ctx), seed=ctx.seed, name="generation",
-                          **dict(ctx.tier.options)))
+    return _as_list(_call(evaluate_generation, _gold_contexts(ctx, samples), metrics,
+                          judge=judge, embedder=_embedder_name(ctx), seed=ctx.seed,
+                          name="generation", **dict(ctx.tier.options)))
 
 
 def run_e2e(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
     """Tier 3: retrieve with each configured retriever, generate, score (one result per
-    retriever); without a generator, score the bot's own answers in the dataset."""
-    judge = ctx.judge()
+    retriever); without a generator, score the bot's own answers in the dataset (samples
+    without contexts get the first retriever's top-k)."""
+    judge = _optional_judge(ctx)
     metrics = list(ctx.tier.metrics) or None
     if ctx.config.generator is not None:
         if not ctx.config.retrievers:
@@ -335,14 +385,16 @@ def run_e2e(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
         raise TierNotRunnable("no generator configured and the dataset has no answers")
     from ragmeter.generation.evaluate import evaluate_generation
 
-    return _as_list(_call(evaluate_generation, samples, metrics, judge=judge,
-                          embedder=_embedder_name(ctx), seed=ctx.seed, name="e2e"))
+    return _as_list(_call(evaluate_generation, _retrieved_contexts(ctx, samples), metrics,
+                          judge=judge, embedder=_embedder_name(ctx), seed=ctx.seed, name="e2e",
+                          **{k_: v for k_, v in ctx.tier.options.items() if k_ != "k"}))
 
 
 def run_judge_quality(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
     from ragmeter.tiers.judge_quality import evaluate_judge_quality
 
-    return _as_list(_call(evaluate_judge_quality, samples, ctx.judges(), seed=ctx.seed,
+    return _as_list(_call(evaluate_judge_quality, _gold_contexts(ctx, samples), ctx.judges(),
+                          seed=ctx.seed,
                           dataset=ctx.dataset_hash, **dict(ctx.tier.options)))
 
 
