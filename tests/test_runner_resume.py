@@ -185,16 +185,16 @@ def test_broken_and_missing_tiers_are_recorded_not_raised(tmp_path):
     cfg_path = _setup(tmp_path)
     data = yaml.safe_load(cfg_path.read_text())
     data["plugins"]["broken"] = "slow_tier.py:broken"
-    data["tiers"] = ["broken", "generation", "toy"]
+    data["tiers"] = ["broken", "judge_quality", "toy"]
     cfg = parse_config(data, tmp_path)
     run = run_benchmark(cfg, run_id="r-broken")
     assert run.tiers["broken"].status == "error"
     assert "boom" in (run.tiers["broken"].reason or "")
-    assert run.tiers["generation"].status == "not_run"
-    assert "judge" in (run.tiers["generation"].reason or "")
+    assert run.tiers["judge_quality"].status == "not_run"
+    assert "judge" in (run.tiers["judge_quality"].reason or "")
     assert run.tiers["toy"].status == "ok"
     stored = ResultStore(cfg.store).load_run("r-broken")
-    assert stored.tiers["generation"].status == "not_run"
+    assert stored.tiers["judge_quality"].status == "not_run"
 
 
 def test_tier_selection_and_limit(tmp_path):

@@ -476,7 +476,8 @@ def run_tier0(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
     source = ctx.option("labelled_texts")
     if source:
         path = Path(source)
-        data = tier0.load_labelled_texts(path if path.is_absolute() else ctx.config.base_dir / path)
+        data = tier0.load_labelled_texts(path if path.is_absolute() else ctx.config.base_dir / path,
+                                         label_field=ctx.option("label_field"))
     else:
         chunks = ctx.chunks()
         data = tier0.LabelledTexts([c.text for c in chunks], [c.doc_id for c in chunks],

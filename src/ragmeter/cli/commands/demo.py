@@ -1,0 +1,60 @@
+"""``ragmeter demo``: run every tier on the built-in Russian demo data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    def demo(
+        out: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path(
+            "ragmeter-demo"),
+        no_judge: Annotated[bool, typer.Option(
+            "--no-judge", help="Skip the LLM-judge tiers (reported as not run).")] = False,
+        limit: Annotated[Optional[int], typer.Option(  # noqa: UP045 - typer needs it
+            "--limit", min=1, help="Only the first N evalset questions (quick look).")] = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    ) -> None:
+        """Run the built-in benchmark: Tier 0-3, judge tiers, UX and real users, on a fictional
+        Russian university knowledge base; write an HTML report, a Markdown summary, the
+        retriever comparison and charts to OUT."""
+        from ragmeter.demo.pipeline import run_demo
+        from ragmeter.judges import demo_judge_status
+        from ragmeter.reports.console import render_eval_result
+        from ragmeter.runner.progress import RunProgress
+
+        console = Console()
+        err = Console(stderr=True)
+        status = demo_judge_status()
+        judge_ok = bool(getattr(status, "available", False))
+        if no_judge:
+            err.print("LLM-judge tiers skipped (--no-judge)")
+        elif not judge_ok:
+            err.print(f"[yellow]demo judge not available:[/] {status.reason}; the judge tiers "
+                      f"will be reported as not run. Enable them with: {status.enable_command}",
+                      highlight=False, markup=False)
+        else:
+            err.print("[yellow]LLM-judge tiers use the offline DEMO judge "
+                      "(Qwen2.5-Coder-1.5B): a weak demonstration, not a real measurement.[/]")
+        prog = RunProgress(err, enabled=not quiet)
+        with prog:
+            res = run_demo(out, judge=not no_judge, limit=limit, hook=prog.hook)
+        stored = res.run
+        for key, result in stored.results().items():
+            console.rule(f"[bold]{key}")
+            render_eval_result(result, console)
+        console.rule("[bold]tiers")
+        for name, rec in stored.tiers.items():
+            line = f"  {name}: {rec.status}"
+            if rec.reason:
+                line += f" — {rec.reason}"
+            console.print(line, highlight=False, markup=False)
+        console.print(f"\nrun [bold]{stored.id}[/]; files in [bold]{res.out_dir}[/]:",
+                      highlight=False)
+        for f in res.files:
+            console.print(f"  {f}", highlight=False, markup=False)
