@@ -154,3 +154,13 @@ def test_hashes_are_stable_and_canonical() -> None:
         b'{"a":[1],"id":"x"}\n').hexdigest()[:12]
     assert pairs_hash({"q": {"d": 1}}) == __import__("hashlib").sha256(
         b"q\x1fd\x1f1").hexdigest()[:12]
+
+
+def test_single_context_alias(tmp_path) -> None:
+    p = tmp_path / "items.jsonl"
+    p.write_text('{"id": "a", "question": "q", "answer": "x", "context": "one text"}\n'
+                 '{"id": "b", "question": "q", "answer": "y", "context": ["t1", "t2"]}\n',
+                 encoding="utf-8")
+    samples = load_samples(p).samples
+    assert samples[0].retrieved_contexts == ["one text"]
+    assert samples[1].retrieved_contexts == ["t1", "t2"]

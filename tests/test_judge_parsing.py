@@ -89,3 +89,15 @@ def test_parse_reply_reasons() -> None:
 @pytest.mark.parametrize("seed", range(5))
 def test_example_instance_is_valid(seed: int) -> None:
     assert validate(example_instance(SCHEMA, seed), SCHEMA) == []
+
+
+def test_example_instance_numbers_id_items() -> None:
+    from ragmeter.judges.parsing import example_instance, validate
+
+    schema = {"type": "object", "required": ["claims"], "properties": {"claims": {
+        "type": "array", "minItems": 3, "maxItems": 3, "items": {
+            "type": "object", "required": ["id", "ok"],
+            "properties": {"id": {"type": "integer"}, "ok": {"enum": ["yes", "no"]}}}}}}
+    inst = example_instance(schema, seed=7)
+    assert [c["id"] for c in inst["claims"]] == [1, 2, 3]
+    assert not validate(inst, schema)

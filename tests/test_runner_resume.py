@@ -207,3 +207,15 @@ def test_tier_selection_and_limit(tmp_path):
     assert run.tiers["toy"].results[0]["even_len"].sample_ids == [f"q{i}" for i in range(1, 8)]
     assert run.tiers["broken"].status == "not_run"
     assert "not selected" in (run.tiers["broken"].reason or "")
+
+
+def test_tier_sample_ids_and_limit_options(tmp_path):
+    cfg_path = _setup(tmp_path)
+    data = yaml.safe_load(cfg_path.read_text())
+    data["tiers"] = [{"name": "toy", "options": {"sample_ids": ["q3", "q1"]}}]
+    run = run_benchmark(parse_config(data, tmp_path), run_id="r-ids")
+    first = next(iter(next(iter(run.results().values()))))
+    assert first.sample_ids == ["q3", "q1"]
+    data["tiers"] = [{"name": "toy", "options": {"sample_ids": ["nope"]}}]
+    run = run_benchmark(parse_config(data, tmp_path), run_id="r-ids-bad")
+    assert run.tiers["toy"].status == "error" and "nope" in (run.tiers["toy"].reason or "")

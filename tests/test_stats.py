@@ -61,7 +61,7 @@ def test_unscored_excluded_and_counted() -> None:
 
 def test_compare_aligns_by_id_and_drops_unscored() -> None:
     sig = Signature.make(metric="x")
-    a = MetricResult.from_scores("x", [SampleScore(i, v) for i, v in zip("abcd", [0, 1, 0, 1])], sig)
+    a = MetricResult.from_scores("x", [SampleScore(i, v) for i, v in zip("abcd", [0, 1, 0, 1], strict=True)], sig)
     b = MetricResult.from_scores("x", [SampleScore("d", 1.0), SampleScore("c", 1.0),
                                        SampleScore("b", None, "timeout"), SampleScore("a", 1.0)], sig)
     r = compare_metric(a, b, n_resamples=500)

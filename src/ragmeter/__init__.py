@@ -2,7 +2,13 @@
 
 from ragmeter._version import __version__
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError, DataError, MetricSpecError, MissingExtraError, RagmeterError
+from ragmeter.errors import (
+    ConfigError,
+    DataError,
+    MetricSpecError,
+    MissingExtraError,
+    RagmeterError,
+)
 from ragmeter.metrics.registry import Metric, list_specs, parse_metric
 from ragmeter.results.records import (
     EvalResult,

@@ -34,7 +34,9 @@ STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
 FLOAT_LIST_FIELDS = ("retrieved_scores",)
 ALIASES = {"question": "user_input", "query": "user_input", "answer": "response",
            "ground_truth": "reference", "contexts": "retrieved_contexts",
-           "sample_id": "id", "qid": "id"}
+           "context": "retrieved_contexts", "sample_id": "id", "qid": "id"}
+#: aliases whose value may be one string instead of a list of strings
+SINGLE_TEXT_ALIASES = ("context",)
 META_FIELDS = ("notes", "source")
 KNOWN = ("id", *STR_FIELDS, *STR_LIST_FIELDS, *FLOAT_LIST_FIELDS, "gold_grades", "metadata",
          *ALIASES, *META_FIELDS)
@@ -193,6 +195,8 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
             else:
                 metadata[key] = value
             continue
+        if key in SINGLE_TEXT_ALIASES and isinstance(value, str):
+            value = [value]
         if name in values and values[name] != value:
             bad(key, f"conflicts with another spelling of '{name}'")
             continue

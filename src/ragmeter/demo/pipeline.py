@@ -89,8 +89,7 @@ def _retriever_comparison(cfg: BenchConfig, out: Path, limit: int | None) -> lis
     from ragmeter.tiers.compare_retrievers import compare_retrievers
 
     assert cfg.corpus is not None  # the shipped config has one
-    samples = load_evalset(DATA_DIR / "evalset.jsonl")
-    samples = list(samples.samples if hasattr(samples, "samples") else samples)
+    samples = list(load_evalset(DATA_DIR / "evalset.jsonl").samples)
     if limit is not None:
         samples = samples[:limit]
     params = ChunkingParams(cfg.corpus.chunk_size_chars, cfg.corpus.overlap_chars)

@@ -224,12 +224,9 @@ def krippendorff_alpha(matrix: np.ndarray, level: Level = "nominal") -> float:
     vals = np.unique(m[~np.isnan(m)])
     if vals.size < 2:
         return float("nan")
-    idx = {v: i for i, v in enumerate(vals)}
-    counts = np.zeros((m.shape[1], vals.size))
-    for u in range(m.shape[1]):
-        for v in m[:, u]:
-            if not np.isnan(v):
-                counts[u, idx[v]] += 1
+    present = ~np.isnan(m)
+    counts = np.zeros((m.shape[1], vals.size))  # counts[unit, value]
+    np.add.at(counts, (np.nonzero(present)[1], np.searchsorted(vals, m[present])), 1.0)
     mu = counts.sum(axis=1)
     pairable = mu >= 2
     if not pairable.any():

@@ -209,8 +209,17 @@ def example_instance(schema: dict[str, Any], seed: int = 0) -> Any:
     if stype == "array":
         n = max(int(schema.get("minItems", 1)), 1)
         n = min(n, int(schema.get("maxItems", n)))
-        return [example_instance(schema.get("items", {"type": "string"}), seed + i)
-                for i in range(n)]
+        item_schema = schema.get("items", {"type": "string"})
+        items = [example_instance(item_schema, seed + i) for i in range(n)]
+        id_schema = (item_schema.get("properties") or {}).get("id") \
+            if isinstance(item_schema, dict) else None
+        if isinstance(id_schema, dict) and id_schema.get("type") == "integer" \
+                and "enum" not in id_schema:
+            # items that carry an integer "id" are numbered 1..n, as prompts that list
+            # numbered inputs expect from a judge
+            for i, item in enumerate(items):
+                item["id"] = i + 1
+        return items
     if stype == "string":
         text = f"text {seed}"
         lo = int(schema.get("minLength", 0))

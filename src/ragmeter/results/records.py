@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from ragmeter._version import __version__
-from ragmeter.results.stats import DEFAULT_N_BOOT, DEFAULT_SEED, PairedComparison, bootstrap_ci, paired_test
+from ragmeter.results.stats import (
+    DEFAULT_N_BOOT,
+    DEFAULT_SEED,
+    PairedComparison,
+    bootstrap_ci,
+    paired_test,
+)
 
 
 @dataclass(frozen=True)
@@ -256,7 +262,7 @@ class EvalResult:
     def __contains__(self, metric: object) -> bool:
         return metric in self.results
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[MetricResult]:
         return iter(self.results.values())
 
     def means(self) -> dict[str, float | None]:

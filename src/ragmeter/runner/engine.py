@@ -249,10 +249,10 @@ class BenchmarkRunner:
         self.records: dict[str, TierRecord] = {}
 
     def samples_for(self, tier: TierConfig) -> tuple[list[Sample], str]:
+        """The tier's samples: ``options.sample_ids`` (chosen from the whole dataset, in that
+        order) or the dataset, then capped by ``--limit``/``limit`` and ``options.limit``."""
         if tier.dataset not in self._datasets:
             samples, dh = load_dataset(self.config, tier.dataset)
-            if self.plan.limit is not None:
-                samples = samples[: self.plan.limit]
             ids = [s.id for s in samples]
             if len(set(ids)) != len(ids):
                 dup = next(i for i in ids if ids.count(i) > 1)
@@ -260,10 +260,18 @@ class BenchmarkRunner:
                                   f"sample id {dup!r} appears twice; ids must be unique")
             self._datasets[tier.dataset] = (samples, dh)
         samples, dh = self._datasets[tier.dataset]
-        tier_limit = tier.options.get("limit")
-        if tier_limit is not None:
-            # a per-tier cap (e.g. a slow local judge on a few samples); recorded in the config
-            samples = samples[: max(0, int(tier_limit))]
+        wanted = tier.options.get("sample_ids")
+        if wanted:
+            # a chosen subset (e.g. a slow local judge on a few mixed cases), in config order
+            by_id = {s.id: s for s in samples}
+            unknown = [i for i in wanted if str(i) not in by_id]
+            if unknown:
+                raise ConfigError(f"tiers.{tier.name}.options.sample_ids",
+                                  f"unknown sample ids {unknown[:5]}")
+            samples = [by_id[str(i)] for i in wanted]
+        for cap in (self.plan.limit, tier.options.get("limit")):
+            if cap is not None:
+                samples = samples[: max(0, int(cap))]
         return samples, dh
 
     def run(self) -> dict[str, TierRecord]:

@@ -289,9 +289,17 @@ def _embedder_name(ctx: TierContext) -> str | None:
 
 
 def _optional_judge(ctx: TierContext) -> Any | None:
-    """The tier's judge when one is named or configured; None runs the metrics that need none."""
-    if ctx.tier.judge is None and not ctx.config.judges:
+    """The tier's judge: the one it names; else the first configured one when the tier's
+    metrics need a judge (or it lists none); else None (only the metrics needing none run)."""
+    if ctx.tier.judge is not None:
+        return ctx.judge()
+    if not ctx.config.judges:
         return None
+    if ctx.tier.metrics:
+        from ragmeter.metrics.registry import parse_metric
+
+        if not any(parse_metric(m).spec.family == "judged" for m in ctx.tier.metrics):
+            return None
     return ctx.judge()
 
 
@@ -437,7 +445,9 @@ def run_ux(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
     emb = _embedder_name(ctx)
     if emb is None:
         raise TierNotRunnable("ux needs an embedding model (add one under 'embeddings')")
-    judge = ctx.judge() if (ctx.tier.judge or ctx.config.judges) and sessions else None
+    # multi-turn consistency asks the judge the tier names; without one, the judge-free
+    # fallback (multi_turn_answer_similarity) is reported under its own name
+    judge = ctx.judge() if ctx.tier.judge and sessions else None
     return _as_list(_call(
         ux.evaluate_ux, emb, cache=ux.load_questions(cache) if cache else None,
         queries=ux.load_questions(queries) if queries else None,

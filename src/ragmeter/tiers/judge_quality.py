@@ -172,37 +172,16 @@ def krippendorff_alpha(data: np.ndarray, level: str = "interval") -> float | Non
     """Krippendorff's alpha of a (coders × units) matrix with NaN for missing values.
 
     Units with fewer than two values are not pairable and are ignored. ``None`` when no
-    disagreement is expected (every pairable value equal) or nothing is pairable.
+    disagreement is expected (every pairable value equal) or nothing is pairable. One
+    implementation serves the whole project: :func:`ragmeter.judges.multi.krippendorff_alpha`.
     """
-    X = np.asarray(data, dtype=np.float64)
-    m = (~np.isnan(X)).sum(axis=0)
-    X = X[:, m >= 2]
-    m = m[m >= 2]
-    n = int(m.sum())
-    if n <= 1:
-        return None
-    if level == "interval":
-        v = np.nan_to_num(X)
-        s1 = v.sum(axis=0)
-        s2 = (v * v).sum(axis=0)
-        within = 2 * (m * s2 - s1 * s1)                 # Σ_{c≠k in u} (v_c − v_k)²
-        d_o = float((within / (m - 1)).sum() / n)
-        allv = X[~np.isnan(X)]
-        d_e = float(2 * (n * (allv ** 2).sum() - allv.sum() ** 2) / (n * (n - 1)))
-    elif level == "nominal":
-        vals = X[~np.isnan(X)]
-        cats = np.unique(vals)
-        counts = np.stack([(c == X).sum(axis=0) for c in cats])  # (C, units)
-        agree = (counts * (counts - 1)).sum(axis=0)       # ordered pairs with equal values
-        within = m * (m - 1) - agree
-        d_o = float((within / (m - 1)).sum() / n)
-        tot = counts.sum(axis=1)
-        d_e = float((n * (n - 1) - (tot * (tot - 1)).sum()) / (n * (n - 1)))
-    else:
-        raise ConfigError("level", f"unknown level {level!r}", ["interval", "nominal"])
-    if d_e == 0:
-        return None
-    return 1.0 - d_o / d_e
+    from ragmeter.judges.multi import krippendorff_alpha as _alpha
+
+    if level not in ("interval", "nominal", "ordinal", "ratio"):
+        raise ConfigError("level", f"unknown level {level!r}",
+                          ["interval", "nominal", "ordinal", "ratio"])
+    value = _alpha(np.asarray(data, dtype=np.float64), level)  # type: ignore[arg-type]
+    return None if np.isnan(value) else float(value)
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float | None:

@@ -24,14 +24,14 @@ def register(app: typer.Typer) -> None:
         Russian university knowledge base; write an HTML report, a Markdown summary, the
         retriever comparison and charts to OUT."""
         from ragmeter.demo.pipeline import run_demo
-        from ragmeter.judges import demo_judge_status
+        from ragmeter.judges.gguf import demo_judge_status
         from ragmeter.reports.console import render_eval_result
         from ragmeter.runner.progress import RunProgress
 
         console = Console()
         err = Console(stderr=True)
         status = demo_judge_status()
-        judge_ok = bool(getattr(status, "available", False))
+        judge_ok = status.available
         if no_judge:
             err.print("LLM-judge tiers skipped (--no-judge)")
         elif not judge_ok:
