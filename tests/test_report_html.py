@@ -111,3 +111,14 @@ def test_markdown_summary():
     assert "<script>" not in md
     assert "| retrieval | bm25 | `mrr` |" in md
     assert md_escape("a|b\nc<d>") == "a\\|b c&lt;d&gt;"
+
+
+def test_demo_judge_results_get_no_quality_band() -> None:
+    from ragmeter.reports.bands import from_demo_judge
+    from ragmeter.reports.html import DEMO_BADGE, _band_badge
+
+    assert from_demo_judge([], {"judge": "x", "demo": "yes"})
+    assert from_demo_judge(["demo"], {"judge": "demo"})
+    assert not from_demo_judge(["demo"], {"judge": "main"})
+    assert _band_badge("faithfulness", 0.99, "generation", demo=True) == DEMO_BADGE
+    assert "excellent" in _band_badge("faithfulness", 0.99, "generation", demo=False)

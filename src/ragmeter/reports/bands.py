@@ -16,6 +16,7 @@ Metrics without a row get no band (``None``): we never invent thresholds.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 EXCELLENT = "excellent"
@@ -86,3 +87,11 @@ def classify(metric: str, value: float | None, tier: str | None = None) -> str |
         return None
     band = find_band(metric, tier)
     return band.classify(value) if band else None
+
+
+def from_demo_judge(demo_judges: Iterable[str], signature: Mapping[str, str]) -> bool:
+    """Whether a result was produced by a demonstration judge: such numbers get no quality
+    band (they show how ragmeter works, they do not measure the system)."""
+    names = set(demo_judges)
+    return (signature.get("demo") == "yes" or signature.get("judge_demo") == "yes"
+            or (signature.get("judge") is not None and signature.get("judge") in names))

@@ -21,7 +21,7 @@ from typing import Any
 
 from ragmeter._version import __version__
 from ragmeter.reports import svg
-from ragmeter.reports.bands import BANDS, classify, find_band
+from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
 
@@ -61,7 +61,13 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _band_badge(metric: str, value: float | None, tier: str | None) -> str:
+DEMO_BADGE = ('<span class="band mid" title="from the weak offline demonstration judge: shows how '
+              'ragmeter works, not a measurement">demo judge</span>')
+
+
+def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool = False) -> str:
+    if demo and find_band(metric, tier) is not None:
+        return DEMO_BADGE
     band = classify(metric, value, tier)
     if band is None:
         return ""
@@ -251,7 +257,7 @@ def tier_charts(tier: str, results: Sequence[EvalResult]) -> list[str]:
 
 
 # --------------------------------------------------------------------------- sections
-def _metric_table(tier: str, res: EvalResult) -> str:
+def _metric_table(tier: str, res: EvalResult, demo_names: Sequence[str] = ()) -> str:
     rows = []
     for key, mr in res.results.items():
         a = mr.aggregate
@@ -263,7 +269,7 @@ def _metric_table(tier: str, res: EvalResult) -> str:
         rows.append(
             f"<tr><td><code>{escape(key)}</code>{direction}</td><td class=num>{_f(a.mean)}</td>"
             f"<td class=num>{ci}</td><td class=num>{a.n}</td><td class=num>{a.n_unscored}</td>"
-            f"<td>{reasons}</td><td>{_band_badge(key, a.mean, tier)}</td><td>{counts}</td>"
+            f"<td>{reasons}</td><td>{_band_badge(key, a.mean, tier, from_demo_judge(demo_names, mr.signature.as_dict()))}</td><td>{counts}</td>"
             f'<td class="sig"><details><summary>show</summary><code>'
             f"{escape(str(mr.signature))}</code></details></td></tr>")
     return ("<table class=metrics><thead><tr><th>metric</th><th>mean</th><th>95% CI</th>"
@@ -274,11 +280,13 @@ def _metric_table(tier: str, res: EvalResult) -> str:
 
 def _summary(run: StoredRun) -> str:
     rows = []
+    demo_names = is_demo(run)
     for tier, rec in run.tiers.items():
         for res in rec.results:
             for key, mr in res.results.items():
                 mean = mr.aggregate.mean
-                badge = _band_badge(key, mean, tier)
+                badge = _band_badge(key, mean, tier,
+                                    from_demo_judge(demo_names, mr.signature.as_dict()))
                 if badge:
                     a = mr.aggregate
                     rows.append(f"<tr><td>{escape(tier)}</td><td>{escape(res.name)}</td>"
@@ -423,7 +431,7 @@ def render_run_html(run: StoredRun) -> str:
             section.append("<div class=charts>" + "".join(
                 f"<figure>{c}</figure>" for c in charts) + "</div>")
         for res in rec.results:
-            section.append(f"<h3>{escape(res.name)}</h3>{_metric_table(tier, res)}")
+            section.append(f"<h3>{escape(res.name)}</h3>{_metric_table(tier, res, is_demo(run))}")
         section.append("</section>")
         parts.append("".join(section))
     explorer, sample_data = _explorer(run)

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ragmeter.reports.bands import classify
+from ragmeter.reports.bands import classify, from_demo_judge
 from ragmeter.results.store import StoredRun
 
 BAND_ICON = {"excellent": "🟢 excellent", "good": "🟡 good", "needs attention": "🔴 needs attention"}
@@ -45,11 +45,13 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None) -> str:
                   for t, r in not_ok]
         lines.append("")
     rows = []
+    demo_names = demo
     for tier, rec in run.tiers.items():
         for res in rec.results:
             for key, mr in res.results.items():
                 a = mr.aggregate
-                band = classify(key, a.mean, tier)
+                band = (None if from_demo_judge(demo_names, mr.signature.as_dict())
+                        else classify(key, a.mean, tier))
                 ci = "–" if a.ci_low is None else f"[{_f(a.ci_low)}, {_f(a.ci_high)}]"
                 rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | `{md_escape(key)}` | "
                             f"{_f(a.mean)} | {ci} | {a.n} | {a.n_unscored} | "
