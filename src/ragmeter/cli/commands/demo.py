@@ -20,9 +20,13 @@ def register(app: typer.Typer) -> None:
             "--limit", min=1, help="Only the first N evalset questions (quick look).")] = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
     ) -> None:
-        """Run the built-in benchmark: Tier 0-3, judge tiers, UX and real users, on a fictional
-        Russian university knowledge base; write an HTML report, a Markdown summary, the
-        retriever comparison and charts to OUT."""
+        """Run every tier on the built-in Russian demo data; write report, summary and charts.
+
+        The data is a fictional university knowledge base (58 documents, 110 questions, logged
+        user questions in SQLite, sessions, a labelled production-judge set). Judge tiers use the
+        offline demo judge when ragmeter[local-judge] is installed, else they are reported as
+        not run with the command that enables them.
+        """
         from ragmeter.demo.pipeline import run_demo
         from ragmeter.judges.gguf import demo_judge_status
         from ragmeter.reports.console import render_eval_result
