@@ -12,6 +12,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ragmeter._version import __version__
 from ragmeter.errors import RagmeterError
@@ -62,7 +63,8 @@ def main() -> None:
         if isinstance(rv, int) and rv:
             sys.exit(rv)
     except RagmeterError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        # soft_wrap: never break a path or a pip command across lines
+        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except SystemExit:
         raise
