@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from ragmeter.judges._sync import run_sync
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.cache import JudgeCache, cache_key, reply_to_json, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
@@ -231,24 +231,7 @@ class EngineJudge:
             finally:
                 await self.backend.aclose()
 
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(run())
-        box: dict[str, Any] = {}
-
-        def worker() -> None:
-            try:
-                box["value"] = asyncio.run(run())
-            except BaseException as exc:
-                box["error"] = exc
-
-        t = threading.Thread(target=worker, name="ragmeter-judge", daemon=True)
-        t.start()
-        t.join()
-        if "error" in box:
-            raise box["error"]
-        return list(box["value"])
+        return list(run_sync(run))
 
     def ask(self, request: JudgeRequest) -> JudgeReply:
         return self.ask_many([request])[0]

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
+from ragmeter.judges._sync import run_sync
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.stats import JudgeStats
 
@@ -82,24 +82,7 @@ class MultiJudge:
         return f"MultiJudge({[j.name for j in self.judges]}, combine={self.combine!r})"
 
     def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self._run_and_close(requests))
-        box: dict[str, Any] = {}
-
-        def worker() -> None:
-            try:
-                box["v"] = asyncio.run(self._run_and_close(requests))
-            except BaseException as exc:
-                box["e"] = exc
-
-        t = threading.Thread(target=worker, daemon=True)
-        t.start()
-        t.join()
-        if "e" in box:
-            raise box["e"]
-        return list(box["v"])
+        return list(run_sync(lambda: self._run_and_close(requests)))
 
     async def _run_and_close(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
         try:

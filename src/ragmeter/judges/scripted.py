@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.judges._sync import run_sync
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.cache import reply_from_json, reply_to_json, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
@@ -165,24 +166,7 @@ class RecordedJudge:
         return store
 
     def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.aask_many(requests))
-        box: dict[str, Any] = {}
-
-        def worker() -> None:
-            try:
-                box["v"] = asyncio.run(self.aask_many(requests))
-            except BaseException as exc:
-                box["e"] = exc
-
-        t = threading.Thread(target=worker, daemon=True)
-        t.start()
-        t.join()
-        if "e" in box:
-            raise box["e"]
-        return list(box["v"])
+        return list(run_sync(lambda: self.aask_many(requests)))
 
     async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
         hashes = [request_hash(r) for r in requests]

@@ -28,7 +28,8 @@ def _figure(width: float, height: float) -> tuple[Any, Any]:
     return fig, fig.subplots
 
 
-def _save(fig: Any, out_stem: Path, formats: Sequence[str]) -> list[Path]:
+def save_figure(fig: Any, out_stem: Path, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
+    """Write ``fig`` as ``out_stem.<fmt>`` for each format; SVGs are byte-stable across runs."""
     import matplotlib
 
     out_stem.parent.mkdir(parents=True, exist_ok=True)
@@ -86,7 +87,7 @@ def grouped_bar_chart(panels: Mapping[str, Series], out_stem: str | Path, *,
                    fontsize=8)
     if title:
         fig.suptitle(title)
-    return _save(fig, Path(out_stem), formats)
+    return save_figure(fig, Path(out_stem), formats)
 
 
 def line_chart_by_k(panels: Mapping[str, Series], out_stem: str | Path, *, title: str = "",
@@ -116,4 +117,4 @@ def line_chart_by_k(panels: Mapping[str, Series], out_stem: str | Path, *, title
                    fontsize=8)
     if title:
         fig.suptitle(title)
-    return _save(fig, Path(out_stem), formats)
+    return save_figure(fig, Path(out_stem), formats)

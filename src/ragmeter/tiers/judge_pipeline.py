@@ -415,11 +415,9 @@ def plot_confusion(result: EvalResult, out_dir: str | Path, stem: str = "judge_p
     ax.set_title(f"acc={acc:.3f}  F1={f1:.3f}" if acc is not None and f1 is not None
                  else "confusion matrix", fontsize=10)
     fig.tight_layout()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    for p in paths:
-        fig.savefig(p, dpi=120)
+    from ragmeter.reports.charts import save_figure
+
+    paths = save_figure(fig, Path(out_dir) / stem)
     plt.close(fig)
     return paths
 

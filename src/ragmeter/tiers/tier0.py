@@ -228,11 +228,9 @@ def plot_tier0(results: Sequence[EvalResult], out_dir: str | Path, stem: str = "
     fig.suptitle("Tier 0 — embedding quality (n={}, clusters={})".format(
         rows[0]["total_pairs"] if rows else 0, rows[0]["n_clusters"] if rows else 0))
     fig.tight_layout()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [out / f"{stem}.png", out / f"{stem}.svg"]
-    for p in paths:
-        fig.savefig(p, dpi=120)
+    from ragmeter.reports.charts import save_figure
+
+    paths = save_figure(fig, Path(out_dir) / stem)
     plt.close(fig)
     return paths
 
