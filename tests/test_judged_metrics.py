@@ -166,11 +166,28 @@ def test_russian_sample_gets_russian_prompt_and_fencing():
     assert call["raw"] is not None
 
 
-def test_schema_error_when_ids_do_not_match():
+def test_misnumbered_ids_are_read_by_position_and_marked():
+    # a schema-valid reply whose ids are not 1..n (e.g. from a grammar-constrained backend)
+    # is read in reply order, never silently dropped; the fallback is visible in the details
     def script(req):
         out = make_script()(req)
         if req.schema.get("title", "").startswith("gen.contexts"):
-            out["contexts"] = [dict(c, id=c["id"] + 5) for c in out["contexts"]]
+            out["contexts"] = [dict(c, id=1) for c in out["contexts"]]
+        return out
+
+    good = evaluate_generation([paris()], ["context_relevance"], judge=ScriptedJudge(make_script()))
+    res = evaluate_generation([paris()], ["context_relevance"], judge=ScriptedJudge(script))
+    assert res["context_relevance"].reasons == {}
+    assert res["context_relevance"].values[0] == good["context_relevance"].values[0]
+    assert res["context_relevance"].details[0]["read_by_position"] == ["contexts"]
+    assert "read_by_position" not in (good["context_relevance"].details[0] or {})
+
+
+def test_schema_error_when_item_count_is_wrong():
+    def script(req):
+        out = make_script()(req)
+        if req.schema.get("title", "").startswith("gen.contexts"):
+            out["contexts"] = out["contexts"][:2]
         return out
 
     res = evaluate_generation([paris()], ["context_relevance"], judge=ScriptedJudge(script))

@@ -127,6 +127,7 @@ class SampleJudgement:
     e2e: int | None = None
     failed: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     calls: list[CallRecord] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)  # replies read by position, not id
 
 
 @dataclass
@@ -167,24 +168,34 @@ def _record(rep: JudgeReply, req: JudgeRequest) -> CallRecord:
                       msgs if msgs is not None else [dict(m) for m in req.messages])
 
 
-def _items_by_id(items: Any, n: int) -> list[dict[str, Any]] | None:
-    """The ``n`` reply items ordered by their 1-based ``id`` (``None`` if ids do not match)."""
+def _items_by_id(items: Any, n: int, j: SampleJudgement | None = None,
+                 what: str = "") -> list[dict[str, Any]] | None:
+    """The ``n`` reply items ordered by their 1-based ``id``.
+
+    ``None`` (→ unscored ``schema_error``) when the reply does not have exactly ``n`` objects.
+    When it does but the ids are not a permutation of 1..n (or 0..n−1) — a reply that still
+    satisfies the declared schema, e.g. from a grammar-constrained backend — the items are taken
+    in reply order (the prompt lists them in order) and the fallback is recorded in
+    ``j.positional`` so that it is visible in the per-sample details.
+    """
     if not isinstance(items, list) or len(items) != n:
+        return None
+    if not all(isinstance(it, dict) for it in items):
         return None
     by_id: dict[int, dict[str, Any]] = {}
     for it in items:
-        if not isinstance(it, dict):
-            return None
         try:
-            by_id[int(it.get("id"))] = it  # type: ignore[arg-type]
+            by_id[int(it.get("id"))] = it
         except (TypeError, ValueError):
-            return None
-    if sorted(by_id) != list(range(1, n + 1)):
-        # tolerate 0-based ids
-        if sorted(by_id) == list(range(n)):
-            return [by_id[i] for i in range(n)]
-        return None
-    return [by_id[i] for i in range(1, n + 1)]
+            by_id = {}
+            break
+    if sorted(by_id) == list(range(1, n + 1)):
+        return [by_id[i] for i in range(1, n + 1)]
+    if sorted(by_id) == list(range(n)):  # tolerate 0-based ids
+        return [by_id[i] for i in range(n)]
+    if j is not None:
+        j.positional.append(what)
+    return list(items)
 
 
 def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlanResult:
@@ -301,9 +312,9 @@ def _absorb(j: SampleJudgement, req: JudgeRequest, data: Any) -> None:
             if prop not in req.schema["properties"]:
                 continue
             n = len(getattr(j, prop) or [])
-            items = _items_by_id(data.get(prop), n)
+            items = _items_by_id(data.get(prop), n, j, prop)
             if items is None:
-                j.failed[kind] = ("schema_error", f"{prop}: expected ids 1..{n}")
+                j.failed[kind] = ("schema_error", f"{prop}: expected {n} items")
                 return
             for key in keys:
                 if key in req.schema["properties"][prop]["items"]["properties"]:
@@ -311,9 +322,9 @@ def _absorb(j: SampleJudgement, req: JudgeRequest, data: Any) -> None:
             j.verdict_reasons[side] = [it.get("reason") for it in items]
     elif kind == "contexts":
         n = req.schema["properties"]["contexts"]["minItems"]
-        items = _items_by_id(data.get("contexts"), n)
+        items = _items_by_id(data.get("contexts"), n, j, "contexts")
         if items is None:
-            j.failed[kind] = ("schema_error", f"contexts: expected ids 1..{n}")
+            j.failed[kind] = ("schema_error", f"contexts: expected {n} items")
             return
         props = req.schema["properties"]["contexts"]["items"]["properties"]
         if "relevance" in props:
@@ -399,6 +410,8 @@ def score_sample(metric: Metric, sample: Sample, j: SampleJudgement, keep_prompt
     details: dict[str, Any] = {"calls": [c.to_dict(keep_prompts) for c in j.calls
                                          if c.version.split("/")[0].split("-")[0]
                                          in {f"gen.{x}" for x in calls}]}
+    if j.positional:
+        details["read_by_position"] = list(j.positional)
     fail = _failure(j, calls)
     if fail is not None:
         details["detail"] = fail[1]
