@@ -2,6 +2,7 @@
 
     python benchmarks/bench_judge.py [--samples 200] [--calls 5] [--latency-ms 200]
                                      [--concurrency 16 64] [--repeats 3] [--fault-rate 0.2]
+                                     [--cap-scenario | --only cap]
 
 Work: ``samples × calls`` distinct judge requests (~1.5 KB prompts, a yes/no JSON schema) over
 HTTP to the fake server (run in a *separate process*, like a real provider, so it does not
@@ -9,6 +10,11 @@ share the client's GIL). Reported per concurrency C: median wall time of ``--rep
 and the ratio to the bound ``calls × latency / C``; then a cached rerun (must make 0 calls)
 and a run with ``--fault-rate`` injected faults (429 with Retry-After, 500, timeout, invalid
 JSON, truncated) where no sample may be lost: each is scored or unscored with its reason.
+
+``--cap-scenario`` (or ``--only cap``): 50 samples × 4 calls at C=16, sent as two batches (150,
+then 50, like the generation plan) to one judge, against a server that answers HTTP 429
+(``Retry-After: 1``) above 8 in flight. Bound ``200 × latency / 8``; reported: median wall,
+ratio, 429s, retries, cuts; no sample may be lost.
 """
 
 from __future__ import annotations
@@ -27,21 +33,25 @@ from ragmeter.judges.base import UNSCORED_REASONS
 from ragmeter.judges.prompts import get_prompt
 
 
-def _serve(conn: Any, latency_ms: float, fault_rate: float, seed: int) -> None:
+def _serve(conn: Any, latency_ms: float, fault_rate: float, seed: int,
+           extra: dict[str, Any]) -> None:
     from ragmeter.judges.mock_server import MockConfig, serve_forever
 
-    cfg = MockConfig(latency_ms=latency_ms, fault_rate=fault_rate, hang_s=5.0,
-                     retry_after_s=0.5, seed=seed)
+    kw: dict[str, Any] = dict(latency_ms=latency_ms, fault_rate=fault_rate, hang_s=5.0,
+                              retry_after_s=0.5, seed=seed)
+    kw.update(extra)
+    cfg = MockConfig(**kw)
     serve_forever(cfg, port=0, on_ready=lambda srv: conn.send(srv.port))
 
 
 class Server:
     """The fake server in a child process."""
 
-    def __init__(self, latency_ms: float, fault_rate: float = 0.0, seed: int = 0):
+    def __init__(self, latency_ms: float, fault_rate: float = 0.0, seed: int = 0,
+                 **extra: Any):
         ctx = mp.get_context("spawn")
         parent, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, latency_ms, fault_rate, seed),
+        self.proc = ctx.Process(target=_serve, args=(child, latency_ms, fault_rate, seed, extra),
                                 daemon=True)
         self.proc.start()
         if not parent.poll(30):
@@ -166,6 +176,54 @@ def faults(args: argparse.Namespace, reqs: list[JudgeRequest], out: dict[str, An
         fsrv.close()
 
 
+def cap_scenario(args: argparse.Namespace, out: dict[str, Any], server_cap: int = 8,
+                 concurrency: int = 16, samples: int = 50, calls: int = 4) -> None:
+    """200 requests at C=16 against a server that answers 429 above ``server_cap`` in flight."""
+    reqs = make_requests(samples, calls)
+    n = len(reqs)
+    first = 3 * n // 4
+    lat = args.latency_ms / 1000.0
+    bound = n * lat / server_cap
+    srv = Server(args.latency_ms, max_concurrency=server_cap, reject_over_cap=True,
+                 retry_after_s=1.0)
+    try:
+        runs = []
+        for _ in range(args.repeats):
+            srv.reset()
+            cfg = JudgeConfig(name="bench", backend="openai", base_url=srv.base_url,
+                              model="mock", api_key_env=None, max_concurrency=concurrency,
+                              timeout_s=30.0, no_cache=True)  # default RetryPolicy
+            judge = make_judge(cfg)
+            t0 = time.perf_counter()
+            replies = judge.ask_many(reqs[:first])
+            st1 = judge.last_stats  # type: ignore[attr-defined]
+            replies += judge.ask_many(reqs[first:])
+            st2 = judge.last_stats  # type: ignore[attr-defined]
+            wall = time.perf_counter() - t0
+            s = srv.stats()
+            lost = n - sum(1 for r in replies if r.ok or r.reason in UNSCORED_REASONS)
+            run = {"wall_s": round(wall, 3), "ratio": round(wall / bound, 3),
+                   "http_429": s["rejected_over_cap"], "server_requests": s["requests"],
+                   "server_peak_in_flight": s["peak_in_flight"], "lost": lost,
+                   "scored": sum(r.ok for r in replies),
+                   "retries": st1.retries + st2.retries,
+                   "cuts": [st1.concurrency_cuts, st2.concurrency_cuts],
+                   "batch_walls_s": [round(st1.wall_s, 3), round(st2.wall_s, 3)]}
+            runs.append(run)
+            print(f"cap {server_cap}, C={concurrency}: {wall:.2f} s (ratio {wall / bound:.2f}); "
+                  f"429s {run['http_429']}; retries {run['retries']}; cuts {run['cuts']}; "
+                  f"batches {run['batch_walls_s']}; scored {run['scored']}/{n}; lost {lost}")
+            assert lost == 0
+        med = statistics.median(r["wall_s"] for r in runs)
+        out["cap_scenario"] = {"server_cap": server_cap, "concurrency": concurrency,
+                               "requests": n, "batches": [first, n - first],
+                               "bound_s": round(bound, 3), "median_wall_s": round(med, 3),
+                               "ratio": round(med / bound, 3), "runs": runs}
+        print(f"cap scenario: median {med:.2f} s, bound {bound:.2f} s, ratio {med / bound:.2f}")
+    finally:
+        srv.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=200)
@@ -174,7 +232,9 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fault-rate", type=float, default=0.2)
-    ap.add_argument("--only", choices=["all", "speed", "faults"], default="all")
+    ap.add_argument("--only", choices=["all", "speed", "faults", "cap"], default="all")
+    ap.add_argument("--cap-scenario", action="store_true",
+                    help="also 200 requests at C=16 against a 429-above-8-in-flight server")
     ap.add_argument("--json", default="", help="also write the figures to this file")
     args = ap.parse_args()
 
@@ -186,10 +246,12 @@ def main() -> None:
     out: dict[str, Any] = {"samples": args.samples, "calls_per_sample": args.calls,
                            "load_average": load,
                            "requests": n, "latency_ms": args.latency_ms, "runs": {}}
-    if args.only != "faults":
+    if args.only in ("all", "speed"):
         speed(args, reqs, out)
-    if args.only != "speed":
+    if args.only in ("all", "faults"):
         faults(args, reqs, out)
+    if args.only == "cap" or args.cap_scenario:
+        cap_scenario(args, out)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)

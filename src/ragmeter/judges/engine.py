@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -79,29 +80,92 @@ class Backend(Protocol):
     async def aclose(self) -> None: ...
 
 
-class AdaptiveLimiter:
-    """Bounded in-flight calls with AIMD on HTTP 429.
+@dataclass
+class LimiterMemory:
+    """What an :class:`AdaptiveLimiter` has learned, as plain numbers.
 
-    The limit starts at the cap. A 429 halves it (at most once per window of
-    ``max(Retry-After, 0.2 s)``); a second 429 inside that window also pauses *new* calls
-    until its ``Retry-After`` has passed (a lone 429 only delays its own retry). The limit
-    grows back by one after every ``limit // 2`` successes, never above the cap.
+    Kept on the judge, so every ``ask_many`` batch (each a fresh event loop) and every loop
+    starts from what the earlier ones learned instead of re-learning from the cap.
     """
 
-    def __init__(self, cap: int):
+    cap: int
+    limit: int = 0
+    ceiling: int = 0
+    gen: int = 0              # number of reductions so far; a slot remembers the gen it started in
+    since_growth: int = 0     # successes counted toward the next +1
+    clean: int = 0            # successes at the ceiling with no 429 (probe after a stretch)
+    ok_since_cut: int = 0     # successes since the last reduction
+    probe_backoff: int = 1    # the clean stretch is ``4 × limit × probe_backoff`` successes
+    probing: bool = False     # the ceiling was raised by a probe not yet confirmed
+
+    def __post_init__(self) -> None:
+        self.limit = self.limit or self.cap
+        self.ceiling = self.ceiling or self.cap
+
+
+@dataclass
+class Slot:
+    """One admitted call: the reduction generation it started in and how many were ahead."""
+
+    gen: int
+    before: int   # other calls in flight when this one was admitted
+    limit: int    # the limit in force when it was admitted
+
+
+#: successes at the ceiling (× limit) before probing one slot above it
+CLEAN_STRETCH = 4
+#: with no ``Retry-After``, a hold after repeated 429s lasts at most this long (seconds)
+DEFAULT_HOLD_S = 1.0
+
+
+class AdaptiveLimiter:
+    """Bounded in-flight calls, adapted to HTTP 429 (one instance per event loop).
+
+    The learned numbers live in a :class:`LimiterMemory` (pass the judge's to share them
+    across batches and loops); the lock/condition is this object's own, i.e. per loop.
+
+    * **One reaction per overload wave.** Each admitted call remembers the reduction
+      generation it started in. A 429 from a call started *before* the last reduction belongs
+      to the wave that reduction already answered: it is counted and otherwise ignored.
+    * **Fresh 429** (a call started after the last reduction): the number of other calls that
+      were in flight when the rejected one was admitted (``before``) is an estimate of what
+      the server holds — its slots were full when the request arrived, and every call in
+      them was sent earlier by us. It is at most ``limit - 1``. If it is informative
+      (``>= limit // 2``) the limit *and* the ceiling are cut to it; otherwise (a rate-based
+      429 that came with few calls in flight) the limit halves and the ceiling is ``limit - 1``.
+    * **Hold only when 429s keep coming:** a fresh 429 when no call has succeeded since the
+      previous reduction means the cut did not help (rate-based limits, or a server still
+      full): new calls wait until the next success or ``Retry-After`` (``DEFAULT_HOLD_S``
+      without one), whichever is first. A lone 429 only delays its own retry.
+    * **Growth:** +1 per ``limit`` successes of calls that started in the current generation
+      with the window full (one round trip), never above the ceiling. After
+      ``CLEAN_STRETCH × limit`` such successes at the ceiling with no 429, probe: ceiling and
+      limit +1 (never above the cap). A probe refused at once doubles the next stretch (up to
+      ×16); one that holds resets it.
+    """
+
+    def __init__(self, cap: int, memory: LimiterMemory | None = None):
+        if memory is None or memory.cap != cap:
+            memory = LimiterMemory(cap)
+        self.mem = memory
         self.cap = cap
-        self.limit = cap
         self.in_flight = 0
         self.peak = 0
         self.paused_until = 0.0
         self.cuts = 0
         self.pauses = 0
-        self._since_growth = 0
-        self._last_cut = -1e9
-        self._last_429 = -1e9
+        self.ignored = 0   # 429s of an already answered wave
         self._cond = asyncio.Condition()
 
-    async def acquire(self) -> None:
+    @property
+    def limit(self) -> int:
+        return self.mem.limit
+
+    @property
+    def ceiling(self) -> int:
+        return self.mem.ceiling
+
+    async def acquire(self) -> Slot:
         loop = asyncio.get_running_loop()
         async with self._cond:
             while True:
@@ -110,38 +174,75 @@ class AdaptiveLimiter:
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(self._cond.wait(), wait)
                     continue
-                if self.in_flight < self.limit:
+                if self.in_flight < self.mem.limit:
                     break
                 await self._cond.wait()
+            slot = Slot(self.mem.gen, self.in_flight, self.mem.limit)
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+            return slot
 
-    async def release(self, outcome: str, retry_after: float | None = None) -> None:
+    async def release(self, slot: Slot, outcome: str, retry_after: float | None = None) -> None:
         loop = asyncio.get_running_loop()
         async with self._cond:
             self.in_flight -= 1
-            now = loop.time()
+            m = self.mem
             if outcome == "rate_limited":
-                pause = retry_after if retry_after is not None else 0.0
-                window = max(pause, 0.2)
-                if now - self._last_429 <= window and pause > 0:
-                    self.paused_until = max(self.paused_until, now + pause)
-                    self.pauses += 1
-                self._last_429 = now
-                if now - self._last_cut > window:
-                    self.limit = max(1, self.limit // 2)
-                    self._last_cut = now
-                    self.cuts += 1
-                self._since_growth = 0
-            elif outcome == "ok" and self.limit < self.cap:
-                self._since_growth += 1
-                if self._since_growth >= max(1, self.limit // 2):
-                    self.limit += 1
-                    self._since_growth = 0
+                if slot.gen != m.gen:
+                    self.ignored += 1          # same wave as the last reduction
+                else:
+                    self._reduce(slot, loop.time(), retry_after)
+            elif outcome == "ok":
+                m.ok_since_cut += 1
+                if self.paused_until:          # a success ends a hold early
+                    self.paused_until = 0.0
+                if slot.gen == m.gen and slot.before + 1 >= slot.limit:
+                    self._grow()
             # wake only as many waiters as there are free slots (no thundering herd)
-            free = self.limit - self.in_flight
+            free = m.limit - self.in_flight
             if free > 0:
                 self._cond.notify(free)
+
+    def _reduce(self, slot: Slot, now: float, retry_after: float | None) -> None:
+        m = self.mem
+        old = m.limit
+        if m.probing and slot.before >= m.ceiling - 1:
+            m.probe_backoff = min(16, m.probe_backoff * 2)   # the probed slot was refused
+        m.probing = False
+        estimate = slot.before
+        if estimate >= max(1, old // 2):
+            m.limit = m.ceiling = max(1, estimate)
+        else:
+            m.limit = max(1, old // 2)
+            m.ceiling = max(m.limit, old - 1)
+        if m.gen > 0 and m.ok_since_cut == 0:  # 429s keep coming after a reduction
+            hold = retry_after if retry_after is not None else DEFAULT_HOLD_S
+            if hold > 0:
+                self.paused_until = max(self.paused_until, now + hold)
+                self.pauses += 1
+        m.gen += 1
+        m.ok_since_cut = m.since_growth = m.clean = 0
+        self.cuts += 1
+        log.debug("429 with %d others in flight: limit %d -> %d, ceiling %d%s", slot.before,
+                  old, m.limit, m.ceiling, " (hold)" if self.paused_until > now else "")
+
+    def _grow(self) -> None:
+        m = self.mem
+        if m.limit < m.ceiling:
+            m.since_growth += 1
+            if m.since_growth >= m.limit:
+                m.limit += 1
+                m.since_growth = 0
+            return
+        if m.limit >= self.cap:
+            return
+        m.clean += 1
+        if m.clean >= CLEAN_STRETCH * m.limit * m.probe_backoff:
+            if m.probing:                      # the last probe held for a whole stretch
+                m.probe_backoff = 1
+            m.ceiling = m.limit = min(self.cap, m.limit + 1)
+            m.clean = 0
+            m.probing = True
 
 
 class RetryBudget:
@@ -191,6 +292,8 @@ class EngineJudge:
         self._cache_opened = cache is not None
         self._states: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
             weakref.WeakKeyDictionary())
+        # what the 429 reaction learned (plain numbers): shared by every batch and loop
+        self._limits: LimiterMemory | None = None
         self.stats = JudgeStats()
         self.last_stats = JudgeStats()
         # structured output is used until the server rejects it once; then never again
@@ -248,9 +351,14 @@ class EngineJudge:
         t_start = time.perf_counter()
         loop = asyncio.get_running_loop()
         state = self._states.get(loop)
-        if state is None:
-            state = _LoopState(AdaptiveLimiter(self.max_in_flight))
+        cap = self.max_in_flight
+        if self._limits is None or self._limits.cap != cap:
+            self._limits = LimiterMemory(cap)
+        if state is None or state.limiter.cap != cap or state.limiter.mem is not self._limits:
+            state = _LoopState(AdaptiveLimiter(cap, self._limits))
             self._states[loop] = state
+        cuts0 = state.limiter.cuts
+        state.limiter.peak = state.limiter.in_flight  # peak of this run
         state.schema_ok = self._schema_ok
         keys = [self.key_for(r) for r in requests]
         replies: list[JudgeReply | None] = [None] * len(requests)
@@ -319,7 +427,7 @@ class EngineJudge:
         run_stats.retries = sum(int(r.extra.get("retries", 0)) for r in replies
                                 if r is not None and not r.cached)
         run_stats.peak_in_flight = state.limiter.peak
-        run_stats.concurrency_cuts = state.limiter.cuts
+        run_stats.concurrency_cuts = state.limiter.cuts - cuts0
         self.last_stats = run_stats
         self.stats.merge(run_stats)
         if self.progress is not None:
@@ -380,7 +488,7 @@ class EngineJudge:
 
         while True:
             attempts += 1
-            await state.limiter.acquire()
+            slot = await state.limiter.acquire()
             if not state.schema_ok and not schema_in_prompt:  # checked after waiting for a slot
                 messages = _with_schema_instruction(messages, req.schema, lang)
                 schema_in_prompt = True
@@ -406,7 +514,7 @@ class EngineJudge:
                 err = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
             finally:
                 latency += time.perf_counter() - t0
-                await state.limiter.release(outcome, retry_after)
+                await state.limiter.release(slot, outcome, retry_after)
             if err is not None:
                 if err.reason == "schema_unsupported" and not schema_in_prompt:
                     state.schema_ok = self._schema_ok = False
@@ -417,9 +525,7 @@ class EngineJudge:
                 if (err.retryable and retries < policy.max_retries
                         and (err.reason == "rate_limited" or budget.take())):
                     retries += 1
-                    delay = policy.delay(retries)
-                    if err.retry_after is not None:  # honoured, within reason
-                        delay = max(delay, min(err.retry_after, max(policy.max, 60.0)))
+                    delay = retry_delay(policy, retries, err.retry_after)
                     log.debug("judge %s: %s, retry %d in %.2f s", self.name, err.reason,
                               retries, delay)
                     await asyncio.sleep(delay)
@@ -461,6 +567,18 @@ class EngineJudge:
                          .format(problem=problem[:300])}]
 
 
+def retry_delay(policy: RetryPolicy, retry: int, retry_after: float | None) -> float:
+    """Seconds before retry number ``retry``: the server's ``Retry-After`` when it sent one
+    (plus up to 10 % jitter so retries do not return in lockstep), else the policy's
+    exponential backoff. ``Retry-After`` is capped at ``max(policy.max, 60 s)``: a policy
+    with a small ``max`` (tests, fast local servers) still waits what the server asked, since
+    coming back earlier only earns another 429."""
+    if retry_after is None:
+        return policy.delay(retry)
+    base = min(max(0.0, retry_after), max(policy.max, 60.0))
+    return base * (1.0 + 0.1 * random.random())
+
+
 def _with_schema_instruction(messages: list[dict[str, str]], schema: dict[str, Any],
                              lang: str) -> list[dict[str, str]]:
     note = schema_instruction(schema, lang)
@@ -475,5 +593,5 @@ def _with_schema_instruction(messages: list[dict[str, str]], schema: dict[str, A
 
 
 __all__ = ["TEXT_SCHEMA", "AdaptiveLimiter", "Backend", "BackendError", "Completion",
-           "EngineJudge",
-           "RetryBudget", "cost_of", "reply_to_json"]
+           "EngineJudge", "LimiterMemory", "RetryBudget", "Slot", "cost_of", "reply_to_json",
+           "retry_delay"]
