@@ -80,3 +80,25 @@ def test_run_real_tiers_report_and_gate(tmp_path):
     exported = _run("runs", "export", "w1", "--format", "parquet", "--store", url, "--out",
                     "w1.parquet", cwd=tmp_path)
     assert exported.returncode == 0 and (tmp_path / "w1.parquet").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_judge_quality_repeats_are_fresh_calls_on_every_run(tmp_path):
+    """Judge quality measures repeated *calls*: a rerun must not replay the persistent cache."""
+    import yaml
+
+    for name in ("bench_retrieval.yaml", "corpus.jsonl", "evalset.jsonl", "samples.jsonl"):
+        shutil.copy(FIX / name, tmp_path / name)
+    cfg = yaml.safe_load((tmp_path / "bench_retrieval.yaml").read_text(encoding="utf-8"))
+    judge_names = [j["name"] for j in cfg["judges"]]
+    cfg["tiers"] = [{"name": "judge_quality", "judges": judge_names[:1], "dataset": "answers",
+                     "options": {"n_repeats": 2}}]
+    (tmp_path / "jq.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    for rid in ("j1", "j2"):
+        proc = _run("run", "jq.yaml", "--store", url, "--run-id", rid, "--limit", "4",
+                    cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        tier = ResultStore(url).load_run(rid).tiers["judge_quality"]
+        assert tier.status == "ok", tier.reason
+        assert tier.stats["cached_calls"] == 0 and tier.stats["llm_calls"] >= 8

@@ -398,11 +398,28 @@ def run_e2e(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
                           **{k_: v for k_, v in ctx.tier.options.items() if k_ != "k"}))
 
 
+def _uncached_judges(ctx: TierContext) -> list[Any]:
+    """The tier's judges built with the persistent cache off: judge quality must measure fresh
+    repeated calls, never replies remembered from an earlier run."""
+    from ragmeter.judges import make_judge
+
+    names = ctx.tier.judges or tuple(j.name for j in ctx.config.judges)
+    if not names:
+        raise TierNotRunnable(f"tier '{ctx.tier.name}' needs judges but none is configured")
+    out = []
+    for name in names:
+        cfg = ctx.config.judge_config(name)
+        if cfg is None:
+            raise TierNotRunnable(f"tier '{ctx.tier.name}': no judge named {name!r}")
+        out.append(CountingJudge(make_judge(cfg.with_(no_cache=True)), ctx.stats))
+    return out
+
+
 def run_judge_quality(ctx: TierContext, samples: list[Sample]) -> list[EvalResult]:
     from ragmeter.tiers.judge_quality import evaluate_judge_quality
 
-    return _as_list(_call(evaluate_judge_quality, _gold_contexts(ctx, samples), ctx.judges(),
-                          seed=ctx.seed,
+    return _as_list(_call(evaluate_judge_quality, _gold_contexts(ctx, samples),
+                          _uncached_judges(ctx), seed=ctx.seed,
                           dataset=ctx.dataset_hash, **dict(ctx.tier.options)))
 
 
