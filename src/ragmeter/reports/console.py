@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -123,3 +124,17 @@ def render_comparison(comparisons: Sequence[PairedComparison], console: Console 
         c = comparisons[0]
         console.print(f"test: {c.method}, resamples={c.n_resamples}, seed={c.seed}; "
                       f"significant at p < 0.05", highlight=False)
+
+
+def fmt3(value: float | None) -> str:
+    """A value with 3 decimals, ``-`` when there is none (never ``nan``)."""
+    return "-" if value is None else f"{value:.3f}"
+
+
+def write_result_json(result: EvalResult, out: Path | None, console: Console) -> None:
+    """Write ``result`` (per-sample records included) as JSON to ``out`` and say so."""
+    if out is None:
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(result.to_json(), encoding="utf-8")
+    console.print(f"wrote {out}", highlight=False, markup=False)

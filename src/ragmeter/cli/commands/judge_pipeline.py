@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 
 from ragmeter.errors import ConfigError
+from ragmeter.reports.console import fmt3 as _f
+from ragmeter.reports.console import write_result_json
 
 
 def judge_pipeline_command(
@@ -83,14 +85,7 @@ def judge_pipeline_command(
                       f"{best['f1']:.3f} (P {_f(best['precision'])}, R {_f(best['recall'])})")
     if charts is not None:
         console.print("charts: " + ", ".join(map(str, plot_confusion(res, charts))))
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(res.to_json(), encoding="utf-8")
-        console.print(f"wrote {out}")
-
-
-def _f(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
+    write_result_json(res, out, console)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from ragmeter.reports.console import fmt3 as _f
+from ragmeter.reports.console import write_result_json
+
 
 def real_users_command(
     corpus: Path = typer.Option(..., "--corpus", help="Corpus with a 'url' per document."),  # noqa: B008
@@ -53,14 +56,7 @@ def real_users_command(
     console.print(f"excluded: {res.meta['counts'] or 'none'}")
     if res.meta["unmatched_urls"]:
         console.print("unmatched URLs (first): " + ", ".join(res.meta["unmatched_urls"][:5]))
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(res.to_json(), encoding="utf-8")
-        console.print(f"wrote {out}")
-
-
-def _f(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
+    write_result_json(res, out, console)
 
 
 def register(app: typer.Typer) -> None:

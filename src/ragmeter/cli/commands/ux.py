@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from ragmeter.reports.console import fmt3 as _f
+from ragmeter.reports.console import write_result_json
+
 
 def ux_command(
     cache: Path = typer.Option(None, "--cache", help="Previously answered questions "  # noqa: B008
@@ -74,14 +77,7 @@ def ux_command(
     note = res.meta.get("multi_turn", {}).get("note")
     if note:
         console.print(f"[yellow]{note}[/]")
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(res.to_json(), encoding="utf-8")
-        console.print(f"wrote {out}")
-
-
-def _f(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
+    write_result_json(res, out, console)
 
 
 def register(app: typer.Typer) -> None:
