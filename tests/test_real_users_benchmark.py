@@ -3,10 +3,7 @@ level, on SQLite and on a real PostgreSQL server."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,17 +17,6 @@ from ragmeter.tiers.real_users import (
     logged_to_samples,
     normalize_url,
 )
-
-_spec = importlib.util.spec_from_file_location(
-    "ragmeter_test_logdb", Path(__file__).parent / "fixtures" / "tiers" / "logdb.py")
-assert _spec and _spec.loader
-logdb = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(logdb)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request, tmp_path):
-    yield from logdb.make_logdb(request.param, tmp_path)
 
 
 @pytest.mark.parametrize("raw, want", [

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
+from conftest import logdb
 from ragmeter.data.sql import (
     ColumnMap,
     LogQuery,
@@ -17,17 +14,6 @@ from ragmeter.data.sql import (
     resolve_db_url,
 )
 from ragmeter.errors import ConfigError
-
-_spec = importlib.util.spec_from_file_location(
-    "ragmeter_test_logdb", Path(__file__).parent / "fixtures" / "tiers" / "logdb.py")
-assert _spec and _spec.loader
-logdb = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
-_spec.loader.exec_module(logdb)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db(request, tmp_path):
-    yield from logdb.make_logdb(request.param, tmp_path)
 
 
 def _q(db, **kw) -> LogQuery:

@@ -79,3 +79,18 @@ def require(module: str, extra: str, purpose: str = "") -> object:
         return importlib.import_module(module)
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingExtraError(module, extra, purpose) from exc
+
+
+def read_yaml_file(path: object, key: str = "config") -> object:
+    """Parse a YAML (or JSON) file; a missing or malformed file raises :class:`ConfigError`."""
+    from pathlib import Path
+
+    import yaml
+
+    p = Path(str(path))
+    if not p.is_file():
+        raise ConfigError(key, f"file not found: {p}")
+    try:
+        return yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(key, f"{p} is not valid YAML/JSON: {exc}") from None

@@ -279,13 +279,7 @@ def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:
 
 def load_judge_configs(path: str | os.PathLike[str]) -> list[JudgeConfig]:
     """Read judge configs from a YAML or JSON file (see :func:`configs_from_mapping`)."""
-    import yaml
+    from ragmeter.errors import read_yaml_file
 
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError("config", f"file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError("config", f"{p} is not valid YAML/JSON: {exc}") from None
-    return configs_from_mapping(data or {}, str(p))
+    data = read_yaml_file(path)
+    return configs_from_mapping(data or {}, str(Path(path)))  # type: ignore[arg-type]

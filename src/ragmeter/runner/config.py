@@ -386,15 +386,10 @@ def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
 
 def load_config(path: str | Path) -> BenchConfig:
     """Read and validate a YAML benchmark config."""
-    import yaml
+    from ragmeter.errors import read_yaml_file
 
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError("config", f"file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError("config", f"{p} is not valid YAML: {exc}") from None
+    data = read_yaml_file(p)
     if data is None:
         raise ConfigError("config", f"{p} is empty")
     return parse_config(data, base_dir=p.parent)
