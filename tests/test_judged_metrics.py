@@ -15,8 +15,8 @@ import pytest
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MetricSpecError
 from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
-from ragmeter.generation.judged import average_precision
 from ragmeter.judges.scripted import ScriptedJudge
+from ragmeter.metrics.judged import average_precision
 from ragmeter.metrics.registry import parse_metric
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))

