@@ -91,9 +91,9 @@ def _lang(ctx: GenerationContext, sample: Sample, binary: bool) -> str:
     return detect_language([sample.user_input, sample.response, sample.reference])
 
 
-def _record(rep: JudgeReply, req: JudgeRequest) -> CallRecord:
+def _record(kind: str, rep: JudgeReply, req: JudgeRequest) -> CallRecord:
     msgs = rep.extra.get("messages") if rep.extra else None
-    return CallRecord(req.prompt_version, rep.ok, rep.reason, rep.detail, rep.raw,
+    return CallRecord(kind, req.prompt_version, rep.ok, rep.reason, rep.detail, rep.raw,
                       msgs if msgs is not None else [dict(m) for m in req.messages])
 
 
@@ -118,7 +118,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
         judgements.append(j)
         langs.append(_lang(ctx, s, binary))
     by_prompt: dict[str, int] = {}
-    versions: set[str] = set()
+    versions: dict[str, set[str]] = {}
     n_requests = 0
     for calls in _levels():
         batch: list[tuple[SampleJudgement, P.Call, JudgeRequest]] = []
@@ -136,8 +136,8 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
         n_requests += len(batch)
         for (j, call, req), rep in zip(batch, replies, strict=True):
             by_prompt[req.prompt_version] = by_prompt.get(req.prompt_version, 0) + 1
-            versions.add(req.prompt_version)
-            j.calls.append(_record(rep, req))
+            versions.setdefault(call.kind, set()).add(req.prompt_version)
+            j.calls.append(_record(call.kind, rep, req))
             if not rep.ok:
                 j.failed[call.kind] = (rep.reason or "backend_error", rep.detail)
             elif not isinstance(rep.data, dict):
@@ -202,7 +202,7 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: GenerationContext) ->
               for i, (s, j) in enumerate(zip(ctx.samples, plan.judgements, strict=True))]
     questions = questions_of(row, metric)
     calls = calls_of(questions)
-    versions = sorted(v for v in plan.prompt_versions if CallRecord(v, True).kind in calls)
+    versions = sorted(v for c in calls for v in plan.prompt_versions.get(c, ()))
     graded = any(P.QUESTIONS[q].graded for q in questions)
     jcfg = getattr(ctx.judge, "config", None)
     sig = ctx.signature(

@@ -21,19 +21,15 @@ if TYPE_CHECKING:
 
 @dataclass
 class CallRecord:
-    """One judge call of one sample: its prompt version, outcome and (optionally) texts."""
+    """One judge call of one sample: its call kind, prompt version, outcome and texts."""
 
+    kind: str
     version: str
     ok: bool
     reason: str | None = None
     detail: str | None = None
     raw: str | None = None
     messages: list[dict[str, str]] | None = None
-
-    @property
-    def kind(self) -> str:
-        """The call kind of the prompt version: ``gen.verify-binary/v1`` -> ``verify``."""
-        return self.version.split("/")[0].split("-")[0].removeprefix("gen.")
 
     def to_dict(self, keep_prompts: bool) -> dict[str, Any]:
         d: dict[str, Any] = {"prompt": self.version, "ok": self.ok}
@@ -87,7 +83,8 @@ class JudgePlan:
     language: str
     judge_name: str
     judge_model: str
-    prompt_versions: set[str]
+    #: call kind -> prompt versions sent
+    prompt_versions: dict[str, set[str]]
 
     @property
     def calls_per_sample(self) -> float:

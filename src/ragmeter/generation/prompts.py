@@ -118,8 +118,10 @@ _CHECKS = {
 }
 
 
-def _request(version: str, lang: str, user: str, schema: dict[str, Any], sample_id: str,
-             metric: str) -> JudgeRequest:
+def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sample_id: str,
+                 metric: str) -> JudgeRequest:
+    """A judge request: system prompt with the schema instruction, the user text, the schema
+    titled with the prompt version; ``metric`` is the call kind."""
     schema = {"title": version, **schema}
     system = _SYSTEM[lang] + "\n" + schema_instruction(schema, lang)
     return JudgeRequest(
@@ -153,7 +155,7 @@ def claims_request(sample_id: str, lang: str, question: str | None, answer: str 
         which.append("reference → reference_claims")
     schema = {"type": "object", "properties": props, "required": list(props)}
     user = _TEXT[CLAIMS][lang].format(which="; ".join(which) + ".", body="\n\n".join(parts))
-    return _request(CLAIMS, lang, user, schema, sample_id, "claims")
+    return make_request(CLAIMS, lang, user, schema, sample_id, "claims")
 
 
 def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[str],
@@ -191,7 +193,7 @@ def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[
     if lang_eff == "ru":
         check_text = "Проверки: " + "; ".join(_CHECKS[c]["ru"] for c in checks) + "."
     user = _TEXT[VERIFY][lang_eff].format(checks=check_text, body="\n\n".join(parts))
-    return _request(version, lang_eff, user, schema, sample_id, "verify")
+    return make_request(version, lang_eff, user, schema, sample_id, "verify")
 
 
 def contexts_request(sample_id: str, lang: str, *, binary: bool, question: str,
@@ -215,9 +217,9 @@ def contexts_request(sample_id: str, lang: str, *, binary: bool, question: str,
         user = ("For each retrieved context answer yes or no."
                 + (_REL_BINARY if relevance else "") + (_USEFUL_BINARY if useful else "")
                 + "\n\n" + body)
-        return _request(CONTEXTS_BINARY, "en", user, schema, sample_id, "contexts")
+        return make_request(CONTEXTS_BINARY, "en", user, schema, sample_id, "contexts")
     user = _TEXT[CONTEXTS][lang].format(useful=_USEFUL[lang] if useful else "", body=body)
-    return _request(CONTEXTS, lang, user, schema, sample_id, "contexts")
+    return make_request(CONTEXTS, lang, user, schema, sample_id, "contexts")
 
 
 def answer_request(sample_id: str, lang: str, *, binary: bool, question: str, answer: str,
@@ -238,12 +240,12 @@ def answer_request(sample_id: str, lang: str, *, binary: bool, question: str, an
     if binary:
         user = ("Answer yes or no." + (_AR_BINARY if relevance else "")
                 + (_E2E_BINARY if e2e else "") + "\n\n" + body)
-        return _request(ANSWER_BINARY, "en", user, schema, sample_id, "answer")
+        return make_request(ANSWER_BINARY, "en", user, schema, sample_id, "answer")
     if relevance:
         user = _TEXT[ANSWER][lang].format(e2e=_E2E[lang] if e2e else "", body=body)
     else:
         user = ("Оцени ответ." if lang == "ru" else "Rate the answer.") + _E2E[lang] + "\n\n" + body
-    return _request(ANSWER, lang, user, schema, sample_id, "answer")
+    return make_request(ANSWER, lang, user, schema, sample_id, "answer")
 
 
 # ------------------------------------------------------------------ questions, calls, readers

@@ -1,0 +1,176 @@
+"""Judged metrics are declared rows: adding one is one row (plus a call for a new question).
+
+The judge is the rule-based script of tests/fixtures/generation/fake_judge.py run through the
+real judge engine (ScriptedJudge), as in test_judged_metrics.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragmeter.data.sample import Sample
+from ragmeter.errors import MetricSpecError
+from ragmeter.generation import prompts as P
+from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
+from ragmeter.generation.judgement import SampleJudgement
+from ragmeter.judges.base import JudgeRequest
+from ragmeter.judges.scripted import ScriptedJudge
+from ragmeter.metrics import registry
+from ragmeter.metrics.judged import (
+    ROWS,
+    JudgedMetric,
+    Score,
+    judged_row,
+    verdict_share,
+)
+from ragmeter.metrics.registry import get_spec, parse_metric
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
+from fake_judge import make_script
+
+
+def paris(i: int = 1) -> Sample:
+    return Sample(
+        id=f"s{i}", user_input=f"Where is Paris? (variant {i})",
+        response=f"Paris is in France. Paris is big ({i}).",
+        reference="Paris is in France. Paris has 2 million people.",
+        retrieved_contexts=["[rel=2] [useful] Paris is in France.", f"[rel=0] Cats purr {i}.",
+                            "[rel=1] Paris has 2 million people. [useful]"])
+
+
+@pytest.fixture
+def add_row(monkeypatch: pytest.MonkeyPatch):
+    """Register a test-only row; the registry is restored afterwards."""
+    registry.list_specs()  # built-in rows registered first
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+
+    def add(row: JudgedMetric) -> None:
+        registry.register(row.spec())
+
+    return add
+
+
+def _strict(metric: Any, j: SampleJudgement, extra: Any) -> Score:
+    """1 when the judge gave the top relevance grade and every answer claim is in context."""
+    v = j.verdicts["answer_in_context"]
+    return Score(float(j.answer_relevance == 2 and all(v)), details={"n_claims": len(v)})
+
+
+def test_row_reusing_existing_questions_adds_no_call(add_row) -> None:
+    add_row(JudgedMetric(
+        "reference_coverage", "|reference claims stated by the answer| / |reference claims|",
+        ("response", "reference"), frozenset({"reference_in_answer"}),
+        verdict_share("reference_in_answer")))
+    add_row(JudgedMetric(
+        "strict_answer", "1 if answer relevance is 2 and every answer claim is in context",
+        ("user_input", "response", "retrieved_contexts"),
+        frozenset({"answer_relevance", "answer_in_context"}), _strict))
+    samples = [paris(i) for i in range(5)]
+    judge = ScriptedJudge(make_script())
+    res = evaluate_generation(samples, [*JUDGED_DEFAULT, "reference_coverage", "strict_answer"],
+                              judge=judge)
+    assert judge.scripted.calls == 20                       # still 4 calls per sample
+    assert res.meta["judge_calls"]["by_prompt"] == {
+        "gen.claims/v1": 5, "gen.verify/v1": 5, "gen.contexts/v1": 5, "gen.answer/v1": 5}
+    # "Paris is in France." of 2 reference claims is in the answer
+    assert res["reference_coverage"].mean == pytest.approx(0.5)
+    assert res["reference_coverage"].values.tolist() == [
+        d["factual"]["recall"] for d in res["factual_correctness"].details]
+    assert res["strict_answer"].mean == 0.0                  # "Paris is big (i)." not in context
+    det = res["strict_answer"].details[0]
+    assert det["n_claims"] == 2 and det["claims_source"] == "judge"
+    assert [c["prompt"] for c in det["calls"]] == ["gen.claims/v1", "gen.answer/v1",
+                                                  "gen.verify/v1"]
+    sig = res["strict_answer"].signature
+    assert sig.get("prompt") == "gen.answer/v1,gen.claims/v1,gen.verify/v1"
+    assert get_spec("reference_coverage").required_fields == ("response", "reference")
+
+
+def test_row_alone_plans_only_its_questions(add_row) -> None:
+    add_row(JudgedMetric(
+        "reference_coverage", "|reference claims stated by the answer| / |reference claims|",
+        ("response", "reference"), frozenset({"reference_in_answer"}),
+        verdict_share("reference_in_answer")))
+    seen: list[JudgeRequest] = []
+
+    def script(req: JudgeRequest) -> Any:
+        seen.append(req)
+        return make_script()(req)
+
+    res = evaluate_generation([paris()], ["reference_coverage"], judge=ScriptedJudge(script))
+    assert [r.schema["title"] for r in seen] == ["gen.claims/v1", "gen.verify/v1"]
+    assert set(seen[0].schema["properties"]) == {"reference_claims"}   # no answer claims asked
+    verify = seen[1].schema["properties"]
+    assert set(verify) == {"reference_claims"}
+    assert set(verify["reference_claims"]["items"]["properties"]) == {"id", "in_answer", "reason"}
+    assert res["reference_coverage"].mean == pytest.approx(0.5)
+
+
+def test_row_with_a_new_question_is_the_row_plus_its_call(add_row, monkeypatch) -> None:
+    """A new question: its call (prompt + reader) next to the others, and the row."""
+
+    def build(a: P.Ask) -> JudgeRequest:
+        return P.make_request("gen.tone/v1", a.lang, P.fence(a.sample.response or "", "answer"),
+                              {"type": "object", "properties": {"polite": P.YES_NO},
+                               "required": ["polite"]}, a.sample.id, "tone")
+
+    def read(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) -> str | None:
+        j.answers["polite"] = data["polite"] == "yes"
+        return None
+
+    monkeypatch.setattr(P, "QUESTIONS", {**P.QUESTIONS, "polite": P.Question("polite", "tone")})
+    monkeypatch.setattr(P, "CALLS", (*P.CALLS, P.Call("tone", build, read)))
+    add_row(JudgedMetric("politeness", "1 if the answer is polite", ("response",),
+                         frozenset({"polite"}),
+                         lambda m, j, extra: Score(float(j.answers["polite"]))))
+
+    def script(req: JudgeRequest) -> Any:
+        if req.schema["title"] == "gen.tone/v1":
+            return {"polite": "yes" if "please" in req.messages[1]["content"] else "no"}
+        return make_script()(req)
+
+    samples = [paris(1), Sample(id="p", user_input="Where?", response="Paris, please.",
+                                reference="Paris.", retrieved_contexts=["[rel=2] Paris."])]
+    judge = ScriptedJudge(script)
+    res = evaluate_generation(samples, [*JUDGED_DEFAULT, "politeness"], judge=judge)
+    assert judge.scripted.calls == 10                      # 4 + the one new call per sample
+    assert res["politeness"].values.tolist() == [0.0, 1.0]
+    assert res["politeness"].signature.get("prompt") == "gen.tone/v1"
+    assert res["faithfulness"].mean is not None
+
+
+def test_unknown_question_is_a_clear_error(add_row) -> None:
+    add_row(JudgedMetric("broken", "x", ("response",), frozenset({"answer_tone"}),
+                         lambda m, j, extra: Score(1.0)))
+    with pytest.raises(MetricSpecError, match="unknown question 'answer_tone'"):
+        evaluate_generation([paris()], ["broken"], judge=ScriptedJudge(make_script()))
+
+
+def test_builtin_rows_are_the_single_source_of_the_specs() -> None:
+    assert JUDGED_DEFAULT == (
+        "faithfulness", "answer_relevance", "context_relevance", "context_precision",
+        "context_recall", "factual_correctness", "answer_correctness", "e2e_score")
+    for row in ROWS:
+        spec = get_spec(row.name)
+        assert spec.family == "judged" and spec.compute is row
+        assert spec.required_fields == row.fields
+        assert judged_row(parse_metric(row.name)) is row
+    with pytest.raises(MetricSpecError, match="not a judged"):
+        judged_row(parse_metric("rouge_l"))
+
+
+def test_factual_mode_changes_the_questions_asked() -> None:
+    seen: list[str] = []
+
+    def script(req: JudgeRequest) -> Any:
+        seen.append(json.dumps(sorted(req.schema["properties"])))
+        return make_script()(req)
+
+    evaluate_generation([paris()], ["factual_correctness(mode=precision)"],
+                        judge=ScriptedJudge(script))
+    assert seen == ['["answer_claims"]', '["answer_claims"]']
