@@ -19,6 +19,7 @@ from ragmeter.generation import prompts as P
 from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
 from ragmeter.generation.judgement import SampleJudgement
 from ragmeter.judges.base import JudgeRequest
+from ragmeter.judges.prompts import fence
 from ragmeter.judges.scripted import ScriptedJudge
 from ragmeter.metrics import registry
 from ragmeter.metrics.judged import (
@@ -115,7 +116,7 @@ def test_row_with_a_new_question_is_the_row_plus_its_call(add_row, monkeypatch) 
     """A new question: its call (prompt + reader) next to the others, and the row."""
 
     def build(a: P.Ask) -> JudgeRequest:
-        return P.make_request("gen.tone/v1", a.lang, P.fence(a.sample.response or "", "answer"),
+        return P.make_request("gen.tone/v1", a.lang, fence(a.sample.response or "", "answer"),
                               {"type": "object", "properties": {"polite": P.YES_NO},
                                "required": ["polite"]}, a.sample.id, "tone")
 

@@ -7,16 +7,20 @@ reader (parsed answers into :class:`~ragmeter.generation.judgement.SampleJudgeme
 planner (:mod:`ragmeter.generation.judge_plan`) asks, per sample, only the questions some
 requested metric needs. Four calls cover every built-in judged metric:
 
-=====================  =========================================================  ==========
-prompt version         asks for                                                    metrics
-=====================  =========================================================  ==========
-``gen.claims/v1``      atomic claims of the answer and of the reference            F, FC, AC, CR
-``gen.verify/v1``      yes/no per claim: answer claims vs context and vs           F, FC, AC, CR
-                       reference; reference claims vs answer and vs context
-``gen.contexts/v1``    per context: relevance 0/1/2 and, with a reference,         CRel, CP
-                       "useful for the reference answer" yes/no
-``gen.answer/v1``      answer relevance 0/1/2 and E2E usefulness 0/1/2             AR, E2E
-=====================  =========================================================  ==========
+=====================  ===========================================================
+prompt version         questions asked (only those some requested metric needs)
+=====================  ===========================================================
+``gen.claims/v1``      ``answer_claims``, ``reference_claims``: atomic claims
+``gen.verify/v1``      yes/no per claim: ``answer_in_context``,
+                       ``answer_in_reference``, ``reference_in_answer``,
+                       ``reference_in_context`` (after the claims call)
+``gen.contexts/v1``    per context: ``ctx_relevance`` 0/1/2, ``ctx_useful`` yes/no
+``gen.answer/v1``      ``answer_relevance`` 0/1/2, ``e2e`` usefulness 0/1/2
+=====================  ===========================================================
+
+A new question is a :class:`Question` in :data:`QUESTIONS` and either a new :class:`Call`
+(request builder + reply reader, with its own prompt version; one more call per sample) or an
+extension of an existing call's builder and reader (a new prompt version, no extra call).
 
 Demo judges (``judge.demo``) get ``*-binary/v1`` variants: yes/no questions only (the weak
 demo model grades 0/1/2 at chance), English instructions (they worked better on Russian data),
