@@ -20,7 +20,7 @@ from ragmeter.metrics.judged import average_precision
 from ragmeter.metrics.registry import parse_metric
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
-from fake_judge import make_script
+from fake_judge import make_script, paris
 
 
 class ConstEmbedder:
@@ -34,15 +34,6 @@ class ConstEmbedder:
 
 def _emb(_name: str) -> ConstEmbedder:
     return ConstEmbedder()
-
-
-def paris(i: int = 1) -> Sample:
-    return Sample(
-        id=f"s{i}", user_input=f"Where is Paris? (variant {i})",
-        response=f"Paris is in France. Paris is big ({i}).",
-        reference="Paris is in France. Paris has 2 million people.",
-        retrieved_contexts=["[rel=2] [useful] Paris is in France.", f"[rel=0] Cats purr {i}.",
-                            "[rel=1] Paris has 2 million people. [useful]"])
 
 
 def run(samples, metrics=JUDGED_DEFAULT, **kw):

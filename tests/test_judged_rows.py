@@ -32,16 +32,7 @@ from ragmeter.metrics.judged import (
 from ragmeter.metrics.registry import get_spec, parse_metric
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
-from fake_judge import make_script
-
-
-def paris(i: int = 1) -> Sample:
-    return Sample(
-        id=f"s{i}", user_input=f"Where is Paris? (variant {i})",
-        response=f"Paris is in France. Paris is big ({i}).",
-        reference="Paris is in France. Paris has 2 million people.",
-        retrieved_contexts=["[rel=2] [useful] Paris is in France.", f"[rel=0] Cats purr {i}.",
-                            "[rel=1] Paris has 2 million people. [useful]"])
+from fake_judge import make_script, paris
 
 
 @pytest.fixture
