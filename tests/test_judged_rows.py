@@ -17,6 +17,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import MetricSpecError
 from ragmeter.generation import prompts as P
 from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
+from ragmeter.generation.judge_plan import questions_of
 from ragmeter.generation.judgement import SampleJudgement
 from ragmeter.judges.base import JudgeRequest
 from ragmeter.judges.prompts import fence
@@ -29,7 +30,7 @@ from ragmeter.metrics.judged import (
     judged_row,
     verdict_share,
 )
-from ragmeter.metrics.registry import get_spec, parse_metric
+from ragmeter.metrics.registry import get_spec, make_metric, parse_metric
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
 from fake_judge import make_script, paris
@@ -152,6 +153,11 @@ def test_builtin_rows_are_the_single_source_of_the_specs() -> None:
         assert spec.family == "judged" and spec.compute is row
         assert spec.required_fields == row.fields
         assert judged_row(parse_metric(row.name)) is row
+        # every question a row names exists, for every choice of its parameters
+        variants = [make_metric(row.name)] + [make_metric(row.name, **{p.name: c})
+                                              for p in row.params for c in p.choices or ()]
+        for m in variants:
+            assert questions_of(row, m) and row.needs_of(m) <= set(P.QUESTIONS)
     with pytest.raises(MetricSpecError, match="not a judged"):
         judged_row(parse_metric("rouge_l"))
 

@@ -132,20 +132,28 @@ def verdict_share(check: str) -> ScoreFn:
     return score
 
 
+_NO_ANSWER = Score(None, "schema_error", {"detail": "the reply has no answer to the question"})
+
+
 def _grade(attr: str) -> ScoreFn:
+    """Score: a 0/1/2 grade divided by 2."""
     def score(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
-        g: int = getattr(j, attr)
-        return Score(g / 2, details={"grade": g})
+        g: int | None = getattr(j, attr)
+        return _NO_ANSWER if g is None else Score(g / 2, details={"grade": g})
     return score
 
 
 def _context_relevance(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
-    grades = j.ctx_relevance or []
+    grades = j.ctx_relevance
+    if not grades:
+        return _NO_ANSWER
     return Score(sum(g / 2 for g in grades) / len(grades), details={"context_scores": grades})
 
 
 def _context_precision(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
-    useful = j.ctx_useful or []
+    useful = j.ctx_useful
+    if useful is None:
+        return _NO_ANSWER
     return Score(average_precision(useful), details={"context_useful": useful})
 
 
