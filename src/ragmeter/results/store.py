@@ -17,7 +17,9 @@ import json
 import math
 import os
 import subprocess
-from collections.abc import Iterable, Mapping
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,8 +31,16 @@ from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Sign
 DEFAULT_STORE_FILE = "ragmeter-results.sqlite"
 STORE_ENV = "RAGMETER_STORE_URL"
 TIER_STATUSES = ("ok", "not_run", "error", "partial")
+RUN_WRITING = "writing"
 EXPORT_FORMATS = ("json", "csv", "parquet")
 SCHEMA_VERSION = 1
+#: rows per write transaction: large runs are written in batches so that no transaction holds the
+#: database for long (other processes writing to the same store wait at most one batch)
+WRITE_BATCH_ROWS = 20_000
+#: how long a writer waits for a busy SQLite database before it retries (milliseconds)
+SQLITE_BUSY_TIMEOUT_MS = 60_000
+#: attempts of one write transaction on a transient error (locked database, serialization failure)
+WRITE_ATTEMPTS = 8
 
 
 def default_store_url() -> str:
@@ -180,22 +190,20 @@ class ResultStore:
     """History of runs in any SQLAlchemy database (``ResultStore()`` = local SQLite file)."""
 
     def __init__(self, url: str | os.PathLike[str] | None = None, *, create: bool = True):
-        sa = require("sqlalchemy", "postgres", "the results store")
+        require("sqlalchemy", "postgres", "the results store")
         self.url = normalize_url(url)
         if self.url.startswith("postgresql+psycopg"):
             require("psycopg", "postgres", "PostgreSQL results store")
         try:
-            self.engine = sa.create_engine(self.url, future=True)  # type: ignore[attr-defined]
+            self.engine = _make_engine(self.url, immediate=False)
+            self._write_engine = _make_engine(self.url, immediate=True)
         except Exception as exc:
             raise ConfigError("store", f"cannot open results store {mask_url(self.url)}: {exc}") \
                 from None
         self._define_tables()
         if create:
             try:
-                existing = set(sa.inspect(self.engine).get_table_names())  # type: ignore[attr-defined]
-                legacy = "rm_runs" in existing and "rm_schema" not in existing
-                self.metadata.create_all(self.engine)
-                version = 0 if legacy else self._schema_version()
+                version = self._write(self._create_schema)
             except Exception as exc:
                 raise RagmeterError(
                     f"cannot open results store {mask_url(self.url)}: {type(exc).__name__}: "
@@ -205,15 +213,46 @@ class ResultStore:
                     f"results store {mask_url(self.url)} has schema version {version}; this "
                     f"ragmeter reads version {SCHEMA_VERSION} (use a new store file/database)")
 
-    def _schema_version(self) -> int:
+    @property
+    def is_sqlite(self) -> bool:
+        return self.url.startswith("sqlite")
+
+    def _create_schema(self, conn: Any) -> int:
+        """Create the tables if needed and return the schema version, in one write transaction
+        that other processes creating the same store wait for (SQLite: ``BEGIN IMMEDIATE``;
+        PostgreSQL: a transaction-scoped advisory lock), so first use is race-free."""
         import sqlalchemy as sa
 
-        with self.engine.begin() as conn:
-            row = conn.execute(sa.select(self.t_schema.c.version)).first()
-            if row is None:
-                conn.execute(self.t_schema.insert().values(version=SCHEMA_VERSION))
-                return SCHEMA_VERSION
-            return int(row[0])
+        if conn.dialect.name == "postgresql":
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"),
+                         {"k": zlib.crc32(b"ragmeter-store-schema")})
+        existing = set(sa.inspect(conn).get_table_names())
+        legacy = "rm_runs" in existing and "rm_schema" not in existing
+        self.metadata.create_all(conn)
+        if legacy:
+            return 0
+        row = conn.execute(sa.select(self.t_schema.c.version)).first()
+        if row is None:
+            conn.execute(self.t_schema.insert().values(version=SCHEMA_VERSION))
+            return SCHEMA_VERSION
+        return int(row[0])
+
+    def _write(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn(conn)`` in one short write transaction; retried on transient errors
+        (a locked SQLite database past its busy timeout, a PostgreSQL serialization failure or
+        deadlock) with growing pauses. Each attempt starts from scratch: a failed transaction
+        was rolled back, so nothing is written twice."""
+        delay = 0.05
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                with self._write_engine.begin() as conn:
+                    return fn(conn)
+            except Exception as exc:
+                if attempt == WRITE_ATTEMPTS - 1 or not _transient(exc):
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+        raise AssertionError("unreachable")
 
     def __repr__(self) -> str:
         return f"ResultStore({mask_url(self.url)!r})"
@@ -324,53 +363,69 @@ class ResultStore:
         from ragmeter.runner.secrets import mask_secrets
 
         cfg = mask_secrets(run.config)
-        with self.engine.begin() as conn:
-            self._delete(conn, run.id)
-            conn.execute(self.t_runs.insert().values(
-                id=run.id, created_at=run.created_at, name=run.name, signature=run.signature,
-                config_json=_dumps(cfg), git_commit=run.git_commit, status=run.status,
-                meta_json=_dumps(mask_secrets(run.meta)),
-            ))
-            tier_rows, metric_rows, value_rows = [], [], []
-            for pos, (tier, rec) in enumerate(run.tiers.items()):
-                tier_rows.append({"run_id": run.id, "tier": tier, "position": pos,
-                                  "status": rec.status, "reason": rec.reason,
-                                  "stats_json": _dumps(rec.stats)})
-                seen: set[str] = set()
-                for spos, res in enumerate(rec.results):
-                    if res.name in seen:
-                        raise DataError(RecordProblem(f"run {run.id}", None, f"{tier}.{res.name}",
-                                                      "two results of one tier share a name"))
-                    seen.add(res.name)
-                    for mpos, (key, mr) in enumerate(res.results.items()):
-                        agg = mr.aggregate
-                        metric_rows.append({
-                            "run_id": run.id, "tier": tier, "system": res.name, "metric": key,
-                            "position": mpos, "system_position": spos,
-                            "system_meta_json": _dumps(res.meta), "signature": str(mr.signature),
-                            "higher_is_better": bool(mr.higher_is_better), "seed": int(mr.seed),
-                            "n_boot": int(mr.n_boot), "counts_json": _dumps(mr.counts),
-                            "mean": _num(agg.mean), "ci_low": _num(agg.ci_low),
-                            "ci_high": _num(agg.ci_high), "n": agg.n,
-                            "n_unscored": agg.n_unscored,
+        tier_rows, metric_rows, value_rows = [], [], []
+        for pos, (tier, rec) in enumerate(run.tiers.items()):
+            tier_rows.append({"run_id": run.id, "tier": tier, "position": pos,
+                              "status": rec.status, "reason": rec.reason,
+                              "stats_json": _dumps(rec.stats)})
+            seen: set[str] = set()
+            for spos, res in enumerate(rec.results):
+                if res.name in seen:
+                    raise DataError(RecordProblem(f"run {run.id}", None, f"{tier}.{res.name}",
+                                                  "two results of one tier share a name"))
+                seen.add(res.name)
+                for mpos, (key, mr) in enumerate(res.results.items()):
+                    agg = mr.aggregate
+                    metric_rows.append({
+                        "run_id": run.id, "tier": tier, "system": res.name, "metric": key,
+                        "position": mpos, "system_position": spos,
+                        "system_meta_json": _dumps(res.meta), "signature": str(mr.signature),
+                        "higher_is_better": bool(mr.higher_is_better), "seed": int(mr.seed),
+                        "n_boot": int(mr.n_boot), "counts_json": _dumps(mr.counts),
+                        "mean": _num(agg.mean), "ci_low": _num(agg.ci_low),
+                        "ci_high": _num(agg.ci_high), "n": agg.n,
+                        "n_unscored": agg.n_unscored,
+                    })
+                    for idx, rec_s in enumerate(mr.records()):
+                        value_rows.append({
+                            "run_id": run.id, "tier": tier, "system": res.name,
+                            "metric": key, "idx": idx, "sample_id": rec_s.sample_id,
+                            "value": rec_s.value, "reason": rec_s.reason,
+                            "details_json": _dumps(dict(rec_s.details))
+                            if rec_s.details else None,
                         })
-                        for idx, rec_s in enumerate(mr.records()):
-                            value_rows.append({
-                                "run_id": run.id, "tier": tier, "system": res.name,
-                                "metric": key, "idx": idx, "sample_id": rec_s.sample_id,
-                                "value": rec_s.value, "reason": rec_s.reason,
-                                "details_json": _dumps(dict(rec_s.details))
-                                if rec_s.details else None,
-                            })
-            for table, rows in ((self.t_tiers, tier_rows), (self.t_metrics, metric_rows),
-                                (self.t_values, value_rows)):
-                for start in range(0, len(rows), 5000):
-                    conn.execute(table.insert(), rows[start:start + 5000])
-            sample_rows = [{"run_id": run.id, "sample_id": sid, "position": pos,
-                            "data_json": _dumps(data)}
-                           for pos, (sid, data) in enumerate(run.samples.items())]
-            for start in range(0, len(sample_rows), 5000):
-                conn.execute(self.t_samples.insert(), sample_rows[start:start + 5000])
+        sample_rows = [{"run_id": run.id, "sample_id": sid, "position": pos,
+                        "data_json": _dumps(data)}
+                       for pos, (sid, data) in enumerate(run.samples.items())]
+        run_row = {"id": run.id, "created_at": run.created_at, "name": run.name,
+                   "signature": run.signature, "config_json": _dumps(cfg),
+                   "git_commit": run.git_commit, "meta_json": _dumps(mask_secrets(run.meta))}
+        batches = [(table, rows[i:i + WRITE_BATCH_ROWS])
+                   for table, rows in ((self.t_tiers, tier_rows), (self.t_metrics, metric_rows),
+                                       (self.t_values, value_rows), (self.t_samples, sample_rows))
+                   for i in range(0, len(rows), WRITE_BATCH_ROWS)]
+        if sum(len(rows) for _, rows in batches) <= WRITE_BATCH_ROWS:
+            # small run: one transaction, never visible half-written
+            def write_all(conn: Any) -> None:
+                self._delete(conn, run.id)
+                conn.execute(self.t_runs.insert().values(status=run.status, **run_row))
+                for table, rows in batches:
+                    conn.execute(table.insert(), rows)
+            self._write(write_all)
+            return run.id
+        # large run: the run row is marked 'writing' first, its rows follow in short
+        # transactions, and the final status is set last; a reader sees 'writing' meanwhile,
+        # and a writer that dies half-way leaves a run marked 'writing', never a silent gap
+        def start(conn: Any) -> None:
+            self._delete(conn, run.id)
+            conn.execute(self.t_runs.insert().values(status=RUN_WRITING, **run_row))
+        self._write(start)
+        for table, rows in batches:
+            def insert(conn: Any, table: Any = table, rows: list[dict[str, Any]] = rows) -> None:
+                conn.execute(table.insert(), rows)
+            self._write(insert)
+        self._write(lambda conn: conn.execute(
+            self.t_runs.update().where(self.t_runs.c.id == run.id).values(status=run.status)))
         return run.id
 
     def _delete(self, conn: Any, run_id: str) -> None:
@@ -379,9 +434,8 @@ class ResultStore:
             conn.execute(table.delete().where(key == run_id))
 
     def delete_run(self, run_id: str) -> None:
-        self._require(run_id)
-        with self.engine.begin() as conn:
-            self._delete(conn, run_id)
+        run_id = self._require(run_id)
+        self._write(lambda conn: self._delete(conn, run_id))
 
     # ------------------------------------------------------------------ reading
     def _require(self, run_id: str) -> str:
@@ -555,3 +609,40 @@ def run_rows(run: StoredRun, per_sample: bool = True) -> list[dict[str, Any]]:
                                  "ci_high": a.ci_high, "n": a.n, "n_unscored": a.n_unscored,
                                  "signature": str(mr.signature)})
     return rows
+
+
+def _make_engine(url: str, *, immediate: bool) -> Any:
+    """A SQLAlchemy engine; SQLite files get WAL mode (readers never block the writer), a busy
+    timeout, and — for the write engine — ``BEGIN IMMEDIATE`` transactions, so two writers queue
+    on the database lock instead of failing with "database is locked" when both upgrade a read
+    lock at once."""
+    import sqlalchemy as sa
+
+    if not url.startswith("sqlite"):
+        return sa.create_engine(url, future=True, pool_pre_ping=True)
+    engine = sa.create_engine(url, future=True,
+                              connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @sa.event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        if ":memory:" not in url and url.rstrip("/") not in ("sqlite:", "sqlite://"):
+            cur.execute("PRAGMA journal_mode=WAL")
+        cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def _transient(exc: BaseException) -> bool:
+    """A write error worth retrying: busy/locked SQLite, PostgreSQL serialization failure or
+    deadlock, a table created by a concurrent first use."""
+    text = str(exc).lower()
+    return any(m in text for m in ("database is locked", "database is busy", "deadlock",
+                                   "could not serialize", "already exists",
+                                   "duplicate key value violates unique constraint \"pg_type"))
