@@ -242,6 +242,7 @@ class BenchmarkRunner:
         self._datasets: dict[str | None, tuple[list[Sample], str]] = {}
         self.used_samples: dict[str, dict[str, Any]] = {}
         self.records: dict[str, TierRecord] = {}
+        self.current: TierConfig | None = None
 
     def samples_for(self, tier: TierConfig) -> tuple[list[Sample], str]:
         """The tier's samples: ``options.sample_ids`` (chosen from the whole dataset, in that
@@ -272,10 +273,36 @@ class BenchmarkRunner:
     def run(self) -> dict[str, TierRecord]:
         try:
             for tier in self.plan.tiers:
+                self.current = tier
                 self.records[tier.name] = self.run_tier(tier)
+            self.current = None
         finally:
             self.log.close()
         return self.records
+
+    def interrupted_records(self) -> dict[str, TierRecord]:
+        """The finished tiers plus, for a per-sample tier cut off mid-run, its finished
+        batches merged as a ``partial`` tier (what ``--resume`` would not redo)."""
+        out = dict(self.records)
+        tier = self.current
+        if tier is None or tier.name in out or not self.tiers[tier.name].per_sample:
+            return out
+        batches = self.log.batches(tier.name)
+        if not batches:
+            return out
+        stats = TierStats()
+        for b in batches:
+            stats.merge(b.get("stats", {}))
+        samples = self._datasets.get(tier.dataset, ([], ""))[0]
+        order = {s.id: i for i, s in enumerate(samples)}
+        done = sum(len(b["sample_ids"]) for b in batches)
+        total = len(self.samples_for(tier)[0]) if tier.dataset in self._datasets else None
+        of = f" of {total}" if total is not None else ""
+        out[tier.name] = TierRecord(
+            tier.name, "partial",
+            f"interrupted after {done}{of} samples; finish it with --resume {self.plan.run_id}",
+            merge_batches((b["results"] for b in batches), order), stats.to_dict())
+        return out
 
     def run_tier(self, tier: TierConfig) -> TierRecord:
         done = self.log.tier_done(tier.name)
@@ -441,7 +468,8 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
                   on_plan: Callable[[str], Any] | None = None) -> StoredRun:
     """Run (or resume) a benchmark and save it to the results store; returns the stored run.
 
-    On ``KeyboardInterrupt`` the partial run is saved with status ``interrupted`` and the
+    On ``KeyboardInterrupt`` the partial run is saved with status ``interrupted`` (finished
+    tiers, and the finished batches of the tier that was cut off as a ``partial`` tier) and the
     exception is re-raised; ``--resume`` finishes it.
     """
     plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id)
@@ -453,8 +481,9 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
         records = runner.run()
     except KeyboardInterrupt:
         if save:
-            partial = build_stored_run(config, plan, runner.records, runner.used_samples, "interrupted")
             with contextlib.suppress(Exception):  # best effort on the way out
+                partial = build_stored_run(config, plan, runner.interrupted_records(),
+                                           runner.used_samples, "interrupted")
                 ResultStore(url).save_run(partial)
         raise
     run = build_stored_run(config, plan, records, runner.used_samples, "complete")
