@@ -11,7 +11,7 @@ import yaml
 
 from ragmeter.errors import ConfigError
 from ragmeter.runner.config import load_config, parse_config
-from ragmeter.runner.example import EXAMPLE_CONFIG
+from ragmeter.runner.example import example_config
 
 BASE = {
     "name": "b",
@@ -103,7 +103,7 @@ def test_no_password_in_config():
 
 
 def test_example_config_parses(tmp_path):
-    cfg = parse_config(yaml.safe_load(EXAMPLE_CONFIG), tmp_path)
+    cfg = parse_config(yaml.safe_load(example_config()), tmp_path)
     assert cfg.name == "my-rag-bench"
     assert [t.name for t in cfg.tiers] == ["retrieval", "generation", "e2e"]
     assert {j.backend for j in cfg.judges} == {"openai", "local-demo"}

@@ -283,7 +283,7 @@ def run_e2e(ctx: TierContext, samples: list[Sample], options: E2EOptions) -> lis
 
 register_tier(Tier(
     name="generation", title="Tier 2: generation",
-    doc="answer quality from the gold context (faithfulness, relevance, ROUGE, BLEU, ...)",
+    doc="answer quality from the gold context (faithfulness, ROUGE, BLEU, ...)",
     run=run_generation, judge="optional", default_judge=True, per_sample=True,
     options=GenerationOptions))
 register_tier(Tier(

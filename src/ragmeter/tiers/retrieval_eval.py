@@ -39,6 +39,8 @@ from ragmeter.errors import ConfigError, DataError, MetricSpecError, RecordProbl
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.metrics.retrieval import NEGATIVE_METRICS, RANKING_METRICS, RankArrays
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.tiers.context import TierContext, TierNotRunnable
+from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 from ragmeter.tiers.relevance import (
     arrays_from_lists,
     arrays_from_run,
@@ -48,8 +50,6 @@ from ragmeter.tiers.relevance import (
     rank_docs,
     resolve_doc_of,
 )
-from ragmeter.tiers.context import TierContext, TierNotRunnable
-from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
 DEFAULT_METRICS: tuple[str, ...] = (
     "hit_rate@1", "hit_rate@5", "hit_rate@10", "mrr", "recall@5", "recall@10",
