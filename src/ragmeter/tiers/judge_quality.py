@@ -1,4 +1,4 @@
-"""Judge quality (seed 000 §8): is the LLM judge consistent, reliable and fast?
+"""Judge quality: is the LLM judge consistent, reliable and fast?
 
 Every item is scored ``n_repeats`` (≥ 2) times by each judge. Repeats are real calls: each
 repeat carries its own ``prompt_version`` suffix (``…#r1``, ``…#r2``), which is part of the
