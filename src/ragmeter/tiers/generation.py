@@ -96,13 +96,12 @@ def run_tier2(
     judge: Any | None = None,
     embedder: Any | None = None,
     seed: int = 42,
-    language: str = "auto",
-    keep_prompts: bool = False,
-    name: str = "tier2",
+    **kwargs: Any,
 ) -> EvalResult:
     """Generate from gold context, then score. Samples with neither ``reference_contexts`` nor
     resolvable ``gold_chunk_ids`` raise one :class:`DataError` listing all of them (negative
     questions get an empty context and are kept: the generator should say it does not know).
+    ``kwargs`` go to :func:`evaluate_generation` (``language``, ``keep_prompts``, ``name``).
     """
     cmap = _chunk_map(chunks)
     texts = {cid: c.text for cid, c in cmap.items()}
@@ -128,7 +127,7 @@ def run_tier2(
                     retrieved_scores=None) for s, ctx in zip(samples, contexts, strict=True)]
     generated, errors = _generate(client, base, contexts)
     res = evaluate_generation(generated, metrics, judge=judge, embedder=embedder, seed=seed,
-                              language=language, keep_prompts=keep_prompts, name=name)
+                              name=kwargs.pop("name", "tier2"), **kwargs)
     return _finish(res, generated, errors, 2,
                    {**client.config.signature_fields(), "context": "gold"})
 
@@ -144,11 +143,10 @@ def run_tier3(
     judge: Any | None = None,
     embedder: Any | None = None,
     seed: int = 42,
-    language: str = "auto",
-    keep_prompts: bool = False,
-    name: str = "tier3",
+    **kwargs: Any,
 ) -> EvalResult:
-    """Retrieve top-``k`` with ``retriever.search``, generate from those chunks, then score."""
+    """Retrieve top-``k`` with ``retriever.search``, generate from those chunks, then score;
+    ``kwargs`` as for :func:`run_tier2`."""
     cmap = _chunk_map(chunks)
     questions = [s.user_input or "" for s in samples]
     hits = retriever.search(questions, k)
@@ -168,7 +166,7 @@ def run_tier3(
     if metrics is not None:
         metrics = list(metrics)
     res = evaluate_generation(generated, metrics, judge=judge, embedder=embedder, seed=seed,
-                              language=language, keep_prompts=keep_prompts, name=name)
+                              name=kwargs.pop("name", "tier3"), **kwargs)
     rsig = {}
     if hasattr(retriever, "signature_fields"):
         rsig = {f"retriever_{k2}": v for k2, v in retriever.signature_fields().items()}
