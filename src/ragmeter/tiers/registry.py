@@ -195,12 +195,7 @@ def load_plugin(name: str, target: str, base_dir: Path) -> Tier:
                 options=options, plugin=True)
 
 
-def resolve_tier(name: str, plugins: dict[str, Tier]) -> Tier:
-    """A configured tier: a plug-in of the config, else a built-in."""
-    return plugins[name] if name in plugins else get_tier(name)
-
-
 __all__ = ["BUILTIN_MODULES", "TIER_ALIASES", "Tier", "TierOptions", "all_tiers",
            "canonical_tier", "get_tier", "is_builtin", "judged_tier_names", "load_plugin",
-           "register_tier", "resolve_tier", "tier_names"]
+           "register_tier", "tier_names"]
 
