@@ -45,7 +45,7 @@ def test_demo_runs_every_tier_and_reports_missing_judge(tmp_path: Path, monkeypa
     html = (tmp_path / "demo" / "report.html").read_text(encoding="utf-8")
     assert "http://" not in html.split("<body", 1)[0]  # self-contained head: no external assets
     table = json.loads((tmp_path / "demo" / "retrievers" / "comparison.json").read_text("utf-8"))
-    assert table  # the seed-003 comparison table was written
+    assert table  # the retriever comparison table was written
 
 
 def test_demo_config_has_every_tier(tmp_path: Path) -> None:

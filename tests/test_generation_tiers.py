@@ -13,11 +13,11 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import DataError
 from ragmeter.generation.client import GeneratorClient, GeneratorConfig
 from ragmeter.generation.evaluate import JUDGED_DEFAULT
-from ragmeter.generation.tiers import run_tier2, run_tier3
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
 from ragmeter.judges.factory import make_judge
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 from ragmeter.retrieval.base import Chunk, Hit
+from ragmeter.tiers.generation import run_tier2, run_tier3
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
 from fake_judge import make_script

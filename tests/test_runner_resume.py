@@ -109,6 +109,8 @@ def test_resume_after_interrupt_equals_clean_run(tmp_path, sig):
                if x.strip().startswith("{") and x.strip().endswith("}")]
     finished = [sid for r in records if r["type"] == "batch" for sid in r["sample_ids"]]
     assert 12 <= len(finished) < N_SAMPLES
+    if sig == signal.SIGINT:
+        _assert_interrupted_run_keeps_finished_batches(tmp_path, cfg, finished)
     processed_before = log1.read_text(encoding="utf-8").split()
     assert set(finished) <= set(processed_before)
 
@@ -131,6 +133,28 @@ def test_resume_after_interrupt_equals_clean_run(tmp_path, sig):
     assert resumed_run.status == "complete" and resumed_run.meta["resumed"] is True
     _assert_equal_results(resumed, fresh)
     assert resumed["toy_score"].aggregate.n_unscored == 8  # q5, q10, ... q40
+
+
+def _assert_interrupted_run_keeps_finished_batches(tmp_path: Path, cfg: Path,
+                                                   finished: list[str]) -> None:
+    """Ctrl-C stores every finished batch: the cut-off tier is ``partial`` with the values of
+    exactly the finished samples, and ``ragmeter report`` shows them."""
+    store_url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    run = ResultStore(store_url).load_run("r-int")
+    rec = run.tiers["toy"]
+    assert rec.status == "partial", rec
+    assert f"after {len(finished)} of {N_SAMPLES} samples" in (rec.reason or "")
+    toy = rec.results[0]["toy_score"]
+    order = sorted(finished, key=lambda sid: int(sid.lstrip("q")))
+    assert toy.sample_ids == order
+    assert toy.aggregate.n + toy.aggregate.n_unscored == len(finished)
+    assert rec.stats is not None
+    report = subprocess.run([sys.executable, "-m", "ragmeter", "report", "r-int", "--store",
+                             store_url, "--format", "md", "--out", "-"],
+                            capture_output=True, text=True, timeout=120,
+                            env=_env(tmp_path / "unused.txt", 0.0))
+    assert report.returncode == 0, report.stderr
+    assert "partial" in report.stdout and "toy_score" in report.stdout
 
 
 def test_resume_rejects_changed_config(tmp_path):

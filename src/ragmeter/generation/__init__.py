@@ -1,10 +1,10 @@
-"""Generation and answer metrics (Tiers 2–3): judged metrics, lexical/semantic scores, tiers.
+"""Generation and answer metrics: judged metrics, lexical/semantic scores, the answer generator.
 
 Public API::
 
     evaluate_generation(samples, metrics, judge=..., embedder=..., seed=...) -> EvalResult
-    run_tier2(samples, GeneratorClient(GeneratorConfig(...)), chunks=..., ...) -> EvalResult
-    run_tier3(samples, client, retriever, chunks, k=5, ...) -> EvalResult
+    GeneratorClient(GeneratorConfig(...))   # writes answers; the tiers that use it (Tier 2
+                                            # and Tier 3) live in ragmeter.tiers.generation
 
 Imports are lazy so that ``import ragmeter.generation`` stays cheap.
 """
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["GeneratorClient", "GeneratorConfig", "evaluate_generation", "run_tier2",
-           "run_tier3"]
+__all__ = ["GeneratorClient", "GeneratorConfig", "evaluate_generation"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,10 +21,6 @@ def __getattr__(name: str) -> Any:
         from ragmeter.generation.evaluate import evaluate_generation
 
         return evaluate_generation
-    if name in ("run_tier2", "run_tier3"):
-        from ragmeter.generation import tiers
-
-        return getattr(tiers, name)
     if name in ("GeneratorClient", "GeneratorConfig"):
         from ragmeter.generation import client
 

@@ -24,6 +24,7 @@ from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
+from ragmeter.tiers.registry import judged_tier_names
 
 MAX_EXPLORER_SAMPLES = 2000
 REASON_KEYS = ("reason", "reasons", "explanation", "rationale", "reasoning", "verdict",
@@ -187,7 +188,7 @@ def _box_charts(tier: str, results: Sequence[EvalResult]) -> list[str]:
                 continue
             if name in ("context_precision", "context_recall"):
                 ctx_groups[label] = vals
-            elif tier not in ("generation", "e2e", "judge_quality"):
+            elif tier not in judged_tier_names():
                 continue
             elif max(vals) > 1.0 or min(vals) < 0.0:
                 wide[label] = vals

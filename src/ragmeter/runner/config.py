@@ -19,11 +19,16 @@ from typing import Any
 
 from ragmeter.errors import ConfigError
 from ragmeter.runner.gating import Threshold, thresholds_from_mapping
+from ragmeter.tiers.registry import (
+    TIER_ALIASES,
+    Tier,
+    canonical_tier,
+    get_tier,
+    is_builtin,
+    load_plugin,
+    tier_names,
+)
 
-#: Built-in tier names, in the order they run; aliases map to these.
-TIER_NAMES = ("tier0", "retrieval", "generation", "e2e", "judge_quality", "judge_pipeline",
-              "ux", "real_users")
-TIER_ALIASES = {"tier1": "retrieval", "tier2": "generation", "tier3": "e2e"}
 DATASET_FORMATS = ("auto", "evalset", "samples")
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
@@ -63,7 +68,9 @@ class RetrieverConfig:
 
 @dataclass(frozen=True)
 class TierConfig:
-    """One tier to run. ``judge`` names a judge of ``judges`` (default: the first)."""
+    """One tier to run. ``judge`` names a judge of ``judges`` (default: the first).
+    ``options`` is the tier's ``Options`` instance, validated from the config (a plug-in
+    without ``Options`` gets the mapping as written)."""
 
     name: str
     dataset: str | None = None
@@ -72,7 +79,7 @@ class TierConfig:
     metrics: tuple[str, ...] = ()
     retrievers: tuple[str, ...] = ()
     batch_size: int | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Any = field(default_factory=dict)
 
 
 @dataclass
@@ -96,8 +103,13 @@ class BenchConfig:
     tiers: list[TierConfig] = field(default_factory=list)
     thresholds: list[Threshold] = field(default_factory=list)
     plugins: dict[str, str] = field(default_factory=dict)
+    plugin_tiers: dict[str, Tier] = field(default_factory=dict)
     base_dir: Path = Path(".")
     raw: dict[str, Any] = field(default_factory=dict)
+
+    def tier(self, name: str) -> Tier:
+        """The :class:`Tier` behind a configured tier name (a plug-in or a built-in)."""
+        return self.plugin_tiers[name] if name in self.plugin_tiers else get_tier(name)
 
     def judge_config(self, name: str | None) -> Any | None:
         if name is None:
@@ -205,10 +217,6 @@ def _bare_message(exc: ConfigError) -> str:
     return text
 
 
-def canonical_tier(name: str) -> str:
-    return TIER_ALIASES.get(name, name)
-
-
 # --------------------------------------------------------------------------- parsing
 def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
     """Validate a config mapping (as loaded from YAML) into a :class:`BenchConfig`."""
@@ -305,12 +313,14 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         if not isinstance(target, str) or ":" not in target:
             raise ConfigError(f"plugins.{pname}", "must be 'module:function' or "
                               f"'path/to/file.py:function', got {target!r}")
-        if canonical_tier(pname) in TIER_NAMES:
+        if is_builtin(pname):
             raise ConfigError(f"plugins.{pname}", "a plugin cannot replace a built-in tier",
-                              list(TIER_NAMES))
+                              tier_names())
     cfg.plugins = {str(k): str(v) for k, v in plugins.items()}
+    cfg.plugin_tiers = {name: load_plugin(name, target, base)
+                        for name, target in cfg.plugins.items()}
 
-    allowed_tiers = [*TIER_NAMES, *TIER_ALIASES, *cfg.plugins]
+    allowed_tiers = [*tier_names(), *TIER_ALIASES, *cfg.plugins]
     judge_names = [j.name for j in cfg.judges]
     for i, t in enumerate(_list(d.get("tiers"), "tiers")):
         cfg.tiers.append(_tier(t, f"tiers[{i}]", allowed_tiers, judge_names, cfg))
@@ -361,7 +371,8 @@ def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
         if jn not in judge_names:
             raise ConfigError(f"{p}.judges[{j}]", f"no judge named {jn!r}", judge_names)
     metrics = _str_list(t.get("metrics", []), f"{p}.metrics")
-    if name in TIER_NAMES:
+    tier = cfg.tier(name)
+    if not tier.plugin:
         from ragmeter.errors import MetricSpecError
         from ragmeter.metrics.registry import parse_metric
 
@@ -381,7 +392,21 @@ def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
     return TierConfig(name=name, dataset=ds, judge=judge, judges=judges, metrics=metrics,
                       retrievers=retrievers,
                       batch_size=None if bs is None else _int(bs, f"{p}.batch_size", 1),
-                      options=_mapping(t.get("options"), f"{p}.options"))
+                      options=_options(tier, t.get("options"), f"{p}.options", cfg))
+
+
+def _options(tier: Tier, data: Any, path: str, cfg: BenchConfig) -> Any:
+    """The tier's options validated into its ``Options``; an ``embedding`` option must name a
+    configured embedding."""
+    from ragmeter.tiers.options import parse_options
+
+    options = parse_options(tier.options, data, path)
+    emb = options.get("embedding") if isinstance(options, dict) else getattr(
+        options, "embedding", None)
+    names = [e.name for e in cfg.embeddings]
+    if emb is not None and not tier.plugin and emb not in names:
+        raise ConfigError(f"{path}.embedding", f"no embedding named {emb!r}", names)
+    return options
 
 
 def load_config(path: str | Path) -> BenchConfig:

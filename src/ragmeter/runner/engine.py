@@ -37,15 +37,10 @@ from ragmeter.results.store import (
     new_run_id,
     utc_now,
 )
-from ragmeter.runner.config import BenchConfig, TierConfig, canonical_tier
+from ragmeter.runner.config import BenchConfig, TierConfig
 from ragmeter.runner.secrets import mask_text
-from ragmeter.runner.tiers import (
-    TierAdapter,
-    TierContext,
-    TierNotRunnable,
-    TierStats,
-    resolve_adapters,
-)
+from ragmeter.tiers.context import TierContext, TierNotRunnable, TierStats
+from ragmeter.tiers.registry import Tier, canonical_tier, judged_tier_names
 
 ProgressHook = Callable[[str, str, dict[str, Any]], None]
 
@@ -243,10 +238,11 @@ class BenchmarkRunner:
         self.plan = plan
         self.hook = hook or (lambda tier, event, info: None)
         self.log = ProgressLog(plan.run_dir / "progress.jsonl")
-        self.adapters: dict[str, TierAdapter] = resolve_adapters(config)
+        self.tiers: dict[str, Tier] = {t.name: config.tier(t.name) for t in config.tiers}
         self._datasets: dict[str | None, tuple[list[Sample], str]] = {}
         self.used_samples: dict[str, dict[str, Any]] = {}
         self.records: dict[str, TierRecord] = {}
+        self.current: TierConfig | None = None
 
     def samples_for(self, tier: TierConfig) -> tuple[list[Sample], str]:
         """The tier's samples: ``options.sample_ids`` (chosen from the whole dataset, in that
@@ -260,7 +256,7 @@ class BenchmarkRunner:
                                   f"sample id {dup!r} appears twice; ids must be unique")
             self._datasets[tier.dataset] = (samples, dh)
         samples, dh = self._datasets[tier.dataset]
-        wanted = tier.options.get("sample_ids")
+        wanted = _runner_option(tier.options, "sample_ids")
         if wanted:
             # a chosen subset (e.g. a slow local judge on a few mixed cases), in config order
             by_id = {s.id: s for s in samples}
@@ -269,7 +265,7 @@ class BenchmarkRunner:
                 raise ConfigError(f"tiers.{tier.name}.options.sample_ids",
                                   f"unknown sample ids {unknown[:5]}")
             samples = [by_id[str(i)] for i in wanted]
-        for cap in (self.plan.limit, tier.options.get("limit")):
+        for cap in (self.plan.limit, _runner_option(tier.options, "limit")):
             if cap is not None:
                 samples = samples[: max(0, int(cap))]
         return samples, dh
@@ -277,14 +273,40 @@ class BenchmarkRunner:
     def run(self) -> dict[str, TierRecord]:
         try:
             for tier in self.plan.tiers:
+                self.current = tier
                 self.records[tier.name] = self.run_tier(tier)
+            self.current = None
         finally:
             self.log.close()
         return self.records
 
+    def interrupted_records(self) -> dict[str, TierRecord]:
+        """The finished tiers plus, for a per-sample tier cut off mid-run, its finished
+        batches merged as a ``partial`` tier (what ``--resume`` would not redo)."""
+        out = dict(self.records)
+        tier = self.current
+        if tier is None or tier.name in out or not self.tiers[tier.name].per_sample:
+            return out
+        batches = self.log.batches(tier.name)
+        if not batches:
+            return out
+        stats = TierStats()
+        for b in batches:
+            stats.merge(b.get("stats", {}))
+        samples = self._datasets.get(tier.dataset, ([], ""))[0]
+        order = {s.id: i for i, s in enumerate(samples)}
+        done = sum(len(b["sample_ids"]) for b in batches)
+        total = len(self.samples_for(tier)[0]) if tier.dataset in self._datasets else None
+        of = f" of {total}" if total is not None else ""
+        out[tier.name] = TierRecord(
+            tier.name, "partial",
+            f"interrupted after {done}{of} samples; finish it with --resume {self.plan.run_id}",
+            merge_batches((b["results"] for b in batches), order), stats.to_dict())
+        return out
+
     def run_tier(self, tier: TierConfig) -> TierRecord:
         done = self.log.tier_done(tier.name)
-        adapter = self.adapters[tier.name]
+        spec = self.tiers[tier.name]
         stats = TierStats()
         if done is not None:
             stats.merge(done.get("stats", {}))
@@ -306,11 +328,11 @@ class BenchmarkRunner:
             samples, dh = self.samples_for(tier)
             self._remember(samples)
             ctx = TierContext(self.config, tier, dh, samples, stats)
-            if adapter.per_sample:
-                results = self._run_batches(tier, adapter, ctx, samples)
+            if spec.per_sample:
+                results = self._run_batches(tier, spec, ctx, samples)
             else:
                 self.hook(tier.name, "start", {"total": 1, "done": 0, "stats": stats})
-                results = _as_results(adapter.run(ctx, samples))
+                results = _as_results(spec.run(ctx, samples, tier.options))
                 self.hook(tier.name, "advance", {"n": 1, "stats": stats})
             status, reason = "ok", None
             if not results:
@@ -324,9 +346,9 @@ class BenchmarkRunner:
             results = []
         rec: dict[str, Any] = {"type": "tier", "tier": tier.name, "status": status,
                                "reason": reason, "stats": stats.to_dict()}
-        if not adapter.per_sample or status != "ok":
+        if not spec.per_sample or status != "ok":
             rec["results"] = [r.to_dict() for r in results]
-        if not adapter.per_sample and status == "ok":
+        if not spec.per_sample and status == "ok":
             rec["annotations"] = ctx.take_annotations()
             self._annotate(rec["annotations"])
         self.log.append(rec)
@@ -341,7 +363,7 @@ class BenchmarkRunner:
         for s in samples:
             self.used_samples.setdefault(s.id, s.to_dict())
 
-    def _run_batches(self, tier: TierConfig, adapter: TierAdapter, ctx: TierContext,
+    def _run_batches(self, tier: TierConfig, spec: Tier, ctx: TierContext,
                      samples: list[Sample]) -> list[EvalResult]:
         previous = self.log.batches(tier.name)
         finished = {sid for b in previous for sid in b["sample_ids"]}
@@ -355,7 +377,7 @@ class BenchmarkRunner:
         for start in range(0, len(todo), size):
             batch = todo[start:start + size]
             before = ctx.stats.to_dict()
-            results = _as_results(adapter.run(ctx, batch))
+            results = _as_results(spec.run(ctx, batch, tier.options))
             ids = {s.id for s in batch}
             for r in results:
                 for m in r.results.values():
@@ -376,6 +398,12 @@ class BenchmarkRunner:
         return merge_batches((b["results"] for b in self.log.batches(tier.name)), order)
 
 
+def _runner_option(options: Any, key: str) -> Any:
+    """``limit`` / ``sample_ids`` of a tier's options (an ``Options`` instance or a plug-in's
+    mapping)."""
+    return options.get(key) if isinstance(options, Mapping) else getattr(options, key, None)
+
+
 def _as_results(res: Any) -> list[EvalResult]:
     if isinstance(res, EvalResult):
         return [res]
@@ -384,7 +412,7 @@ def _as_results(res: Any) -> list[EvalResult]:
     out = list(res.values()) if isinstance(res, Mapping) else list(res)
     for r in out:
         if not isinstance(r, EvalResult):
-            raise RagmeterError(f"a tier adapter returned {type(r).__name__}, not EvalResult")
+            raise RagmeterError(f"a tier returned {type(r).__name__}, not EvalResult")
     return out
 
 
@@ -394,13 +422,11 @@ def run_signature(config: BenchConfig, plan: RunPlan) -> str:
                               tiers=[t.name for t in plan.tiers]))
 
 
-JUDGED_TIERS = ("generation", "e2e", "judge_quality")
-
-
 def demo_judges(config: BenchConfig, records: Mapping[str, TierRecord] | None = None) \
         -> list[str]:
     """Demo (``local-demo``) judges behind tiers that produced results."""
     used: set[str] = set()
+    judged = judged_tier_names()
     for t in config.tiers:
         rec = (records or {}).get(t.name)
         if records is not None and (rec is None or rec.status != "ok"):
@@ -409,7 +435,7 @@ def demo_judges(config: BenchConfig, records: Mapping[str, TierRecord] | None = 
             used.update(t.judges)
         elif t.judge:
             used.add(t.judge)
-        elif t.name in JUDGED_TIERS and config.judges:
+        elif t.name in judged and config.judges:
             used.add(config.judges[0].name if t.name != "judge_quality"
                      else ",".join(j.name for j in config.judges))
     names = {n for u in used for n in u.split(",")}
@@ -442,7 +468,8 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
                   on_plan: Callable[[str], Any] | None = None) -> StoredRun:
     """Run (or resume) a benchmark and save it to the results store; returns the stored run.
 
-    On ``KeyboardInterrupt`` the partial run is saved with status ``interrupted`` and the
+    On ``KeyboardInterrupt`` the partial run is saved with status ``interrupted`` (finished
+    tiers, and the finished batches of the tier that was cut off as a ``partial`` tier) and the
     exception is re-raised; ``--resume`` finishes it.
     """
     plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id)
@@ -454,8 +481,9 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
         records = runner.run()
     except KeyboardInterrupt:
         if save:
-            partial = build_stored_run(config, plan, runner.records, runner.used_samples, "interrupted")
             with contextlib.suppress(Exception):  # best effort on the way out
+                partial = build_stored_run(config, plan, runner.interrupted_records(),
+                                           runner.used_samples, "interrupted")
                 ResultStore(url).save_run(partial)
         raise
     run = build_stored_run(config, plan, records, runner.used_samples, "complete")

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-EXAMPLE_CONFIG = """\
+
+def example_config() -> str:
+    """The example config, with the list of tiers and their options from the tier registry."""
+    from ragmeter.tiers.registry import all_tiers
+
+    lines = []
+    for t in all_tiers():
+        opts = ", ".join(n for n in t.option_names() if n not in ("limit", "sample_ids"))
+        lines.append(f"#   {t.name:<15} {t.doc}" + (f"\n#   {'':<15} options: {opts}"
+                                                    if opts else ""))
+    return _TEMPLATE.replace("{TIERS}", "\n".join(lines))
+
+
+_TEMPLATE = """\
 # ragmeter benchmark config — run it with:  ragmeter run bench.yaml
 # Relative paths are relative to this file. Secrets never go here: judges name the
 # environment variable that holds their key (api_key_env).
@@ -18,7 +31,7 @@ batch_size: 16                # samples per batch; every finished batch is saved
 
 datasets:
   - name: main
-    path: data/evalset.jsonl  # seed-003 evalset (id, question, gold_doc_ids, gold_chunk_ids, type)
+    path: data/evalset.jsonl  # evalset format (id, question, gold_doc_ids, gold_chunk_ids, type)
     format: auto              # auto | evalset | samples (RAGAS field names)
 
 corpus:
@@ -60,8 +73,13 @@ judges:                       # several judges allowed; tiers pick one by name
   - name: demo
     backend: local-demo       # weak offline judge: reports carry a "demo judge" banner
 
-tiers:                        # tier0, retrieval, generation, e2e, judge_quality,
-  - retrieval                 #   judge_pipeline, ux, real_users (+ your plugins)
+# Tiers, in the order they run (+ your plugins). Each entry is a name or a mapping with
+# name, dataset, judge, judges, metrics, retrievers, batch_size and options. Every tier accepts
+# options limit (first N samples) and sample_ids (only these samples); an unknown option is
+# an error.
+{TIERS}
+tiers:
+  - retrieval
   - name: generation          # faithfulness, answer relevance, ... with an LLM judge
     judge: main
   - name: e2e
@@ -75,5 +93,6 @@ thresholds:                   # CI gate: `ragmeter check RUN_ID` (exit 1 when on
   # faithfulness: {min: 0.7}
 
 # plugins:                    # your own tiers: name -> "module:function" or "file.py:function"
-#   latency: my_checks.py:run_latency
+#   latency: my_checks.py:run_latency   # called fn(ctx, samples); options in ctx.options,
+#                                       # validated when the function has an Options dataclass
 """

@@ -1,4 +1,4 @@
-"""Judge pipeline (seed 000 §9): how good is the production "show this answer?" judge.
+"""Judge pipeline (the production judge): how good is the production "show this answer?" judge.
 
 Labelled items ``{id?, question, answer, context, ground_truth_show, rationale?}`` (jsonl /
 json / csv through :func:`ragmeter.data.loaders.read_records`). Two modes:
@@ -44,6 +44,8 @@ from ragmeter.metrics.classification import (
     threshold_sweep,
 )
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.tiers.context import TierContext, TierNotRunnable
+from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
 YES = frozenset({"yes", "да", "y", "true"})
 NO = frozenset({"no", "нет", "n", "false"})
@@ -420,6 +422,40 @@ def plot_confusion(result: EvalResult, out_dir: str | Path, stem: str = "judge_p
     paths = save_figure(fig, Path(out_dir) / stem)
     plt.close(fig)
     return paths
+
+
+# --------------------------------------------------------------------------- the tier
+@dataclass(frozen=True)
+class JudgePipelineOptions(TierOptions):
+    """``items``: the labelled items file (required); ``prompt_template`` or
+    ``prompt_template_file``: the production judge's prompt, used when the tier names a
+    judge (without one the items' stored predictions are scored)."""
+
+    items: str | None = None
+    prompt_template: str | None = None
+    prompt_template_file: str | None = None
+
+
+def run_judge_pipeline(ctx: TierContext, samples: list[Any],
+                       options: JudgePipelineOptions) -> list[EvalResult]:
+    """Accuracy / precision / recall / F1 of the production yes/no judge on labelled items."""
+    items_path = ctx.path(options.items)
+    if items_path is None:
+        raise TierNotRunnable("judge_pipeline needs options.items (labelled items file)")
+    template = options.prompt_template
+    tfile = ctx.path(options.prompt_template_file)
+    if tfile is not None:
+        template = tfile.read_text(encoding="utf-8")
+    use_judge = ctx.tier.judge is not None
+    items = load_pipeline_items(items_path, need_predictions=not use_judge)
+    return [evaluate_judge_pipeline(items, judge=ctx.judge() if use_judge else None,
+                                    prompt_template=template, seed=ctx.seed)]
+
+
+register_tier(Tier(
+    name="judge_pipeline", title="Production judge",
+    doc="accuracy, precision, recall and F1 of the production yes/no judge",
+    run=run_judge_pipeline, judge="optional", options=JudgePipelineOptions))
 
 
 __all__ = ["PipelineItem", "call_production_judge", "check_template", "evaluate_judge_pipeline",

@@ -1,4 +1,4 @@
-"""Judge quality (seed 000 §8): is the LLM judge consistent, reliable and fast?
+"""Judge quality: is the LLM judge consistent, reliable and fast?
 
 Every item is scored ``n_repeats`` (≥ 2) times by each judge. Repeats are real calls: each
 repeat carries its own ``prompt_version`` suffix (``…#r1``, ``…#r2``), which is part of the
@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,8 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.tiers.context import TierContext
+from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
 PROMPT_VERSION = "jq-faithfulness-v1"
 SCORE_SCHEMA: dict[str, Any] = {
@@ -405,6 +408,48 @@ def judge_quality_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
             "latency_p50_ms": lat.get("p50"), "latency_p95_ms": lat.get("p95"),
         })
     return rows
+
+
+# --------------------------------------------------------------------------- the tier
+@dataclass(frozen=True)
+class JudgeQualityOptions(TierOptions):
+    """``n_repeats``: calls per judge and sample (>= 2); ``delta``: largest score difference
+    still counted as consistent; ``scale``: the judge's score range; ``required_fields``: the
+    sample fields an item needs; ``language`` of the prompt (auto, ru, en); ``n_boot``:
+    bootstrap resamples of the intervals."""
+
+    n_repeats: int = 2
+    delta: float = 0.5
+    scale: tuple[float, float] = (0.0, 1.0)
+    required_fields: tuple[str, ...] = REQUIRED_FIELDS
+    language: str = "auto"
+    n_boot: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.n_repeats < 2:
+            raise ConfigError("n_repeats", f"must be an integer >= 2, got {self.n_repeats}")
+        if self.delta < 0:
+            raise ConfigError("delta", f"must be a number >= 0, got {self.delta}")
+
+
+def run_judge_quality(ctx: TierContext, samples: list[Sample],
+                      options: JudgeQualityOptions) -> list[EvalResult]:
+    """Consistency of each judge over repeated fresh calls, and agreement between judges (the
+    judges are built with the persistent cache off, so repeats are real calls)."""
+    from ragmeter.tiers.generation import with_gold_contexts
+
+    return evaluate_judge_quality(
+        with_gold_contexts(ctx, samples), ctx.uncached_judges(), n_repeats=options.n_repeats,
+        delta=options.delta, scale=options.scale, required_fields=options.required_fields,
+        language=options.language, seed=ctx.seed, n_boot=options.n_boot,
+        dataset=ctx.dataset_hash)
+
+
+register_tier(Tier(
+    name="judge_quality", title="Judge quality",
+    doc="judge consistency over repeated calls and agreement between judges",
+    run=run_judge_quality, judge="required", default_judge=True,
+    options=JudgeQualityOptions))
 
 
 __all__ = ["PROMPT_VERSION", "REQUIRED_FIELDS", "cohen_kappa", "evaluate_judge_quality",

@@ -1,4 +1,4 @@
-"""Real-users benchmark (seed 000 §7): retrieval against the URL production showed the user.
+"""Real-users benchmark: retrieval against the URL production showed the user.
 
 Logged questions come from SQL (:mod:`ragmeter.data.sql`); the logged URL is mapped to a
 corpus document through the corpus ``url`` field after :func:`normalize_url`, and becomes the
@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
@@ -29,6 +30,8 @@ from ragmeter.data.sample import Sample
 from ragmeter.data.sql import LoggedQuestion, LoggedQuestions, LogQuery, fetch_logged_questions
 from ragmeter.errors import DataError, RecordProblem
 from ragmeter.results.records import EvalResult
+from ragmeter.tiers.context import TierContext, TierNotRunnable
+from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
 DEFAULT_METRICS = ("hit_rate@1(level=doc)", "hit_rate@5(level=doc)", "hit_rate@10(level=doc)",
                    "mrr(level=doc)", "recall@10(level=doc)", "precision@5(level=doc)",
@@ -166,6 +169,44 @@ def evaluate_real_users(
         "unmatched_urls": unmatched, "corpus_url_clashes": clashes[:20], "k": k,
     })
     return res
+
+
+# --------------------------------------------------------------------------- the tier
+@dataclass(frozen=True)
+class RealUsersOptions(TierOptions):
+    """``db_url_env``: the environment variable holding the log database URL (never the URL
+    itself); ``query``: which rows to read (table, db_schema, columns, min_score, where_score,
+    limit, latest); ``retriever``: the retriever type to run (bm25, dense, hybrid, ...);
+    ``k``: retrieval depth (default: the largest configured cutoff); ``embedding``: the
+    configured embedding for dense retrievers (default: the first)."""
+
+    db_url_env: str = "RAGMETER_LOGS_DB_URL"
+    query: LogQuery | None = None
+    retriever: str = "bm25"
+    k: int | None = None
+    embedding: str | None = None
+
+
+def run_real_users(ctx: TierContext, samples: list[Sample],
+                   options: RealUsersOptions) -> list[EvalResult]:
+    """Retrieval metrics on logged questions, mapped to the corpus by URL."""
+    import os
+
+    if ctx.config.corpus is None:
+        raise TierNotRunnable("real_users needs a corpus (documents with a 'url')")
+    url = os.environ.get(options.db_url_env)
+    if not url:
+        raise TierNotRunnable(f"real_users needs the log database URL in ${options.db_url_env}")
+    return [evaluate_real_users(
+        ctx.config.corpus.path, db_url=url, query=options.query, retriever=options.retriever,
+        k=options.k if options.k is not None else max(ctx.k),
+        embedder=ctx.embedder_name(options.embedding), seed=ctx.seed)]
+
+
+register_tier(Tier(
+    name="real_users", title="Real users",
+    doc="retrieval metrics on real users' logged questions",
+    run=run_real_users, options=RealUsersOptions))
 
 
 __all__ = ["DEFAULT_METRICS", "corpus_url_index", "evaluate_real_users", "logged_to_samples",

@@ -19,7 +19,7 @@ Policies (visible in ``counts`` and in every signature):
   (``negative_top_score``; ``negative_false_retrieval(threshold=t)`` when ``score_threshold``).
 * ``missing_gold``: a sample without the gold field a metric needs is unscored with reason
   ``missing_field:<name>`` (kept, counted in ``n_unscored``; never 0). At chunk level, empty
-  ``gold_chunk_ids`` next to non-empty ``gold_doc_ids`` means "chunk gold unknown" (seed 003).
+  ``gold_chunk_ids`` next to non-empty ``gold_doc_ids`` means "chunk gold unknown" (evalset format).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -39,6 +39,8 @@ from ragmeter.errors import ConfigError, DataError, MetricSpecError, RecordProbl
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.metrics.retrieval import NEGATIVE_METRICS, RANKING_METRICS, RankArrays
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.tiers.context import TierContext, TierNotRunnable
+from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 from ragmeter.tiers.relevance import (
     arrays_from_lists,
     arrays_from_run,
@@ -357,3 +359,63 @@ def _add_negatives(result: EvalResult, source: _SamplesSource, parsed: list[Metr
         sig = Signature.make(metric=str(m), threshold=th, **policy, **extra)
         result.add(MetricResult(str(m), list(ids), vals, sig, reasons=reasons, counts=counts,
                                 higher_is_better=m.spec.higher_is_better, seed=seed))
+
+
+# --------------------------------------------------------------------------- the tier
+@dataclass(frozen=True)
+class RetrievalOptions(TierOptions):
+    """``ties``: order of equal scores (stable, trec); ``match``: how a retrieved item meets the
+    gold (id, text); ``score_threshold``: also report
+    ``negative_false_retrieval(threshold=t)``; ``doc_of``: chunk id -> document id, for
+    ``level=doc`` metrics when the ids do not say it."""
+
+    ties: Literal["stable", "trec"] = "stable"
+    match: Literal["id", "text"] = "id"
+    score_threshold: float | None = None
+    doc_of: dict[str, str] | None = None
+
+
+def default_tier_metrics(ks: Sequence[int]) -> list[str]:
+    """The retrieval tier's metrics when the config lists none."""
+    out = []
+    for k in ks:
+        out += [f"hit_rate@{k}", f"hit_rate@{k}(level=doc)", f"recall@{k}", f"ndcg@{k}"]
+    return [*out, "mrr"]
+
+
+def run_retrieval(ctx: TierContext, samples: list[Sample],
+                  options: RetrievalOptions) -> list[EvalResult]:
+    """Retrieve with each of the tier's retrievers and evaluate (one result per retriever);
+    without retrievers, evaluate the ``retrieved_ids`` already in the dataset."""
+    metrics = list(ctx.tier.metrics) or default_tier_metrics(ctx.k)
+
+    def evaluate(data: list[Sample], name: str,
+                 extra: Mapping[str, Any] | None = None) -> EvalResult:
+        return evaluate_retrieval(data, metrics=metrics, ties=options.ties, match=options.match,
+                                  seed=ctx.seed, name=name, doc_of=options.doc_of,
+                                  score_threshold=options.score_threshold,
+                                  dataset_hash=ctx.dataset_hash, extra_signature=extra)
+
+    if ctx.config.retrievers:
+        from ragmeter.retrieval.run import retrieve_samples
+
+        depth = max(ctx.k)
+        out = []
+        for name, retriever in ctx.retrievers().items():
+            filled = retrieve_samples(retriever, samples, depth)
+            for s in filled:
+                ctx.annotate(s.id, f"retrieved:{name}", {
+                    "ids": list(s.retrieved_ids or [])[:depth],
+                    "contexts": list(s.retrieved_contexts or [])[:5]})
+            sig = getattr(retriever, "signature_fields", None)
+            out.append(evaluate(filled, name, dict(sig()) if callable(sig) else {}))
+        return out
+    if not any(s.retrieved_ids for s in samples):
+        raise TierNotRunnable("no retrievers configured and the dataset has no retrieved_ids")
+    return [evaluate(samples, "retrieval")]
+
+
+register_tier(Tier(
+    name="retrieval", title="Tier 1: retrieval",
+    doc="retrieval metrics (hit rate, MRR, NDCG, recall, ...) per retriever",
+    run=run_retrieval, per_sample=True, options=RetrievalOptions))

@@ -30,6 +30,8 @@ from ragmeter.errors import DataError, RecordProblem
 from ragmeter.metrics.embedding import ClusterStats, cluster_stats, validate_labels
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.retrieval.base import Embedder, EmbedKind
+from ragmeter.tiers.context import TierContext, TierNotRunnable
+from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
 TIER0_METRICS = ("silhouette", "intra_cluster_sim", "inter_cluster_dist")
 
@@ -189,7 +191,7 @@ def evaluate_embedding_quality(
 
 
 def tier0_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
-    """One row per model: total_pairs, n_clusters and the three means (seed §3.3 names)."""
+    """One row per model: total_pairs, n_clusters and the three means (intra-/inter-cluster similarity, silhouette)."""
     rows = []
     for r in results:
         rows.append({
@@ -238,6 +240,38 @@ def plot_tier0(results: Sequence[EvalResult], out_dir: str | Path, stem: str = "
 def stats_of(result: EvalResult) -> Mapping[str, Any]:
     """Seed-style summary dict of one Tier 0 result."""
     return {k: v for k, v in tier0_table([result])[0].items() if k != "silhouette_ci"}
+
+
+# --------------------------------------------------------------------------- the tier
+@dataclass(frozen=True)
+class Tier0Options(TierOptions):
+    """``labelled_texts``: a jsonl of labelled texts (default: the corpus chunks, labelled by
+    their document); ``label_field``: the field holding the label (dotted for a nested one,
+    e.g. ``metadata.section``)."""
+
+    labelled_texts: str | None = None
+    label_field: str | None = None
+
+
+def run_tier0(ctx: TierContext, samples: list[Any], options: Tier0Options) -> list[EvalResult]:
+    """Cluster quality of the labelled texts under every configured embedding model."""
+    path = ctx.path(options.labelled_texts)
+    if path is not None:
+        data = load_labelled_texts(path, label_field=options.label_field)
+    else:
+        chunks = ctx.chunks()
+        data = LabelledTexts([c.text for c in chunks], [c.doc_id for c in chunks],
+                             [c.chunk_id for c in chunks], "corpus")
+    models = [e.model for e in ctx.config.embeddings]
+    if not models:
+        raise TierNotRunnable("tier0 needs at least one entry under 'embeddings'")
+    return evaluate_embedding_quality(data, models)
+
+
+register_tier(Tier(
+    name="tier0", title="Tier 0: embedding quality",
+    doc="do texts with one label cluster together under each embedding model",
+    run=run_tier0, options=Tier0Options))
 
 
 __all__ = ["TIER0_METRICS", "ClusterStats", "LabelledTexts", "chunks_as_labelled", "evaluate_embedding_quality",

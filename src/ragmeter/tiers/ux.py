@@ -1,4 +1,4 @@
-"""UX tier (seed 000 §10): semantic-cache potential, context preservation, multi-turn consistency.
+"""UX tier: semantic-cache potential, context preservation, multi-turn consistency.
 
 Formulas in :mod:`ragmeter.metrics.ux`. Inputs (jsonl / json / csv):
 
@@ -35,6 +35,8 @@ from ragmeter.metrics.ux import (
 )
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.retrieval.base import Embedder
+from ragmeter.tiers.context import TierContext, TierNotRunnable
+from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
 SOURCE_KEYS = ("source", "source_doc_id", "doc_id", "gold_doc_id", "url", "confluence_url")
 MAX_TURNS = 12
@@ -411,6 +413,46 @@ def evaluate_ux(
 def count_reasons(result: EvalResult) -> dict[str, dict[str, int]]:
     """Unscored reasons per metric (for the CLI)."""
     return {k: dict(Counter(m.reasons.values())) for k, m in result.results.items() if m.reasons}
+
+
+# --------------------------------------------------------------------------- the tier
+@dataclass(frozen=True)
+class UxOptions(TierOptions):
+    """``cache`` + ``queries``: semantic-cache entries and the queries sent to it;
+    ``sessions``: multi-turn sessions (give the first pair, the second, or both);
+    ``embedding``: the configured embedding to use (default: the first); ``threshold``: the
+    cache's similarity threshold."""
+
+    cache: str | None = None
+    queries: str | None = None
+    sessions: str | None = None
+    embedding: str | None = None
+    threshold: float = DEFAULT_CACHE_THRESHOLD
+
+
+def run_ux(ctx: TierContext, samples: list[Any], options: UxOptions) -> list[EvalResult]:
+    """Cache hit rate, context preservation and multi-turn consistency. Multi-turn consistency
+    asks the judge the tier names; without one, the judge-free
+    ``multi_turn_answer_similarity`` is reported under its own name."""
+    cache, queries, sessions = (ctx.path(options.cache), ctx.path(options.queries),
+                                ctx.path(options.sessions))
+    if cache is None and sessions is None:
+        raise TierNotRunnable("ux needs options.cache + options.queries and/or "
+                              "options.sessions")
+    emb = ctx.embedder_name(options.embedding)
+    if emb is None:
+        raise TierNotRunnable("ux needs an embedding model (add one under 'embeddings')")
+    judge = ctx.judge() if ctx.tier.judge and sessions else None
+    return [evaluate_ux(emb, cache=load_questions(cache) if cache else None,
+                        queries=load_questions(queries) if queries else None,
+                        sessions=load_sessions(sessions) if sessions else None, judge=judge,
+                        threshold=options.threshold, seed=ctx.seed)]
+
+
+register_tier(Tier(
+    name="ux", title="UX",
+    doc="semantic-cache hit rate, context preservation, multi-turn consistency",
+    run=run_ux, judge="optional", options=UxOptions))
 
 
 __all__ = ["CacheEntry", "Session", "evaluate_cache", "evaluate_sessions", "evaluate_ux",

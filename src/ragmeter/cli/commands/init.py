@@ -19,10 +19,10 @@ def register(app: typer.Typer) -> None:
         = False,
     ) -> None:
         """Write a commented example benchmark config (edit it, then `ragmeter run PATH`)."""
-        from ragmeter.runner.example import EXAMPLE_CONFIG
+        from ragmeter.runner.example import example_config
 
         if path.exists() and not force:
             raise ConfigError("path", f"{path} exists; pass --force to overwrite it")
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(EXAMPLE_CONFIG, encoding="utf-8")
+        path.write_text(example_config(), encoding="utf-8")
         typer.echo(f"wrote {path} — edit datasets/corpus/judges, then: ragmeter run {path}")

@@ -56,8 +56,9 @@ def register(app: typer.Typer) -> None:
                                        on_plan=on_plan)
         except KeyboardInterrupt:
             rid = ids[0] if ids else (resume or run_id or "?")
-            err.print(f"[yellow]interrupted[/]; continue with: ragmeter run {config} "
-                      f"--resume {rid}", highlight=False)
+            err.print(f"[yellow]interrupted[/]; finished batches saved as run {rid} (status "
+                      f"interrupted); continue with: ragmeter run {config} --resume {rid}",
+                      highlight=False)
             raise typer.Exit(130) from None
         out.print(f"run [bold]{stored.id}[/] saved to {mask_url(url)}", highlight=False)
         for name, rec in stored.tiers.items():
