@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ConfigError
+from ragmeter.secrets import register_secret
 
 BACKENDS = ("openai", "gguf", "local-demo", "mock", "recorded", "scripted")
 LANGUAGES = ("auto", "ru", "en")
@@ -139,6 +140,7 @@ class JudgeConfig:
         if not self.api_key_env:
             return None
         value = os.environ.get(self.api_key_env)
+        register_secret(value)  # masked in every output from now on
         return value or None
 
     def headers(self) -> dict[str, str]:

@@ -436,7 +436,7 @@ def render_run_html(run: StoredRun) -> str:
         parts.append("".join(section))
     explorer, sample_data = _explorer(run)
     parts.append(explorer)
-    from ragmeter.runner.secrets import mask_secrets
+    from ragmeter.secrets import mask_secrets
 
     cfg = json.dumps(mask_secrets(run.config), ensure_ascii=False, indent=2, default=str)
     parts.append(f"<section id=signature><h2>Signature</h2><p><code>{escape(run.signature)}"

@@ -119,7 +119,7 @@ class BenchConfig:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def masked(self) -> dict[str, Any]:
-        from ragmeter.runner.secrets import mask_secrets
+        from ragmeter.secrets import mask_secrets
 
         masked: dict[str, Any] = mask_secrets(copy.deepcopy(self.raw))
         return masked
@@ -230,7 +230,7 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         cfg.batch_size = _int(d["batch_size"], "batch_size", 1)
     if d.get("store") is not None:
         cfg.store = _str(d["store"], "store")
-        from ragmeter.runner.secrets import mask_text
+        from ragmeter.secrets import mask_text
 
         if mask_text(cfg.store) != cfg.store:
             raise ConfigError("store", "contains a password; give the URL through "

@@ -38,7 +38,6 @@ from ragmeter.results.store import (
     utc_now,
 )
 from ragmeter.runner.config import BenchConfig, TierConfig, canonical_tier
-from ragmeter.runner.secrets import mask_text
 from ragmeter.runner.tiers import (
     TierAdapter,
     TierContext,
@@ -46,6 +45,7 @@ from ragmeter.runner.tiers import (
     TierStats,
     resolve_adapters,
 )
+from ragmeter.secrets import mask_text
 
 ProgressHook = Callable[[str, str, dict[str, Any]], None]
 
@@ -63,7 +63,7 @@ class ProgressLog:
         self._fh = path.open("a", encoding="utf-8")
 
     def append(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._fh.write(mask_text(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self.records.append(record)
