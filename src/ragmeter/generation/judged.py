@@ -157,7 +157,7 @@ def _lang(ctx: GenerationContext, sample: Sample, binary: bool) -> str:
         return "en"
     if ctx.language in ("ru", "en"):
         return ctx.language
-    from ragmeter.judges.prompts import detect_language
+    from ragmeter.text import detect_language
 
     return detect_language([sample.user_input, sample.response, sample.reference])
 
@@ -224,7 +224,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlanResu
         need_r = "reference_claims" in j.needs
         if need_a or need_r:
             if binary:
-                from ragmeter.generation.text import split_sentences
+                from ragmeter.text import split_sentences
 
                 j.claims_source = "sentences"
                 if need_a:

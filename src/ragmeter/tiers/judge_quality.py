@@ -46,6 +46,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.text import detect_language
 
 PROMPT_VERSION = "jq-faithfulness-v1"
 SCORE_SCHEMA: dict[str, Any] = {
@@ -71,7 +72,6 @@ _USER = {
            '{{"score": <число 0..1>, "reason": "<одно предложение>"}}.'),
 }
 REQUIRED_FIELDS = ("question", "answer", "context")
-_CYR = set("абвгдеёжзийклмнопрстуфхцчшщъыьэюя")
 
 
 def item_fields(s: Sample) -> dict[str, str | None]:
@@ -134,19 +134,12 @@ def missing_field(s: Sample, required: Sequence[str] = REQUIRED_FIELDS) -> str |
     return None
 
 
-def _lang(text: str) -> str:
-    letters = [c for c in text.lower() if c.isalpha()]
-    if not letters:
-        return "en"
-    return "ru" if sum(c in _CYR for c in letters) / len(letters) > 0.3 else "en"
-
-
 def faithfulness_request(s: Sample, repeat: int, language: str = "auto") -> JudgeRequest:
     """The default 0..1 faithfulness request; untrusted texts fenced and neutralised."""
     from ragmeter.judges.prompts import fence
 
     f = item_fields(s)
-    lang = language if language in ("ru", "en") else _lang(f"{f['question']} {f['answer']}")
+    lang = language if language in ("ru", "en") else detect_language([f["question"], f["answer"]])
     user = _USER[lang].format(question=fence(f["question"], "question"),
                               context=fence(f["context"], "context"),
                               answer=fence(f["answer"], "answer"))
