@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter._version import __version__
-from ragmeter.results.stats import (
+from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     PairedComparison,

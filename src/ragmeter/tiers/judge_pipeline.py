@@ -36,14 +36,9 @@ from typing import Any
 import numpy as np
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
-from ragmeter.metrics.classification import (
-    Confusion,
-    best_f1_threshold,
-    bootstrap_stat,
-    roc_auc,
-    threshold_sweep,
-)
+from ragmeter.metrics.classification import Confusion, best_f1_threshold, threshold_sweep
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.stats import bootstrap_stat, roc_auc
 
 YES = frozenset({"yes", "да", "y", "true"})
 NO = frozenset({"no", "нет", "n", "false"})
