@@ -15,9 +15,10 @@ Metrics without a row get no band (``None``): we never invent thresholds.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from ragmeter.metrics.registry import split_metric_key
 
 EXCELLENT = "excellent"
 GOOD = "good"
@@ -59,7 +60,6 @@ BANDS: tuple[Band, ...] = (
                          "multi_turn_consistency"), 0.95, 0.85),
 )
 
-_KEY = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>\d+))?\s*(?:\((?P<p>.*)\))?$")
 
 
 def find_band(metric: str, tier: str | None = None) -> Band | None:
@@ -68,11 +68,8 @@ def find_band(metric: str, tier: str | None = None) -> Band | None:
     ``accuracy`` only gets the judge-pipeline band when it comes from the ``judge_pipeline``
     tier (a plain accuracy elsewhere has no row in the table).
     """
-    m = _KEY.match(metric.strip())
-    if not m:
-        return None
-    name = m.group("name").lower().replace("-", "_")
-    k = int(m.group("k")) if m.group("k") else None
+    name, k, _ = split_metric_key(metric)
+    name = name.lower().replace("-", "_")
     if name == "accuracy" and tier == "judge_pipeline":
         name = "judge_pipeline_accuracy"
     for band in BANDS:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from importlib import resources
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter._version import __version__
+from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.results.records import EvalResult, MetricResult
@@ -29,7 +29,6 @@ MAX_EXPLORER_SAMPLES = 2000
 REASON_KEYS = ("reason", "reasons", "explanation", "rationale", "reasoning", "verdict",
                "verdicts", "feedback", "comment", "detail")
 GRADE_KEYS = ("grade", "label", "judge_label")
-_KEY = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:@(?P<k>\d+))?(?:\((?P<p>.*)\))?$")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -78,10 +77,7 @@ def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool =
 
 
 def _parse_key(key: str) -> tuple[str, int | None, str]:
-    m = _KEY.match(key.replace(" ", ""))
-    if not m:
-        return key, None, ""
-    return m.group("name"), int(m.group("k")) if m.group("k") else None, m.group("p") or ""
+    return split_metric_key(key.replace(" ", ""))
 
 
 def is_demo(run: StoredRun) -> list[str]:

@@ -363,12 +363,12 @@ def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
     metrics = _str_list(t.get("metrics", []), f"{p}.metrics")
     if name in TIER_NAMES:
         from ragmeter.errors import MetricSpecError
-        from ragmeter.metrics.registry import parse_metric
+        from ragmeter.metrics.registry import parse_metrics
 
-        canon = []
-        for j, m in enumerate(metrics):
+        canon: list[str] = []
+        for j, m in enumerate(metrics):  # cutoff lists (hit_rate@1,5,10) expand in place
             try:
-                canon.append(str(parse_metric(m)))
+                canon += [str(x) for x in parse_metrics([m]) if str(x) not in canon]
             except MetricSpecError as exc:
                 raise ConfigError(f"{p}.metrics[{j}]", str(exc)) from None
         metrics = tuple(canon)
