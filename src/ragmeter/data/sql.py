@@ -1,7 +1,7 @@
 """Read logged user questions from a SQL database, read-only, through SQLAlchemy Core.
 
 Default table ``question_answer`` with columns ``question``, ``answer``, ``confluence_url``,
-``score``, ``created_at`` (seed 000 §7); every name is configurable through
+``score``, ``created_at``; every name is configurable through
 :class:`ColumnMap`. Identifiers are validated against the *reflected* table — a wrong column
 name is a :class:`~ragmeter.errors.ConfigError` naming it and listing the real columns — and
 values travel as bound parameters, never as SQL text.

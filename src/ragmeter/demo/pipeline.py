@@ -1,7 +1,7 @@
 """``ragmeter demo``: the built-in benchmark (``demo/bench.yaml``) run end to end.
 
 The demo is an ordinary benchmark config over the shipped data, run through the same runner
-as ``ragmeter run`` (resumable, stored, reported), plus the retriever comparison of seed 003
+as ``ragmeter run`` (resumable, stored, reported), plus the retriever comparison
 (table with CIs and significance marks, PNG/SVG charts) and the Tier 0 / judge-pipeline
 charts. Everything lands in one output folder.
 """
@@ -82,7 +82,7 @@ def run_demo(out_dir: str | Path = "ragmeter-demo", *, judge: bool = True,
 
 
 def _retriever_comparison(cfg: BenchConfig, out: Path, limit: int | None) -> list[Path]:
-    """Seed 003: bm25 / dense / hybrid at k = 5, 10, 20 — table with CIs and charts."""
+    """Retriever comparison: bm25 / dense / hybrid at k = 5, 10, 20 — table with CIs and charts."""
     from ragmeter.data.evalset import load_evalset
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
     from ragmeter.retrieval.corpus import load_corpus

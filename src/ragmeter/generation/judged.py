@@ -24,13 +24,13 @@ Scores (claims A = answer claims, C = reference claims; verdicts v ∈ {0, 1}):
 * context_recall = |{c ∈ C : c supported by the contexts}| / |C|
 * context_precision = Σ_k (precision@k · v_k) / Σ_k v_k with v_k = context k useful for the
   reference (ranked order), precision@k = Σ_{i≤k} v_i / k; 0 when no context is useful
-* context_relevance = (1/N) Σ_i s_i / 2 with s_i ∈ {0, 1, 2} (NVIDIA style, seed 004);
+* context_relevance = (1/N) Σ_i s_i / 2 with s_i ∈ {0, 1, 2} (NVIDIA style);
   per-context scores kept in details. Demo judge: s_i ∈ {0, 2} from a yes/no "relevant" verdict
   (signature ``scale:binary``)
-* answer_relevance = s / 2, s ∈ {0, 1, 2} (seed 000 §5.5.2: 1 / 0.5 / 0); demo: yes/no
-* e2e_score = s / 2, s ∈ {0, 1, 2} (seed 000 §6.4.1); demo: yes/no "same key information as
+* answer_relevance = s / 2, s ∈ {0, 1, 2} (full / partial / none = 1 / 0.5 / 0); demo: yes/no
+* e2e_score = s / 2, s ∈ {0, 1, 2}; demo: yes/no "same key information as
   the reference"
-* answer_correctness = w · factual_F1 + (1 − w) · semantic_similarity (seed 001); presets
+* answer_correctness = w · factual_F1 + (1 − w) · semantic_similarity; presets
   default 0.75, equal 0.5, factual_focused 0.9, semantic_focused 0.1, custom ``w``
 
 A reply that fails (unparseable, schema mismatch, timeout, ...) leaves unscored exactly the

@@ -1,4 +1,4 @@
-"""Tier 2 (generation from gold context) and Tier 3 (end to end) runs (seed 000 §5, §6).
+"""Tier 2 (generation from gold context) and Tier 3 (end to end) runs.
 
 * :func:`run_tier2` — the generator answers from the *ideal* context: ``reference_contexts``,
   else the texts of ``gold_chunk_ids`` looked up in ``chunks``. The answer is scored with the

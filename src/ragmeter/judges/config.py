@@ -202,7 +202,7 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
     """Judge configs from a parsed YAML/JSON document.
 
     Accepted shapes: one judge mapping; ``{"judges": [mapping, ...]}`` (optional ``defaults``
-    merged into each, optional ``prices: {model: [in, out]}`` per 1M tokens); or a Spring-AI ``application.yaml`` (seed 001: ``spring.ai.openai``
+    merged into each, optional ``prices: {model: [in, out]}`` per 1M tokens); or a Spring-AI ``application.yaml`` (``spring.ai.openai``
     base URL and ``${ENV}`` key, ``spring.ai.chat-models.list`` models, ``spring.ai.retry``
     backoff), which gives one ``openai`` judge per listed model.
     """

@@ -113,7 +113,7 @@ for _name, _doc in (
                         required_fields=("ground_truth_show",)))
 
 
-# Judge-quality metrics (tier ``judge_quality``, seed 000 §8); registered here, family "judge".
+# Judge-quality metrics (tier ``judge_quality``); registered here, family "judge".
 register(MetricSpec(
     name="judge_consistency", family="judge",
     params=(Param("delta", float, 0.5, doc="tolerance δ on the judge's own scale"),),

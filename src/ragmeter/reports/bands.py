@@ -1,4 +1,4 @@
-"""Threshold bands from the design doc (seed 000, §11.2): excellent / good / needs attention.
+"""Threshold bands: excellent / good / needs attention.
 
 | metric                      | excellent | good      | needs attention |
 |-----------------------------|-----------|-----------|-----------------|
@@ -28,7 +28,7 @@ BAND_NAMES = (EXCELLENT, GOOD, NEEDS_ATTENTION)
 
 @dataclass(frozen=True)
 class Band:
-    """One row of §11.2: metric names it covers, and the two boundaries."""
+    """One row of the threshold-band table: metric names it covers, and the two boundaries."""
 
     label: str
     names: tuple[str, ...]
@@ -63,7 +63,7 @@ BANDS: tuple[Band, ...] = (
 
 
 def find_band(metric: str, tier: str | None = None) -> Band | None:
-    """The §11.2 row for a metric key such as ``hit_rate@1`` or ``ndcg@10(gain=exp)``.
+    """The threshold-band row for a metric key such as ``hit_rate@1`` or ``ndcg@10(gain=exp)``.
 
     ``accuracy`` only gets the judge-pipeline band when it comes from the ``judge_pipeline``
     tier (a plain accuracy elsewhere has no row in the table).

@@ -294,8 +294,8 @@ def _summary(run: StoredRun) -> str:
              "<table><thead><tr><th>tier</th><th>result</th><th>metric</th><th>mean</th>"
              "<th>95% CI</th><th>band</th></tr></thead><tbody>" + "".join(rows)
              + "</tbody></table>")
-    return (f"<section id=summary><h2>Summary</h2>{table}<details><summary>Threshold bands "
-            f"(design doc §11.2)</summary><ul>{legend}</ul></details></section>")
+    return (f"<section id=summary><h2>Summary</h2>{table}<details><summary>Threshold bands"
+            f"</summary><ul>{legend}</ul></details></section>")
 
 
 def _tier_status(run: StoredRun) -> str:

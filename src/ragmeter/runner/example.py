@@ -18,7 +18,7 @@ batch_size: 16                # samples per batch; every finished batch is saved
 
 datasets:
   - name: main
-    path: data/evalset.jsonl  # seed-003 evalset (id, question, gold_doc_ids, gold_chunk_ids, type)
+    path: data/evalset.jsonl  # evalset format (id, question, gold_doc_ids, gold_chunk_ids, type)
     format: auto              # auto | evalset | samples (RAGAS field names)
 
 corpus:

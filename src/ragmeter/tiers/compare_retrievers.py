@@ -1,4 +1,4 @@
-"""Compare retrievers (bm25 / dense / hybrid) on one evalset at several k (seed 003).
+"""Compare retrievers (bm25 / dense / hybrid) on one evalset at several k.
 
 Each retriever indexes the chunks once and searches once at ``max(ks)``; every metric at every
 k is computed from that single ranking by :func:`ragmeter.tiers.retrieval_eval.evaluate_retrieval`.

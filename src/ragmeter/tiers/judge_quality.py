@@ -1,4 +1,4 @@
-"""Judge quality (seed 000 §8): is the LLM judge consistent, reliable and fast?
+"""Judge quality: is the LLM judge consistent, reliable and fast?
 
 Every item is scored ``n_repeats`` (≥ 2) times by each judge. Repeats are real calls: each
 repeat carries its own ``prompt_version`` suffix (``…#r1``, ``…#r2``), which is part of the
@@ -11,7 +11,7 @@ counted in ``meta["cached_replies"]`` and left out of the latency figures.
 Per judge one :class:`EvalResult` with:
 
 * ``judge_consistency(delta=δ)`` — per item ``1[max_r s_r − min_r s_r ≤ δ]`` (for n = 2 this
-  is ``|s1 − s2| ≤ δ``; δ on the judge's own scale, 0.5 by default as in the seed). An item
+  is ``|s1 − s2| ≤ δ``; δ on the judge's own scale, 0.5 by default). An item
   with any unscored repeat is unscored with that repeat's reason.
 * ``judge_error_rate`` — per call ``1[reply unscored]`` over the calls actually made;
   ``meta["error_rate_by_reason"]`` splits it by reason.

@@ -1,4 +1,4 @@
-"""Real-users benchmark (seed 000 §7): retrieval against the URL production showed the user.
+"""Real-users benchmark: retrieval against the URL production showed the user.
 
 Logged questions come from SQL (:mod:`ragmeter.data.sql`); the logged URL is mapped to a
 corpus document through the corpus ``url`` field after :func:`normalize_url`, and becomes the

@@ -3,7 +3,7 @@
 * ``id`` matching: an item is relevant with the grade its id has in the gold mapping; at
   ``doc`` level ids are first mapped to parent documents (``doc_of``). Only the first occurrence
   of a gold unit counts; later repeats keep their position but get grade 0.
-* ``text`` matching (seed 002): texts are normalised (NFKC, casefold, whitespace collapsed) and a
+* ``text`` matching: texts are normalised (NFKC, casefold, whitespace collapsed) and a
   retrieved text matches a gold text when either contains the other; an empty text never matches.
   ``hit`` marks retrieved texts matching any gold text (precision, hit rate), ``cover`` counts gold
   texts matched for the first time (recall), and ``rel`` marks "first match of a new gold text"
@@ -231,7 +231,7 @@ def _ideal_sparse(q: np.ndarray, g: np.ndarray, nq: int) -> tuple[np.ndarray, np
 
 
 def normalize_text(text: str) -> str:
-    """NFKC, casefold, and collapse whitespace (seed 002, made Unicode-aware)."""
+    """NFKC, casefold, and collapse whitespace (Unicode-aware)."""
     return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
 
 

@@ -1,4 +1,4 @@
-"""UX tier (seed 000 §10): semantic-cache potential, context preservation, multi-turn consistency.
+"""UX tier: semantic-cache potential, context preservation, multi-turn consistency.
 
 Formulas in :mod:`ragmeter.metrics.ux`. Inputs (jsonl / json / csv):
 

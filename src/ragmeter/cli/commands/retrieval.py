@@ -107,9 +107,9 @@ def retrieval(
     run: Annotated[Path | None, typer.Option(
         "--run", help="Run: TREC 'qid Q0 doc rank score tag' or JSON {qid: {doc: score}}.")] = None,
     evalset: Annotated[Path | None, typer.Option(
-        "--evalset", help="Seed-003 evalset (jsonl/json/csv), strict rules.")] = None,
+        "--evalset", help="Evalset-format file (jsonl/json/csv), strict rules.")] = None,
     samples: Annotated[Path | None, typer.Option(
-        "--samples", help="Generic samples file (RAGAS / seed-003 field names).")] = None,
+        "--samples", help="Generic samples file (RAGAS or evalset-format field names).")] = None,
     k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
@@ -117,7 +117,7 @@ def retrieval(
     ties: Annotated[str, typer.Option(
         "--ties", help="stable (score desc, input order) | trec (score desc, doc id desc)")] = "stable",
     match: Annotated[str, typer.Option(
-        "--match", help="id | text (seed-002 normalised text containment)")] = "id",
+        "--match", help="id | text (normalised text containment)")] = "id",
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
     score_threshold: Annotated[float | None, typer.Option(
         "--score-threshold", help="Negative questions: a top-1 score at or above it is a false "
