@@ -82,7 +82,7 @@ def run_demo(out_dir: str | Path = "ragmeter-demo", *, judge: bool = True,
 
 
 def _retriever_comparison(cfg: BenchConfig, out: Path, limit: int | None) -> list[Path]:
-    """Retriever comparison: bm25 / dense / hybrid at k = 5, 10, 20 — table with CIs and charts."""
+    """Retriever comparison: bm25 / dense / hybrid at k = 5, 10, 20 — table with CIs, charts."""
     from ragmeter.data.evalset import load_evalset
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
     from ragmeter.retrieval.corpus import load_corpus

@@ -1,4 +1,4 @@
-"""Judge pipeline (production judge): how good is the production "show this answer?" judge.
+"""Judge pipeline (the production judge): how good is the production "show this answer?" judge.
 
 Labelled items ``{id?, question, answer, context, ground_truth_show, rationale?}`` (jsonl /
 json / csv through :func:`ragmeter.data.loaders.read_records`). Two modes:

@@ -19,7 +19,7 @@ Policies (visible in ``counts`` and in every signature):
   (``negative_top_score``; ``negative_false_retrieval(threshold=t)`` when ``score_threshold``).
 * ``missing_gold``: a sample without the gold field a metric needs is unscored with reason
   ``missing_field:<name>`` (kept, counted in ``n_unscored``; never 0). At chunk level, empty
-  ``gold_chunk_ids`` next to non-empty ``gold_doc_ids`` means "chunk gold unknown".
+  ``gold_chunk_ids`` next to non-empty ``gold_doc_ids`` means "chunk gold unknown" (evalset format).
 """
 
 from __future__ import annotations

@@ -189,7 +189,7 @@ def evaluate_embedding_quality(
 
 
 def tier0_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
-    """One row per model: total_pairs, n_clusters and the three means."""
+    """One row per model: total_pairs, n_clusters and the three means (intra-/inter-cluster similarity, silhouette)."""
     rows = []
     for r in results:
         rows.append({
