@@ -134,3 +134,21 @@ def test_no_password_or_key_in_any_output(tmp_path: Path, alive: bool, key: bool
     hits += [f"stdout/stderr of command {i}" for i, o in enumerate(outputs)
              if PASSWORD in o.stdout + o.stderr or API_KEY in o.stdout + o.stderr]
     assert hits == []
+
+
+def test_log_records_are_masked(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.INFO)
+    logging.getLogger("ragmeter.judges").info("calling %s", "http://u:hunter2-pw@h/v1")
+    assert "hunter2-pw" not in caplog.text and f"u:{MASK}@h" in caplog.text
+
+
+def test_url_credentials_become_a_header_and_a_registered_secret() -> None:
+    from ragmeter.secrets import split_url_credentials
+
+    url, auth = split_url_credentials("http://alice:s3cr%40t-pw@127.0.0.1:8000/v1")
+    assert url == "http://127.0.0.1:8000/v1"
+    assert auth is not None and auth.startswith("Basic ")
+    assert mask(f"token {auth[6:]} and s3cr@t-pw") == f"token {MASK} and {MASK}"
+    assert split_url_credentials("http://127.0.0.1:8000/v1") == ("http://127.0.0.1:8000/v1", None)
