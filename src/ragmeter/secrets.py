@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -58,11 +59,23 @@ def register_env_secret(name: str | None) -> None:
         register_secret(os.environ.get(str(name)))
 
 
+_cache: dict[str, Any] = {"key": None, "at": 0.0, "secrets": []}
+_ENV_RESCAN_S = 0.5
+
+
 def _known_secrets() -> list[str]:
-    env = [v for k, v in os.environ.items()
-           if len(v) >= _MIN_SECRET_LEN and _SECRET_ENV_NAME.search(k)]
-    # longest first, so a secret containing another is masked whole
-    return sorted(_registered.union(env), key=len, reverse=True)
+    """Registered secrets and secret-named environment values, longest first (so a secret that
+    contains another is masked whole). Recomputed when a secret is registered or a variable is
+    added or removed, and at least every half second (a changed value of an existing variable)."""
+    now = time.monotonic()
+    key = (len(_registered), len(os.environ))
+    if key != _cache["key"] or now - _cache["at"] > _ENV_RESCAN_S:
+        env = [v for k, v in os.environ.items()
+               if len(v) >= _MIN_SECRET_LEN and _SECRET_ENV_NAME.search(k)]
+        _cache.update(key=key, at=now,
+                      secrets=sorted(_registered.union(env), key=len, reverse=True))
+    secrets: list[str] = _cache["secrets"]
+    return secrets
 
 
 def is_secret_key(key: str) -> bool:
