@@ -12,7 +12,8 @@ import pytest
 from ragmeter.errors import ConfigError, DataError
 from ragmeter.judges import JudgeConfig, RetryPolicy, make_judge
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
-from ragmeter.metrics.classification import bootstrap_stat, roc_auc, threshold_sweep
+from ragmeter.metrics.classification import threshold_sweep
+from ragmeter.stats import bootstrap_stat, roc_auc
 from ragmeter.tiers.judge_pipeline import (
     evaluate_judge_pipeline,
     load_pipeline_items,

@@ -9,9 +9,9 @@ import pytest
 
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
-from ragmeter.generation.text import make_tokenizer
 from ragmeter.metrics.lexical import corpus_bleu, lcs_length, rouge_batch
 from ragmeter.metrics.registry import parse_metric
+from ragmeter.text import make_tokenizer
 
 
 def _dp_lcs(a, b):

@@ -48,3 +48,32 @@ def test_errors(text: str, fragment: str) -> None:
 def test_equal_metrics_hash_equal() -> None:
     assert make_metric("toy_at_k", k=5, level="doc") == parse_metric("toy_doc@5")
     assert len({parse_metric("toy_at_k@5"), parse_metric("toy_at_k@5(level=chunk)")}) == 1
+
+
+def test_metric_list_grammar_lives_in_the_registry() -> None:
+    from ragmeter.metrics.registry import (
+        expand_cutoffs,
+        needs_cutoff,
+        parse_metrics,
+        split_metric_key,
+        split_metric_list,
+    )
+
+    assert split_metric_list("hit_rate@1,5,10,mrr,ndcg@3(gain=exp,level=doc)") == [
+        "hit_rate@1,5,10", "mrr", "ndcg@3(gain=exp,level=doc)"]
+    assert expand_cutoffs("hit_rate@1,5(level=doc)") == [
+        "hit_rate@1(level=doc)", "hit_rate@5(level=doc)"]
+    assert [str(m) for m in parse_metrics("hit_rate@1,5,mrr,hit_rate@5")] == [
+        "hit_rate@1", "hit_rate@5", "mrr"]
+    assert needs_cutoff("recall") and not needs_cutoff("mrr") and not needs_cutoff("nope")
+    assert split_metric_key("ndcg@10(gain=exp)") == ("ndcg", 10, "gain=exp")
+    assert split_metric_key("accuracy") == ("accuracy", None, "")
+
+
+def test_config_expands_cutoff_lists(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ragmeter.runner.config import parse_config
+
+    cfg = parse_config({"name": "x", "datasets": [{"name": "d", "path": "d.jsonl"}],
+                        "tiers": [{"name": "retrieval", "metrics": ["hit_rate@1,5", "mrr"]}]},
+                       tmp_path)
+    assert list(cfg.tiers[0].metrics) == ["hit_rate@1", "hit_rate@5", "mrr"]

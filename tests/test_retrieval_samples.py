@@ -14,9 +14,10 @@ from ragmeter.data.loaders import load_samples
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MetricSpecError
 from ragmeter.metrics.registry import parse_metric
+from ragmeter.metrics.registry import parse_metrics as expand_metrics
 from ragmeter.results.records import EvalResult
 from ragmeter.tiers.relevance import normalize_text, texts_match
-from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval, expand_metrics
+from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
 
 FIX = Path(__file__).parent / "fixtures" / "retrieval"
 L2 = math.log2

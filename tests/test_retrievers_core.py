@@ -23,7 +23,7 @@ from ragmeter.retrieval.retrievers import (
     top_k_indices,
 )
 from ragmeter.retrieval.run import retrieve_samples
-from ragmeter.retrieval.text import Analyzer
+from ragmeter.text import Analyzer
 
 CHUNKS = [
     Chunk("rules#0", "rules", "Правила проживания в общежитии утверждает ректор."),

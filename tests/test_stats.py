@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ragmeter.results.records import MetricResult, SampleScore, Signature, compare_metric
-from ragmeter.results.stats import bootstrap_ci, paired_test
+from ragmeter.stats import bootstrap_ci, paired_test
 
 
 def test_bootstrap_deterministic_and_covers_mean() -> None:

@@ -1,4 +1,25 @@
-"""ragmeter: measure RAG systems — retrieval, generation, judge reliability, user experience."""
+"""ragmeter: measure RAG systems — retrieval, generation, judge reliability, user experience.
+
+Start here::
+
+    import ragmeter
+
+    samples = ragmeter.load_samples("answers.jsonl").samples
+    retrieval = ragmeter.evaluate_retrieval(samples, metrics=["hit_rate@1,5", "mrr"])
+    judge = ragmeter.make_judge(ragmeter.JudgeConfig(
+        name="main", backend="openai", base_url="http://127.0.0.1:8000/v1", model="qwen2.5-7b"))
+    generation = ragmeter.evaluate_generation(samples, ["faithfulness", "rouge_l"], judge=judge)
+    run = ragmeter.run_benchmark(ragmeter.load_config("bench.yaml"))
+
+The verbs (``evaluate_retrieval``, ``evaluate_generation``, ``run_benchmark``, ``make_judge``,
+``load_samples``, ``load_config``) and the judge/runner nouns are imported on first use, so
+``import ragmeter`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ragmeter._version import __version__
 from ragmeter.data.sample import Sample
@@ -9,7 +30,7 @@ from ragmeter.errors import (
     MissingExtraError,
     RagmeterError,
 )
-from ragmeter.metrics.registry import Metric, list_specs, parse_metric
+from ragmeter.metrics.registry import Metric, list_specs, parse_metric, parse_metrics
 from ragmeter.results.records import (
     EvalResult,
     MetricResult,
@@ -18,11 +39,56 @@ from ragmeter.results.records import (
     compare_metric,
     compare_results,
 )
+from ragmeter.secrets import install_log_masking
+
+if TYPE_CHECKING:
+    from ragmeter.data.loaders import LoadResult, load_samples
+    from ragmeter.generation.evaluate import evaluate_generation
+    from ragmeter.judges import Judge, JudgeConfig, JudgeRequest, make_judge
+    from ragmeter.runner.config import BenchConfig, load_config
+    from ragmeter.runner.engine import run_benchmark
+    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+
+install_log_masking()
+
+# public name -> module that defines it (imported on first attribute access)
+_LAZY: dict[str, str] = {
+    "evaluate_retrieval": "ragmeter.tiers.retrieval_eval",
+    "evaluate_generation": "ragmeter.generation.evaluate",
+    "run_benchmark": "ragmeter.runner.engine",
+    "load_config": "ragmeter.runner.config",
+    "BenchConfig": "ragmeter.runner.config",
+    "make_judge": "ragmeter.judges",
+    "Judge": "ragmeter.judges",
+    "JudgeConfig": "ragmeter.judges",
+    "JudgeRequest": "ragmeter.judges",
+    "load_samples": "ragmeter.data.loaders",
+    "LoadResult": "ragmeter.data.loaders",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ragmeter' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
+    "BenchConfig",
     "ConfigError",
     "DataError",
     "EvalResult",
+    "Judge",
+    "JudgeConfig",
+    "JudgeRequest",
+    "LoadResult",
     "Metric",
     "MetricResult",
     "MetricSpecError",
@@ -34,6 +100,13 @@ __all__ = [
     "__version__",
     "compare_metric",
     "compare_results",
+    "evaluate_generation",
+    "evaluate_retrieval",
     "list_specs",
+    "load_config",
+    "load_samples",
+    "make_judge",
     "parse_metric",
+    "parse_metrics",
+    "run_benchmark",
 ]

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from ragmeter._version import __version__
 from ragmeter.errors import RagmeterError
+from ragmeter.secrets import mask
 
 app = typer.Typer(
     name="ragmeter",
@@ -64,7 +65,7 @@ def main() -> None:
             sys.exit(rv)
     except RagmeterError as exc:
         # soft_wrap: never break a path or a pip command across lines
-        err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[bold red]error:[/] {escape(mask(str(exc)))}", highlight=False, soft_wrap=True)
         sys.exit(2)
     except SystemExit:
         raise

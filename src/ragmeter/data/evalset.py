@@ -1,4 +1,4 @@
-"""The seed-003 ``evalset.jsonl``: ``id, question, gold_doc_ids, gold_chunk_ids, type, notes, source``.
+"""The evalset format (``evalset.jsonl``): ``id, question, gold_doc_ids, gold_chunk_ids, type, notes, source``.
 
 Rules on top of the generic loader: every record needs ``id`` and ``question``; a non-negative
 question needs at least one ``gold_doc_ids`` entry; a ``negative`` question must have empty gold
@@ -17,7 +17,7 @@ from ragmeter.data.sample import Sample
 
 
 def check_evalset_sample(sample: Sample, record: Mapping[str, Any]) -> list[tuple[str | None, str]]:
-    """Seed-003 rules for one sample (and its raw record), as ``(field, message)`` pairs."""
+    """Evalset-format rules for one sample (and its raw record), as ``(field, message)`` pairs."""
     problems: list[tuple[str | None, str]] = []
     if not any(k in record for k in ("id", "sample_id", "qid")):
         problems.append(("id", "missing"))
@@ -32,12 +32,12 @@ def check_evalset_sample(sample: Sample, record: Mapping[str, Any]) -> list[tupl
 
 
 def load_evalset(path: str | Path, *, skip_invalid: bool = False) -> LoadResult:
-    """Load and validate a seed-003 evalset (jsonl, json or csv)."""
+    """Load and validate an evalset-format file (jsonl, json or csv)."""
     return load_samples(path, skip_invalid=skip_invalid, validate=check_evalset_sample)
 
 
 def evalset_record(sample: Sample) -> dict[str, Any]:
-    """A sample in seed-003 field names (retrieval fields kept when present)."""
+    """A sample in evalset-format field names (retrieval fields kept when present)."""
     rec: dict[str, Any] = {
         "id": sample.id,
         "question": sample.user_input or "",
@@ -60,7 +60,7 @@ def evalset_record(sample: Sample) -> dict[str, Any]:
 
 
 def write_evalset(samples: Iterable[Sample], path: str | Path) -> None:
-    """Write samples as seed-003 ``evalset.jsonl`` (one JSON object per line, UTF-8)."""
+    """Write samples in the evalset format (``evalset.jsonl``, (one JSON object per line, UTF-8)."""
     with Path(path).open("w", encoding="utf-8") as fh:
         for s in samples:
             fh.write(json.dumps(evalset_record(s), ensure_ascii=False) + "\n")

@@ -6,7 +6,7 @@ dict; ``load_samples`` does both and either raises one :class:`DataError` listin
 list in :attr:`LoadResult.skipped`.
 
 Field names: RAGAS (``user_input``, ``retrieved_contexts``, ``response``, ``reference``,
-``reference_contexts``) and seed-003 (``question`` → ``user_input``, ``id``, ``gold_doc_ids``,
+``reference_contexts``) and the evalset format (``question`` → ``user_input``, ``id``, ``gold_doc_ids``,
 ``gold_chunk_ids``, ``type``; ``notes`` / ``source`` → ``metadata``). Unknown fields go to
 ``metadata`` unless they look like a typo of a known field (then they are an error).
 CSV list fields are JSON arrays (``["a","b"]``) or ``|``-separated (``a|b``); empty cells are absent.

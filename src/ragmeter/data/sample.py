@@ -13,8 +13,8 @@ class Sample:
     """One question of an evaluation set and whatever is known about it.
 
     Field names follow RAGAS where RAGAS has them (``user_input``, ``retrieved_contexts``,
-    ``response``, ``reference``, ``reference_contexts``); the others come from the seed-003
-    evalset (``gold_doc_ids``, ``gold_chunk_ids``, ``type``).
+    ``response``, ``reference``, ``reference_contexts``); the others come from the
+    evalset format (``gold_doc_ids``, ``gold_chunk_ids``, ``type``).
 
     ``gold_grades`` optionally maps a gold id to a graded relevance (default grade 1).
     ``retrieved_scores`` are the retriever's scores, aligned with ``retrieved_ids``.

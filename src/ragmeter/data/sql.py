@@ -1,7 +1,7 @@
 """Read logged user questions from a SQL database, read-only, through SQLAlchemy Core.
 
 Default table ``question_answer`` with columns ``question``, ``answer``, ``confluence_url``,
-``score``, ``created_at`` (seed 000 §7); every name is configurable through
+``score``, ``created_at``; every name is configurable through
 :class:`ColumnMap`. Identifiers are validated against the *reflected* table — a wrong column
 name is a :class:`~ragmeter.errors.ConfigError` naming it and listing the real columns — and
 values travel as bound parameters, never as SQL text.
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ConfigError, DataError, require
+from ragmeter.secrets import mask_text, mask_url
 
 ENV_URL = "RAGMETER_DB_URL"
 DEFAULT_TABLE = "question_answer"
@@ -98,18 +99,6 @@ class LoggedQuestions:
     url_masked: str
     dialect: str
     query: LogQuery
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for logs and errors)."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        from ragmeter.runner.secrets import mask_text
-
-        return mask_text(str(url))
 
 
 def resolve_db_url(url: str | None = None) -> str:
@@ -216,8 +205,6 @@ def fetch_logged_questions(url: str | None = None, query: LogQuery | None = None
     exclusion; ``latest`` orders by ``created_at`` descending (else ascending when present)."""
     from sqlalchemy import select
     from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-
-    from ragmeter.runner.secrets import mask_text
 
     q = query or LogQuery()
     full = resolve_db_url(url)

@@ -20,7 +20,8 @@ from typing import Any
 
 from ragmeter.errors import ConfigError
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.prompts import detect_language, fence, fence_many
+from ragmeter.judges.prompts import fence, fence_many
+from ragmeter.text import detect_language
 
 GENERATE_PROMPT = "gen.generate/v1"
 

@@ -17,7 +17,7 @@ from typing import Any
 from ragmeter.data.sample import Sample
 from ragmeter.generation.judgement import JudgedState
 from ragmeter.results.records import SampleScore, Signature
-from ragmeter.results.stats import DEFAULT_SEED
+from ragmeter.stats import DEFAULT_SEED
 
 
 def _default_embedder_factory(name: str) -> Any:

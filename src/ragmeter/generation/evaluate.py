@@ -12,7 +12,7 @@ from ragmeter.generation.context import GenerationContext
 from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
-from ragmeter.results.stats import DEFAULT_SEED
+from ragmeter.stats import DEFAULT_SEED
 
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")

@@ -335,7 +335,7 @@ def _build_claims(a: Ask) -> JudgeRequest | None:
     s, j = a.sample, a.judgement
     need_a, need_r = "answer_claims" in a.questions, "reference_claims" in a.questions
     if a.binary:  # demo judges: razdel sentences, no call
-        from ragmeter.generation.text import split_sentences
+        from ragmeter.text import split_sentences
 
         j.claims_source = "sentences"
         if need_a:

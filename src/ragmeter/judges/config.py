@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ConfigError
+from ragmeter.secrets import register_secret
 
 BACKENDS = ("openai", "gguf", "local-demo", "mock", "recorded", "scripted")
 LANGUAGES = ("auto", "ru", "en")
@@ -139,6 +140,7 @@ class JudgeConfig:
         if not self.api_key_env:
             return None
         value = os.environ.get(self.api_key_env)
+        register_secret(value)  # masked in every output from now on
         return value or None
 
     def headers(self) -> dict[str, str]:
@@ -200,7 +202,7 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
     """Judge configs from a parsed YAML/JSON document.
 
     Accepted shapes: one judge mapping; ``{"judges": [mapping, ...]}`` (optional ``defaults``
-    merged into each, optional ``prices: {model: [in, out]}`` per 1M tokens); or a Spring-AI ``application.yaml`` (seed 001: ``spring.ai.openai``
+    merged into each, optional ``prices: {model: [in, out]}`` per 1M tokens); or a Spring-AI ``application.yaml`` (``spring.ai.openai``
     base URL and ``${ENV}`` key, ``spring.ai.chat-models.list`` models, ``spring.ai.retry``
     backoff), which gives one ``openai`` judge per listed model.
     """

@@ -22,8 +22,9 @@ from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.cache import JudgeCache, cache_key, reply_to_json, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
 from ragmeter.judges.parsing import parse_reply, validate
-from ragmeter.judges.prompts import detect_language, schema_instruction
+from ragmeter.judges.prompts import schema_instruction
 from ragmeter.judges.stats import JudgeStats, ProgressInfo
+from ragmeter.text import detect_language
 
 log = logging.getLogger("ragmeter.judges")
 

@@ -17,9 +17,9 @@ import numpy as np
 from ragmeter.judges._sync import run_sync
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.stats import JudgeStats
+from ragmeter.stats import Level, krippendorff_alpha
 
 Combine = Literal["majority", "mean", "median"]
-Level = Literal["nominal", "ordinal", "interval", "ratio"]
 
 
 def _majority(values: Sequence[Any]) -> Any:
@@ -193,55 +193,6 @@ def pairwise_agreement(matrix: np.ndarray, names: Sequence[str] | None = None,
             if n:
                 rates.append(agree)
     return {"pairs": pairs, "mean": float(np.mean(rates)) if rates else float("nan")}
-
-
-def krippendorff_alpha(matrix: np.ndarray, level: Level = "nominal") -> float:
-    """Krippendorff's alpha of a ``(raters, units)`` matrix, NaN = missing.
-
-    Built from the coincidence matrix; units with fewer than two values are not pairable.
-    Returns NaN when there is no variation to measure (one value only, or no pairable unit).
-    """
-    m = np.asarray(matrix, dtype=float)
-    if m.ndim != 2:
-        raise ValueError(f"expected a (raters, units) matrix, got shape {m.shape}")
-    vals = np.unique(m[~np.isnan(m)])
-    if vals.size < 2:
-        return float("nan")
-    present = ~np.isnan(m)
-    counts = np.zeros((m.shape[1], vals.size))  # counts[unit, value]
-    np.add.at(counts, (np.nonzero(present)[1], np.searchsorted(vals, m[present])), 1.0)
-    mu = counts.sum(axis=1)
-    pairable = mu >= 2
-    if not pairable.any():
-        return float("nan")
-    c = counts[pairable]
-    w = 1.0 / (mu[pairable] - 1.0)
-    o = (c * w[:, None]).T @ c - np.diag((c * w[:, None]).sum(axis=0))
-    n_c = o.sum(axis=1)
-    n = n_c.sum()
-    if level == "nominal":
-        d2 = 1.0 - np.eye(vals.size)
-    elif level == "interval":
-        d2 = (vals[:, None] - vals[None, :]) ** 2
-    elif level == "ratio":
-        s = vals[:, None] + vals[None, :]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d2 = np.where(s == 0, 0.0, ((vals[:, None] - vals[None, :]) / s) ** 2)
-    elif level == "ordinal":
-        cum = np.cumsum(n_c)
-        d2 = np.zeros((vals.size, vals.size))
-        for a in range(vals.size):
-            for b in range(vals.size):
-                lo, hi = min(a, b), max(a, b)
-                between = cum[hi] - (cum[lo - 1] if lo > 0 else 0.0)
-                d2[a, b] = (between - (n_c[a] + n_c[b]) / 2.0) ** 2
-    else:
-        raise ValueError(f"unknown level {level!r} (nominal, ordinal, interval, ratio)")
-    d_o = float((o * d2).sum())
-    d_e = float((np.outer(n_c, n_c) * d2).sum())
-    if d_e == 0:
-        return float("nan")
-    return 1.0 - (n - 1.0) * d_o / d_e
 
 
 def agreement(per_judge: dict[str, Sequence[JudgeReply]], value: Callable[[Any], float | None],

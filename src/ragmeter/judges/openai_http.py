@@ -22,6 +22,7 @@ from typing import Any
 
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.engine import BackendError, Completion
+from ragmeter.secrets import split_url_credentials
 
 
 def redact(text: str, secrets: Sequence[str | None]) -> str:
@@ -61,6 +62,8 @@ class OpenAIBackend:
         base = (config.base_url or "").rstrip("/")
         if base.endswith("/chat/completions"):
             base = base[: -len("/chat/completions")]
+        # credentials in the URL go to the Authorization header, never into the URL
+        base, self._url_auth = split_url_credentials(base)
         self.url = base + "/chat/completions"
         self.model = config.model
         self.supports_schema = config.structured_output
@@ -118,6 +121,8 @@ class OpenAIBackend:
         key = self._config.api_key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
+        elif self._url_auth:
+            headers["Authorization"] = self._url_auth
         return headers
 
     async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,

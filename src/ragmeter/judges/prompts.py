@@ -15,13 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ragmeter.text import detect_language
+
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _BRACKETS = str.maketrans({"\uff1c": "<", "\uff1e": ">", "\u2039": "<", "\u203a": ">",
                            "\u02c2": "<", "\u02c3": ">", "\u3008": "<", "\u3009": ">"})
 _TAGLIKE = re.compile(r"<\s*(/?)\s*([A-Za-z_][\w\-.:]*)([^<>]{0,200}?)(/?)\s*>")
 _TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
-_CYR = re.compile(r"[\u0400-\u04ff]")
-_LAT = re.compile(r"[A-Za-z]")
 
 
 def neutralise(text: str) -> str:
@@ -42,21 +42,6 @@ def fence_many(texts: Iterable[str], tag: str = "context", item_tag: str | None 
     """Several fenced items, numbered: ``<context_1>…</context_1>`` (or ``item_tag_i``)."""
     base = item_tag or tag
     return "\n".join(fence(t, f"{base}_{i}") for i, t in enumerate(texts, 1))
-
-
-def detect_language(texts: Iterable[str | None] | str, threshold: float = 0.3) -> str:
-    """``"ru"`` when Cyrillic letters are at least ``threshold`` of all letters, else ``"en"``."""
-    if isinstance(texts, str):
-        texts = [texts]
-    cyr = lat = 0
-    for t in texts:
-        if not t:
-            continue
-        cyr += len(_CYR.findall(t))
-        lat += len(_LAT.findall(t))
-    if cyr + lat == 0:
-        return "en"
-    return "ru" if cyr / (cyr + lat) >= threshold else "en"
 
 
 def resolve_language(setting: str, texts: Iterable[str | None]) -> str:

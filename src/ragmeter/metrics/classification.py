@@ -13,7 +13,7 @@ With ``TP`` (pred yes, gold yes), ``FP`` (pred yes, gold no), ``FN`` (pred no, g
   Mann–Whitney statistic, equal to scikit-learn's ``roc_auc_score``.
 
 F1 and AUC are not means of per-item values, so their bootstrap CIs resample items
-(:func:`bootstrap_stat`) instead of going through ``MetricResult``'s mean bootstrap.
+(:func:`ragmeter.stats.bootstrap_stat`) instead of going through ``MetricResult``'s mean bootstrap.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from ragmeter.metrics.registry import MetricSpec, Param, register
-from ragmeter.results.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
 
 @dataclass(frozen=True)
@@ -72,30 +71,6 @@ class Confusion:
                 "f1": self.f1}
 
 
-def f1_vec(gold: np.ndarray, pred: np.ndarray) -> np.ndarray:
-    """F1 of each row of boolean matrices ``(B, n)`` (NaN where 2TP+FP+FN = 0)."""
-    g = np.asarray(gold, dtype=bool)
-    p = np.asarray(pred, dtype=bool)
-    tp = (g & p).sum(axis=-1)
-    d = 2 * tp + (~g & p).sum(axis=-1) + (g & ~p).sum(axis=-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(d > 0, 2 * tp / np.maximum(d, 1), np.nan)
-
-
-def roc_auc(gold: np.ndarray, score: np.ndarray) -> float | None:
-    """Mann–Whitney AUC with average ranks for ties; ``None`` without both classes."""
-    from scipy.stats import rankdata
-
-    g = np.asarray(gold, dtype=bool)
-    s = np.asarray(score, dtype=np.float64)
-    n_pos = int(g.sum())
-    n_neg = int(g.size - n_pos)
-    if n_pos == 0 or n_neg == 0:
-        return None
-    r = rankdata(s)
-    return float((r[g].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
 def threshold_sweep(gold: np.ndarray, score: np.ndarray) -> list[dict[str, Any]]:
     """Confusion and P/R/F1 for ``pred = score >= t`` at every distinct score ``t``.
 
@@ -127,40 +102,6 @@ def best_f1_threshold(sweep: list[dict[str, Any]]) -> dict[str, Any] | None:
     return best
 
 
-def bootstrap_stat(
-    gold: np.ndarray,
-    pred_or_score: np.ndarray,
-    stat: str,
-    *,
-    seed: int = DEFAULT_SEED,
-    n_boot: int = DEFAULT_N_BOOT,
-    level: float = 0.95,
-) -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI of ``f1`` or ``auc``, resampling items with replacement.
-
-    Resamples where the statistic is undefined (no positive, one class) are dropped.
-    """
-    g = np.asarray(gold, dtype=bool)
-    x = np.asarray(pred_or_score)
-    n = g.size
-    if n == 0:
-        return (None, None)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    if stat == "f1":
-        vals = f1_vec(g[idx], x.astype(bool)[idx])
-    elif stat == "auc":
-        vals = np.array([v if (v := roc_auc(g[i], x[i])) is not None else np.nan for i in idx])
-    else:
-        raise ValueError(f"unknown statistic {stat!r}")
-    vals = vals[~np.isnan(vals)]
-    if vals.size == 0:
-        return (None, None)
-    a = (1 - level) / 2
-    lo, hi = np.quantile(vals, [a, 1 - a])
-    return (float(lo), float(hi))
-
-
 for _name, _doc in (
     ("cls_accuracy", "(TP+TN)/(TP+TN+FP+FN); per item 1[pred = gold]"),
     ("cls_precision", "TP/(TP+FP); per predicted-yes item 1[gold = yes]"),
@@ -172,7 +113,7 @@ for _name, _doc in (
                         required_fields=("ground_truth_show",)))
 
 
-# Judge-quality metrics (tier ``judge_quality``, seed 000 §8); registered here, family "judge".
+# Judge-quality metrics (tier ``judge_quality``); registered here, family "judge".
 register(MetricSpec(
     name="judge_consistency", family="judge",
     params=(Param("delta", float, 0.5, doc="tolerance δ on the judge's own scale"),),

@@ -1,4 +1,4 @@
-"""Id-based context precision and recall (seed 003): no judge, gold chunk ids.
+"""Id-based context precision and recall: no judge, gold chunk ids.
 
 With G = ``gold_chunk_ids`` and the ranked ``retrieved_ids`` r_1..r_n (all that were given to
 the generator, no cutoff unless ``@k``):
@@ -8,7 +8,7 @@ the generator, no cutoff unless ``@k``):
                            retrieved id is gold)
     id_context_recall    = |{g ∈ G : g ∈ {r_1..r_n}}| / |G|
 
-Policy (seed 003): a sample with no gold chunk ids (``gold_chunk_ids`` absent or empty, e.g. a
+Policy: a sample with no gold chunk ids (``gold_chunk_ids`` absent or empty, e.g. a
 negative question) is not part of the population: it is *excluded* — unscored with reason
 ``missing_field:gold_chunk_ids`` and counted in ``counts["no_gold"]`` (``counts["negative"]``
 for negatives). Duplicated retrieved ids count once (first occurrence).

@@ -3,10 +3,10 @@
 Input: ``X`` (n × d) embeddings and ``labels`` (n cluster labels — a topic, or the parent
 doc id of each chunk). Rows are L2-normalised first (``x̂ = x / ‖x‖``), so cosine = dot.
 
-Definitions (seed 000 §3.4), with clusters ``C_1..C_K``:
+Definitions, with clusters ``C_1..C_K``:
 
 * ``total_pairs`` — the number of labelled (text, label) pairs evaluated, i.e. ``n``.
-  (The seed table calls it "number of text pairs in the dataset"; in the original data
+  (The original Tier 0 table calls it "number of text pairs in the dataset"; in the original data
   each row was one (text, cluster) pair.) ``intra_pairs = Σ_i |C_i|(|C_i|−1)/2`` is the
   number of within-cluster text pairs that ``intra_cluster_sim`` averages; both are reported.
 * ``intra_cluster_sim(C) = 2/(|C|(|C|−1)) · Σ_{p<q} cos(e_p, e_q)``, computed as

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.generation.text import STEMMERS, TOKENIZERS, make_tokenizer
 from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
 from ragmeter.results.records import MetricResult, SampleScore
+from ragmeter.text import STEMMERS, TOKENIZERS, make_tokenizer
 
 ROUGE_KINDS = ("rouge1", "rouge2", "rougeL")
 BLEU_TOKENIZERS = ("intl", "13a", "none", "char", "zh", "ja-mecab", "ko-mecab", "flores200")

@@ -11,6 +11,17 @@ result key, the config key and part of every cache key::
 Parameters equal to their defaults are omitted; the rest are sorted by name. Aliases
 (``doc_hit@5`` → ``hit_rate@5(level=doc)``) parse to the canonical form.
 
+This module is the one home of the metric-name grammar::
+
+    metric      := name [ "@" k ] [ "(" key "=" value { "," key "=" value } ")" ]
+    metric-list := item { "," item }       item := metric | name "@" k { "," k } [ "(" ... ")" ]
+
+:func:`parse_metric` reads one metric; :func:`split_metric_list` splits a command-line list
+(``ndcg@5,10,mrr`` → ``ndcg@5,10``, ``mrr``: a bare number continues the cutoff list before it);
+:func:`expand_cutoffs` expands a cutoff list (``hit_rate@1,5(level=doc)`` → two metrics);
+:func:`parse_metrics` does both for a list and drops duplicates; :func:`split_metric_key` splits a
+result key that may not be registered (``accuracy``) for reports and threshold bands.
+
 Families register their metrics from their own module (``ragmeter.metrics.<family>``) with
 :func:`register`; each spec may carry a ``compute`` callable whose signature is defined by the
 family (for example the retrieval family passes padded rank arrays). *What* is measured is the
@@ -145,6 +156,8 @@ _PATTERN = re.compile(
     r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+))?\s*"
     r"(?:\((?P<params>[^()]*)\))?\s*$"
 )
+_KLIST = re.compile(r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*@\s*(?P<ks>[0-9][0-9,\s]*)"
+                    r"(?P<rest>\(.*\))?\s*$")
 
 
 def register(spec: MetricSpec) -> MetricSpec:
@@ -244,6 +257,76 @@ def parse_metric(text: str | Metric) -> Metric:
     return make_metric(m.group("name").replace("-", "_"), k=k, **params)
 
 
-def parse_metrics(items: Iterable[str | Metric]) -> list[Metric]:
-    """Parse several metrics, expanding ``name@5,10,20`` style lists is left to callers."""
-    return [parse_metric(i) for i in items]
+def split_metric_key(text: str) -> tuple[str, int | None, str]:
+    """``(name, k, params text)`` of a metric key without validating it against the registry
+    (reports and threshold bands also see keys that are not registered metrics, such as
+    ``accuracy``). A key that does not follow the grammar is returned whole as the name."""
+    m = _PATTERN.match(text)
+    if not m:
+        return text.strip(), None, ""
+    raw_k = m.group("k")
+    k = int(raw_k) if raw_k is not None and raw_k.isdigit() else None
+    return m.group("name"), k, (m.group("params") or "").strip()
+
+
+def split_metric_list(text: str) -> list[str]:
+    """Split ``"ndcg@5,10,mrr,ndcg@3(gain=exp,level=doc)"`` into metric items.
+
+    Commas inside parentheses belong to the parameters; a bare number continues the cutoff list
+    of the metric before it (``ndcg@5,10`` stays one item, see :func:`expand_cutoffs`).
+    """
+    parts: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    out: list[str] = []
+    for p in filter(None, parts):
+        if p.isdigit() and out and "@" in out[-1] and "(" not in out[-1]:
+            out[-1] += f",{p}"
+        else:
+            out.append(p)
+    return out
+
+
+def expand_cutoffs(item: str) -> list[str]:
+    """``"ndcg@5,10(gain=exp)"`` → ``["ndcg@5(gain=exp)", "ndcg@10(gain=exp)"]``; an item
+    without a cutoff list is returned as is."""
+    m = _KLIST.match(item)
+    if not m or "," not in m.group("ks"):
+        return [item]
+    ks = [k.strip() for k in m.group("ks").split(",") if k.strip()]
+    if not ks:
+        raise MetricSpecError(f"metric '{item}': empty cutoff list")
+    return [f"{m.group('name')}@{k}{m.group('rest') or ''}" for k in ks]
+
+
+def needs_cutoff(text: str) -> bool:
+    """Whether a metric written without ``@k`` requires a cutoff (unknown names: ``False``)."""
+    name, _, params = text.partition("(")
+    try:
+        probe = parse_metric(f"{name.strip()}@1" + (f"({params}" if params else ""))
+    except MetricSpecError:
+        return False
+    return probe.spec.k == "required"
+
+
+def parse_metrics(items: str | Iterable[str | Metric]) -> list[Metric]:
+    """Parse a metric list (a comma-separated string or items), expanding cutoff lists
+    (``"ndcg@5,10"`` → ``ndcg@5``, ``ndcg@10``); duplicates are dropped (first kept)."""
+    if isinstance(items, str):
+        items = split_metric_list(items)
+    out: list[Metric] = []
+    for item in items:
+        parsed = [item] if isinstance(item, Metric) else [
+            parse_metric(one) for one in expand_cutoffs(item)]
+        for metric in parsed:
+            if metric not in out:
+                out.append(metric)
+    return out

@@ -35,7 +35,7 @@ class RankArrays:
     ``rel[q, i]``: grade of the item at rank ``i`` (0 = not relevant / padding / repeat).
     ``n_rel[q]``: number of gold items with grade > 0. ``ideal[q, j]``: gold grades sorted
     descending, 0-padded. ``n_ret[q]``: number of retrieved positions.
-    Text matching (seed 002) adds ``hit[q, i]`` (the item matches *any* gold text: precision)
+    Text matching adds ``hit[q, i]`` (the item matches *any* gold text: precision)
     and ``cover[q, i]`` (number of gold texts first matched at ``i``: recall); without them both
     derive from ``rel > 0``.
     """

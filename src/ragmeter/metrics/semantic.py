@@ -11,14 +11,14 @@ default reports a *calibrated* score:
 
 with (a, b) a least-squares line fitted, per model, on the ``fit`` split of our own labelled
 pairs (``tests/fixtures/generation/semantic_pairs.json``) and checked on its ``heldout`` split.
-The targets are the midpoints of seed 001's interpretation bands — paraphrase 0.9 (0.8–1.0
+The targets are the midpoints of the similarity interpretation bands — paraphrase 0.9 (0.8–1.0
 "same meaning"), related 0.65 (0.5–0.8 "related, but different"), unrelated 0.25 (0–0.5
-"different meaning") — so a calibrated score reads on the scale the seed documents; see
+"different meaning") — so a calibrated score reads on that interpretation scale; see
 docs/generation.md for the measurements (and for v1, which targeted 1 / 0.5 / 0). The calibration's name and coefficients go into the signature.
 ``calibration=none`` gives the raw cosine (−1..1). A blank response against a non-blank
 reference scores 0.0 (an empty answer is a bad answer, as in the lexical metrics; counted in
 ``counts["empty_response"]``); a missing field is unscored ``missing_field:<name>``.
-``threshold`` (0 = off) turns the score into 1.0 if s ≥ threshold else 0.0 (seed 001).
+``threshold`` (0 = off) turns the score into 1.0 if s ≥ threshold else 0.0.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Calibration:
         return f"{self.name}(a={self.a:.4f},b={self.b:.4f})"
 
 
-#: Band targets of seed 001's interpretation table (label 2/1/0 -> 0.9/0.65/0.25).
+#: Band targets of the similarity interpretation table (label 2/1/0 -> 0.9/0.65/0.25).
 BAND_TARGETS: dict[int, float] = {2: 0.9, 1: 0.65, 0: 0.25}
 
 #: Fitted by least squares on the 20 "fit" pairs of semantic_pairs.json (symmetric form),

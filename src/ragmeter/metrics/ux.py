@@ -3,7 +3,7 @@
 Vectors are L2-normalised embeddings, so ``cos(a, b) = a·b``.
 
 * ``cache_hit_rate(threshold=τ)`` = ``1/|Q| Σ_q 1[max_{c∈Cache} cos(e_q, e_c) > τ]``
-  (seed 000 §10.3.1; strict ``>``; τ = 0.85 by default — see docs/tiers.md on per-model τ).
+  (strict ``>``; τ = 0.85 by default — see docs/tiers.md on per-model τ).
 * ``cache_false_hit_rate(threshold=τ)`` = among hits whose sources are both known, the share
   where the best cached entry's (normalised) source differs from the question's gold source:
   ``#{hit ∧ src(c*) ≠ gold(q)} / #{hit ∧ both known}``. Hits with an unknown source are

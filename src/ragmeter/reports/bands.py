@@ -1,4 +1,4 @@
-"""Threshold bands from the design doc (seed 000, §11.2): excellent / good / needs attention.
+"""Threshold bands: excellent / good / needs attention.
 
 | metric                      | excellent | good      | needs attention |
 |-----------------------------|-----------|-----------|-----------------|
@@ -15,9 +15,10 @@ Metrics without a row get no band (``None``): we never invent thresholds.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from ragmeter.metrics.registry import split_metric_key
 
 EXCELLENT = "excellent"
 GOOD = "good"
@@ -27,7 +28,7 @@ BAND_NAMES = (EXCELLENT, GOOD, NEEDS_ATTENTION)
 
 @dataclass(frozen=True)
 class Band:
-    """One row of §11.2: metric names it covers, and the two boundaries."""
+    """One row of the threshold-band table: metric names it covers, and the two boundaries."""
 
     label: str
     names: tuple[str, ...]
@@ -59,20 +60,16 @@ BANDS: tuple[Band, ...] = (
                          "multi_turn_consistency"), 0.95, 0.85),
 )
 
-_KEY = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>\d+))?\s*(?:\((?P<p>.*)\))?$")
 
 
 def find_band(metric: str, tier: str | None = None) -> Band | None:
-    """The §11.2 row for a metric key such as ``hit_rate@1`` or ``ndcg@10(gain=exp)``.
+    """The threshold-band row for a metric key such as ``hit_rate@1`` or ``ndcg@10(gain=exp)``.
 
     ``accuracy`` only gets the judge-pipeline band when it comes from the ``judge_pipeline``
     tier (a plain accuracy elsewhere has no row in the table).
     """
-    m = _KEY.match(metric.strip())
-    if not m:
-        return None
-    name = m.group("name").lower().replace("-", "_")
-    k = int(m.group("k")) if m.group("k") else None
+    name, k, _ = split_metric_key(metric)
+    name = name.lower().replace("-", "_")
     if name == "accuracy" and tier == "judge_pipeline":
         name = "judge_pipeline_accuracy"
     for band in BANDS:

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ragmeter.results.records import EvalResult, MetricResult
-from ragmeter.results.stats import PairedComparison
+from ragmeter.stats import PairedComparison
 
 _VARYING = ("metric", "k", "level", "gain", "threshold")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from importlib import resources
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter._version import __version__
+from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.results.records import EvalResult, MetricResult
@@ -30,7 +30,6 @@ MAX_EXPLORER_SAMPLES = 2000
 REASON_KEYS = ("reason", "reasons", "explanation", "rationale", "reasoning", "verdict",
                "verdicts", "feedback", "comment", "detail")
 GRADE_KEYS = ("grade", "label", "judge_label")
-_KEY = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:@(?P<k>\d+))?(?:\((?P<p>.*)\))?$")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -79,10 +78,7 @@ def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool =
 
 
 def _parse_key(key: str) -> tuple[str, int | None, str]:
-    m = _KEY.match(key.replace(" ", ""))
-    if not m:
-        return key, None, ""
-    return m.group("name"), int(m.group("k")) if m.group("k") else None, m.group("p") or ""
+    return split_metric_key(key.replace(" ", ""))
 
 
 def is_demo(run: StoredRun) -> list[str]:
@@ -299,8 +295,8 @@ def _summary(run: StoredRun) -> str:
              "<table><thead><tr><th>tier</th><th>result</th><th>metric</th><th>mean</th>"
              "<th>95% CI</th><th>band</th></tr></thead><tbody>" + "".join(rows)
              + "</tbody></table>")
-    return (f"<section id=summary><h2>Summary</h2>{table}<details><summary>Threshold bands "
-            f"(design doc §11.2)</summary><ul>{legend}</ul></details></section>")
+    return (f"<section id=summary><h2>Summary</h2>{table}<details><summary>Threshold bands"
+            f"</summary><ul>{legend}</ul></details></section>")
 
 
 def _tier_status(run: StoredRun) -> str:
@@ -437,7 +433,7 @@ def render_run_html(run: StoredRun) -> str:
         parts.append("".join(section))
     explorer, sample_data = _explorer(run)
     parts.append(explorer)
-    from ragmeter.runner.secrets import mask_secrets
+    from ragmeter.secrets import mask_secrets
 
     cfg = json.dumps(mask_secrets(run.config), ensure_ascii=False, indent=2, default=str)
     parts.append(f"<section id=signature><h2>Signature</h2><p><code>{escape(run.signature)}"

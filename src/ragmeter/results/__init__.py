@@ -9,7 +9,7 @@ from ragmeter.results.records import (
     compare_metric,
     compare_results,
 )
-from ragmeter.results.stats import PairedComparison, bootstrap_ci, paired_test
+from ragmeter.stats import PairedComparison, bootstrap_ci, paired_test
 
 __all__ = [
     "Aggregate",

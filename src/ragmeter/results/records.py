@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter._version import __version__
-from ragmeter.results.stats import (
+from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     PairedComparison,
@@ -281,7 +281,10 @@ class EvalResult:
                 "results": {k: r.to_dict(per_sample) for k, r in self.results.items()}}
 
     def to_json(self, per_sample: bool = True, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(per_sample), ensure_ascii=False, indent=indent, default=str)
+        from ragmeter.secrets import mask
+
+        return mask(json.dumps(self.to_dict(per_sample), ensure_ascii=False, indent=indent,
+                               default=str))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EvalResult:

@@ -27,6 +27,7 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, DataError, RagmeterError, RecordProblem, require
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
+from ragmeter.secrets import mask, mask_secrets, mask_url
 
 DEFAULT_STORE_FILE = "ragmeter-results.sqlite"
 STORE_ENV = "RAGMETER_STORE_URL"
@@ -63,16 +64,6 @@ def normalize_url(url: str | os.PathLike[str] | None) -> str:
             text = "postgresql+psycopg://" + text[len("postgresql://"):]
         return text
     return f"sqlite:///{Path(text).expanduser().resolve()}"
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by ``***`` (for logs and reports)."""
-    try:
-        from sqlalchemy.engine import make_url
-
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # not a URL we can parse: hide everything after the scheme
-        return url.split("://", 1)[0] + "://***" if "://" in url else url
 
 
 def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
@@ -183,7 +174,7 @@ def _num(x: float | None) -> float | None:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str, sort_keys=True)
+    return mask(json.dumps(obj, ensure_ascii=False, default=str, sort_keys=True))
 
 
 class ResultStore:
@@ -347,7 +338,7 @@ class ResultStore:
         """Store a run (replacing a run with the same id) and return its id.
 
         Either pass a :class:`StoredRun`, or its parts: ``name``, ``tiers`` (tier → record),
-        ``config`` (masked with :func:`ragmeter.runner.config.mask_secrets` before saving),
+        ``config`` (masked with :func:`ragmeter.secrets.mask_secrets` before saving),
         ``samples`` (sample id → dict for the report explorer). ``git=True`` records the
         current commit when the working directory is a git repository.
         """
@@ -360,7 +351,6 @@ class ResultStore:
                             status=status, tiers=dict(tiers),
                             samples={k: dict(v) for k, v in (samples or {}).items()},
                             meta=dict(meta or {}))
-        from ragmeter.runner.secrets import mask_secrets
 
         cfg = mask_secrets(run.config)
         tier_rows, metric_rows, value_rows = [], [], []

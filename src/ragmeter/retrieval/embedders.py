@@ -295,7 +295,8 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         from urllib.parse import urlparse
 
-        host = urlparse(self.base_url).netloc or self.base_url
+        # the name goes into signatures: never the user:password part of the URL
+        host = (urlparse(self.base_url).netloc or self.base_url).rpartition("@")[2]
         extra = f",dim={dimensions}" if dimensions else ""
         pre = f",q={query_prefix!r},p={passage_prefix!r}" if (query_prefix or passage_prefix) else ""
         self.name = f"openai:{model}@{host}{extra}{pre}"

@@ -24,7 +24,7 @@ import numpy as np
 from ragmeter.errors import ConfigError, require
 from ragmeter.retrieval.base import Chunk, Embedder, Hit
 from ragmeter.retrieval.chunking import ChunkingParams
-from ragmeter.retrieval.text import Analyzer
+from ragmeter.text import Analyzer
 
 RETRIEVER_NAMES = ("bm25", "dense", "hybrid", "hybrid-rrf", "hybrid-minmax")
 FUSION_METHODS = ("rrf", "minmax")

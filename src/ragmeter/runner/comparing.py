@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ragmeter.results.records import EvalResult, compare_results
-from ragmeter.results.stats import PairedComparison
+from ragmeter.stats import PairedComparison
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,7 @@ class BenchConfig:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def masked(self) -> dict[str, Any]:
-        from ragmeter.runner.secrets import mask_secrets
+        from ragmeter.secrets import mask_secrets
 
         masked: dict[str, Any] = mask_secrets(copy.deepcopy(self.raw))
         return masked
@@ -238,7 +238,7 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         cfg.batch_size = _int(d["batch_size"], "batch_size", 1)
     if d.get("store") is not None:
         cfg.store = _str(d["store"], "store")
-        from ragmeter.runner.secrets import mask_text
+        from ragmeter.secrets import mask_text
 
         if mask_text(cfg.store) != cfg.store:
             raise ConfigError("store", "contains a password; give the URL through "
@@ -374,12 +374,12 @@ def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
     tier = cfg.tier(name)
     if not tier.plugin:
         from ragmeter.errors import MetricSpecError
-        from ragmeter.metrics.registry import parse_metric
+        from ragmeter.metrics.registry import parse_metrics
 
-        canon = []
-        for j, m in enumerate(metrics):
+        canon: list[str] = []
+        for j, m in enumerate(metrics):  # cutoff lists (hit_rate@1,5,10) expand in place
             try:
-                canon.append(str(parse_metric(m)))
+                canon += [str(x) for x in parse_metrics([m]) if str(x) not in canon]
             except MetricSpecError as exc:
                 raise ConfigError(f"{p}.metrics[{j}]", str(exc)) from None
         metrics = tuple(canon)

@@ -38,7 +38,7 @@ from ragmeter.results.store import (
     utc_now,
 )
 from ragmeter.runner.config import BenchConfig, TierConfig
-from ragmeter.runner.secrets import mask_text
+from ragmeter.secrets import mask_text
 from ragmeter.tiers.context import TierContext, TierNotRunnable, TierStats
 from ragmeter.tiers.registry import Tier, canonical_tier, judged_tier_names
 
@@ -58,7 +58,7 @@ class ProgressLog:
         self._fh = path.open("a", encoding="utf-8")
 
     def append(self, record: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+        self._fh.write(mask_text(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self.records.append(record)

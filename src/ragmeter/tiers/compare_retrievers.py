@@ -22,10 +22,10 @@ from typing import Any
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult, compare_metric
-from ragmeter.results.stats import PairedComparison
 from ragmeter.retrieval.base import Chunk, Embedder, Retriever
 from ragmeter.retrieval.chunking import ChunkingParams, doc_of_chunk
 from ragmeter.retrieval.run import retrieve_samples
+from ragmeter.stats import PairedComparison
 
 DEFAULT_KS = (5, 10, 20)
 DEFAULT_METRICS = ("hit_rate@{k}", "hit_rate@{k}(level=doc)", "precision@{k}", "recall@{k}",

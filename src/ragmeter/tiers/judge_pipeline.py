@@ -36,14 +36,9 @@ from typing import Any
 import numpy as np
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
-from ragmeter.metrics.classification import (
-    Confusion,
-    best_f1_threshold,
-    bootstrap_stat,
-    roc_auc,
-    threshold_sweep,
-)
+from ragmeter.metrics.classification import Confusion, best_f1_threshold, threshold_sweep
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.stats import bootstrap_stat, roc_auc
 from ragmeter.tiers.context import TierContext, TierNotRunnable
 from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 

@@ -11,7 +11,7 @@ counted in ``meta["cached_replies"]`` and left out of the latency figures.
 Per judge one :class:`EvalResult` with:
 
 * ``judge_consistency(delta=δ)`` — per item ``1[max_r s_r − min_r s_r ≤ δ]`` (for n = 2 this
-  is ``|s1 − s2| ≤ δ``; δ on the judge's own scale, 0.5 by default as in the seed). An item
+  is ``|s1 − s2| ≤ δ``; δ on the judge's own scale, 0.5 by default). An item
   with any unscored repeat is unscored with that repeat's reason.
 * ``judge_error_rate`` — per call ``1[reply unscored]`` over the calls actually made;
   ``meta["error_rate_by_reason"]`` splits it by reason.
@@ -47,6 +47,9 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.stats import cohen_kappa, krippendorff_alpha_ci
+from ragmeter.stats import krippendorff_alpha as _alpha
+from ragmeter.text import detect_language
 from ragmeter.tiers.context import TierContext
 from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
@@ -74,7 +77,6 @@ _USER = {
            '{{"score": <число 0..1>, "reason": "<одно предложение>"}}.'),
 }
 REQUIRED_FIELDS = ("question", "answer", "context")
-_CYR = set("абвгдеёжзийклмнопрстуфхцчшщъыьэюя")
 
 
 def item_fields(s: Sample) -> dict[str, str | None]:
@@ -137,19 +139,12 @@ def missing_field(s: Sample, required: Sequence[str] = REQUIRED_FIELDS) -> str |
     return None
 
 
-def _lang(text: str) -> str:
-    letters = [c for c in text.lower() if c.isalpha()]
-    if not letters:
-        return "en"
-    return "ru" if sum(c in _CYR for c in letters) / len(letters) > 0.3 else "en"
-
-
 def faithfulness_request(s: Sample, repeat: int, language: str = "auto") -> JudgeRequest:
     """The default 0..1 faithfulness request; untrusted texts fenced and neutralised."""
     from ragmeter.judges.prompts import fence
 
     f = item_fields(s)
-    lang = language if language in ("ru", "en") else _lang(f"{f['question']} {f['answer']}")
+    lang = language if language in ("ru", "en") else detect_language([f["question"], f["answer"]])
     user = _USER[lang].format(question=fence(f["question"], "question"),
                               context=fence(f["context"], "context"),
                               answer=fence(f["answer"], "answer"))
@@ -176,47 +171,13 @@ def krippendorff_alpha(data: np.ndarray, level: str = "interval") -> float | Non
 
     Units with fewer than two values are not pairable and are ignored. ``None`` when no
     disagreement is expected (every pairable value equal) or nothing is pairable. One
-    implementation serves the whole project: :func:`ragmeter.judges.multi.krippendorff_alpha`.
+    implementation serves the whole project: :func:`ragmeter.stats.krippendorff_alpha`.
     """
-    from ragmeter.judges.multi import krippendorff_alpha as _alpha
-
     if level not in ("interval", "nominal", "ordinal", "ratio"):
         raise ConfigError("level", f"unknown level {level!r}",
                           ["interval", "nominal", "ordinal", "ratio"])
     value = _alpha(np.asarray(data, dtype=np.float64), level)  # type: ignore[arg-type]
     return None if np.isnan(value) else float(value)
-
-
-def cohen_kappa(a: np.ndarray, b: np.ndarray) -> float | None:
-    """Unweighted Cohen's kappa of two label vectors (``None`` when p_e = 1)."""
-    a = np.asarray(a)
-    b = np.asarray(b)
-    if a.size == 0:
-        return None
-    cats = np.unique(np.concatenate([a, b]))
-    pa = np.array([(a == c).mean() for c in cats])
-    pb = np.array([(b == c).mean() for c in cats])
-    pe = float((pa * pb).sum())
-    po = float((a == b).mean())
-    if pe >= 1.0:
-        return None
-    return (po - pe) / (1 - pe)
-
-
-def _alpha_ci(M: np.ndarray, seed: int, n_boot: int) -> tuple[float | None, float | None]:
-    units = M.shape[1]
-    if units < 2:
-        return (None, None)
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        a = krippendorff_alpha(M[:, rng.integers(0, units, units)])
-        if a is not None:
-            vals.append(a)
-    if not vals:
-        return (None, None)
-    lo, hi = np.quantile(vals, [0.025, 0.975])
-    return float(lo), float(hi)
 
 
 def _as_judge(j: Any) -> Judge:
@@ -374,7 +335,7 @@ def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[
     # chance-corrected agreement between repeats
     M = S[:, todo] if todo else S[:, :0]
     alpha = krippendorff_alpha(M, "interval")
-    lo, hi = _alpha_ci(M, seed, min(n_boot, 1000)) if alpha is not None else (None, None)
+    lo, hi = krippendorff_alpha_ci(M, "interval", seed=seed, n_boot=min(n_boot, 1000)) if alpha is not None else (None, None)
     res.meta["krippendorff_alpha_interval"] = {"value": alpha, "ci_low": lo, "ci_high": hi}
     scored = M[~np.isnan(M)]
     categorical = scored.size > 0 and np.unique(scored).size <= 10

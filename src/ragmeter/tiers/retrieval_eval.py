@@ -24,7 +24,6 @@ Policies (visible in ``counts`` and in every signature):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -35,8 +34,8 @@ from ragmeter.data.hashing import dataset_hash as _hash_records
 from ragmeter.data.hashing import pairs_hash
 from ragmeter.data.sample import Sample
 from ragmeter.data.trec import Qrels, Run
-from ragmeter.errors import ConfigError, DataError, MetricSpecError, RecordProblem
-from ragmeter.metrics.registry import Metric, parse_metric
+from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.metrics.registry import Metric, parse_metric, parse_metrics
 from ragmeter.metrics.retrieval import NEGATIVE_METRICS, RANKING_METRICS, RankArrays
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.tiers.context import TierContext, TierNotRunnable
@@ -56,35 +55,6 @@ DEFAULT_METRICS: tuple[str, ...] = (
     "precision@5", "precision@10", "ndcg@5", "ndcg@10", "map",
 )
 MATCHES = ("id", "text")
-_KLIST = re.compile(r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*@\s*(?P<ks>[0-9][0-9,\s]*)"
-                    r"(?P<rest>\(.*\))?\s*$")
-
-
-def expand_metrics(items: Sequence[str | Metric]) -> list[Metric]:
-    """Parse metrics, expanding cutoff lists: ``"ndcg@5,10"`` → ``ndcg@5``, ``ndcg@10``.
-
-    Duplicates are dropped (first occurrence kept).
-    """
-    out: list[Metric] = []
-    for item in items:
-        if isinstance(item, Metric):
-            parsed = [item]
-        else:
-            m = _KLIST.match(item)
-            if m and "," in m.group("ks"):
-                ks = [k.strip() for k in m.group("ks").split(",") if k.strip()]
-                if not ks:
-                    raise MetricSpecError(f"metric '{item}': empty cutoff list")
-                parsed = [parse_metric(f"{m.group('name')}@{k}{m.group('rest') or ''}")
-                          for k in ks]
-            else:
-                parsed = [parse_metric(item)]
-        for metric in parsed:
-            if metric not in out:
-                out.append(metric)
-    return out
-
-
 @dataclass
 class _Population:
     """Queries one level/match scores: arrays for the scored ones, reasons for the unscored."""
@@ -269,7 +239,7 @@ def evaluate_retrieval(
     check_ties(ties)
     if match not in MATCHES:
         raise ConfigError("match", f"unknown match mode '{match}'", list(MATCHES))
-    parsed = expand_metrics(metrics)
+    parsed = parse_metrics(metrics)
     for m in parsed:
         if m.spec.family != "retrieval":
             raise ConfigError("metrics", f"'{m}' is not a retrieval metric")

@@ -28,7 +28,7 @@ def judge_pipeline_command(
     charts: Path = typer.Option(None, "--charts", help="Folder for the confusion matrix."),  # noqa: B008
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
-    """Judge pipeline (seed §9): call the production judge, or score stored predictions."""
+    """Production judge pipeline: call the production judge, or score stored predictions."""
     from rich.console import Console
     from rich.table import Table
 

@@ -21,7 +21,7 @@ def judge_quality_command(
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
 ) -> None:
-    """Judge quality (seed §8): every item is judged N times with the cache off."""
+    """Judge quality: every item is judged N times with the cache off."""
     from rich.console import Console
     from rich.table import Table
 

@@ -31,7 +31,7 @@ def real_users_command(
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
-    """Real-users benchmark (seed §7): logged URL as doc-level ground truth."""
+    """Real-users benchmark: logged URL as doc-level ground truth."""
     from rich.console import Console
     from rich.table import Table
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 from pathlib import Path
 from typing import Annotated
 
@@ -14,39 +13,20 @@ from rich.console import Console
 from ragmeter.data.evalset import load_evalset
 from ragmeter.data.loaders import LoadResult, load_samples
 from ragmeter.data.trec import load_qrels, load_run
-from ragmeter.errors import ConfigError, DataError, MetricSpecError, RecordProblem
-from ragmeter.metrics.registry import Metric, make_metric, parse_metric
+from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.metrics.registry import (
+    Metric,
+    make_metric,
+    needs_cutoff,
+    parse_metrics,
+    split_metric_list,
+)
 from ragmeter.metrics.retrieval import RANKING_METRICS
 from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
-from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval, expand_metrics
+from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
 
 LEVELS = ("chunk", "doc", "both")
 BY_QUERY_LIMIT = 200
-
-
-def split_metric_list(text: str) -> list[str]:
-    """``"ndcg@5,10,mrr,ndcg@3(gain=exp,level=doc)"`` → ``["ndcg@5,10", "mrr", "ndcg@3(...)"]``.
-
-    Commas inside parentheses belong to the parameters; a bare number continues the cutoff list
-    of the metric before it.
-    """
-    parts: list[str] = []
-    depth, cur = 0, ""
-    for ch in text:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur.strip())
-    out: list[str] = []
-    for p in filter(None, parts):
-        if re.fullmatch(r"\d+", p) and out and "@" in out[-1] and "(" not in out[-1]:
-            out[-1] += f",{p}"
-        else:
-            out.append(p)
-    return out
 
 
 def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list[Metric]:
@@ -63,11 +43,11 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
     else:
         items = []
         for raw in split_metric_list(metrics):
-            if "@" not in raw and ks and _needs_cutoff(raw):
+            if "@" not in raw and ks and needs_cutoff(raw):
                 name, _, params = raw.partition("(")
                 raw = f"{name.strip()}@{','.join(map(str, ks))}" + (f"({params}" if params else "")
             items.append(raw)
-    parsed = expand_metrics(items)
+    parsed = parse_metrics(items)
     out: list[Metric] = []
     for m in parsed:
         levels = ["chunk", "doc"] if level == "both" else [level]
@@ -81,16 +61,6 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
             if t not in out:
                 out.append(t)
     return out
-
-
-def _needs_cutoff(raw: str) -> bool:
-    """Whether a metric written without ``@k`` requires a cutoff (then ``-k`` applies)."""
-    name, _, params = raw.partition("(")
-    try:
-        probe = parse_metric(f"{name.strip()}@1" + (f"({params}" if params else ""))
-    except MetricSpecError:
-        return False
-    return probe.spec.k == "required"
 
 
 def _parse_ks(k: str | None) -> list[int] | None:
@@ -137,9 +107,9 @@ def retrieval(
     run: Annotated[Path | None, typer.Option(
         "--run", help="Run: TREC 'qid Q0 doc rank score tag' or JSON {qid: {doc: score}}.")] = None,
     evalset: Annotated[Path | None, typer.Option(
-        "--evalset", help="Seed-003 evalset (jsonl/json/csv), strict rules.")] = None,
+        "--evalset", help="Evalset-format file (jsonl/json/csv), strict rules.")] = None,
     samples: Annotated[Path | None, typer.Option(
-        "--samples", help="Generic samples file (RAGAS / seed-003 field names).")] = None,
+        "--samples", help="Generic samples file (RAGAS or evalset-format field names).")] = None,
     k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
@@ -147,7 +117,7 @@ def retrieval(
     ties: Annotated[str, typer.Option(
         "--ties", help="stable (score desc, input order) | trec (score desc, doc id desc)")] = "stable",
     match: Annotated[str, typer.Option(
-        "--match", help="id | text (seed-002 normalised text containment)")] = "id",
+        "--match", help="id | text (normalised text containment)")] = "id",
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
     score_threshold: Annotated[float | None, typer.Option(
         "--score-threshold", help="Negative questions: a top-1 score at or above it is a false "

@@ -1,4 +1,4 @@
-"""``ragmeter retrievers``: compare bm25 / dense / hybrid on a corpus and an evalset (seed 003)."""
+"""``ragmeter retrievers``: compare bm25 / dense / hybrid on a corpus and an evalset."""
 
 from __future__ import annotations
 

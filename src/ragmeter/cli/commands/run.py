@@ -30,10 +30,11 @@ def register(app: typer.Typer) -> None:
             "--check", help="Gate on the config's thresholds (exit 1 on failure).")] = False,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store."""
-        from ragmeter.results.store import mask_url, normalize_url
+        from ragmeter.results.store import normalize_url
         from ragmeter.runner.config import load_config
         from ragmeter.runner.engine import run_benchmark
         from ragmeter.runner.progress import RunProgress
+        from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
         err = Console(stderr=True)

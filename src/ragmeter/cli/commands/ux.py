@@ -26,7 +26,7 @@ def ux_command(
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
-    """UX tier (seed §10)."""
+    """UX tier: semantic-cache potential, context preservation, multi-turn consistency."""
     from rich.console import Console
     from rich.table import Table
 
