@@ -86,19 +86,13 @@ class TierDecision:
                  others=join_names(sig or nosig, lang))
 
 
-def key_metrics(results: Sequence[EvalResult], tier: str | None = None,
-                limit: int = MAX_KEY_METRICS) -> list[str]:
-    """A tier's key metrics: metrics with scored samples before empty ones, plain names before
-    parameterised ones, preferred names (those with a quality band among them) first, then the
-    declared order; at most ``limit``."""
-    seen: list[str] = []
-    has_data: set[str] = set()
-    for res in results:
-        for key, mr in res.results.items():
-            if key not in seen:
-                seen.append(key)
-            if mr.aggregate.n > 0:
-                has_data.add(key)
+def rank_metrics(names: Sequence[str], has_data: set[str] | None = None,
+                 tier: str | None = None) -> list[str]:
+    """Metric names, most decisive first: metrics with scored samples before empty ones,
+    plain names before parameterised ones, preferred names (those with a quality band among
+    them) first, then the given order."""
+    has = set(names) if has_data is None else has_data
+    order = list(dict.fromkeys(names))
 
     def rank(key: str) -> tuple[bool, bool, float, int]:
         name = base_name(key)
@@ -111,9 +105,22 @@ def key_metrics(results: Sequence[EvalResult], tier: str | None = None,
             pref = len(PREFERRED)
         else:
             pref = 1000.0
-        return (key not in has_data, "(" in key, pref, seen.index(key))
+        return (key not in has, "(" in key, pref, order.index(key))
 
-    return sorted(seen, key=rank)[:limit]
+    return sorted(order, key=rank)
+
+
+def key_metrics(results: Sequence[EvalResult], tier: str | None = None,
+                limit: int = MAX_KEY_METRICS) -> list[str]:
+    """A tier's key metrics (see :func:`rank_metrics`); at most ``limit``."""
+    seen: list[str] = []
+    has_data: set[str] = set()
+    for res in results:
+        for key, mr in res.results.items():
+            seen.append(key)
+            if mr.aggregate.n > 0:
+                has_data.add(key)
+    return rank_metrics(seen, has_data, tier)[:limit]
 
 
 def _cell(mr: MetricResult | None) -> Cell:
