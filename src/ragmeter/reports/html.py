@@ -630,40 +630,51 @@ def _verdict_rank(verdict: str) -> int:
 
 
 def comparison_body(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> str:
-    """Body of a comparison of runs A and B (regressions first)."""
+    """Body of a comparison of runs A and B: significant changes first (regressions on top),
+    the metrics without a significant change folded below; a chart of the largest changes."""
     rows = sorted(rows, key=lambda r: (_verdict_rank(r.verdict), r.comparison.p_value))
-    body_rows, chart_rows = [], []
     multi = len({x.result for x in rows}) > 1
-    for r in rows:
+
+    def tr(r: Any) -> str:
         c = r.comparison
         cls = {"regression": "regression", "improvement": "improvement"}.get(r.verdict, "")
         ok = not math.isnan(c.diff)
-        body_rows.append(
-            f'<tr class="{cls}"><td>{escape(r.result)}</td><td><code>{escape(c.metric)}</code>'
-            f"</td><td class=num>{_f(c.mean_a)}</td><td class=num>{_f(c.mean_b)}</td>"
-            f"<td class=num>{f'{c.diff:+.4f}' if ok else '–'}</td><td class=num>"
-            f"{f'[{c.ci_low:+.4f}, {c.ci_high:+.4f}]' if ok else '–'}</td>"
-            f"<td class=num>{c.p_value:.4f}</td><td class=num>{c.n}</td>"
-            f"<td>{escape(t('v_' + r.verdict, lang))}</td></tr>")
-        if ok:
-            label = f"{r.result}: {c.metric}" if multi else c.metric
-            chart_rows.append((label, svg.Point(c.diff, c.ci_low, c.ci_high)))
+        return (f'<tr class="{cls}"><td>{escape(r.result)}</td><td><code>{escape(c.metric)}'
+                f"</code></td><td class=num>{_f(c.mean_a)}</td><td class=num>{_f(c.mean_b)}</td>"
+                f"<td class=num>{f'{c.diff:+.4f}' if ok else '–'}</td><td class=num>"
+                f"{f'[{c.ci_low:+.4f}, {c.ci_high:+.4f}]' if ok else '–'}</td>"
+                f"<td class=num>{c.p_value:.4f}</td><td class=num>{c.n}</td>"
+                f"<td>{escape(t('v_' + r.verdict, lang))}</td></tr>")
+
+    head = ("<thead><tr>" + "".join(f"<th>{escape(x)}</th>" for x in (
+        t("result", lang), t("metric", lang), "A", "B", "B − A", t("diff_ci", lang), "p", "n",
+        t("verdict", lang))) + "</tr></thead>")
+    sig = [r for r in rows if r.verdict in ("regression", "improvement")]
+    rest = [r for r in rows if r not in sig]
     n_reg = sum(r.verdict == "regression" for r in rows)
     method = rows[0].comparison.method if rows else "randomization"
     n_res = rows[0].comparison.n_resamples if rows else 0
     seed = rows[0].comparison.seed if rows else 0
+    method_text = t("method_randomization", lang) if method == "randomization" else method
     body = (f'<p class="{"bad-text" if n_reg else ""}" id=n-regressions>'
             f'{t("regressions", lang, n=n_reg)}</p>'
-            f'<p class="muted test-note">{escape(t("cmp_meta", lang, method=method))}; '
-            f"{n_res} · seed {seed}</p>"
-            "<table class=compare><thead><tr>"
-            + "".join(f"<th>{escape(x)}</th>" for x in (
-                t("result", lang), t("metric", lang), "A", "B", "B − A", t("diff_ci", lang),
-                "p", "n", t("verdict", lang)))
-            + "</tr></thead><tbody>" + "".join(body_rows) + "</tbody></table>")
-    if chart_rows:
+            f'<p class="muted test-note">{escape(t("cmp_note", lang, method=method_text, n=n_res, seed=seed))}</p>')
+    if sig:
+        body += f"<table class=compare id=significant>{head}<tbody>" + "".join(
+            tr(r) for r in sig) + "</tbody></table>"
+    if rest:
+        body += (f"<details class=allmetrics><summary>{escape(t('v_no significant change', lang))}"
+                 f": {len(rest)}</summary><table class=compare>{head}<tbody>"
+                 + "".join(tr(r) for r in rest) + "</tbody></table></details>")
+    changed = [r for r in rows if not math.isnan(r.comparison.diff)
+               and (r in sig or abs(r.comparison.diff) > 1e-12)]
+    changed = sorted(changed, key=lambda r: (r not in sig, -abs(r.comparison.diff)))[:24]
+    if changed:
+        chart_rows = [(f"{r.result}: {r.comparison.metric}" if multi else r.comparison.metric,
+                       svg.Point(r.comparison.diff, r.comparison.ci_low, r.comparison.ci_high))
+                      for r in changed]
         body += ("<div class=charts><figure>"
-                 + svg.diff_chart(chart_rows[:40], t("chart_diff", lang), lang=lang)
+                 + svg.diff_chart(chart_rows, t("chart_diff", lang), lang=lang)
                  + "</figure></div>")
     return body
 

@@ -141,6 +141,10 @@ TEXT: dict[str, tuple[str, str]] = {
     "hits": ("{n} hit(s)", "найдено: {n}"),
     # comparison / diff
     "comparison": ("Comparison", "Сравнение"),
+    "cmp_note": ("Paired {method} test of B against A on the samples both scored; significant "
+                 "at p < 0.05; {n} resamples, seed {seed}.",
+                 "Парный {method}-тест B против A на примерах, оценённых обоими; значимо при "
+                 "p < 0,05; {n} перестановок, seed {seed}."),
     "cmp_meta": ("paired {method} test on the samples both scored",
                  "парный {method}-тест на примерах, оценённых обоими"),
     "regressions": ("{n} significant regression(s).", "Значимых ухудшений: {n}."),
@@ -240,7 +244,11 @@ def detect_lang(texts: Iterable[str]) -> str:
     return "ru" if cyr > lat else "en"
 
 
-def join_names(names: list[str], lang: str) -> str:
+def join_names(names: list[str], lang: str, limit: int = 3) -> str:
     if len(names) <= 1:
         return "".join(names)
+    if len(names) > limit:
+        more = len(names) - limit
+        rest = f"{more} more" if lang != "ru" else f"ещё {more}"
+        return ", ".join(names[:limit]) + f" {t('and', lang)} " + rest
     return ", ".join(names[:-1]) + f" {t('and', lang)} " + names[-1]

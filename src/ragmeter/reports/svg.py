@@ -219,12 +219,15 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
     legend_w = max([text_width(short(n)) for n in names] + [40.0]) + 30
     xs = list(x)
     tick_labels = [short(s, 16) for s in xlabels] if xlabels else [f"{v:g}" for v in xs]
-    rotate = bool(xlabels) and len(xs) > 4
-    bottom = 40.0 + (max(text_width(s) for s in tick_labels) * 0.6 if rotate and tick_labels
-                     else 0.0)
+    label_w = max([text_width(s) for s in tick_labels] + [10.0])
     plot_w = max(320.0, min(900.0, 60.0 * len(xs)))
+    spacing = (plot_w - 2 * max(14.0, label_w / 2 + 4)) / max(1, len(xs) - 1)
+    rotate = len(xs) > 1 and spacing < label_w + 8
+    pad_x = 14.0 if rotate else max(14.0, label_w / 2 + 4)
+    bottom = 44.0 + (label_w * 0.6 if rotate else 0.0)
     x0, y0, h = 52.0, 30.0, 200.0
-    width = max(x0 + plot_w + 20 + legend_w, text_width(title, 13) + 24)
+    width = max(x0 + plot_w + 20 + legend_w, text_width(title, 13) + 24,
+                x0 + plot_w + (label_w * 0.85 if rotate else 0.0) + 10)
     height = y0 + h + bottom + 18
     vals = [v for pts in series.values() for p in pts for v in (p.mean, p.low, p.high)]
     a, b = nice_range(vals)
@@ -233,7 +236,9 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
     xspan = (hi_x - lo_x) or 1.0
 
     def px(v: float) -> float:
-        return x0 + 14 + (plot_w - 28) * (v - lo_x) / xspan
+        if len(xs) == 1:
+            return x0 + plot_w / 2
+        return x0 + pad_x + (plot_w - 2 * pad_x) * (v - lo_x) / xspan
 
     def py(v: float) -> float:
         return y0 + h - h * (min(max(v, a), b) - a) / span
@@ -250,9 +255,11 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
                      f"{_fmt_tick(tv, step)}</text>")
     parts.append(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x0:.1f}" y2="{y0 + h:.1f}" '
                  'stroke="#888"/>')
+    dodge = min(6.0, 24.0 / max(1, len(names)))  # side by side, so whiskers do not hide
     for si, name in enumerate(names):
         color = colors.get(name, PALETTE[si % len(PALETTE)])
-        pts = [(px(xv), p) for xv, p in zip(xs, series[name], strict=False) if p.ok]
+        off = (si - (len(names) - 1) / 2) * dodge
+        pts = [(px(xv) + off, p) for xv, p in zip(xs, series[name], strict=False) if p.ok]
         if len(pts) > 1:
             parts.append(f'<polyline fill="none" stroke-width="2" stroke="{color}" '
                          'stroke-opacity="0.8" points="' + " ".join(
@@ -260,7 +267,7 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
         for j, (xv, p) in enumerate(zip(xs, series[name], strict=False)):
             if not p.ok:
                 continue
-            cx, m = px(xv), float(p.mean)  # type: ignore[arg-type]
+            cx, m = px(xv) + off, float(p.mean)  # type: ignore[arg-type]
             tip = f"{name} · {tick_labels[j] if j < len(tick_labels) else xv}: {m:.4f}"
             if _ok(p.low) and _ok(p.high):
                 lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
@@ -274,7 +281,7 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
             parts.append(f'<a class="rm-link" href="{escape(url)}">{dot}</a>' if url else dot)
     parts.append("</g>")
     for j, (xv, lab) in enumerate(zip(xs, tick_labels, strict=False)):
-        cx, ty = px(xv), y0 + h + 14
+        cx, ty = px(xv), y0 + h + 20
         rot = f' transform="rotate(35 {cx:.1f} {ty:.1f})" text-anchor="start"' if rotate \
             else ' text-anchor="middle"'
         parts.append(f'<text class="rm-tick" x="{cx:.1f}" y="{ty:.1f}"{rot}>{escape(lab)}'

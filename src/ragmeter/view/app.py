@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aiohttp import web
+
 from ragmeter.errors import RagmeterError
 from ragmeter.reports.html import run_lang
 from ragmeter.reports.i18n import LANGS, t
@@ -23,7 +25,7 @@ from ragmeter.view import pages
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 RUN_CACHE = 8
-HEADERS = {"Content-Security-Policy": pages.CSP, "X-Content-Type-Options": "nosniff",
+HEADERS = {"Content-Security-Policy": pages.CSP_HEADER, "X-Content-Type-Options": "nosniff",
            "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
            "Cache-Control": "no-store"}
 
@@ -58,9 +60,11 @@ class Viewer:
         return self.lang
 
 
-def make_app(store_url: str | None = None, lang: str | None = None) -> Any:
+VIEWER = web.AppKey("viewer", Viewer)
+
+
+def make_app(store_url: str | None = None, lang: str | None = None) -> web.Application:
     """The aiohttp application for ``store_url`` (opened read-only; errors say why not)."""
-    web: Any = __import__("aiohttp.web", fromlist=["web"])
     viewer = Viewer(store_url, lang)
 
     def lang_of(request: Any) -> str:
@@ -104,7 +108,7 @@ def make_app(store_url: str | None = None, lang: str | None = None) -> Any:
         latest = [m for m in summaries if shown and m.run_id == shown[0].id]
         columns = cols or pages.default_columns(latest)
         body = pages.registry_page(shown, len(rows), summaries, columns,
-                                   {**params, "col_list": cols}, lang)  # type: ignore[dict-item]
+                                   {**params, "col_list": cols}, lang)
         return respond(request, t("v_runs", lang), body, "v_runs")
 
     @guarded("v_history")
@@ -177,7 +181,7 @@ def make_app(store_url: str | None = None, lang: str | None = None) -> Any:
         return respond(request, t("v_diff", lang), body, "v_diff")
 
     app = web.Application()
-    app["viewer"] = viewer
+    app[VIEWER] = viewer
     app.router.add_get("/", registry)
     app.router.add_get("/history", history)
     app.router.add_get("/compare", compare)
@@ -199,9 +203,8 @@ def is_loopback(host: str) -> bool:
 def serve(store_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           lang: str | None = None, print_fn: Callable[[str], None] = print) -> None:
     """Run the viewer until interrupted (Ctrl-C)."""
-    web: Any = __import__("aiohttp.web", fromlist=["web"])
     app = make_app(store_url, lang)
-    viewer: Viewer = app["viewer"]
+    viewer = app[VIEWER]
     shown_host = f"[{host}]" if ":" in host else host
     print_fn(f"ragmeter view: {viewer.shown_url} (read-only) at http://{shown_host}:{port}/ "
              "- Ctrl-C to stop")

@@ -32,7 +32,8 @@ from ragmeter.results.records import EvalResult
 from ragmeter.results.store import MetricSummary, RunRow, StoredRun
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-       "img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
+       "img-src data:; form-action 'self'; base-uri 'none'")
+CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
 NAV = (("/", "v_runs"), ("/history", "v_history"), ("/compare", "v_compare"),
        ("/diff", "v_diff"))
 
@@ -120,7 +121,7 @@ def filter_runs(rows: Sequence[RunRow], *, name: str = "", tag: str = "", commit
 
 def registry_page(rows: Sequence[RunRow], all_rows: int,
                   summaries: Sequence[MetricSummary], columns: Sequence[str],
-                  params: Mapping[str, str], lang: str) -> str:
+                  params: Mapping[str, Any], lang: str) -> str:
     cells: dict[tuple[str, str], MetricSummary] = {
         (m.run_id, f"{m.tier}|{m.system}|{m.metric}"): m for m in summaries}
     head = "".join(
@@ -145,7 +146,7 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
             f'<tr class=run-row data-run="{escape(r.id)}"><td><input type=checkbox '
             f'name=pick value="{escape(r.id)}" aria-label="pick {escape(r.id)}"></td>'
             f'<td><a href="{escape(run_href(r.id, lang))}"><code>{escape(r.id)}</code></a></td>'
-            f"<td>{escape(r.created_at)}</td><td>{escape(r.name)} {tags}</td>"
+            f"<td>{escape(r.created_at[:16].replace('T', ' '))}</td><td>{escape(r.name)} {tags}</td>"
             f"<td>{escape(r.status)}</td><td class=num>{r.n_tiers_ok}"
             + (f" <span class=muted>(+{r.n_tiers_not_run + r.n_tiers_error})</span>"
                if r.n_tiers_not_run + r.n_tiers_error else "")
@@ -157,7 +158,7 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
                            ("commit", t("v_commit", lang)), ("since", t("v_since", lang)),
                            ("until", t("v_until", lang))))
     col_inputs = "".join(f'<input type=hidden name=col value="{escape(c)}">'
-                         for c in params.get("col_list", []))  # type: ignore[attr-defined]
+                         for c in params.get("col_list", []))
     form = (f'<form class=filters method=get action="/">{fields}{col_inputs}'
             f'<input type=hidden name=lang value="{lang}"><button>{t("v_apply", lang)}</button>'
             "</form>")
@@ -169,10 +170,10 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
         table = (f'<form method=get action="/diff" id=pick-form><input type=hidden name=lang '
                  f'value="{lang}"><p class=muted>{t("v_pick_two", lang)} <button '
                  f'id=diff-btn>{t("v_diff_btn", lang)}</button></p>'
-                 f"<table class=runs id=runs><thead><tr><th></th><th>id</th>"
+                 f"<div class=scroll><table class=runs id=runs><thead><tr><th></th><th>id</th>"
                  f"<th>{t('created', lang)}</th><th>{t('name', lang)}</th>"
                  f"<th>{t('status', lang)}</th><th class=num>{t('v_tiers_ok', lang)}</th>"
-                 f"<th>git</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></form>")
+                 f"<th>git</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></form>")
     return (f"<h1>{t('v_runs', lang)} <span class=muted>({len(rows)} / {all_rows})</span></h1>"
             + form + table)
 
@@ -204,13 +205,13 @@ def history_page(rows: Sequence[RunRow], summaries: Sequence[MetricSummary],
     parts = [f"<h1>{t('v_history', lang)}</h1>", form,
              f"<p class=intro>{t('v_history_intro', lang)}</p>"]
     if not choice or "|" not in choice:
-        return "".join(parts + [f"<p class=note>{t('v_no_metric', lang)}</p>"])
+        return "".join([*parts, f"<p class=note>{t('v_no_metric', lang)}</p>"])
     tier, metric = choice.split("|", 1)
     chrono = sorted(rows, key=lambda r: (r.created_at, r.id))
     mine = [m for m in summaries if m.tier == tier and m.metric == metric]
     run_ids = [r.id for r in chrono if any(m.run_id == r.id for m in mine)]
     if not run_ids:
-        return "".join(parts + [f"<p class=note>{t('v_no_metric', lang)}</p>"])
+        return "".join([*parts, f"<p class=note>{t('v_no_metric', lang)}</p>"])
     systems = list(dict.fromkeys(m.system for m in mine))
     lookup = {(m.run_id, m.system): m for m in mine}
     series: dict[str, list[svg.Point]] = {}
@@ -225,7 +226,7 @@ def history_page(rows: Sequence[RunRow], summaries: Sequence[MetricSummary],
         series[s] = pts
         links[s] = hrefs
     by_id = {r.id: r for r in rows}
-    xlabels = [f"{by_id[rid].created_at[:16].replace('T', ' ')}" for rid in run_ids]
+    xlabels = [f"{by_id[rid].created_at[5:16].replace('T', ' ')}" for rid in run_ids]
     chart = svg.line_chart(list(range(1, len(run_ids) + 1)), series,
                            t("v_history_chart", lang, metric=metric, tier=tier),
                            xlabel=t("v_runs_label", lang), lang=lang, links=links,
@@ -320,19 +321,19 @@ def sample_page(run: StoredRun, sample_id: str, lang: str) -> str:
 
 
 # ------------------------------------------------------------------------- tier comparison
+def run_label(run: StoredRun) -> str:
+    """Short, unique run label: date, time and the id's random tail (``11-23 01:25 #23168f``)."""
+    return f"{run.created_at[5:16].replace('T', ' ')} #{run.id[-6:]}"
+
+
 def labelled_systems(runs: Sequence[StoredRun], tier: str) -> list[tuple[str, EvalResult]]:
     out: list[tuple[str, EvalResult]] = []
-    seen: set[str] = set()
     for run in runs:
         rec = run.tiers.get(tier)
         if rec is None or rec.status != "ok":
             continue
         for res in rec.results:
-            label = f"{run.created_at[:16].replace('T', ' ')} · {res.name}"
-            if label in seen:
-                label = f"{run.id} · {res.name}"
-            seen.add(label)
-            out.append((label, res))
+            out.append((f"{run_label(run)} · {res.name}", res))
     return out
 
 
@@ -351,9 +352,10 @@ def compare_page(runs: Sequence[StoredRun], tiers: Sequence[str], tier: str,
              f"<p class=intro>{t('v_compare_intro', lang)}</p>"]
     systems = labelled_systems(runs, tier)
     if not systems:
-        return "".join(parts + [f"<p class=note>{t('v_no_runs', lang)}</p>"])
+        return "".join([*parts, f"<p class=note>{t('v_no_runs', lang)}</p>"])
     dec: TierDecision = decide(tier, systems, lang=lang)
-    colors = svg.system_colors(label for label, _ in systems)
+    by_system = svg.system_colors(res.name for _, res in systems)
+    colors = {label: by_system[res.name] for label, res in systems}  # one colour per system
     parts.append(f"<h2>{escape(tier_title(tier, lang))}</h2><p class=verdict>"
                  f"{escape(dec.verdict(lang))}</p>")
     parts.append(decision_table(dec, lang, results=dict(systems)))
@@ -405,7 +407,7 @@ def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
             f'value="{lang}"><button>{t("v_show", lang)}</button></form>')
     parts = [f"<h1>{t('v_diff', lang)}</h1>", form]
     if a is None or b is None:
-        return "".join(parts + [f"<p class=note>{t('v_pick_two', lang)}</p>"])
+        return "".join([*parts, f"<p class=note>{t('v_pick_two', lang)}</p>"])
     parts.append(f'<p class=meta>A = <a href="{escape(run_href(a.id, lang))}"><code>'
                  f"{escape(a.id)}</code></a> ({escape(a.name)}) · B = <a href=\""
                  f'{escape(run_href(b.id, lang))}"><code>{escape(b.id)}</code></a> '

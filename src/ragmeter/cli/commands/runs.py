@@ -68,8 +68,8 @@ def register(app: typer.Typer) -> None:
         for col in ("id", "created", "name", "status", "tiers ok", "not run", "git"):
             t.add_column(col)
         for c in cols:
-            tier, system, m = c.split("|", 2)
-            t.add_column(f"{system}\n{m}", justify="right")
+            _tier, system, metric_name = c.split("|", 2)
+            t.add_column(f"{system}\n{metric_name}", justify="right")
         for r in rows:
             vals = []
             for c in cols:
