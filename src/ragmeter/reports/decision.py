@@ -149,11 +149,13 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
             continue
         hib = col[scored[0]].higher_is_better
         best = (max if hib else min)(scored, key=lambda s: col[s].mean)  # type: ignore[arg-type,return-value]
-        col[best].best = True
+        tied = [x for x in scored if col[x].mean == col[best].mean]
+        for label in tied:
+            col[label].best = True
         sig: list[str] = []
         nosig: list[str] = []
         for label in scored:
-            if label == best:
+            if label in tied:
                 continue
             a, b = mrs[best], mrs[label]
             assert a is not None and b is not None

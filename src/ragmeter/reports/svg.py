@@ -274,8 +274,9 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
                 tip += f" [{lo:.4f}, {hi:.4f}]"
                 parts.append(f'<line class="rm-ci" x1="{cx:.1f}" y1="{py(lo):.1f}" x2="{cx:.1f}" '
                              f'y2="{py(hi):.1f}" stroke="{color}" stroke-width="1.5"/>')
-            dot = (f'<circle class="rm-point" cx="{cx:.1f}" cy="{py(m):.1f}" r="4" '
-                   f'fill="{color}" stroke="#fff"><title>{escape(tip)}</title></circle>')
+            dot = (f'<circle class="rm-point" data-series="{escape(name)}" cx="{cx:.1f}" '
+                   f'cy="{py(m):.1f}" r="4" fill="{color}" stroke="#fff"><title>'
+                   f"{escape(tip)}</title></circle>")
             href = (links or {}).get(name, [None] * len(xs))
             url = href[j] if j < len(href) else None
             parts.append(f'<a class="rm-link" href="{escape(url)}">{dot}</a>' if url else dot)

@@ -297,26 +297,29 @@ def sample_page(run: StoredRun, sample_id: str, lang: str) -> str:
              f"<code>{escape(run.id)}</code></a></p>"]
     q = str(sample.get("user_input") or "")
     if q:
-        parts.append(f"<h2>{t('question', lang)}</h2><p class=question>{escape(q)}</p>")
+        parts.append(f"<h2>{t('question', lang).capitalize()}</h2><p class=question>"
+                     f"{escape(q)}</p>")
     for key, label in (("reference", "reference"), ("response", "answer")):
         if sample.get(key):
-            parts.append(f"<h3>{t(label, lang)}</h3><p>{escape(str(sample[key]))}</p>")
+            parts.append(f"<h3>{t(label, lang).capitalize()}</h3><p>{escape(str(sample[key]))}"
+                         "</p>")
+    parts.append(f"<h2>{t('scores', lang).capitalize()}</h2><table id=sample-scores><thead><tr>"
+                 f"<th>{t('tier', lang)}</th><th>{t('system', lang)}</th>"
+                 f"<th>{t('metric', lang)}</th><th class=num>{t('value', lang)}</th>"
+                 f"<th>{t('unscored_reasons', lang)}</th><th>{t('judge_reasons', lang)}</th>"
+                 f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     ctxs = [str(c) for c in sample.get("retrieved_contexts") or []]
     if ctxs:
-        parts.append(f"<h3>{t('contexts', lang)}</h3><ol>"
-                     + "".join(f"<li>{escape(c)}</li>" for c in ctxs) + "</ol>")
+        parts.append(f"<details open><summary>{t('contexts', lang)} ({len(ctxs)})</summary><ol>"
+                     + "".join(f"<li>{escape(c)}</li>" for c in ctxs) + "</ol></details>")
     for key, v in sample.items():
         if key.startswith("retrieved:") and isinstance(v, Mapping):
             ids = [str(i) for i in v.get("ids") or []]
             texts = [*(v.get("contexts") or []), *[None] * len(ids)]
-            parts.append(f"<h3>{escape(key.split(':', 1)[1])}</h3><ol>" + "".join(
-                f"<li><code>{escape(i)}</code> {escape(str(c)) if c else ''}</li>"
-                for i, c in zip(ids, texts, strict=False)) + "</ol>")
-    parts.append(f"<h2>{t('scores', lang)}</h2><table><thead><tr><th>{t('tier', lang)}</th>"
-                 f"<th>{t('system', lang)}</th><th>{t('metric', lang)}</th>"
-                 f"<th class=num>{t('value', lang)}</th><th>{t('unscored_reasons', lang)}</th>"
-                 f"<th>{t('judge_reasons', lang)}</th></tr></thead><tbody>{''.join(rows)}"
-                 "</tbody></table>")
+            parts.append(f"<details><summary>{escape(key.split(':', 1)[1])}: "
+                         f"{t('hits', lang, n=len(ids))}</summary><ol>" + "".join(
+                             f"<li><code>{escape(i)}</code> {escape(str(c)) if c else ''}</li>"
+                             for i, c in zip(ids, texts, strict=False)) + "</ol></details>")
     return "".join(parts)
 
 
