@@ -175,3 +175,23 @@ def test_demo_judge_results_get_no_quality_band() -> None:
     assert not from_demo_judge(["demo"], {"judge": "main"})
     assert "demo judge" in _band_badge("faithfulness", 0.99, "generation", demo=True)
     assert "excellent" in _band_badge("faithfulness", 0.99, "generation", demo=False)
+
+
+def test_chart_files_use_the_report_engine(tmp_path):
+    from ragmeter.reports.charts import confusion_chart, grouped_bar_chart, line_chart_by_k
+
+    panels = {"hit@k": {"bm25 <b>": {1: (0.5, 0.4, 0.6), 5: (0.9, 0.85, 0.95)},
+                        "dense": {1: (0.6, 0.5, 0.7), 5: (0.92, 0.88, 0.96)}}}
+    bars = grouped_bar_chart(panels, tmp_path / "bars", title="t")
+    lines = line_chart_by_k(panels, tmp_path / "lines")
+    assert [p.suffix for p in bars + lines] == [".svg", ".svg"]
+    text = bars[0].read_text(encoding="utf-8")
+    assert text.startswith("<?xml") and 'class="rm-ci"' in text and "bm25 &lt;b&gt;" in text
+    assert line_chart_by_k(panels, tmp_path / "again")[0].read_text("utf-8") == \
+        lines[0].read_text("utf-8")  # byte-stable
+    run = builders.make_run()
+    res = run.tiers["judge_pipeline"].results[0]
+    res.meta["confusion"] = res.meta["confusion_matrix"]
+    assert 'data-chart="heatmap"' in confusion_chart(res, tmp_path)[0].read_text("utf-8")
+    with pytest.raises(Exception, match="SVG only"):
+        grouped_bar_chart(panels, tmp_path / "x", formats=("png",))

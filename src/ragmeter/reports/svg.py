@@ -25,7 +25,7 @@ PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#D
 FONT = "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif\""
 FONT_SIZE = 11
 CHAR_W = 7.0  # generous width of one character at FONT_SIZE (Latin and Cyrillic)
-MAX_LABEL = 34
+MAX_LABEL = 40
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def nice_range(values: Iterable[float | None], *, unit: bool | None = None) -> t
     if unit is None:
         unit = lo >= 0.0 and hi <= 1.0
     span = hi - lo
-    pad = max(span * 0.12, (abs(hi) or 1.0) * 0.02)
+    pad = max(span * 0.12, (abs(hi) or 1.0) * (0.02 if span else 0.05))
     a, b = lo - pad, hi + pad
     if lo >= 0.0 and a < 0.2 * (b - a) + 0.0:
         a = 0.0
