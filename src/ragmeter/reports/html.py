@@ -412,7 +412,11 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
                     all_scores.setdefault(s.sample_id, []).append(
                         (tier, res.name, key, s.value, s.reason, _reasons_from_details(s.details)))
 
-    def badness(sid: str) -> tuple[int, float]:
+    questions = set(run.samples)
+
+    def badness(sid: str) -> tuple[int, int, float]:
+        """Questions of the dataset first, then other items (texts, sessions, log rows);
+        within each, the lowest mean of the row's 0–1 scores first."""
         goods = []
         for (_, _, _, mr), vals, unit in zip(columns, values, units, strict=True):
             v = vals.get(sid)
@@ -420,8 +424,8 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
                 continue
             goods.append(v if mr.higher_is_better else 1.0 - v)
         if not goods:
-            return (1, 0.0)
-        return (0, sum(goods) / len(goods))
+            return (sid not in questions, 1, 0.0)
+        return (sid not in questions, 0, sum(goods) / len(goods))
 
     total = len(order)
     order = sorted(order, key=badness)[:MAX_EXPLORER_SAMPLES]
@@ -429,7 +433,7 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
                     if run.samples.get(s, {}).get("type")})
     head = "".join(
         f'<th class=num data-tier="{escape(tier)}" title="{escape(tier)} · {escape(system)}'
-        f' · {escape(metric)}">{escape(svg.short(system, 18))}<div class=muted>'
+        f' · {escape(metric)}">{escape(svg.short(system, 16))}<div class=muted>'
         f"{escape(metric)}</div></th>" for tier, system, metric, _ in columns)
     rows, data = [], []
     tiers_seen: set[str] = set()
@@ -459,15 +463,19 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
         tiers_seen |= tiers_here
         n_uns_all = sum(1 for s in sc if s[3] is None)
         detail = _sample_details(sample, sc, lang)
-        title = q or sid
+        title = q
         link = (f' <a class=drill href="{escape(sample_href.format(id=quote(sid, safe="")))}">↗</a>'
                 if sample_href else "")
+        did = f"rm-d{len(rows)}"
         rows.append(
             f'<tr class="rm-sample" data-id="{escape(sid)}" data-type="{escape(qtype)}" '
-            f'data-tiers="{escape(" ".join(sorted(tiers_here)))}" data-unscored="{n_uns_all}">'
-            f'<td class=q><details><summary><code>{escape(sid)}</code> {escape(_clip(title, 160))}'
+            f'data-tiers="{escape(" ".join(sorted(tiers_here)))}" data-unscored="{n_uns_all}" '
+            f'data-detail="{did}"><td class=q><details><summary><code>{escape(sid)}</code> '
+            f"{escape(_clip(title, 160))}"
             + (f' <span class="qtype">{escape(qtype)}</span>' if qtype else "")
-            + f"</summary>{detail}</details>{link}</td>{''.join(cells)}</tr>")
+            + f"</summary></details>{link}</td>{''.join(cells)}</tr>"
+            f'<tr class="rm-detail" id="{did}" hidden><td colspan="{len(columns) + 1}">'
+            f"{detail}</td></tr>")
         data.append({"id": sid, "question": q, "type": qtype, "n_scores": len(sc),
                      "n_unscored": n_uns_all})
     note = (f"<p class=muted>{t('truncated', lang, n=MAX_EXPLORER_SAMPLES, total=total)}</p>"

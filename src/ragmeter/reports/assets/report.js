@@ -31,6 +31,18 @@
   var shown = document.getElementById("rm-shown");
   var table = document.getElementById("rm-samples");
   var rows = document.querySelectorAll("#rm-samples tbody tr.rm-sample");
+  function detailOf(row) {
+    var id = row.getAttribute("data-detail");
+    return id ? document.getElementById(id) : null;
+  }
+  /* a row's details (contexts, answer, scores, judge reasons) open in a full-width row below */
+  Array.prototype.forEach.call(rows, function (row) {
+    var opener = row.querySelector("details");
+    var detail = detailOf(row);
+    if (opener && detail) {
+      opener.addEventListener("toggle", function () { detail.hidden = !opener.open; });
+    }
+  });
   function apply() {
     var q = filter ? filter.value.toLowerCase().trim() : "";
     var wantType = qtype ? qtype.value : "";
@@ -39,11 +51,17 @@
     var visible = 0;
     Array.prototype.forEach.call(rows, function (row) {
       var tiers = " " + (row.getAttribute("data-tiers") || "") + " ";
-      var hit = (!q || row.textContent.toLowerCase().indexOf(q) >= 0) &&
+      var detail = detailOf(row);
+      var text = row.textContent + " " + (detail ? detail.textContent : "");
+      var hit = (!q || text.toLowerCase().indexOf(q) >= 0) &&
         (!wantType || row.getAttribute("data-type") === wantType) &&
         (!wantTier || tiers.indexOf(" " + wantTier + " ") >= 0) &&
         (!wantUnscored || row.getAttribute("data-unscored") !== "0");
       row.style.display = hit ? "" : "none";
+      if (detail) {
+        var opened = row.querySelector("details");
+        detail.hidden = !(hit && opened && opened.open);
+      }
       if (hit) { visible += 1; }
     });
     if (table) {
