@@ -195,6 +195,29 @@ def test_every_view_page(server, demo_store, browser):
                  "s.options[1].value; s.dispatchEvent(new Event('change')); })()")
     n_type = int(browser.eval("document.body.getAttribute('data-visible-samples')"))
     assert 0 < n_type < n_all
+    shown = browser.eval("Array.from(document.querySelectorAll('tr.rm-sample'))"
+                         ".filter(r => r.style.display !== 'none').map(r => r.dataset.type)")
+    assert len(set(shown)) == 1
+    browser.eval("(() => { const s = document.getElementById('rm-type'); s.value = '';"
+                 "s.dispatchEvent(new Event('change'));"
+                 "const t = document.getElementById('rm-tier'); t.value = 'retrieval';"
+                 "t.dispatchEvent(new Event('change')); })()")
+    hidden_cols = browser.eval("Array.from(document.querySelectorAll('#rm-samples th[data-tier]'))"
+                               ".filter(c => c.style.display === 'none').length")
+    assert hidden_cols > 0  # other tiers' columns are hidden
+    n_tier = int(browser.eval("document.body.getAttribute('data-visible-samples')"))
+    assert 0 < n_tier < n_all
+    browser.eval("(() => { const t = document.getElementById('rm-tier'); t.value = '';"
+                 "t.dispatchEvent(new Event('change'));"
+                 "document.getElementById('rm-unscored').click(); })()")
+    flagged = browser.eval("Array.from(document.querySelectorAll('tr.rm-sample'))"
+                           ".filter(r => r.style.display !== 'none')"
+                           ".map(r => Number(r.dataset.unscored))")
+    assert flagged and all(n > 0 for n in flagged)  # id_context_* are unscored in the demo
+    # a row opens its details (contexts, answer, scores) in a full-width row below it
+    browser.eval("document.querySelector('tr.rm-sample summary').click()")
+    time.sleep(0.2)
+    assert browser.eval("!document.querySelector('tr.rm-detail').hidden")
     # clicking a history point opens its run
     browser.open(server + "/history?metric=retrieval%7Cmrr")
     target = browser.eval("document.querySelector('a.rm-link').getAttribute('href')")

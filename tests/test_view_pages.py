@@ -196,3 +196,20 @@ def test_runs_list_json(tmp_path):
     assert m["n"] == 30 and m["ci_low"] <= m["mean"] <= m["ci_high"]
     table = CliRunner().invoke(app, ["runs", "list", "--store", url])
     assert table.exit_code == 0 and "mrr" in table.output
+
+
+def test_local_only_refuses_foreign_host_names(tmp_path):
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from ragmeter.view import make_app
+
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    fill(ResultStore(url), builders.make_run("r1"))
+
+    async def go() -> tuple[int, int]:
+        async with TestClient(TestServer(make_app(url, local_only=True))) as client:
+            ok = await client.get("/")
+            evil = await client.get("/", headers={"Host": "attacker.example:8765"})
+            return ok.status, evil.status
+
+    assert asyncio.run(go()) == (200, 421)

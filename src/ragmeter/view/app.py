@@ -63,9 +63,28 @@ class Viewer:
 VIEWER = web.AppKey("viewer", Viewer)
 
 
-def make_app(store_url: str | None = None, lang: str | None = None) -> web.Application:
-    """The aiohttp application for ``store_url`` (opened read-only; errors say why not)."""
+LOCAL_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _host_name(host: str) -> str:
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def make_app(store_url: str | None = None, lang: str | None = None, *,
+             local_only: bool = False) -> web.Application:
+    """The aiohttp application for ``store_url`` (opened read-only; errors say why not).
+
+    ``local_only`` refuses requests whose ``Host`` is not a loopback name, so a web page
+    elsewhere cannot read the results through a DNS-rebinding trick."""
     viewer = Viewer(store_url, lang)
+
+    @web.middleware
+    async def only_local(request: web.Request, handler: Any) -> Any:
+        if local_only and _host_name(request.host or "") not in LOCAL_NAMES:
+            return web.Response(status=421, text="ragmeter view answers on localhost only\n")
+        return await handler(request)
 
     def lang_of(request: Any) -> str:
         q = request.query.get("lang", "")
@@ -180,7 +199,7 @@ def make_app(store_url: str | None = None, lang: str | None = None) -> web.Appli
             body = pages.diff_page(None, None, [], [], rows, lang)
         return respond(request, t("v_diff", lang), body, "v_diff")
 
-    app = web.Application()
+    app = web.Application(middlewares=[only_local])
     app[VIEWER] = viewer
     app.router.add_get("/", registry)
     app.router.add_get("/history", history)
@@ -203,7 +222,7 @@ def is_loopback(host: str) -> bool:
 def serve(store_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           lang: str | None = None, print_fn: Callable[[str], None] = print) -> None:
     """Run the viewer until interrupted (Ctrl-C)."""
-    app = make_app(store_url, lang)
+    app = make_app(store_url, lang, local_only=is_loopback(host))
     viewer = app[VIEWER]
     shown_host = f"[{host}]" if ":" in host else host
     print_fn(f"ragmeter view: {viewer.shown_url} (read-only) at http://{shown_host}:{port}/ "
