@@ -1,11 +1,19 @@
-"""Self-contained HTML reports: one file per run or per comparison, no external URL.
+"""Self-contained HTML reports that decide: one file per run or per comparison, no external URL.
 
-CSS and JavaScript are inlined from ``reports/assets``; charts are inline SVG from
-:mod:`ragmeter.reports.svg`. All user text goes through :func:`html.escape`; the JSON data
-block is made safe inside ``<script>`` by :func:`json_for_script` (``<``, ``>``, ``&`` and the
-JS line separators as ``\\uXXXX``), so a question such as ``<script>alert(1)</script>`` is
-shown, never executed. The page's script marks each drawn chart with ``data-rendered`` and
-the ``<body>`` with ``data-rendered="true"`` once it has run (the browser test relies on it).
+A run's report leads with the decision (:mod:`.decision`): per tier, systems × key metrics
+with mean, 95% CI and n, the best in bold, † for a gap to the best that is significant under a
+paired randomization test (its seed and resamples stated), and a one-line verdict. Then the
+tiers' status, per-tier charts (:mod:`.svg`: CI whiskers, zoomed axes said so, one colour per
+system), every metric folded per system, a compact worst-first explorer (question × system on
+each tier's primary metric, filters by question type, tier and unscored, details on demand)
+and the signature. All text is English or Russian (:mod:`.i18n`; default: the data's language).
+
+CSS and JavaScript are inlined from ``reports/assets``. All user text goes through
+:func:`html.escape`; the JSON data block is made safe inside ``<script>`` by
+:func:`json_for_script` (``<``, ``>``, ``&`` and the JS line separators as ``\\uXXXX``), so a
+question such as ``<script>alert(1)</script>`` is shown, never executed. The page's script marks
+each drawn chart with ``data-rendered`` and the ``<body>`` with ``data-rendered="true"`` once
+it has run (the browser tests rely on it).
 """
 
 from __future__ import annotations
@@ -435,7 +443,8 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
         f'<th class=num data-tier="{escape(tier)}" title="{escape(tier)} · {escape(system)}'
         f' · {escape(metric)}">{escape(svg.short(system, 16))}<div class=muted>'
         f"{escape(metric)}</div></th>" for tier, system, metric, _ in columns)
-    rows, data = [], []
+    rows: list[str] = []
+    data: list[dict[str, Any]] = []
     tiers_seen: set[str] = set()
     for sid in order:
         sample = run.samples.get(sid, {})
