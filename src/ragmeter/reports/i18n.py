@@ -38,9 +38,10 @@ TEXT: dict[str, tuple[str, str]] = {
     "test_note": (
         "† = paired {method} test against the best system on the samples both scored, "
         "p < 0.05, {n} resamples, seed {seed}.",
-        "† = парный {method}-тест против лучшей системы на примерах, оценённых обеими, "
+        "† = парный {method} против лучшей системы на примерах, оценённых обеими, "
         "p < 0,05, {n} перестановок, seed {seed}."),
-    "method_randomization": ("randomization (sign-flip)", "рандомизационный (смена знаков)"),
+    "method_randomization": ("randomization (sign-flip)",
+                             "рандомизационный тест (смена знаков)"),
     "system": ("system", "система"),
     "no_scored": ("no scored samples", "нет оценённых примеров"),
     "verdict_best_sig": ("{best} is best on {metric}; its lead over {others} is significant.",
@@ -143,10 +144,10 @@ TEXT: dict[str, tuple[str, str]] = {
     "comparison": ("Comparison", "Сравнение"),
     "cmp_note": ("Paired {method} test of B against A on the samples both scored; significant "
                  "at p < 0.05; {n} resamples, seed {seed}.",
-                 "Парный {method}-тест B против A на примерах, оценённых обоими; значимо при "
+                 "Парный {method} B против A на примерах, оценённых обоими; значимо при "
                  "p < 0,05; {n} перестановок, seed {seed}."),
     "cmp_meta": ("paired {method} test on the samples both scored",
-                 "парный {method}-тест на примерах, оценённых обоими"),
+                 "парный тест ({method}) на примерах, оценённых обоими"),
     "regressions": ("{n} significant regression(s).", "Значимых ухудшений: {n}."),
     "result": ("result", "результат"),
     "diff_ci": ("95% CI of diff", "95% ДИ разницы"),
