@@ -318,6 +318,8 @@ def _decision_section(run: StoredRun, lang: str,
                      + decision_table(dec, lang, demo_names=demo_names, results=results)
                      + "</div>")
         n_res, seed = dec.n_resamples, dec.seed
+    if not decisions:
+        parts.append(f"<p class=note>{t('no_results', lang)}</p>")
     if n_res is not None:
         parts.append(f'<p class="muted test-note">{escape(t("test_note", lang, method=t("method_randomization", lang), n=n_res, seed=seed))}</p>')
     parts.append(_bands_legend(lang))

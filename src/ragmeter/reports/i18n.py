@@ -57,6 +57,8 @@ TEXT: dict[str, tuple[str, str]] = {
                        "{system}: {metric} = {value} (одна система, сравнивать не с чем)."),
     "verdict_none": ("No metric of this tier has scored samples.",
                      "Ни у одной метрики этого уровня нет оценённых примеров."),
+    "no_results": ("No tier produced results; the tiers' status says why.",
+                   "Ни один уровень не дал результатов; причины — в статусе уровней."),
     "and": ("and", "и"),
     "lower_better": ("lower is better", "меньше — лучше"),
     # bands

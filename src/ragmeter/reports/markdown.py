@@ -46,6 +46,8 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
         lines += [f"> ⚠️ {md_escape(t('demo_banner', lang, names=', '.join(demo)))}", ""]
     decisions = tier_decisions(run, lang)
     lines += [f"### {t('decision', lang)}", ""]
+    if not decisions:
+        lines += [t("no_results", lang), ""]
     n_res = seed = None
     for tier, dec in decisions.items():
         lines += [f"**{md_escape(tier_title(tier, lang))}** (`{md_escape(tier)}`): "
