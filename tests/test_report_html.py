@@ -110,10 +110,8 @@ def test_decision_marks_best_and_significance():
     assert "strong is best on mrr" in dec.verdict("en")
     assert "значим" in dec.verdict("ru")
     # close systems: the lead is not significant and the verdict says so
-    twin = builders.retrieval_result("bm25")
-    twin.name = "bm25-copy"
-    dec2 = decide("retrieval", [("bm25", rec.results[0]), ("bm25-copy", twin)], metrics=["mrr"])
-    assert not any(c.significant for c in dec2.cells.values())
+    dec2 = decide("retrieval", [(r.name, r) for r in rec.results], metrics=["mrr"])
+    assert not any(c.significant for c in dec2.cells.values())  # 0.44 vs 0.40 on 30 samples
     assert "not significant" in dec2.verdict("en")
 
 
@@ -195,3 +193,23 @@ def test_chart_files_use_the_report_engine(tmp_path):
     assert 'data-chart="heatmap"' in confusion_chart(res, tmp_path)[0].read_text("utf-8")
     with pytest.raises(Exception, match="SVG only"):
         grouped_bar_chart(panels, tmp_path / "x", formats=("png",))
+
+
+def test_decision_says_when_no_paired_test_is_possible():
+    from ragmeter.reports.decision import decide
+    from ragmeter.results.records import EvalResult
+
+    run = builders.make_run()
+    bm25, dense = run.tiers["retrieval"].results
+    other = EvalResult("other-data")
+    other.add(builders.metric("mrr", [0.1] * 10, ids=[f"z{i}" for i in range(10)]))
+    twin = EvalResult("dense-twin")
+    twin.add(dense.results["mrr"])
+    dec = decide("retrieval", [("bm25", bm25), ("dense", dense), ("dense-twin", twin),
+                               ("other-data", other)], metrics=["mrr"])
+    assert not dec.cells[("other-data", "mrr")].paired
+    text = dec.verdict("en")
+    assert "dense (tied with dense-twin) is best on mrr" in text
+    assert "No sample was scored by both it and other-data" in text
+    html = render_run_html(run, lang="en")
+    assert "∅" not in html  # one dataset: every system pairs with the best

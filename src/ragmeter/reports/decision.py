@@ -50,6 +50,7 @@ class Cell:
     best: bool = False
     p_value: float | None = None  # paired test against the best (None for the best itself)
     significant: bool = False  # worse than the best, significantly
+    paired: bool = True  # False: no sample scored by both this system and the best
 
     @property
     def scored(self) -> bool:
@@ -78,12 +79,23 @@ class TierDecision:
                      value=v["value"])
         sig = [str(x) for x in v.get("sig", [])]  # type: ignore[attr-defined]
         nosig = [str(x) for x in v.get("nosig", [])]  # type: ignore[attr-defined]
+        unpaired = [str(x) for x in v.get("unpaired", [])]  # type: ignore[attr-defined]
+        tied = [str(x) for x in v.get("tied", [])]  # type: ignore[attr-defined]
+        best = str(v["best"])
+        if tied:
+            best = t("tied", lang, best=best, others=join_names(tied, lang))
         if sig and nosig:
-            return t("verdict_best_mixed", lang, best=v["best"], metric=v["metric"],
+            text = t("verdict_best_mixed", lang, best=best, metric=v["metric"],
                      sig=join_names(sig, lang), nosig=join_names(nosig, lang))
-        key = "verdict_best_sig" if sig else "verdict_best_nosig"
-        return t(key, lang, best=v["best"], metric=v["metric"],
-                 others=join_names(sig or nosig, lang))
+        elif sig or nosig:
+            key = "verdict_best_sig" if sig else "verdict_best_nosig"
+            text = t(key, lang, best=best, metric=v["metric"],
+                     others=join_names(sig or nosig, lang))
+        else:
+            text = t("verdict_best_only", lang, best=best, metric=v["metric"])
+        if unpaired:
+            text += " " + t("verdict_unpaired", lang, others=join_names(unpaired, lang))
+        return text
 
 
 def rank_metrics(names: Sequence[str], has_data: set[str] | None = None,
@@ -154,14 +166,19 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
             col[label].best = True
         sig: list[str] = []
         nosig: list[str] = []
+        unpaired: list[str] = []
         for label in scored:
             if label in tied:
                 continue
             a, b = mrs[best], mrs[label]
             assert a is not None and b is not None
             cmp = compare_metric(a, b, method=METHOD, n_resamples=n_resamples, seed=seed)
-            col[label].p_value = cmp.p_value if cmp.n else None
-            col[label].significant = bool(cmp.n and cmp.p_value < ALPHA)
+            if not cmp.n:  # no sample scored by both: no paired test is possible
+                col[label].paired = False
+                unpaired.append(label)
+                continue
+            col[label].p_value = cmp.p_value
+            col[label].significant = cmp.p_value < ALPHA
             (sig if col[label].significant else nosig).append(label)
         if primary is None:
             primary = key
@@ -169,7 +186,7 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
                 verdict = {"kind": "single", "best": best, "metric": key,
                            "value": f"{col[best].mean:.3f}"}
             else:
-                verdict = {"kind": "best", "best": best, "metric": key, "sig": sig,
-                           "nosig": nosig}
+                verdict = {"kind": "best", "best": best, "tied": tied[1:], "metric": key,
+                           "sig": sig, "nosig": nosig, "unpaired": unpaired}
     return TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
                         verdict_parts=verdict)

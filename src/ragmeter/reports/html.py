@@ -276,6 +276,8 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
             mark = ""
             if c.significant:
                 mark = f'<sup class=sig title="p = {c.p_value:.4f}">†</sup>'
+            elif not c.paired:
+                mark = f'<sup class=nopair title="{escape(t("no_pair", lang))}">∅</sup>'
             elif c.p_value is not None:
                 mark = f'<sup class=nosig title="p = {c.p_value:.4f}">&nbsp;</sup>'
             band = ""

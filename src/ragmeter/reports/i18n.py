@@ -53,6 +53,12 @@ TEXT: dict[str, tuple[str, str]] = {
         "{best} is best on {metric}: significantly ahead of {sig}; its lead over {nosig} is "
         "not significant.",
         "{best} — лучшая по {metric}: значимо опережает {sig}; отрыв от {nosig} незначим."),
+    "verdict_best_only": ("{best} is best on {metric}.", "{best} — лучшая по {metric}."),
+    "verdict_unpaired": ("No sample was scored by both it and {others}: no paired test.",
+                         "С {others} нет общих оценённых примеров: парный тест невозможен."),
+    "tied": ("{best} (tied with {others})", "{best} (наравне с {others})"),
+    "no_pair": ("no sample shared with the best: no paired test",
+                "нет общих примеров с лучшей: парный тест невозможен"),
     "verdict_single": ("{system}: {metric} = {value} (one system, nothing to compare).",
                        "{system}: {metric} = {value} (одна система, сравнивать не с чем)."),
     "verdict_none": ("No metric of this tier has scored samples.",

@@ -69,6 +69,8 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
                     v = f"**{v}**"
                 if c.significant:
                     v += " †"
+                elif not c.paired:
+                    v += " ∅"
                 ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
                 cells.append(f"{v}{ci} n={c.n}")
             lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
