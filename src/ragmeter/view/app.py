@@ -164,8 +164,8 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
         lang = lang_of(request)
         rows = viewer.store.run_rows()
         chosen = list(request.query.getall("run", []))
-        if not chosen:
-            chosen = [r.id for r in rows[:5]]
+        if not chosen and rows:  # the latest runs of the latest benchmark (same data)
+            chosen = [r.id for r in rows if r.name == rows[0].name][:5]
         runs = [viewer.run(rid, samples=False) for rid in chosen]
         runs.sort(key=lambda r: (r.created_at, r.id))
         tiers: list[str] = []
