@@ -112,7 +112,8 @@ def register(app: typer.Typer) -> None:
                 for key, mr in res.results.items():
                     a = mr.aggregate
                     ci = "-" if a.ci_low is None else f"[{a.ci_low:.4f}, {a.ci_high:.4f}]"
-                    t.add_row(key, _fmt(a.mean), ci, str(a.n), str(a.n_unscored),
+                    t.add_row(key, _fmt(a.mean) if a.n else "no scored samples", ci, str(a.n),
+                              str(a.n_unscored),
                               classify(key, a.mean, tier) or "")
                 c.print(t)
 
