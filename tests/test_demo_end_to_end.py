@@ -37,7 +37,7 @@ def test_demo_runs_every_tier_and_reports_missing_judge(tmp_path: Path, monkeypa
     assert hit.n == 12 and hit.mean is not None and 0.5 <= hit.mean <= 1.0  # no negatives in 12
     names = {p.name for p in out.files}
     for expected in ("report.html", "summary.md", "comparison.md", "comparison.csv",
-                     "hit_at_k_bars.png", "hit_at_k_bars.svg", "hit_vs_k.png", "hit_vs_k.svg",
+                     "hit_at_k_bars.svg", "hit_vs_k.svg",
                      "tier0.png", "judge_pipeline_confusion.svg"):
         assert expected in names, expected
     for p in out.files:

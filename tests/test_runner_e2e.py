@@ -61,13 +61,15 @@ def test_run_real_tiers_report_and_gate(tmp_path):
     for key, m in gen.results[0].results.items():
         assert again.results[0][key].by_id() == m.by_id()
 
-    report = _run("report", "w1", "--store", url, "--out", "w1.html", cwd=tmp_path)
+    report = _run("report", "w1", "--store", url, "--out", "w1.html", "--lang", "en",
+                  cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     html = (tmp_path / "w1.html").read_text(encoding="utf-8")
     assert "Сколько дней длится ежегодный отпуск?" in html
-    assert "options.items" in html and 'data-chart="bar"' in html
-    assert "bm25: " in html and "hit(s)" in html  # what the retriever found, per sample
-    md = _run("report", "w1", "--store", url, "--format", "md", "--out", "-", cwd=tmp_path)
+    assert "options.items" in html and 'data-chart="forest"' in html
+    assert "<b>bm25</b>" in html and "hit(s)" in html  # what the retriever found, per sample
+    md = _run("report", "w1", "--store", url, "--format", "md", "--out", "-", "--lang", "en",
+              cwd=tmp_path)
     assert "| retrieval | bm25 |" in md.stdout and "Quality gate" in md.stdout
 
     gate = _run("check", "w1", "--store", url, "--min", "hit_rate@1(level=doc)=1.01",

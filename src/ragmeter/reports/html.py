@@ -1,11 +1,19 @@
-"""Self-contained HTML reports: one file per run or per comparison, no external URL.
+"""Self-contained HTML reports that decide: one file per run or per comparison, no external URL.
 
-CSS and JavaScript are inlined from ``reports/assets``; charts are inline SVG from
-:mod:`ragmeter.reports.svg`. All user text goes through :func:`html.escape`; the JSON data
-block is made safe inside ``<script>`` by :func:`json_for_script` (``<``, ``>``, ``&`` and the
-JS line separators as ``\\uXXXX``), so a question such as ``<script>alert(1)</script>`` is
-shown, never executed. The page's script marks each drawn chart with ``data-rendered`` and
-the ``<body>`` with ``data-rendered="true"`` once it has run (the browser test relies on it).
+A run's report leads with the decision (:mod:`.decision`): per tier, systems × key metrics
+with mean, 95% CI and n, the best in bold, † for a gap to the best that is significant under a
+paired randomization test (its seed and resamples stated), and a one-line verdict. Then the
+tiers' status, per-tier charts (:mod:`.svg`: CI whiskers, zoomed axes said so, one colour per
+system), every metric folded per system, a compact worst-first explorer (question × system on
+each tier's primary metric, filters by question type, tier and unscored, details on demand)
+and the signature. All text is English or Russian (:mod:`.i18n`; default: the data's language).
+
+CSS and JavaScript are inlined from ``reports/assets``. All user text goes through
+:func:`html.escape`; the JSON data block is made safe inside ``<script>`` by
+:func:`json_for_script` (``<``, ``>``, ``&`` and the JS line separators as ``\\uXXXX``), so a
+question such as ``<script>alert(1)</script>`` is shown, never executed. The page's script marks
+each drawn chart with ``data-rendered`` and the ``<body>`` with ``data-rendered="true"`` once
+it has run (the browser tests rely on it).
 """
 
 from __future__ import annotations
@@ -17,16 +25,19 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from ragmeter._version import __version__
 from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
+from ragmeter.reports.decision import TierDecision, decide
+from ragmeter.reports.i18n import check_lang, detect_lang, t
+from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
-from ragmeter.tiers.registry import judged_tier_names
 
-MAX_EXPLORER_SAMPLES = 2000
+MAX_EXPLORER_SAMPLES = 500
 REASON_KEYS = ("reason", "reasons", "explanation", "rationale", "reasoning", "verdict",
                "verdicts", "feedback", "comment", "detail")
 GRADE_KEYS = ("grade", "label", "judge_label")
@@ -61,20 +72,21 @@ def _clean(x: Any) -> Any:
     return x
 
 
-DEMO_BADGE = ('<span class="band mid" title="from the weak offline demonstration judge: shows how '
-              'ragmeter works, not a measurement">demo judge</span>')
-
-
-def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool = False) -> str:
+def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool = False,
+                lang: str = "en") -> str:
     if demo and find_band(metric, tier) is not None:
-        return DEMO_BADGE
+        tip = ("from the weak offline demonstration judge: shows how ragmeter works, not a "
+               "measurement") if lang != "ru" else ("от слабого демонстрационного офлайн-судьи: "
+                                                   "показывает работу ragmeter, а не измерение")
+        return f'<span class="band mid" title="{escape(tip)}">{t("demo_judge", lang)}</span>'
     band = classify(metric, value, tier)
     if band is None:
         return ""
     b = find_band(metric, tier)
     cls = {"excellent": "ok", "good": "mid", "needs attention": "bad"}[band]
-    tip = f"{b.label}: {b.describe()}" if b else ""
-    return f'<span class="band {cls}" title="{escape(tip)}">{escape(band)}</span>'
+    tip = (f"{b.label}: " + t("band_rule", lang, hi=f"{b.excellent_above:g}",
+                              lo=f"{b.attention_below:g}")) if b else ""
+    return f'<span class="band {cls}" title="{escape(tip)}">{escape(t(band, lang))}</span>'
 
 
 def _parse_key(key: str) -> tuple[str, int | None, str]:
@@ -113,113 +125,89 @@ def _reasons_from_details(details: Mapping[str, Any] | None) -> list[str]:
 
 
 # --------------------------------------------------------------------------- charts
-def _retrieval_charts(tier: str, results: Sequence[EvalResult]) -> list[str]:
-    hit: dict[str, dict[int, float | None]] = {}
-    doc: dict[str, dict[int, float | None]] = {}
-    ks: set[int] = set()
+def _hit_at_k(results: Sequence[EvalResult]) -> dict[str, dict[int, svg.Point]]:
+    """Plain ``hit_rate@k`` (no parameters) per system: {system: {k: point}}."""
+    out: dict[str, dict[int, svg.Point]] = {}
     for res in results:
         for key, mr in res.results.items():
             name, k, params = _parse_key(key)
-            if k is None or name not in ("hit_rate", "hit", "doc_hit"):
+            if k is None or params or name not in ("hit_rate", "hit"):
                 continue
-            is_doc = name == "doc_hit" or "level=doc" in params
-            if params and not is_doc:
-                continue
-            (doc if is_doc else hit).setdefault(res.name, {})[k] = mr.aggregate.mean
-            ks.add(k)
-    charts: list[str] = []
-    if not ks:
-        return charts
-    klist = sorted(ks)
-    cats, series = [], {res.name: [] for res in results}  # type: ignore[var-annotated]
-    for k in klist:
-        for label, table in ((f"hit@{k}", hit), (f"doc_hit@{k}", doc)):
-            if any(k in table.get(r.name, {}) for r in results):
-                cats.append(label)
-                for r in results:
-                    series[r.name].append(table.get(r.name, {}).get(k))
-    if cats:
-        charts.append(svg.bar_chart(cats, series, f"{tier}: hit@k / doc_hit@k per retriever",
-                                    ymax=1.0))
-    if len(klist) > 1:
-        lines: dict[str, list[float | None]] = {}
-        for r in results:
-            if r.name in hit:
-                lines[f"{r.name} hit"] = [hit[r.name].get(k) for k in klist]
-            if r.name in doc:
-                lines[f"{r.name} doc_hit"] = [doc[r.name].get(k) for k in klist]
-        if lines:
-            charts.append(svg.line_chart(klist, lines, f"{tier}: hit@k against k", ymax=1.0))
-    return charts
+            a = mr.aggregate
+            if a.n > 0:
+                out.setdefault(res.name, {})[k] = svg.Point(a.mean, a.ci_low, a.ci_high)
+    return out
 
 
 def _values(mr: MetricResult) -> list[float]:
     return [float(v) for v in mr.values if not math.isnan(v)]
 
 
-def _family(key: str) -> str | None:
-    try:
-        from ragmeter.metrics.registry import parse_metric
-
-        return parse_metric(key).spec.family
-    except Exception:
-        return None
+def _point(mr: MetricResult | None) -> svg.Point:
+    if mr is None or mr.aggregate.n == 0:
+        return svg.Point(None)
+    a = mr.aggregate
+    return svg.Point(a.mean, a.ci_low, a.ci_high)
 
 
-def _box_charts(tier: str, results: Sequence[EvalResult]) -> list[str]:
-    """Box plots of per-sample values: context precision/recall; judge scores; other answer
-    metrics (on a 0–1 scale, and separately the metrics on another scale such as BLEU)."""
-    charts = []
-    ctx_groups: dict[str, list[float]] = {}
-    judge_groups: dict[str, list[float]] = {}
-    other: dict[str, list[float]] = {}
-    wide: dict[str, list[float]] = {}
-    multi = len(results) > 1
-    for res in results:
-        for key, mr in res.results.items():
-            name, _, _ = _parse_key(key)
-            label = f"{res.name}: {key}" if multi else key
-            vals = _values(mr)
-            if not vals:
+def decision_charts(dec: TierDecision, results: Sequence[tuple[str, EvalResult]],
+                    colors: Mapping[str, str], lang: str) -> list[str]:
+    """One dot-and-whisker chart per key metric (rows = systems); with one system, one chart
+    of its key metrics on the 0–1 scale (rows = metrics)."""
+    by_label = dict(results)
+    charts: list[str] = []
+    if len(results) > 1:
+        for key in dec.metrics:
+            rows = [(label, _point(by_label[label].results.get(key))) for label in dec.systems]
+            if not any(p.ok for _, p in rows):
                 continue
-            if name in ("context_precision", "context_recall"):
-                ctx_groups[label] = vals
-            elif tier not in judged_tier_names():
-                continue
-            elif max(vals) > 1.0 or min(vals) < 0.0:
-                wide[label] = vals
-            elif _family(key) == "judged" or tier == "judge_quality":
-                judge_groups[label] = vals
-            else:
-                other[label] = vals
-    if ctx_groups:
-        charts.append(svg.box_plot(ctx_groups, f"{tier}: context precision / recall",
-                                   ymax=1.0))
-    if judge_groups:
-        charts.append(svg.box_plot(judge_groups, f"{tier}: judge scores per sample", ymax=1.0))
-    if other:
-        charts.append(svg.box_plot(other, f"{tier}: answer metrics per sample", ymax=1.0))
-    if wide:
-        lo = min(min(v) for v in wide.values())
-        charts.append(svg.box_plot(wide, f"{tier}: metrics on other scales",
-                                   ymin=min(0.0, lo)))
+            best = next((s for s in dec.systems if dec.cells[(s, key)].best), None)
+            hib = next((dec.cells[(s, key)].higher_is_better for s in dec.systems), True)
+            charts.append(svg.forest(t("chart_key", lang, metric=key), rows, colors=colors,
+                                     lang=lang, higher_is_better=hib, best=best))
+        return charts
+    label, res = results[0]
+    unit: list[tuple[str, svg.Point]] = []
+    other: list[tuple[str, svg.Point]] = []
+    for key in dec.metrics:
+        p = _point(res.results.get(key))
+        if not p.ok:
+            continue
+        in_unit = all(v is None or 0.0 <= v <= 1.0 for v in (p.mean, p.low, p.high))
+        (unit if in_unit else other).append((key, p))
+    color = colors.get(label, svg.PALETTE[0])
+    if unit:
+        charts.append(svg.forest(t("chart_keys_one", lang, system=label), unit,
+                                 colors={k: color for k, _ in unit}, lang=lang))
+    for key, p in other:
+        charts.append(svg.forest(t("chart_key", lang, metric=key), [(label, p)],
+                                 colors=colors, lang=lang))
     return charts
 
 
-def _consistency_chart(tier: str, results: Sequence[EvalResult]) -> list[str]:
-    cats: list[str] = []
+def tier_charts(tier: str, results: Sequence[EvalResult], *, lang: str = "en",
+                colors: Mapping[str, str] | None = None,
+                decision: TierDecision | None = None) -> list[str]:
+    """Every chart whose data exists for this tier (same colour per system everywhere)."""
+    colors = colors or svg.system_colors(r.name for r in results)
+    pairs = [(r.name, r) for r in results]
+    dec = decision or decide(tier, pairs, lang=lang)
+    charts = decision_charts(dec, pairs, colors, lang)
+    hits = _hit_at_k(results)
+    ks = sorted({k for pts in hits.values() for k in pts})
+    if len(ks) > 1:
+        series = {name: [pts.get(k, svg.Point(None)) for k in ks] for name, pts in hits.items()}
+        charts.append(svg.line_chart(ks, series, t("chart_hit", lang), colors=colors,
+                                     lang=lang))
     for res in results:
-        for key in res.results:
-            if any(w in key for w in ("consistency", "agreement", "kappa", "alpha")) \
-                    and key not in cats:
-                cats.append(key)
-    if not cats:
-        return []
-    series = {r.name: [r.results[c].aggregate.mean if c in r.results else None for c in cats]
-              for r in results}
-    errors = {r.name: [(r.results[c].aggregate.ci_low, r.results[c].aggregate.ci_high)
-                       if c in r.results else (None, None) for c in cats] for r in results}
-    return [svg.bar_chart(cats, series, f"{tier}: judge consistency", errors=errors)]
+        cm = confusion_of(res)
+        if cm is not None:
+            matrix, labels = cm
+            charts.append(svg.heatmap(matrix, labels, labels,
+                                      t("chart_confusion", lang, name=res.name),
+                                      row_title=t("actual", lang),
+                                      col_title=t("predicted", lang)))
+    return charts
 
 
 def confusion_of(res: EvalResult) -> tuple[list[list[float]], list[str]] | None:
@@ -239,89 +227,189 @@ def confusion_of(res: EvalResult) -> tuple[list[list[float]], list[str]] | None:
     return None
 
 
-def tier_charts(tier: str, results: Sequence[EvalResult]) -> list[str]:
-    """Every chart whose data exists for this tier."""
-    charts = _retrieval_charts(tier, results)
-    charts += _box_charts(tier, results)
-    charts += _consistency_chart(tier, results)
-    for res in results:
-        cm = confusion_of(res)
-        if cm is not None:
-            matrix, labels = cm
-            charts.append(svg.heatmap(matrix, labels, labels,
-                                      f"{tier}: confusion matrix of {res.name}"))
-    return charts
-
-
 # --------------------------------------------------------------------------- sections
-def _metric_table(tier: str, res: EvalResult, demo_names: Sequence[str] = ()) -> str:
+def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
+    if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)):
+        return "–"
+    return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _fmt_value(x: float | None) -> str:
+    """Three significant decimals on the 0–1 scale, fewer for large values (BLEU 21.05)."""
+    if x is None or math.isnan(x):
+        return "–"
+    return f"{x:.3f}" if abs(x) < 10 else f"{x:.2f}"
+
+
+def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = (),
+                   results: Mapping[str, EvalResult] | None = None,
+                   links: Mapping[str, str] | None = None) -> str:
+    """The decision table of one tier: systems × key metrics, best in bold, † significant."""
+    multi = sum(1 for s in dec.systems if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
+    head = "".join(
+        f"<th class=num><code>{escape(m)}</code>"
+        + (f'<div class=muted>{t("lower_better", lang)}</div>'
+           if any(not dec.cells[(s, m)].higher_is_better for s in dec.systems) else "")
+        + "</th>" for m in dec.metrics)
+    rows = []
+    for s in dec.systems:
+        cells = []
+        for m in dec.metrics:
+            c = dec.cells[(s, m)]
+            if not c.scored:
+                why = ""
+                if results and s in results and m in results[s].results:
+                    reasons = results[s].results[m].aggregate.unscored_by_reason
+                    why = ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items()))
+                cells.append(f'<td class="num nodata" title="{escape(why)}">'
+                             f'{t("no_scored", lang)}'
+                             + (f" <span class=muted>({c.n_unscored})</span>" if c.n_unscored
+                                else "") + "</td>")
+                continue
+            value = _fmt_value(c.mean)
+            if c.best and multi:
+                value = f"<b>{value}</b>"
+            mark = ""
+            if c.significant:
+                mark = f'<sup class=sig title="p = {c.p_value:.4f}">†</sup>'
+            elif not c.paired:
+                mark = f'<sup class=nopair title="{escape(t("no_pair", lang))}">∅</sup>'
+            elif c.p_value is not None:
+                mark = f'<sup class=nosig title="p = {c.p_value:.4f}">&nbsp;</sup>'
+            band = ""
+            if results is not None and s in results and m in results[s].results:
+                mr = results[s].results[m]
+                band = _band_badge(m, c.mean, dec.tier,
+                                   from_demo_judge(demo_names, mr.signature.as_dict()), lang)
+            cells.append(f'<td class="num{" best" if c.best and multi else ""}">{value}{mark}'
+                         f'<div class=ci>{_ci(c.ci_low, c.ci_high)} · n={c.n}</div>{band}</td>')
+        name = escape(s)
+        if links and s in links:
+            name = f'<a href="{escape(links[s])}">{name}</a>'
+        rows.append(f'<tr><th scope=row>{name}</th>{"".join(cells)}</tr>')
+    return (f'<table class="decision" data-tier="{escape(dec.tier)}"><thead><tr>'
+            f'<th>{t("system", lang)}</th>{head}</tr></thead><tbody>{"".join(rows)}'
+            "</tbody></table>")
+
+
+def _bands_legend(lang: str) -> str:
+    items = "".join(
+        f"<li><b>{escape(b.label)}</b>: "
+        f"{escape(t('band_rule', lang, hi=f'{b.excellent_above:g}', lo=f'{b.attention_below:g}'))}"
+        "</li>" for b in BANDS)
+    return (f'<details class=bands><summary>{t("bands", lang)}</summary>'
+            f'<p>{t("bands_intro", lang)}</p><ul>{items}</ul></details>')
+
+
+def _decision_section(run: StoredRun, lang: str,
+                      decisions: Mapping[str, TierDecision]) -> str:
+    demo_names = is_demo(run)
+    parts = [f'<section id=decision><h2>{t("decision", lang)}</h2>'
+             f'<p class=intro>{t("decision_intro", lang)}</p>']
+    n_res = seed = None
+    for tier, dec in decisions.items():
+        rec = run.tiers[tier]
+        results = {r.name: r for r in rec.results}
+        parts.append(f'<div class=tier-decision id="decision-{escape(tier)}"><h3>'
+                     f'{escape(tier_title(tier, lang))} <span class=muted><code>{escape(tier)}'
+                     f"</code></span></h3><p class=verdict>{escape(dec.verdict(lang))}</p>"
+                     + decision_table(dec, lang, demo_names=demo_names, results=results)
+                     + "</div>")
+        n_res, seed = dec.n_resamples, dec.seed
+    if not decisions:
+        parts.append(f"<p class=note>{t('no_results', lang)}</p>")
+    if n_res is not None:
+        parts.append(f'<p class="muted test-note">{escape(t("test_note", lang, method=t("method_randomization", lang), n=n_res, seed=seed))}</p>')
+    parts.append(_bands_legend(lang))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _metric_table(tier: str, res: EvalResult, demo_names: Sequence[str] = (),
+                  lang: str = "en") -> str:
     rows = []
     for key, mr in res.results.items():
         a = mr.aggregate
-        ci = "–" if a.ci_low is None else f"[{_f(a.ci_low)}, {_f(a.ci_high)}]"
         reasons = ", ".join(f"{escape(str(r))}: {n}" for r, n in
                             sorted(a.unscored_by_reason.items()))
         counts = ", ".join(f"{escape(str(c))}={v}" for c, v in sorted(mr.counts.items()))
-        direction = "" if mr.higher_is_better else ' <span class="muted">(lower is better)</span>'
+        direction = ("" if mr.higher_is_better else
+                     f' <span class="muted">({t("lower_better", lang)})</span>')
+        if a.n == 0:
+            mean_cell = f'<td class="num nodata" colspan=2>{t("no_scored", lang)}</td>'
+        else:
+            mean_cell = (f"<td class=num>{_f(a.mean)}</td><td class=num>"
+                         f"{_ci(a.ci_low, a.ci_high, 4)}</td>")
         rows.append(
-            f"<tr><td><code>{escape(key)}</code>{direction}</td><td class=num>{_f(a.mean)}</td>"
-            f"<td class=num>{ci}</td><td class=num>{a.n}</td><td class=num>{a.n_unscored}</td>"
-            f"<td>{reasons}</td><td>{_band_badge(key, a.mean, tier, from_demo_judge(demo_names, mr.signature.as_dict()))}</td><td>{counts}</td>"
-            f'<td class="sig"><details><summary>show</summary><code>'
-            f"{escape(str(mr.signature))}</code></details></td></tr>")
-    return ("<table class=metrics><thead><tr><th>metric</th><th>mean</th><th>95% CI</th>"
-            "<th>n</th><th>n_unscored</th><th>unscored reasons</th><th>band</th>"
-            "<th>counts</th><th>signature</th></tr></thead><tbody>" + "".join(rows)
+            f"<tr><td><code>{escape(key)}</code>{direction}</td>{mean_cell}"
+            f"<td class=num>{a.n}</td><td class=num>{a.n_unscored}</td><td>{reasons}</td>"
+            f"<td>{_band_badge(key, a.mean, tier, from_demo_judge(demo_names, mr.signature.as_dict()), lang)}</td>"
+            f"<td>{counts}</td><td class=sig><code>{escape(str(mr.signature))}</code></td></tr>")
+    return ("<table class=metrics><thead><tr>"
+            + "".join(f"<th>{t(k, lang)}</th>" for k in ("metric", "mean", "ci95", "n",
+                                                       "n_unscored", "unscored_reasons", "band",
+                                                       "counts"))
+            + f'<th>{t("signature", lang)}</th></tr></thead><tbody>' + "".join(rows)
             + "</tbody></table>")
 
 
-def _summary(run: StoredRun) -> str:
-    rows = []
-    demo_names = is_demo(run)
-    for tier, rec in run.tiers.items():
-        for res in rec.results:
-            for key, mr in res.results.items():
-                mean = mr.aggregate.mean
-                badge = _band_badge(key, mean, tier,
-                                    from_demo_judge(demo_names, mr.signature.as_dict()))
-                if badge:
-                    a = mr.aggregate
-                    rows.append(f"<tr><td>{escape(tier)}</td><td>{escape(res.name)}</td>"
-                                f"<td><code>{escape(key)}</code></td><td class=num>{_f(mean)}"
-                                f"</td><td class=num>[{_f(a.ci_low)}, {_f(a.ci_high)}]</td>"
-                                f"<td>{badge}</td></tr>")
-    legend = "".join(f"<li><b>{escape(b.label)}</b>: {escape(b.describe())}</li>" for b in BANDS)
-    table = ("<p class=muted>No metric of this run has a threshold band.</p>" if not rows else
-             "<table><thead><tr><th>tier</th><th>result</th><th>metric</th><th>mean</th>"
-             "<th>95% CI</th><th>band</th></tr></thead><tbody>" + "".join(rows)
-             + "</tbody></table>")
-    return (f"<section id=summary><h2>Summary</h2>{table}<details><summary>Threshold bands"
-            f"</summary><ul>{legend}</ul></details></section>")
-
-
-def _tier_status(run: StoredRun) -> str:
+def _tier_status(run: StoredRun, lang: str) -> str:
     items = []
     for tier, rec in run.tiers.items():
         cls = {"ok": "ok", "not_run": "mid", "error": "bad"}.get(rec.status, "mid")
         stats = rec.stats or {}
         extra = ""
         if stats.get("llm_calls") or stats.get("cached_calls"):
-            extra = (f" · {stats.get('llm_calls', 0)} LLM calls (+{stats.get('cached_calls', 0)}"
-                     f" cached), {stats.get('tokens_in', 0) + stats.get('tokens_out', 0)} "
-                     f"tokens, ${stats.get('cost', 0):.4f}, {stats.get('errors', 0)} errors")
+            extra = " · " + t("llm_stats", lang, calls=stats.get("llm_calls", 0),
+                              cached=stats.get("cached_calls", 0),
+                              tokens=stats.get("tokens_in", 0) + stats.get("tokens_out", 0),
+                              cost=f"{stats.get('cost', 0):.4f}", errors=stats.get("errors", 0))
         reason = f" — {escape(rec.reason)}" if rec.reason else ""
-        items.append(f'<li><span class="band {cls}">{escape(rec.status)}</span> '
-                     f"<b>{escape(tier)}</b>{reason}{escape(extra)}</li>")
-    not_run = [t for t, r in run.tiers.items() if r.status != "ok"]
-    head = (f"<p>{len(not_run)} tier(s) not run or failed; each with its reason.</p>"
-            if not_run else "")
-    return f"<section id=tiers><h2>Tiers</h2>{head}<ul class=tiers>{''.join(items)}</ul></section>"
+        items.append(f'<li><span class="band {cls}">{escape(t("st_" + rec.status, lang))}'
+                     f"</span> <b>{escape(tier_title(tier, lang))}</b> <code>{escape(tier)}"
+                     f"</code>{reason}{escape(extra)}</li>")
+    not_run = [x for x, r in run.tiers.items() if r.status != "ok"]
+    head = f"<p>{t('tiers_not_run', lang, n=len(not_run))}</p>" if not_run else ""
+    return (f"<section id=tiers><h2>{t('tiers', lang)}</h2>{head}<ul class=tiers>"
+            f"{''.join(items)}</ul></section>")
 
 
-def _explorer(run: StoredRun) -> tuple[str, list[dict[str, Any]]]:
+# --------------------------------------------------------------------------- explorer
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _heat(v: float | None, hib: bool, unit: bool) -> str:
+    if v is None or not unit:
+        return ""
+    good = v if hib else 1.0 - v
+    good = min(1.0, max(0.0, good))
+    hue = int(good * 120)  # 0 red → 120 green
+    return f' style="background:hsl({hue},70%,88%)"'
+
+
+def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
+             sample_href: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The pivot: one row per sample, one column per (tier, system) on the tier's primary
+    metric; worst rows first; details (contexts, answer, every score, judge reasons) folded.
+
+    ``sample_href`` (a format string with ``{id}``) links each row to a drill-down page."""
+    columns: list[tuple[str, str, str, MetricResult]] = []
+    for tier, dec in decisions.items():
+        if dec.primary is None:
+            continue
+        for res in run.tiers[tier].results:
+            mr = res.results.get(dec.primary)
+            if mr is not None and mr.aggregate.n + mr.aggregate.n_unscored > 0:
+                columns.append((tier, res.name, dec.primary, mr))
+    values = [mr.by_id() for *_, mr in columns]
+    reasons = [{s.sample_id: s.reason for s in mr.records() if s.value is None}
+               for *_, mr in columns]
+    units = [bool(mr.aggregate.n) and all(0.0 <= v <= 1.0 for v in _values(mr))
+             for *_, mr in columns]
     order: list[str] = list(run.samples)
-    scores: dict[str, list[dict[str, Any]]] = {}
     seen = set(order)
+    all_scores: dict[str, list[tuple[str, str, str, float | None, str | None, list[str]]]] = {}
     for tier, rec in run.tiers.items():
         for res in rec.results:
             for key, mr in res.results.items():
@@ -329,206 +417,309 @@ def _explorer(run: StoredRun) -> tuple[str, list[dict[str, Any]]]:
                     if s.sample_id not in seen:
                         seen.add(s.sample_id)
                         order.append(s.sample_id)
-                    scores.setdefault(s.sample_id, []).append({
-                        "where": f"{tier}/{res.name}" if len(rec.results) > 1 else tier,
-                        "metric": key, "value": s.value, "reason": s.reason,
-                        "judge": _reasons_from_details(s.details)})
-    truncated = len(order) > MAX_EXPLORER_SAMPLES
-    order = order[:MAX_EXPLORER_SAMPLES]
-    rows, data = [], []
+                    all_scores.setdefault(s.sample_id, []).append(
+                        (tier, res.name, key, s.value, s.reason, _reasons_from_details(s.details)))
+
+    questions = set(run.samples)
+
+    def badness(sid: str) -> tuple[int, int, float]:
+        """Questions of the dataset first, then other items (texts, sessions, log rows);
+        within each, the lowest mean of the row's 0–1 scores first."""
+        goods = []
+        for (_, _, _, mr), vals, unit in zip(columns, values, units, strict=True):
+            v = vals.get(sid)
+            if v is None or math.isnan(v) or not unit:
+                continue
+            goods.append(v if mr.higher_is_better else 1.0 - v)
+        if not goods:
+            return (sid not in questions, 1, 0.0)
+        return (sid not in questions, 0, sum(goods) / len(goods))
+
+    total = len(order)
+    order = sorted(order, key=badness)[:MAX_EXPLORER_SAMPLES]
+    types = sorted({str(run.samples.get(s, {}).get("type")) for s in order
+                    if run.samples.get(s, {}).get("type")})
+    head = "".join(
+        f'<th class=num data-tier="{escape(tier)}" title="{escape(tier)} · {escape(system)}'
+        f' · {escape(metric)}">{escape(svg.short(system, 16))}<div class=muted>'
+        f"{escape(metric)}</div></th>" for tier, system, metric, _ in columns)
+    rows: list[str] = []
+    data: list[dict[str, Any]] = []
+    tiers_seen: set[str] = set()
     for sid in order:
         sample = run.samples.get(sid, {})
         q = str(sample.get("user_input") or "")
-        ctxs = [str(c) for c in sample.get("retrieved_contexts") or []]
-        answer = str(sample.get("response") or "")
-        ref = str(sample.get("reference") or "")
-        sc = scores.get(sid, [])
-        unscored = [s for s in sc if s["value"] is None]
-        score_html = "".join(
-            f'<li class="{"unscored" if s["value"] is None else ""}"><span class=muted>'
-            f'{escape(s["where"])}</span> <code>{escape(s["metric"])}</code> = '
-            + (f"<b>{_f(s['value'], 3)}</b>" if s["value"] is not None else
-               f'<b class=bad-text>unscored</b> ({escape(str(s["reason"]))})')
-            + "</li>" for s in sc)
-        judge_html = "".join(f"<li><code>{escape(s['metric'])}</code>: {escape(j)}</li>"
-                             for s in sc for j in s["judge"])
-        ctx_html = "".join(f"<li>{escape(c)}</li>" for c in ctxs)
-        found = {k.split(":", 1)[1]: v for k, v in sample.items()
-                 if k.startswith("retrieved:") and isinstance(v, Mapping)}
-        found_html = "".join(
-            f"<details><summary>{escape(name)}: {len(v.get('ids') or [])} hit(s)</summary><ol>"
-            + "".join(f"<li><code>{escape(str(i))}</code>"
-                      + (f" {escape(str(c))}" if c else "") + "</li>"
-                      for i, c in zip(v.get("ids") or [],
-                                      [*(v.get("contexts") or []),
-                                       *[None] * len(v.get("ids") or [])], strict=False))
-            + "</ol></details>" for name, v in found.items())
-        gold = sample.get("gold_doc_ids") or sample.get("gold_chunk_ids")
-        gold_html = (f'<div class=muted>gold: {escape(", ".join(map(str, gold)))}</div>'
-                     if gold else "")
+        qtype = str(sample.get("type") or "")
+        cells, tiers_here, n_uns = [], set(), 0
+        for (tier, _, _, mr), vals, why, unit in zip(columns, values, reasons, units,
+                                                     strict=True):
+            if sid not in vals:
+                cells.append(f'<td class=num data-tier="{escape(tier)}"></td>')
+                continue
+            tiers_here.add(tier)
+            v = vals[sid]
+            if v is None or math.isnan(v):
+                n_uns += 1
+                cells.append(f'<td class="num unscored" data-tier="{escape(tier)}" '
+                             f'title="{escape(str(why.get(sid) or ""))}">{t("unscored", lang)}'
+                             "</td>")
+            else:
+                cells.append(f'<td class=num data-tier="{escape(tier)}"'
+                             f'{_heat(v, mr.higher_is_better, unit)}>{_fmt_value(v)}</td>')
+        sc = all_scores.get(sid, [])
+        for tier, *_ in sc:
+            tiers_here.add(tier)
+        tiers_seen |= tiers_here
+        n_uns_all = sum(1 for s in sc if s[3] is None)
+        detail = _sample_details(sample, sc, lang)
+        title = q
+        link = (f' <a class=drill href="{escape(sample_href.format(id=quote(sid, safe="")))}">↗</a>'
+                if sample_href else "")
+        did = f"rm-d{len(rows)}"
         rows.append(
-            f'<tr class="rm-sample" data-unscored="{len(unscored)}" data-id="{escape(sid)}">'
-            f"<td><code>{escape(sid)}</code></td><td class=q>{escape(q)}"
-            + (f'<div class=muted>reference: {escape(ref)}</div>' if ref else "")
-            + "</td><td>"
-            + (f"<details><summary>{len(ctxs)} context(s)</summary><ol>{ctx_html}</ol>"
-               "</details>" if ctxs else "")
-            + found_html + gold_html
-            + ("" if ctxs or found_html or gold_html else '<span class=muted>–</span>')
-            + f"</td><td>{escape(answer) or '<span class=muted>–</span>'}</td>"
-            f"<td><ul class=scores>{score_html}</ul></td>"
-            f"<td><ul class=judge>{judge_html}</ul></td></tr>")
-        data.append({"id": sid, "question": q, "n_scores": len(sc), "n_unscored": len(unscored)})
-    note = (f"<p class=muted>Showing the first {MAX_EXPLORER_SAMPLES} samples.</p>"
-            if truncated else "")
+            f'<tr class="rm-sample" data-id="{escape(sid)}" data-type="{escape(qtype)}" '
+            f'data-tiers="{escape(" ".join(sorted(tiers_here)))}" data-unscored="{n_uns_all}" '
+            f'data-detail="{did}"><td class=q><details><summary><code>{escape(sid)}</code> '
+            f"{escape(_clip(title, 160))}"
+            + (f' <span class="qtype">{escape(qtype)}</span>' if qtype else "")
+            + f"</summary></details>{link}</td>{''.join(cells)}</tr>"
+            f'<tr class="rm-detail" id="{did}" hidden><td colspan="{len(columns) + 1}">'
+            f"{detail}</td></tr>")
+        data.append({"id": sid, "question": q, "type": qtype, "n_scores": len(sc),
+                     "n_unscored": n_uns_all})
+    note = (f"<p class=muted>{t('truncated', lang, n=MAX_EXPLORER_SAMPLES, total=total)}</p>"
+            if total > MAX_EXPLORER_SAMPLES else "")
+    type_opts = "".join(f'<option value="{escape(x)}">{escape(x)}</option>' for x in types)
+    tier_opts = "".join(f'<option value="{escape(x)}">{escape(tier_title(x, lang))}</option>'
+                        for x in run.tiers if x in tiers_seen)
     html = (
-        "<section id=explorer><h2>Per-sample explorer</h2>" + note
-        + '<div class=filterbar><input id="rm-filter" type="search" placeholder="Filter: '
-        'text, id, metric, reason…" aria-label="filter samples"> <label><input '
-        'id="rm-unscored" type="checkbox"> only samples with unscored values</label> '
-        '<span id="rm-shown" class=muted></span></div>'
-        '<table id="rm-samples"><thead><tr><th>id</th><th>question</th><th>contexts</th>'
-        "<th>answer</th><th>scores</th><th>judge reasons</th></tr></thead><tbody>"
-        + "".join(rows) + "</tbody></table></section>")
+        f"<section id=explorer><h2>{t('explorer', lang)}</h2><p class=intro>"
+        f"{t('explorer_intro', lang)}</p>{note}"
+        f'<div class=filterbar><input id="rm-filter" type="search" placeholder="'
+        f'{escape(t("filter_placeholder", lang))}" aria-label="{escape(t("filter_placeholder", lang))}">'
+        f'<label>{t("qtype", lang)} <select id="rm-type"><option value="">{t("all", lang)}'
+        f"</option>{type_opts}</select></label>"
+        f'<label>{t("tier", lang)} <select id="rm-tier"><option value="">{t("all", lang)}'
+        f"</option>{tier_opts}</select></label>"
+        f'<label><input id="rm-unscored" type="checkbox"> {t("only_unscored", lang)}</label>'
+        f'<span id="rm-shown" class=muted data-template="{escape(t("shown", lang, n="{n}", total="{total}"))}"></span></div>'
+        f'<table id="rm-samples"><thead><tr><th>{t("question", lang)}</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></section>")
     return html, data
 
 
-def _page(title: str, body: str, data: Mapping[str, Any]) -> str:
+def _sample_details(sample: Mapping[str, Any],
+                    scores: Sequence[tuple[str, str, str, float | None, str | None, list[str]]],
+                    lang: str) -> str:
+    parts = []
+    ref = str(sample.get("reference") or "")
+    if ref:
+        parts.append(f"<p><b>{t('reference', lang)}:</b> {escape(_clip(ref, 1200))}</p>")
+    answer = str(sample.get("response") or "")
+    if answer:
+        parts.append(f"<p><b>{t('answer', lang)}:</b> {escape(_clip(answer, 2000))}</p>")
+    ctxs = [str(c) for c in sample.get("retrieved_contexts") or []]
+    if ctxs:
+        parts.append(f"<p><b>{t('contexts', lang)}:</b></p><ol>"
+                     + "".join(f"<li>{escape(_clip(c, 500))}</li>" for c in ctxs[:3]) + "</ol>")
+    gold = sample.get("gold_doc_ids") or sample.get("gold_chunk_ids")
+    if gold:
+        parts.append(f"<p class=muted>{t('gold', lang)}: "
+                     f"{escape(', '.join(map(str, gold)))}</p>")
+    for key, v in sample.items():
+        if key.startswith("retrieved:") and isinstance(v, Mapping):
+            ids = [str(i) for i in v.get("ids") or []][:3]
+            texts = [*(v.get("contexts") or []), *[None] * len(ids)]
+            parts.append(
+                f"<p><b>{escape(key.split(':', 1)[1])}</b> ({t('hits', lang, n=len(v.get('ids') or []))}):</p><ol>"
+                + "".join(f"<li><code>{escape(i)}</code> "
+                          + (escape(_clip(str(c), 160)) if c else "") + "</li>"
+                          for i, c in zip(ids, texts, strict=False)) + "</ol>")
+    if scores:
+        groups: dict[str, list[str]] = {}
+        for tier, system, key, value, reason, _ in scores:
+            where = f"{tier} · {system}"
+            cell = (f"<code>{escape(key)}</code>=" + (
+                _fmt_value(value) if value is not None else
+                f'<span class=bad-text>{t("unscored", lang)}</span> ({escape(str(reason))})'))
+            groups.setdefault(where, []).append(cell)
+        parts.append(f"<p><b>{t('scores', lang)}:</b></p><ul class=scores>"
+                     + "".join(f"<li><span class=muted>{escape(w)}</span>: {', '.join(c)}</li>"
+                               for w, c in groups.items()) + "</ul>")
+    judge = [(key, j) for _, _, key, _, _, js in scores for j in js]
+    if judge:
+        parts.append(f"<p><b>{t('judge_reasons', lang)}:</b></p><ul class=judge>"
+                     + "".join(f"<li><code>{escape(k)}</code>: {escape(_clip(j, 1000))}</li>"
+                               for k, j in judge) + "</ul>")
+    return "<div class=detail>" + "".join(parts) + "</div>"
+
+
+# --------------------------------------------------------------------------- page
+def _page(title: str, body: str, data: Mapping[str, Any], lang: str = "en",
+          extra_css: str = "") -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+        f"<!DOCTYPE html>\n<html lang={lang}><head><meta charset=utf-8>"
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
         "style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">"
-        f"<title>{escape(title)}</title><style>{_asset('report.css')}</style></head>"
+        f"<title>{escape(title)}</title><style>{_asset('report.css')}{extra_css}</style></head>"
         f"<body>{body}"
         f'<script type="application/json" id="rm-data">{json_for_script(_clean(data))}</script>'
         f"<script>{_asset('report.js')}</script></body></html>\n")
 
 
-def render_run_html(run: StoredRun) -> str:
-    """The HTML report of one run (a string; see :func:`write_run_html`)."""
+def run_lang(run: StoredRun) -> str:
+    """The language of a run's data (its questions; system names when there are none)."""
+    texts = [str(s.get("user_input") or "") for s in run.samples.values()]
+    return detect_lang(texts or [run.name])
+
+
+def tier_decisions(run: StoredRun, lang: str = "en") -> dict[str, TierDecision]:
+    return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang)
+            for tier, rec in run.tiers.items() if rec.status == "ok" and rec.results}
+
+
+def render_run_body(run: StoredRun, lang: str | None = None, *,
+                    sample_href: str | None = None) -> tuple[str, dict[str, Any], str]:
+    """The report's body HTML, its JSON data and its language (the viewer embeds these)."""
+    lang = check_lang(lang) if lang else run_lang(run)
     demo = is_demo(run)
-    parts = [f"<header><h1>{escape(run.name)}</h1><p class=meta>run <code>{escape(run.id)}"
-             f"</code> · {escape(run.created_at)} · status {escape(run.status)}"
-             f" · git <code>{escape(run.git_commit or '–')}</code> · ragmeter "
-             f"{escape(__version__)}</p></header>"]
+    decisions = tier_decisions(run, lang)
+    colors = svg.system_colors(r.name for rec in run.tiers.values() for r in rec.results)
+    parts = [f"<header><h1>{escape(run.name)}</h1><p class=meta>{t('run', lang)} "
+             f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)} "
+             f"{escape(run.status)} · git <code>{escape((run.git_commit or '–')[:12])}</code>"
+             f" · ragmeter {escape(__version__)}</p></header>"]
     if demo:
-        parts.append('<div class="banner demo" id="demo-banner"><b>Demo judge.</b> Some numbers '
-                     "in this report come from the weak offline demonstration judge ("
-                     + escape(", ".join(demo)) + "). They show how ragmeter works; they are "
-                     "not a measurement of your system.</div>")
-    parts.append(_summary(run))
-    parts.append(_tier_status(run))
-    for tier, rec in run.tiers.items():
-        if rec.status != "ok" or not rec.results:
-            continue
-        section = [f'<section class=tier id="tier-{escape(tier)}"><h2>{escape(tier)}</h2>']
-        charts = tier_charts(tier, rec.results)
+        parts.append('<div class="banner demo" id="demo-banner">'
+                     + escape(t("demo_banner", lang, names=", ".join(demo))) + "</div>")
+    parts.append(_decision_section(run, lang, decisions))
+    nav = "".join(f'<a href="#tier-{escape(x)}">{escape(tier_title(x, lang))}</a>'
+                  for x in decisions)
+    parts.append(f'<nav class=toc>{t("contents", lang)}: {nav} <a href="#explorer">'
+                 f'{t("explorer", lang)}</a> <a href="#signature">{t("signature", lang)}</a></nav>')
+    parts.append(_tier_status(run, lang))
+    for tier, dec in decisions.items():
+        rec = run.tiers[tier]
+        section = [f'<section class=tier id="tier-{escape(tier)}"><h2>'
+                   f"{escape(tier_title(tier, lang))} <span class=muted><code>{escape(tier)}"
+                   "</code></span></h2>"]
+        charts = tier_charts(tier, rec.results, lang=lang, colors=colors, decision=dec)
         if charts:
             section.append("<div class=charts>" + "".join(
                 f"<figure>{c}</figure>" for c in charts) + "</div>")
         for res in rec.results:
-            section.append(f"<h3>{escape(res.name)}</h3>{_metric_table(tier, res, is_demo(run))}")
+            section.append(f"<details class=allmetrics><summary>"
+                           f"{escape(t('all_metrics', lang, system=res.name))}</summary>"
+                           f"{_metric_table(tier, res, demo, lang)}</details>")
         section.append("</section>")
         parts.append("".join(section))
-    explorer, sample_data = _explorer(run)
-    parts.append(explorer)
+    html_explorer, sample_data = explorer(run, decisions, lang, sample_href)
+    parts.append(html_explorer)
     from ragmeter.secrets import mask_secrets
 
     cfg = json.dumps(mask_secrets(run.config), ensure_ascii=False, indent=2, default=str)
-    parts.append(f"<section id=signature><h2>Signature</h2><p><code>{escape(run.signature)}"
-                 f"</code></p><details><summary>Config (secrets masked)</summary><pre>"
-                 f"{escape(cfg)}</pre></details></section>")
-    data = {"kind": "run", "run_id": run.id, "name": run.name, "demo": demo,
-            "tiers": {t: {"status": r.status, "reason": r.reason} for t, r in run.tiers.items()},
+    parts.append(f"<section id=signature><h2>{t('signature', lang)}</h2><p><code>"
+                 f"{escape(run.signature)}</code></p><details><summary>"
+                 f"{t('config_masked', lang)}</summary><pre>{escape(cfg)}</pre></details>"
+                 "</section>")
+    data = {"kind": "run", "run_id": run.id, "name": run.name, "demo": demo, "lang": lang,
+            "tiers": {x: {"status": r.status, "reason": r.reason} for x, r in run.tiers.items()},
             "samples": sample_data}
-    return _page(f"ragmeter · {run.name} · {run.id}", "".join(parts), data)
+    return "".join(parts), data, lang
 
 
-def write_run_html(run: StoredRun, path: str | Path) -> Path:
+def render_run_html(run: StoredRun, lang: str | None = None) -> str:
+    """The HTML report of one run (a string; see :func:`write_run_html`)."""
+    body, data, lang = render_run_body(run, lang)
+    return _page(f"ragmeter · {run.name} · {run.id}", body, data, lang)
+
+
+def write_run_html(run: StoredRun, path: str | Path, lang: str | None = None) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_run_html(run), encoding="utf-8")
+    out.write_text(render_run_html(run, lang), encoding="utf-8")
     return out
 
 
-def render_comparison_html(a: Any, b: Any, rows: Iterable[Any]) -> str:
-    """HTML of ``ragmeter compare`` (``a``/``b`` are :class:`~ragmeter.runner.sources.Source`)."""
-    rows = list(rows)
-    body_rows = []
-    diffs: dict[str, list[float | None]] = {"B − A": []}
-    errs: dict[str, list[tuple[float | None, float | None]]] = {"B − A": []}
-    cats = []
-    for r in rows:
+def _verdict_rank(verdict: str) -> int:
+    return {"regression": 0, "improvement": 1, "no significant change": 2}.get(verdict, 3)
+
+
+def comparison_body(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> str:
+    """Body of a comparison of runs A and B: significant changes first (regressions on top),
+    the metrics without a significant change folded below; a chart of the largest changes."""
+    rows = sorted(rows, key=lambda r: (_verdict_rank(r.verdict), r.comparison.p_value))
+    multi = len({x.result for x in rows}) > 1
+
+    def tr(r: Any) -> str:
         c = r.comparison
         cls = {"regression": "regression", "improvement": "improvement"}.get(r.verdict, "")
-        body_rows.append(
-            f'<tr class="{cls}"><td>{escape(r.result)}</td><td><code>{escape(c.metric)}</code>'
-            f"</td><td class=num>{_f(c.mean_a)}</td><td class=num>{_f(c.mean_b)}</td>"
-            f"<td class=num>{c.diff:+.4f}</td><td class=num>[{c.ci_low:+.4f}, {c.ci_high:+.4f}]"
-            f"</td><td class=num>{c.p_value:.4f}</td><td class=num>{c.n}</td>"
-            f"<td>{escape(r.verdict)}</td></tr>")
-        cats.append(f"{r.result}:{c.metric}" if len({x.result for x in rows}) > 1 else c.metric)
-        diffs["B − A"].append(None if math.isnan(c.diff) else c.diff)
-        errs["B − A"].append((c.ci_low, c.ci_high))
+        ok = not math.isnan(c.diff)
+        return (f'<tr class="{cls}"><td>{escape(r.result)}</td><td><code>{escape(c.metric)}'
+                f"</code></td><td class=num>{_f(c.mean_a)}</td><td class=num>{_f(c.mean_b)}</td>"
+                f"<td class=num>{f'{c.diff:+.4f}' if ok else '–'}</td><td class=num>"
+                f"{f'[{c.ci_low:+.4f}, {c.ci_high:+.4f}]' if ok else '–'}</td>"
+                f"<td class=num>{c.p_value:.4f}</td><td class=num>{c.n}</td>"
+                f"<td>{escape(t('v_' + r.verdict, lang))}</td></tr>")
+
+    head = ("<thead><tr>" + "".join(f"<th>{escape(x)}</th>" for x in (
+        t("result", lang), t("metric", lang), "A", "B", "B − A", t("diff_ci", lang), "p", "n",
+        t("verdict", lang))) + "</tr></thead>")
+    sig = [r for r in rows if r.verdict in ("regression", "improvement")]
+    rest = [r for r in rows if r not in sig]
     n_reg = sum(r.verdict == "regression" for r in rows)
-    method = rows[0].comparison.method if rows else "-"
-    body = (f"<header><h1>Comparison</h1><p class=meta>A = <code>{escape(a.label)}</code> "
-            f"({escape(a.run.name)}) · B = <code>{escape(b.label)}</code> ({escape(b.run.name)})"
-            f" · paired {escape(method)} test on the samples both scored</p></header>")
+    method = rows[0].comparison.method if rows else "randomization"
+    n_res = rows[0].comparison.n_resamples if rows else 0
+    seed = rows[0].comparison.seed if rows else 0
+    method_text = t("method_randomization", lang) if method == "randomization" else method
+    body = (f'<p class="{"bad-text" if n_reg else ""}" id=n-regressions>'
+            f'{t("regressions", lang, n=n_reg)}</p>'
+            f'<p class="muted test-note">{escape(t("cmp_note", lang, method=method_text, n=n_res, seed=seed))}</p>')
+    if sig:
+        body += f"<table class=compare id=significant>{head}<tbody>" + "".join(
+            tr(r) for r in sig) + "</tbody></table>"
+    if rest:
+        body += (f"<details class=allmetrics><summary>{escape(t('v_no significant change', lang))}"
+                 f": {len(rest)}</summary><table class=compare>{head}<tbody>"
+                 + "".join(tr(r) for r in rest) + "</tbody></table></details>")
+    changed = [r for r in rows if not math.isnan(r.comparison.diff)
+               and (r in sig or abs(r.comparison.diff) > 1e-12)]
+    changed = sorted(changed, key=lambda r: (r not in sig, -abs(r.comparison.diff)))[:24]
+    if changed:
+        chart_rows = [(f"{r.result}: {r.comparison.metric}" if multi else r.comparison.metric,
+                       svg.Point(r.comparison.diff, r.comparison.ci_low, r.comparison.ci_high))
+                      for r in changed]
+        body += ("<div class=charts><figure>"
+                 + svg.diff_chart(chart_rows, t("chart_diff", lang), lang=lang)
+                 + "</figure></div>")
+    return body
+
+
+def render_comparison_html(a: Any, b: Any, rows: Iterable[Any], lang: str | None = None) -> str:
+    """HTML of ``ragmeter compare`` (``a``/``b`` are :class:`~ragmeter.runner.sources.Source`)."""
+    rows = list(rows)
+    lang = check_lang(lang) if lang else run_lang(a.run)
+    body = (f"<header><h1>{t('comparison', lang)}</h1><p class=meta>A = <code>"
+            f"{escape(a.label)}</code> ({escape(a.run.name)}) · B = <code>{escape(b.label)}"
+            f"</code> ({escape(b.run.name)})</p></header>")
     demo = sorted(set(is_demo(a.run)) | set(is_demo(b.run)))
     if demo:
-        body += ('<div class="banner demo" id="demo-banner"><b>Demo judge.</b> Numbers come '
-                 f"partly from the demonstration judge ({escape(', '.join(demo))}).</div>")
-    body += (f'<p class="{"bad-text" if n_reg else ""}">{n_reg} significant regression(s).</p>'
-             "<table class=compare><thead><tr><th>result</th><th>metric</th><th>A</th><th>B</th>"
-             "<th>B − A</th><th>95% CI of diff</th><th>p</th><th>n</th><th>verdict</th></tr>"
-             "</thead><tbody>" + "".join(body_rows) + "</tbody></table>")
-    finite = [abs(v) for v in diffs["B − A"] if v is not None]
-    if cats and finite:
-        top = max(max(finite), 0.05)
-        body += ("<div class=charts><figure>" + _diff_chart(cats, diffs["B − A"], errs["B − A"],
-                                                            top) + "</figure></div>")
-    body += (f"<section id=signature><h2>Signatures</h2><p>A: <code>{escape(a.run.signature)}"
-             f"</code></p><p>B: <code>{escape(b.run.signature)}</code></p></section>")
+        body += ('<div class="banner demo" id="demo-banner">'
+                 + escape(t("demo_banner", lang, names=", ".join(demo))) + "</div>")
+    body += comparison_body(a, b, rows, lang)
+    body += (f"<section id=signature><h2>{t('signatures', lang)}</h2><p>A: <code>"
+             f"{escape(a.run.signature)}</code></p><p>B: <code>{escape(b.run.signature)}</code>"
+             "</p></section>")
+    n_reg = sum(r.verdict == "regression" for r in rows)
     data = {"kind": "comparison", "a": a.label, "b": b.label, "regressions": n_reg,
             "samples": []}
-    return _page(f"ragmeter · compare {a.label} vs {b.label}", body, data)
+    return _page(f"ragmeter · compare {a.label} vs {b.label}", body, data, lang)
 
 
-def _diff_chart(cats: list[str], diffs: list[float | None],
-                errs: list[tuple[float | None, float | None]], top: float) -> str:
-    """Horizontal-free simple chart: differences drawn as bars around zero."""
-    width = max(420, 60 + 60 * len(cats) + 40)
-    height = 280
-    x0, y0, h = 50.0, 30.0, 200.0
-    w = width - x0 - 20
-    parts = svg._open("diff", width, height, "B − A per metric (95% CI)")
-    svg._y_axis(parts, x0, y0, h, w, -top, top)
-
-    def py(v: float) -> float:
-        return y0 + h - h * (max(-top, min(top, v)) + top) / (2 * top)
-
-    slot = w / max(1, len(cats))
-    for i, (cat, d, (lo, hi)) in enumerate(zip(cats, diffs, errs, strict=True)):
-        cx = x0 + slot * i + slot / 2
-        if d is not None:
-            color = "#55A868" if d >= 0 else "#C44E52"
-            y_top, y_bot = sorted((py(d), py(0.0)))
-            parts.append(f'<rect class="rm-bar" x="{cx - 12:.1f}" y="{y_top:.1f}" width="24" '
-                         f'height="{max(1.0, y_bot - y_top):.1f}" fill="{color}"><title>'
-                         f"{escape(cat)}: {d:+.4f}</title></rect>")
-            if lo is not None and hi is not None and not (math.isnan(lo) or math.isnan(hi)):
-                parts.append(f'<line x1="{cx:.1f}" y1="{py(lo):.1f}" x2="{cx:.1f}" '
-                             f'y2="{py(hi):.1f}" stroke="#222"/>')
-        parts.append(f'<text x="{cx:.1f}" y="{y0 + h + 14:.1f}" text-anchor="middle" '
-                     f'transform="rotate(15 {cx:.1f} {y0 + h + 14:.1f})">{escape(cat)}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts)
-
-
-def write_comparison_html(a: Any, b: Any, rows: Iterable[Any], path: str | Path) -> Path:
+def write_comparison_html(a: Any, b: Any, rows: Iterable[Any], path: str | Path,
+                          lang: str | None = None) -> Path:
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_comparison_html(a, b, rows), encoding="utf-8")
+    out.write_text(render_comparison_html(a, b, rows, lang), encoding="utf-8")
     return out

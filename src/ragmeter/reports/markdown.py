@@ -11,6 +11,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ragmeter.reports.bands import classify, from_demo_judge
+from ragmeter.reports.i18n import check_lang, t
+from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.store import StoredRun
 
 BAND_ICON = {"excellent": "🟢 excellent", "good": "🟡 good", "needs attention": "🔴 needs attention"}
@@ -27,64 +29,118 @@ def _f(x: float | None) -> str:
     return f"{x:.4f}"
 
 
-def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None) -> str:
-    """A PR-sized summary: tiers, metrics with 95% CIs and bands, gate results, signature."""
-    from ragmeter.reports.html import is_demo
+def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
+                 lang: str | None = None) -> str:
+    """A PR-sized summary that leads with the decision: per tier a verdict and a table of
+    systems × key metrics (mean, 95% CI, best in bold, † significant gap to the best); then
+    tiers not run, gate results, every metric, and the signature."""
+    from ragmeter.reports.html import is_demo, run_lang, tier_decisions
 
+    lang = check_lang(lang) if lang else run_lang(run)
     lines = [f"## ragmeter: {md_escape(run.name)}", "",
-             f"Run `{md_escape(run.id)}` · {md_escape(run.created_at)} · status "
-             f"{md_escape(run.status)} · git `{md_escape(run.git_commit or '–')}`", ""]
+             f"{t('run', lang)} `{md_escape(run.id)}` · {md_escape(run.created_at)} · "
+             f"{t('status', lang)} {md_escape(run.status)} · git "
+             f"`{md_escape((run.git_commit or '–')[:12])}`", ""]
     demo = is_demo(run)
     if demo:
-        lines += [f"> ⚠️ **Demo judge** ({md_escape(', '.join(demo))}): these numbers come from "
-                  "the weak offline demonstration judge, not a real measurement.", ""]
-    not_ok = [(t, r) for t, r in run.tiers.items() if r.status != "ok"]
-    if not_ok:
-        lines += ["**Tiers not run:**", ""]
-        lines += [f"- `{md_escape(t)}` ({md_escape(r.status)}): {md_escape(r.reason or '')}"
-                  for t, r in not_ok]
+        lines += [f"> ⚠️ {md_escape(t('demo_banner', lang, names=', '.join(demo)))}", ""]
+    decisions = tier_decisions(run, lang)
+    lines += [f"### {t('decision', lang)}", ""]
+    if not decisions:
+        lines += [t("no_results", lang), ""]
+    n_res = seed = None
+    for tier, dec in decisions.items():
+        lines += [f"**{md_escape(tier_title(tier, lang))}** (`{md_escape(tier)}`): "
+                  f"{md_escape(dec.verdict(lang))}", ""]
+        lines += ["| " + t("system", lang) + " | " + " | ".join(
+            f"`{md_escape(m)}`" for m in dec.metrics) + " |",
+                  "|---|" + "---:|" * len(dec.metrics)]
+        multi = sum(1 for s in dec.systems
+                    if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
+        for s in dec.systems:
+            cells = []
+            for m in dec.metrics:
+                c = dec.cells[(s, m)]
+                if not c.scored:
+                    cells.append(f"_{t('no_scored', lang)}_")
+                    continue
+                v = f"{c.mean:.3f}" if abs(c.mean or 0) < 10 else f"{c.mean:.2f}"
+                if c.best and multi:
+                    v = f"**{v}**"
+                if c.significant:
+                    v += " †"
+                elif not c.paired:
+                    v += " ∅"
+                ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+                cells.append(f"{v}{ci} n={c.n}")
+            lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
         lines.append("")
-    rows = []
-    demo_names = demo
-    for tier, rec in run.tiers.items():
-        for res in rec.results:
-            for key, mr in res.results.items():
-                a = mr.aggregate
-                band = (None if from_demo_judge(demo_names, mr.signature.as_dict())
-                        else classify(key, a.mean, tier))
-                ci = "–" if a.ci_low is None else f"[{_f(a.ci_low)}, {_f(a.ci_high)}]"
-                rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | `{md_escape(key)}` | "
-                            f"{_f(a.mean)} | {ci} | {a.n} | {a.n_unscored} | "
-                            f"{BAND_ICON.get(band or '', '')} |")
-    if rows:
-        lines += ["| tier | result | metric | mean | 95% CI | n | unscored | band |",
-                  "|---|---|---|---:|---|---:|---:|---|", *rows, ""]
+        n_res, seed = dec.n_resamples, dec.seed
+    if n_res is not None:
+        lines += [md_escape(t("test_note", lang, method=t("method_randomization", lang),
+                              n=n_res, seed=seed)), ""]
+    not_ok = [(x, r) for x, r in run.tiers.items() if r.status != "ok"]
+    if not_ok:
+        lines += [f"**{t('tiers_not_run_md', lang)}**", ""]
+        lines += [f"- `{md_escape(x)}` ({md_escape(t('st_' + r.status, lang))}): "
+                  f"{md_escape(r.reason or '')}" for x, r in not_ok]
+        lines.append("")
     if gate_rows:
         failed = [r for r in gate_rows if not r.passed]
-        lines += [f"**Quality gate: {'❌ FAILED' if failed else '✅ passed'}** "
-                  f"({len(gate_rows) - len(failed)}/{len(gate_rows)} checks passed)", ""]
-        lines += ["| result | metric | value | threshold | verdict | message |",
+        verdict = f"❌ {t('gate_failed', lang)}" if failed else f"✅ {t('gate_passed', lang)}"
+        lines += [f"**{t('gate', lang)}: {verdict}** ("
+                  f"{t('checks_passed', lang, ok=len(gate_rows) - len(failed), n=len(gate_rows))})",
+                  ""]
+        lines += [f"| {t('result', lang)} | {t('metric', lang)} | {t('value', lang)} | "
+                  f"{t('threshold', lang)} | {t('verdict', lang)} | {t('message', lang)} |",
                   "|---|---|---:|---|---|---|"]
         lines += [f"| {md_escape(r.target)} | `{md_escape(r.metric)}` | {_f(r.value)} | "
                   f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} {r.verdict} | "
                   f"{md_escape(r.message)} |" for r in gate_rows]
         lines.append("")
-    lines += [f"<sub>signature: `{md_escape(run.signature)}`</sub>", ""]
+    rows = []
+    for tier, rec in run.tiers.items():
+        for res in rec.results:
+            for key, mr in res.results.items():
+                a = mr.aggregate
+                band = (None if from_demo_judge(demo, mr.signature.as_dict())
+                        else classify(key, a.mean, tier))
+                if a.n == 0:
+                    mean, ci = f"_{t('no_scored', lang)}_", "–"
+                else:
+                    mean = _f(a.mean)
+                    ci = "–" if a.ci_low is None else f"[{_f(a.ci_low)}, {_f(a.ci_high)}]"
+                icon = BAND_ICON.get(band or "", "")
+                if band:
+                    icon = icon.split(" ", 1)[0] + " " + t(band, lang)
+                rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | `{md_escape(key)}` | "
+                            f"{mean} | {ci} | {a.n} | {a.n_unscored} | {icon} |")
+    if rows:
+        lines += ["<details><summary>" + md_escape(t("all_metrics", lang, system=run.name))
+                  + "</summary>", "",
+                  f"| {t('tier', lang)} | {t('result', lang)} | {t('metric', lang)} | "
+                  f"{t('mean', lang)} | {t('ci95', lang)} | n | {t('n_unscored', lang)} | "
+                  f"{t('band', lang)} |",
+                  "|---|---|---|---:|---|---:|---:|---|", *rows, "", "</details>", ""]
+    lines += [f"<sub>{t('signature', lang).lower()}: `{md_escape(run.signature)}`</sub>", ""]
     return "\n".join(lines)
 
 
-def comparison_markdown(a: Any, b: Any, rows: Iterable[Any]) -> str:
-    rows = list(rows)
+def comparison_markdown(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> str:
+    order = {"regression": 0, "improvement": 1}
+    rows = sorted(rows, key=lambda r: (order.get(r.verdict, 2), r.comparison.p_value))
     n_reg = sum(r.verdict == "regression" for r in rows)
+    method = rows[0].comparison.method if rows else "randomization"
     lines = [f"## ragmeter compare: `{md_escape(b.label)}` vs `{md_escape(a.label)}`", "",
-             f"{'🔴' if n_reg else '✅'} {n_reg} significant regression(s) "
-             "(paired test on the samples both runs scored, B − A)", "",
-             "| result | metric | A | B | B − A | 95% CI | p | n | verdict |",
+             f"{'🔴' if n_reg else '✅'} {t('regressions', lang, n=n_reg)} "
+             f"({t('cmp_meta', lang, method=method)}, B − A)", "",
+             f"| {t('result', lang)} | {t('metric', lang)} | A | B | B − A | {t('diff_ci', lang)}"
+             f" | p | n | {t('verdict', lang)} |",
              "|---|---|---:|---:|---:|---|---:|---:|---|"]
     for r in rows:
         c = r.comparison
-        mark = {"regression": "🔴 **regression**", "improvement": "🟢 improvement"}.get(
-            r.verdict, r.verdict)
+        v = t("v_" + r.verdict, lang)
+        mark = {"regression": f"🔴 **{v}**", "improvement": f"🟢 {v}"}.get(r.verdict, v)
         lines.append(f"| {md_escape(r.result)} | `{md_escape(c.metric)}` | {_f(c.mean_a)} | "
                      f"{_f(c.mean_b)} | {c.diff:+.4f} | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | "
                      f"{c.p_value:.4f} | {c.n} | {mark} |")

@@ -1,154 +1,319 @@
-"""Small, dependency-free SVG charts for the self-contained HTML report.
+"""The one chart engine of ragmeter: small, dependency-free SVG for reports, viewer and files.
 
-Every chart is a ``<svg class="rm-chart" data-chart="KIND">`` string; every label goes
-through :func:`html.escape`, so user text (system names, metric names) cannot inject markup.
-Missing values (``None``/NaN) are drawn as gaps and marked "n/a", never as 0.
+Every chart is a ``<svg class="rm-chart" data-chart="KIND">`` string whose labels go through
+:func:`html.escape`, so user text (system or metric names) cannot inject markup. Charts tell the
+truth: each point carries its 95% CI whisker; the value axis is chosen from the data (means
+and CI bounds) so differences are visible, and a note inside the chart says when the axis does
+not start at 0; every system keeps one colour (:func:`system_colors`) across all charts of a
+page; label space is measured from the text so nothing is clipped (long labels are shortened
+with "…" and shown in full in the tooltip). Missing values are drawn as "n/a", never as 0.
+:func:`write_svg` saves the same SVG as a file.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from html import escape
+from pathlib import Path
 
 import numpy as np
 
 PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3",
            "#8C8C8C", "#CCB974", "#64B5CD")
-FONT = "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif\""
+FONT = "font-family=\"system-ui, -apple-system, 'Segoe UI', Roboto, 'DejaVu Sans', sans-serif\""
+FONT_SIZE = 11
+CHAR_W = 7.0  # generous width of one character at FONT_SIZE (Latin and Cyrillic)
+MAX_LABEL = 40
+
+
+@dataclass(frozen=True)
+class Point:
+    """A value with its 95% CI (bounds may be ``None``)."""
+
+    mean: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return _ok(self.mean)
 
 
 def _ok(v: float | None) -> bool:
-    return v is not None and not (isinstance(v, float) and math.isnan(v))
+    return v is not None and not (isinstance(v, float) and (math.isnan(v) or math.isinf(v)))
 
 
-def _open(kind: str, width: int, height: int, title: str) -> list[str]:
+def text_width(text: str, size: float = FONT_SIZE) -> float:
+    """An upper estimate of the rendered width of ``text`` in pixels."""
+    return len(text) * CHAR_W * size / FONT_SIZE
+
+
+def short(text: str, limit: int = MAX_LABEL) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def system_colors(names: Iterable[str]) -> dict[str, str]:
+    """One colour per system, in first-seen order: pass the same mapping to every chart."""
+    out: dict[str, str] = {}
+    for name in names:
+        if name not in out:
+            out[name] = PALETTE[len(out) % len(PALETTE)]
+    return out
+
+
+def _open(kind: str, width: float, height: float, title: str) -> list[str]:
     t = escape(title)
     return [f'<svg class="rm-chart" data-chart="{escape(kind)}" xmlns="http://www.w3.org/2000/svg" '
-            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-            f'aria-label="{t}" {FONT} font-size="11">',
+            f'viewBox="0 0 {width:.0f} {height:.0f}" width="{width:.0f}" height="{height:.0f}" '
+            f'role="img" aria-label="{t}" {FONT} font-size="{FONT_SIZE}">',
             f"<title>{t}</title>",
-            f'<text x="{width / 2:.1f}" y="16" text-anchor="middle" font-size="13" '
-            f'font-weight="600">{t}</text>']
+            f'<text class="rm-title" x="8" y="16" font-size="13" font-weight="600">'
+            f"{escape(short(title, int((width - 16) / 7.5)))}</text>"]
 
 
-def _nice_max(values: Sequence[float | None], floor: float = 1.0) -> float:
+def nice_range(values: Iterable[float | None], *, unit: bool | None = None) -> tuple[float, float]:
+    """An axis range around ``values`` (means and CI bounds) that makes differences visible.
+
+    Starts at 0 when the data come within a fifth of the span of 0; stays inside [0, 1] for
+    metrics on that scale (``unit`` True, or all values inside it)."""
     vals = [float(v) for v in values if v is not None and _ok(v)]
-    top = max(vals) if vals else floor
-    if top <= floor:
-        return floor
-    mag = 10 ** math.floor(math.log10(top))
-    for step in (1, 2, 2.5, 5, 10):
-        if top <= step * mag:
-            return float(step * mag)
-    return float(top)
+    if not vals:
+        return 0.0, 1.0
+    lo, hi = min(vals), max(vals)
+    if unit is None:
+        unit = lo >= 0.0 and hi <= 1.0
+    span = hi - lo
+    pad = max(span * 0.12, (abs(hi) or 1.0) * (0.02 if span else 0.05))
+    a, b = lo - pad, hi + pad
+    if lo >= 0.0 and a < 0.2 * (b - a) + 0.0:
+        a = 0.0
+    if lo >= 0.0:
+        a = max(0.0, a)
+    if unit:
+        a, b = max(0.0, a), min(1.0, b)
+    step = _tick_step(b - a)
+    a2, b2 = math.floor(a / step) * step, math.ceil(b / step) * step
+    if lo >= 0.0:
+        a2 = max(0.0, a2)
+    if unit:
+        b2 = min(1.0, b2)
+    if b2 <= a2:
+        b2 = a2 + step
+    return round(a2, 10), round(b2, 10)
 
 
-def _y_axis(parts: list[str], x0: float, y0: float, h: float, w: float, ymin: float,
-            ymax: float, ticks: int = 5) -> None:
-    for i in range(ticks + 1):
-        v = ymin + (ymax - ymin) * i / ticks
-        y = y0 + h - h * i / ticks
-        parts.append(f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x0 + w:.1f}" y2="{y:.1f}" '
+def _tick_step(span: float) -> float:
+    raw = (span or 1.0) / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        if raw <= m * mag:
+            return float(m * mag)
+    return float(10 * mag)
+
+
+def _ticks(a: float, b: float) -> list[float]:
+    step = _tick_step(b - a)
+    out, v = [], math.ceil(a / step - 1e-9) * step
+    while v <= b + 1e-9:
+        out.append(round(v, 10))
+        v += step
+    return out
+
+
+def _fmt_tick(v: float, step: float) -> str:
+    del step
+    return f"{v:.4g}"
+
+
+def _zoom_note(parts: list[str], a: float, x: float, y: float, lang: str) -> None:
+    if a > 0:
+        note = ("axis starts at {lo}, not 0" if lang != "ru" else
+                "ось начинается с {lo}, а не с 0").format(lo=f"{a:g}")
+        parts.append(f'<text class="rm-note" x="{x:.1f}" y="{y:.1f}" fill="#a15c00" '
+                     f'font-size="10">{escape(note)}</text>')
+
+
+def forest(title: str, rows: Sequence[tuple[str, Point]], *, colors: Mapping[str, str]
+           | None = None, lang: str = "en", higher_is_better: bool = True,
+           axis: tuple[float, float] | None = None, best: str | None = None) -> str:
+    """One metric, one row per system: a dot at the mean with its 95% CI as a whisker.
+
+    The value axis is horizontal; labels sit on the left in a column as wide as the longest."""
+    colors = colors or system_colors(n for n, _ in rows)
+    labels = [short(n) for n, _ in rows]
+    left = max([text_width(s) for s in labels] + [40.0]) + 16
+    plot_w = 300.0
+    right = 70.0
+    width = max(left + plot_w + right, text_width(title, 13) + 24)
+    plot_w = width - left - right
+    row_h = 22.0
+    top = 30.0
+    height = top + row_h * max(1, len(rows)) + 42
+    a, b = axis or nice_range([v for _, p in rows for v in (p.mean, p.low, p.high)])
+    span = (b - a) or 1.0
+
+    def px(v: float) -> float:
+        return left + plot_w * (min(max(v, a), b) - a) / span
+
+    parts = _open("forest", width, height, title)
+    y_axis = top + row_h * max(1, len(rows)) + 4
+    step = _tick_step(b - a)
+    parts.append(f'<g class="rm-plot" data-x="{left:.1f}" data-y="{top - 6:.1f}" '
+                 f'data-w="{plot_w:.1f}" data-h="{y_axis - top + 6:.1f}">')
+    for tv in _ticks(a, b):
+        x = px(tv)
+        parts.append(f'<line x1="{x:.1f}" y1="{top - 6:.1f}" x2="{x:.1f}" y2="{y_axis:.1f}" '
                      'stroke="#e5e5e5"/>')
-        parts.append(f'<text x="{x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end" '
-                     f'fill="#555">{v:.2f}</text>')
+        parts.append(f'<text x="{x:.1f}" y="{y_axis + 13:.1f}" text-anchor="middle" '
+                     f'fill="#555">{_fmt_tick(tv, step)}</text>')
+    for i, (name, p) in enumerate(rows):
+        y = top + row_h * i + row_h / 2
+        color = colors.get(name, PALETTE[i % len(PALETTE)])
+        weight = ' font-weight="700"' if name == best else ""
+        parts.append(f'<text class="rm-label" x="{left - 8:.1f}" y="{y + 4:.1f}" '
+                     f'text-anchor="end"{weight}>'
+                     f"<title>{escape(name)}</title>{escape(labels[i])}</text>")
+        if not p.ok:
+            parts.append(f'<text x="{left + 4:.1f}" y="{y + 4:.1f}" fill="#999">'
+                         f'{"н/д" if lang == "ru" else "n/a"}</text>')
+            continue
+        m = float(p.mean)  # type: ignore[arg-type]
+        tip = f"{name}: {m:.4f}"
+        if _ok(p.low) and _ok(p.high):
+            lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
+            tip += f" [{lo:.4f}, {hi:.4f}]"
+            parts.append(f'<line class="rm-ci" x1="{px(lo):.1f}" y1="{y:.1f}" x2="{px(hi):.1f}" '
+                         f'y2="{y:.1f}" stroke="{color}" stroke-width="2"/>')
+            for xv in (px(lo), px(hi)):
+                parts.append(f'<line x1="{xv:.1f}" y1="{y - 5:.1f}" x2="{xv:.1f}" '
+                             f'y2="{y + 5:.1f}" stroke="{color}" stroke-width="2"/>')
+        parts.append(f'<circle class="rm-point" cx="{px(m):.1f}" cy="{y:.1f}" r="4.5" '
+                     f'fill="{color}" stroke="#fff"><title>{escape(tip)}</title></circle>')
+    parts.append("</g>")
+    for i, (_name, p) in enumerate(rows):
+        if p.ok:
+            y = top + row_h * i + row_h / 2
+            parts.append(f'<text class="rm-value" x="{left + plot_w + 8:.1f}" y="{y + 4:.1f}" '
+                         f'fill="#333">{float(p.mean):.3f}</text>')  # type: ignore[arg-type]
+    _zoom_note(parts, a, left, height - 8, lang)
+    if not higher_is_better:
+        note = "меньше — лучше" if lang == "ru" else "lower is better"
+        parts.append(f'<text class="rm-note" x="{width - 8:.1f}" y="{height - 8:.1f}" '
+                     f'text-anchor="end" fill="#555" font-size="10">{note}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title: str, *,
+               xlabel: str = "k", colors: Mapping[str, str] | None = None,
+               lang: str = "en", links: Mapping[str, Sequence[str | None]] | None = None,
+               xlabels: Sequence[str] | None = None, kind: str = "line") -> str:
+    """One line per series over shared x values, each point with its 95% CI whisker.
+
+    ``links`` gives an URL per point (the viewer links history points to their runs);
+    ``xlabels`` replaces the numeric tick labels (one per x value, e.g. run dates)."""
+    names = list(series)
+    colors = colors or system_colors(names)
+    legend_w = max([text_width(short(n)) for n in names] + [40.0]) + 30
+    xs = list(x)
+    tick_labels = [short(s, 16) for s in xlabels] if xlabels else [f"{v:g}" for v in xs]
+    label_w = max([text_width(s) for s in tick_labels] + [10.0])
+    plot_w = max(320.0, min(900.0, 60.0 * len(xs)))
+    spacing = (plot_w - 2 * max(14.0, label_w / 2 + 4)) / max(1, len(xs) - 1)
+    rotate = len(xs) > 1 and spacing < label_w + 8
+    pad_x = 14.0 if rotate else max(14.0, label_w / 2 + 4)
+    bottom = 44.0 + (label_w * 0.6 if rotate else 0.0)
+    x0, y0, h = 52.0, 30.0, 200.0
+    width = max(x0 + plot_w + 20 + legend_w, text_width(title, 13) + 24,
+                x0 + plot_w + (label_w * 0.85 if rotate else 0.0) + 10)
+    height = y0 + h + bottom + 18
+    vals = [v for pts in series.values() for p in pts for v in (p.mean, p.low, p.high)]
+    a, b = nice_range(vals)
+    span = (b - a) or 1.0
+    lo_x, hi_x = (min(xs), max(xs)) if xs else (0.0, 1.0)
+    xspan = (hi_x - lo_x) or 1.0
+
+    def px(v: float) -> float:
+        if len(xs) == 1:
+            return x0 + plot_w / 2
+        return x0 + pad_x + (plot_w - 2 * pad_x) * (v - lo_x) / xspan
+
+    def py(v: float) -> float:
+        return y0 + h - h * (min(max(v, a), b) - a) / span
+
+    parts = _open(kind, width, height, title)
+    parts.append(f'<g class="rm-plot" data-x="{x0:.1f}" data-y="{y0:.1f}" data-w="{plot_w:.1f}" '
+                 f'data-h="{h:.1f}">')
+    step = _tick_step(b - a)
+    for tv in _ticks(a, b):
+        y = py(tv)
+        parts.append(f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x0 + plot_w:.1f}" y2="{y:.1f}" '
+                     'stroke="#e5e5e5"/>')
+        parts.append(f'<text x="{x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
+                     f"{_fmt_tick(tv, step)}</text>")
     parts.append(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x0:.1f}" y2="{y0 + h:.1f}" '
                  'stroke="#888"/>')
+    dodge = min(6.0, 24.0 / max(1, len(names)))  # side by side, so whiskers do not hide
+    for si, name in enumerate(names):
+        color = colors.get(name, PALETTE[si % len(PALETTE)])
+        off = (si - (len(names) - 1) / 2) * dodge
+        pts = [(px(xv) + off, p) for xv, p in zip(xs, series[name], strict=False) if p.ok]
+        if len(pts) > 1:
+            parts.append(f'<polyline fill="none" stroke-width="2" stroke="{color}" '
+                         'stroke-opacity="0.8" points="' + " ".join(
+                             f"{cx:.1f},{py(float(p.mean)):.1f}" for cx, p in pts) + '"/>')  # type: ignore[arg-type]
+        for j, (xv, p) in enumerate(zip(xs, series[name], strict=False)):
+            if not p.ok:
+                continue
+            cx, m = px(xv) + off, float(p.mean)  # type: ignore[arg-type]
+            tip = f"{name} · {tick_labels[j] if j < len(tick_labels) else xv}: {m:.4f}"
+            if _ok(p.low) and _ok(p.high):
+                lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
+                tip += f" [{lo:.4f}, {hi:.4f}]"
+                parts.append(f'<line class="rm-ci" x1="{cx:.1f}" y1="{py(lo):.1f}" x2="{cx:.1f}" '
+                             f'y2="{py(hi):.1f}" stroke="{color}" stroke-width="1.5"/>')
+            dot = (f'<circle class="rm-point" data-series="{escape(name)}" cx="{cx:.1f}" '
+                   f'cy="{py(m):.1f}" r="4" fill="{color}" stroke="#fff"><title>'
+                   f"{escape(tip)}</title></circle>")
+            href = (links or {}).get(name, [None] * len(xs))
+            url = href[j] if j < len(href) else None
+            parts.append(f'<a class="rm-link" href="{escape(url)}">{dot}</a>' if url else dot)
+    parts.append("</g>")
+    for j, (xv, lab) in enumerate(zip(xs, tick_labels, strict=False)):
+        cx, ty = px(xv), y0 + h + 20
+        rot = f' transform="rotate(35 {cx:.1f} {ty:.1f})" text-anchor="start"' if rotate \
+            else ' text-anchor="middle"'
+        parts.append(f'<text class="rm-tick" x="{cx:.1f}" y="{ty:.1f}"{rot}>{escape(lab)}'
+                     f'{"<title>" + escape(xlabels[j]) + "</title>" if xlabels else ""}</text>')
+    parts.append(f'<text x="{x0 + plot_w:.1f}" y="{height - 6:.1f}" text-anchor="end" '
+                 f'fill="#555">{escape(xlabel)}</text>')
+    _legend(parts, names, colors, x0 + plot_w + 18, y0 + 4)
+    _zoom_note(parts, a, 8, height - 6, lang)
+    parts.append("</svg>")
+    return "\n".join(parts)
 
 
-def _legend(parts: list[str], names: Sequence[str], x: float, y: float) -> None:
+def _legend(parts: list[str], names: Sequence[str], colors: Mapping[str, str], x: float,
+            y: float) -> None:
     for i, name in enumerate(names):
         yy = y + i * 16
         parts.append(f'<rect x="{x:.1f}" y="{yy:.1f}" width="10" height="10" '
-                     f'fill="{PALETTE[i % len(PALETTE)]}"/>')
-        parts.append(f'<text x="{x + 14:.1f}" y="{yy + 9:.1f}">{escape(name)}</text>')
+                     f'fill="{colors.get(name, PALETTE[i % len(PALETTE)])}"/>')
+        parts.append(f'<text class="rm-legend" x="{x + 14:.1f}" y="{yy + 9:.1f}">'
+                     f"<title>{escape(name)}</title>{escape(short(name))}</text>")
 
 
-def bar_chart(categories: Sequence[str], series: Mapping[str, Sequence[float | None]],
-              title: str, *, ymax: float | None = None,
-              errors: Mapping[str, Sequence[tuple[float | None, float | None]]] | None = None
-              ) -> str:
-    """Grouped bars: one group per category, one bar per series (with optional CI whiskers)."""
-    names = list(series)
-    n_cat, n_ser = len(categories), max(1, len(names))
-    width = max(420, 90 + n_cat * (18 * n_ser + 24) + 150)
-    height = 300
-    x0, y0, h = 50.0, 30.0, 200.0
-    w = width - x0 - 160
-    all_vals = [v for vals in series.values() for v in vals if _ok(v)]
-    top = ymax if ymax is not None else _nice_max(all_vals)
-    parts = _open("bar", width, height, title)
-    _y_axis(parts, x0, y0, h, w, 0.0, top)
-    group_w = w / max(1, n_cat)
-    bar_w = min(28.0, (group_w - 12) / n_ser)
-    for ci, cat in enumerate(categories):
-        gx = x0 + ci * group_w + (group_w - bar_w * n_ser) / 2
-        for si, name in enumerate(names):
-            v = series[name][ci] if ci < len(series[name]) else None
-            x = gx + si * bar_w
-            if not _ok(v):
-                parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{y0 + h - 4:.1f}" '
-                             'text-anchor="middle" fill="#999" font-size="9">n/a</text>')
-                continue
-            val = float(v)  # type: ignore[arg-type]
-            bh = h * max(0.0, min(val, top)) / top
-            parts.append(f'<rect class="rm-bar" x="{x:.1f}" y="{y0 + h - bh:.1f}" '
-                         f'width="{bar_w - 2:.1f}" height="{bh:.1f}" '
-                         f'fill="{PALETTE[si % len(PALETTE)]}"><title>{escape(name)} · '
-                         f'{escape(cat)} = {val:.4f}</title></rect>')
-            err = errors.get(name) if errors else None
-            if err and ci < len(err) and _ok(err[ci][0]) and _ok(err[ci][1]):
-                lo, hi = (float(e) for e in err[ci])  # type: ignore[arg-type]
-                ylo = y0 + h - h * max(0.0, min(lo, top)) / top
-                yhi = y0 + h - h * max(0.0, min(hi, top)) / top
-                cx = x + (bar_w - 2) / 2
-                parts.append(f'<line x1="{cx:.1f}" y1="{ylo:.1f}" x2="{cx:.1f}" y2="{yhi:.1f}" '
-                             'stroke="#222" stroke-width="1"/>')
-        parts.append(f'<text x="{x0 + ci * group_w + group_w / 2:.1f}" y="{y0 + h + 14:.1f}" '
-                     f'text-anchor="middle" transform="rotate(20 '
-                     f'{x0 + ci * group_w + group_w / 2:.1f} {y0 + h + 14:.1f})">'
-                     f'{escape(cat)}</text>')
-    _legend(parts, names, x0 + w + 14, y0 + 4)
-    parts.append("</svg>")
-    return "\n".join(parts)
-
-
-def line_chart(x: Sequence[float], series: Mapping[str, Sequence[float | None]], title: str,
-               *, xlabel: str = "k", ymax: float | None = None) -> str:
-    """One polyline per series over shared x values (e.g. hit@k against k)."""
-    names = list(series)
-    width, height = 560, 300
-    x0, y0, h = 50.0, 30.0, 200.0
-    w = width - x0 - 170
-    all_vals = [v for vals in series.values() for v in vals if _ok(v)]
-    top = ymax if ymax is not None else _nice_max(all_vals)
-    parts = _open("line", width, height, title)
-    _y_axis(parts, x0, y0, h, w, 0.0, top)
-    xs = list(x)
-    lo, hi = (min(xs), max(xs)) if xs else (0.0, 1.0)
-    span = (hi - lo) or 1.0
-
-    def px(v: float) -> float:
-        return x0 + 10 + (w - 20) * (v - lo) / span
-
-    for xv in xs:
-        parts.append(f'<text x="{px(xv):.1f}" y="{y0 + h + 14:.1f}" text-anchor="middle">'
-                     f'{xv:g}</text>')
-    parts.append(f'<text x="{x0 + w / 2:.1f}" y="{y0 + h + 30:.1f}" text-anchor="middle" '
-                 f'fill="#555">{escape(xlabel)}</text>')
-    for si, name in enumerate(names):
-        color = PALETTE[si % len(PALETTE)]
-        pts = [(px(xv), y0 + h - h * max(0.0, min(float(v), top)) / top)  # type: ignore[arg-type]
-               for xv, v in zip(xs, series[name], strict=False) if _ok(v)]
-        if len(pts) > 1:
-            parts.append('<polyline fill="none" stroke-width="2" stroke="' + color + '" points="'
-                         + " ".join(f"{a:.1f},{b:.1f}" for a, b in pts) + '"/>')
-        for a, b in pts:
-            parts.append(f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>')
-    _legend(parts, names, x0 + w + 14, y0 + 4)
-    parts.append("</svg>")
-    return "\n".join(parts)
+def diff_chart(rows: Sequence[tuple[str, Point]], title: str, *, lang: str = "en") -> str:
+    """Differences B − A with their 95% CIs around a zero line (axis covers every CI)."""
+    vals = [v for _, p in rows for v in (p.mean, p.low, p.high)] + [0.0]
+    finite = [abs(float(v)) for v in vals if v is not None and _ok(v)]
+    top = max([*finite, 0.01]) * 1.1
+    colors = {name: ("#C44E52" if p.ok and float(p.mean) < 0 else "#55A868")  # type: ignore[arg-type]
+              for name, p in rows}
+    svg = forest(title, rows, colors=colors, lang=lang, axis=(-top, top))
+    return svg.replace('data-chart="forest"', 'data-chart="diff"', 1)
 
 
 def box_stats(values: Sequence[float]) -> dict[str, float] | None:
@@ -164,75 +329,30 @@ def box_stats(values: Sequence[float]) -> dict[str, float] | None:
             "mean": float(arr.mean()), "n": float(arr.size)}
 
 
-def box_plot(groups: Mapping[str, Sequence[float]], title: str, *,
-             ymin: float = 0.0, ymax: float | None = None) -> str:
-    """Box plots of per-sample values, one box per group (unscored values are left out)."""
-    names = list(groups)
-    width = max(380, 80 + 70 * len(names))
-    height = 300
-    x0, y0, h = 50.0, 30.0, 200.0
-    w = width - x0 - 20
-    all_vals = [v for vals in groups.values() for v in vals if _ok(v)]
-    top = ymax if ymax is not None else _nice_max(all_vals)
-    span = (top - ymin) or 1.0
-    parts = _open("box", width, height, title)
-    _y_axis(parts, x0, y0, h, w, ymin, top)
-
-    def py(v: float) -> float:
-        return y0 + h - h * (min(max(v, ymin), top) - ymin) / span
-
-    slot = w / max(1, len(names))
-    for i, name in enumerate(names):
-        cx = x0 + slot * i + slot / 2
-        st = box_stats(groups[name])
-        label_y = y0 + h + 14
-        parts.append(f'<text x="{cx:.1f}" y="{label_y:.1f}" text-anchor="middle" '
-                     f'transform="rotate(15 {cx:.1f} {label_y:.1f})">{escape(name)}</text>')
-        if st is None:
-            parts.append(f'<text x="{cx:.1f}" y="{y0 + h - 4:.1f}" text-anchor="middle" '
-                         'fill="#999">n/a</text>')
-            continue
-        bw = min(40.0, slot * 0.6)
-        color = PALETTE[i % len(PALETTE)]
-        parts.append(f'<line x1="{cx:.1f}" y1="{py(st["lo"]):.1f}" x2="{cx:.1f}" '
-                     f'y2="{py(st["hi"]):.1f}" stroke="#444"/>')
-        parts.append(f'<rect class="rm-box" x="{cx - bw / 2:.1f}" y="{py(st["q3"]):.1f}" '
-                     f'width="{bw:.1f}" height="{max(1.0, py(st["q1"]) - py(st["q3"])):.1f}" '
-                     f'fill="{color}" fill-opacity="0.55" stroke="#333"><title>'
-                     f'{escape(name)}: median {st["median"]:.3f}, IQR [{st["q1"]:.3f}, '
-                     f'{st["q3"]:.3f}], n={int(st["n"])}</title></rect>')
-        parts.append(f'<line x1="{cx - bw / 2:.1f}" y1="{py(st["median"]):.1f}" '
-                     f'x2="{cx + bw / 2:.1f}" y2="{py(st["median"]):.1f}" stroke="#111" '
-                     'stroke-width="2"/>')
-        parts.append(f'<circle cx="{cx:.1f}" cy="{py(st["mean"]):.1f}" r="2.5" fill="#fff" '
-                     'stroke="#111"/>')
-    parts.append("</svg>")
-    return "\n".join(parts)
-
-
 def heatmap(matrix: Sequence[Sequence[float]], row_labels: Sequence[str],
             col_labels: Sequence[str], title: str, *, row_title: str = "actual",
             col_title: str = "predicted") -> str:
     """A labelled matrix with counts (confusion matrix of the production judge)."""
     rows, cols = len(row_labels), len(col_labels)
     cell = 64
-    x0, y0 = 110.0, 56.0
-    width = int(x0 + cols * cell + 30)
-    height = int(y0 + rows * cell + 30)
+    x0 = 40.0 + max([text_width(short(r)) for r in row_labels] + [20.0])
+    y0 = 62.0
+    width = max(x0 + cols * cell + 30, text_width(title, 13) + 24)
+    height = y0 + rows * cell + 20
     parts = _open("heatmap", width, height, title)
     flat = [float(v) for r in matrix for v in r]
     top = max(flat) if flat and max(flat) > 0 else 1.0
-    parts.append(f'<text x="{x0 + cols * cell / 2:.1f}" y="{y0 - 24:.1f}" text-anchor="middle" '
+    parts.append(f'<text x="{x0 + cols * cell / 2:.1f}" y="{y0 - 26:.1f}" text-anchor="middle" '
                  f'fill="#555">{escape(col_title)}</text>')
-    parts.append(f'<text x="14" y="{y0 + rows * cell / 2:.1f}" fill="#555" '
-                 f'transform="rotate(-90 14 {y0 + rows * cell / 2:.1f})" text-anchor="middle">'
+    parts.append(f'<text x="16" y="{y0 + rows * cell / 2:.1f}" fill="#555" '
+                 f'transform="rotate(-90 16 {y0 + rows * cell / 2:.1f})" text-anchor="middle">'
                  f'{escape(row_title)}</text>')
     for j, c in enumerate(col_labels):
-        parts.append(f'<text x="{x0 + j * cell + cell / 2:.1f}" y="{y0 - 6:.1f}" '
-                     f'text-anchor="middle">{escape(c)}</text>')
-    for i, r in enumerate(row_labels):
-        parts.append(f'<text x="{x0 - 6:.1f}" y="{y0 + i * cell + cell / 2 + 4:.1f}" '
-                     f'text-anchor="end">{escape(r)}</text>')
+        parts.append(f'<text x="{x0 + j * cell + cell / 2:.1f}" y="{y0 - 8:.1f}" '
+                     f'text-anchor="middle">{escape(short(c, 9))}</text>')
+    parts.append(f'<g class="rm-plot" data-x="{x0:.1f}" data-y="{y0:.1f}" '
+                 f'data-w="{cols * cell:.1f}" data-h="{rows * cell:.1f}">')
+    for i in range(rows):
         for j in range(cols):
             v = float(matrix[i][j])
             shade = 0.12 + 0.8 * v / top
@@ -241,6 +361,19 @@ def heatmap(matrix: Sequence[Sequence[float]], row_labels: Sequence[str],
                          f'fill-opacity="{shade:.2f}"/>')
             parts.append(f'<text x="{x0 + j * cell + cell / 2:.1f}" '
                          f'y="{y0 + i * cell + cell / 2 + 5:.1f}" text-anchor="middle" '
-                         f'font-size="14" font-weight="600">{v:g}</text>')
+                         f'font-size="14" font-weight="600" '
+                         f'fill="{"#fff" if shade > 0.6 else "#111"}">{v:g}</text>')
+    parts.append("</g>")
+    for i, r in enumerate(row_labels):
+        parts.append(f'<text x="{x0 - 8:.1f}" y="{y0 + i * cell + cell / 2 + 4:.1f}" '
+                     f'text-anchor="end">{escape(short(r))}</text>')
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def write_svg(svg: str, path: str | Path) -> Path:
+    """Save a chart of this module as a standalone ``.svg`` file (the same bytes as in HTML)."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text('<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n", encoding="utf-8")
+    return out

@@ -156,6 +156,50 @@ class RunSummary:
     n_tiers_not_run: int
 
 
+@dataclass(frozen=True)
+class MetricSummary:
+    """One stored aggregate: run × tier × system × metric (for history and registry pages)."""
+
+    run_id: str
+    tier: str
+    system: str
+    metric: str
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    n_unscored: int
+    higher_is_better: bool
+    seed: int
+    n_boot: int
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """A run's registry line: identity, tags (``meta.tags`` or ``config.tags``) and tier counts."""
+
+    id: str
+    created_at: str
+    name: str
+    status: str
+    git_commit: str | None
+    tags: tuple[str, ...]
+    n_tiers_ok: int
+    n_tiers_not_run: int
+    n_tiers_error: int
+
+
+def _tags(*sources: Any) -> tuple[str, ...]:
+    out: list[str] = []
+    for src in sources:
+        raw = src.get("tags") if isinstance(src, Mapping) else None
+        if isinstance(raw, str):
+            raw = [x.strip() for x in raw.split(",")]
+        if isinstance(raw, (list, tuple)):
+            out.extend(str(x) for x in raw if str(x).strip() and str(x) not in out)
+    return tuple(out)
+
+
 def new_run_id(now: datetime | None = None) -> str:
     """Sortable, unique enough: ``20260122-153012-3fa9c1``."""
     now = now or datetime.now(timezone.utc)
@@ -203,6 +247,52 @@ class ResultStore:
                 raise RagmeterError(
                     f"results store {mask_url(self.url)} has schema version {version}; this "
                     f"ragmeter reads version {SCHEMA_VERSION} (use a new store file/database)")
+
+    @classmethod
+    def open_readonly(cls, url: str | os.PathLike[str] | None = None) -> tuple[ResultStore, str]:
+        """Open an existing store for reading only; return it with a note on its format.
+
+        A SQLite file is opened in read-only mode (nothing is created or written); any other
+        database is only ever queried. Raises :class:`RagmeterError` saying why a store cannot
+        be read: missing file, no ragmeter tables, or a schema newer than this ragmeter's. A
+        store written before schema versions existed is read as version 1 (same tables) with a
+        note saying so."""
+        import sqlalchemy as sa
+
+        target = normalize_url(url)
+        shown = mask_url(target)
+        if target.startswith("sqlite:///"):
+            path = Path(target[len("sqlite:///"):].split("?", 1)[0])
+            if not path.is_file():
+                raise RagmeterError(f"no results store at {path} (run `ragmeter run` or "
+                                    "`ragmeter demo` first, or pass --store URL)")
+            target = f"sqlite:///file:{path}?mode=ro&uri=true"
+        store = cls(target, create=False)
+        store.url = normalize_url(url)
+        try:
+            tables = set(sa.inspect(store.engine).get_table_names())
+        except Exception as exc:
+            raise RagmeterError(f"cannot read results store {shown}: {type(exc).__name__}: "
+                                f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+        missing = {"rm_runs", "rm_tiers", "rm_metrics", "rm_values"} - tables
+        if missing:
+            raise RagmeterError(f"{shown} is not a ragmeter results store (tables missing: "
+                                f"{', '.join(sorted(missing))})")
+        if "rm_schema" not in tables:
+            return store, ("written by an earlier ragmeter without a schema version; read as "
+                           f"schema {SCHEMA_VERSION}")
+        with store.engine.connect() as conn:
+            row = conn.execute(sa.select(store.t_schema.c.version)).first()
+        version = int(row[0]) if row else SCHEMA_VERSION
+        if version > SCHEMA_VERSION:
+            raise RagmeterError(f"results store {shown} has schema version {version}, written "
+                                f"by a newer ragmeter; this one reads version {SCHEMA_VERSION} "
+                                "(upgrade ragmeter: pip install -U ragmeter)")
+        if version < SCHEMA_VERSION:
+            raise RagmeterError(f"results store {shown} has schema version {version}; this "
+                                f"ragmeter reads version {SCHEMA_VERSION} (no reader for older "
+                                "versions: export it with the ragmeter that wrote it)")
+        return store, f"schema {version}"
 
     @property
     def is_sqlite(self) -> bool:
@@ -473,6 +563,55 @@ class ResultStore:
                            counts.get(r.id, {}).get("ok", 0),
                            counts.get(r.id, {}).get("not_run", 0)) for r in runs]
 
+    def run_rows(self) -> list[RunRow]:
+        """Every run for the registry, newest first, with its tags and tier counts."""
+        import sqlalchemy as sa
+
+        r = self.t_runs.c
+        with self.engine.connect() as conn:
+            runs = list(conn.execute(sa.select(r.id, r.created_at, r.name, r.status,
+                                               r.git_commit, r.meta_json, r.config_json)
+                                     .order_by(r.created_at.desc(), r.id.desc())))
+            counts: dict[str, dict[str, int]] = {}
+            for rid, status, n in conn.execute(
+                sa.select(self.t_tiers.c.run_id, self.t_tiers.c.status, sa.func.count())
+                .group_by(self.t_tiers.c.run_id, self.t_tiers.c.status)
+            ):
+                counts.setdefault(rid, {})[status] = int(n)
+
+        def load(text: str) -> Any:
+            try:
+                return json.loads(text)
+            except (TypeError, ValueError):
+                return {}
+
+        return [RunRow(x.id, x.created_at, x.name, x.status, x.git_commit,
+                       _tags(load(x.meta_json), load(x.config_json)),
+                       counts.get(x.id, {}).get("ok", 0), counts.get(x.id, {}).get("not_run", 0),
+                       counts.get(x.id, {}).get("error", 0)) for x in runs]
+
+    def metric_summaries(self, run_ids: Iterable[str] | None = None, *,
+                         tier: str | None = None, metric: str | None = None
+                         ) -> list[MetricSummary]:
+        """Stored aggregates (mean, CI, n) of runs, without loading per-sample rows."""
+        import sqlalchemy as sa
+
+        m = self.t_metrics.c
+        q = sa.select(m.run_id, m.tier, m.system, m.metric, m.mean, m.ci_low, m.ci_high, m.n,
+                      m.n_unscored, m.higher_is_better, m.seed, m.n_boot)
+        if run_ids is not None:
+            q = q.where(m.run_id.in_(list(run_ids)))
+        if tier is not None:
+            q = q.where(m.tier == tier)
+        if metric is not None:
+            q = q.where(m.metric == metric)
+        q = q.order_by(m.run_id, m.tier, m.system_position, m.position)
+        with self.engine.connect() as conn:
+            return [MetricSummary(x.run_id, x.tier, x.system, x.metric, _num(x.mean),
+                                  _num(x.ci_low), _num(x.ci_high), int(x.n), int(x.n_unscored),
+                                  bool(x.higher_is_better), int(x.seed), int(x.n_boot))
+                    for x in conn.execute(q)]
+
     def latest_run_id(self, name: str | None = None) -> str | None:
         runs = self.list_runs(name=name, limit=1)
         return runs[0].id if runs else None
@@ -618,7 +757,8 @@ def _make_engine(url: str, *, immediate: bool) -> Any:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        if ":memory:" not in url and url.rstrip("/") not in ("sqlite:", "sqlite://"):
+        if (":memory:" not in url and "mode=ro" not in url
+                and url.rstrip("/") not in ("sqlite:", "sqlite://")):
             cur.execute("PRAGMA journal_mode=WAL")
         cur.close()
 

@@ -280,11 +280,11 @@ def run_e2e(ctx: TierContext, samples: list[Sample], options: E2EOptions) -> lis
 
 
 register_tier(Tier(
-    name="generation", title="Tier 2: generation",
+    name="generation", title="Answer generation", title_ru="Генерация ответа",
     doc="answer quality from the gold context (faithfulness, ROUGE, BLEU, ...)",
     run=run_generation, judge="optional", default_judge=True, per_sample=True,
     options=GenerationOptions))
 register_tier(Tier(
-    name="e2e", title="Tier 3: end to end",
+    name="e2e", title="End to end", title_ru="Сквозная оценка",
     doc="answer quality from what the retriever found, per retriever",
     run=run_e2e, judge="optional", default_judge=True, per_sample=True, options=E2EOptions))

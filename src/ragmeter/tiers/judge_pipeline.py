@@ -448,7 +448,7 @@ def run_judge_pipeline(ctx: TierContext, samples: list[Any],
 
 
 register_tier(Tier(
-    name="judge_pipeline", title="Production judge",
+    name="judge_pipeline", title="Production judge", title_ru="Продуктовый судья",
     doc="accuracy, precision, recall and F1 of the production yes/no judge",
     run=run_judge_pipeline, judge="optional", options=JudgePipelineOptions))
 

@@ -407,7 +407,7 @@ def run_judge_quality(ctx: TierContext, samples: list[Sample],
 
 
 register_tier(Tier(
-    name="judge_quality", title="Judge quality",
+    name="judge_quality", title="Judge quality", title_ru="Качество судьи",
     doc="judge consistency over repeated calls and agreement between judges",
     run=run_judge_quality, judge="required", default_judge=True,
     options=JudgeQualityOptions))

@@ -204,7 +204,7 @@ def run_real_users(ctx: TierContext, samples: list[Sample],
 
 
 register_tier(Tier(
-    name="real_users", title="Real users",
+    name="real_users", title="Real users", title_ru="Реальные пользователи",
     doc="retrieval metrics on real users' logged questions",
     run=run_real_users, options=RealUsersOptions))
 

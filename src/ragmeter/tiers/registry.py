@@ -65,7 +65,7 @@ class Tier:
     metrics) or ``"required"``. ``default_judge``: with no judge named in the tier, it uses
     the configured judges (otherwise only a judge the tier names). ``per_sample``: called batch
     by batch and its results merged (resumable per batch); otherwise called once on the whole
-    data. ``options``: the dataclass the tier's ``options:`` mapping is validated into (``dict``
+    data. ``title``/``title_ru``: shown in reports and the viewer. ``options``: the dataclass the tier's ``options:`` mapping is validated into (``dict``
     for a plug-in without one: passed through unchecked). ``run(ctx, samples, options)``
     returns the tier's results.
     """
@@ -79,6 +79,11 @@ class Tier:
     per_sample: bool = False
     options: type = TierOptions
     plugin: bool = field(default=False, compare=False)
+    title_ru: str = ""
+
+    def display_title(self, lang: str = "en") -> str:
+        """The title shown in reports and the viewer (Russian when asked and given)."""
+        return self.title_ru if lang == "ru" and self.title_ru else self.title
 
     def option_names(self) -> list[str]:
         from ragmeter.tiers.options import option_names

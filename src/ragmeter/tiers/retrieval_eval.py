@@ -386,6 +386,6 @@ def run_retrieval(ctx: TierContext, samples: list[Sample],
 
 
 register_tier(Tier(
-    name="retrieval", title="Tier 1: retrieval",
+    name="retrieval", title="Retrieval", title_ru="Поиск",
     doc="retrieval metrics (hit rate, MRR, NDCG, recall, ...) per retriever",
     run=run_retrieval, per_sample=True, options=RetrievalOptions))

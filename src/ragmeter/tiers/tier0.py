@@ -269,7 +269,7 @@ def run_tier0(ctx: TierContext, samples: list[Any], options: Tier0Options) -> li
 
 
 register_tier(Tier(
-    name="tier0", title="Tier 0: embedding quality",
+    name="tier0", title="Embeddings (tier 0)", title_ru="Эмбеддинги (уровень 0)",
     doc="do texts with one label cluster together under each embedding model",
     run=run_tier0, options=Tier0Options))
 

@@ -450,7 +450,7 @@ def run_ux(ctx: TierContext, samples: list[Any], options: UxOptions) -> list[Eva
 
 
 register_tier(Tier(
-    name="ux", title="UX",
+    name="ux", title="User experience", title_ru="Пользовательский опыт",
     doc="semantic-cache hit rate, context preservation, multi-turn consistency",
     run=run_ux, judge="optional", options=UxOptions))
 

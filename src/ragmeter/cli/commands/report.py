@@ -19,11 +19,17 @@ def register(app: typer.Typer) -> None:
                                 "prints Markdown to stdout.")] = None,
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL.")] = None,
+        lang: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            "--lang", help="Report language: ru | en (default: the language of the data's "
+                           "questions).")] = None,
     ) -> None:
         """Write a self-contained HTML report or a Markdown summary for pull requests."""
         from ragmeter.errors import ConfigError
+        from ragmeter.reports.i18n import check_lang
         from ragmeter.runner.sources import load_source
 
+        if lang is not None:
+            check_lang(lang)
         if fmt not in ("html", "md"):
             raise ConfigError("--format", f"unknown report format {fmt!r}", ["html", "md"])
         src = load_source(run, store)
@@ -31,7 +37,7 @@ def register(app: typer.Typer) -> None:
             from ragmeter.reports.html import write_run_html
 
             path = out or Path(f"report-{src.run.id}.html")
-            write_run_html(src.run, path)
+            write_run_html(src.run, path, lang)
             typer.echo(f"wrote {path}")
             return
         from ragmeter.reports.markdown import run_markdown
@@ -42,7 +48,7 @@ def register(app: typer.Typer) -> None:
             from ragmeter.runner.gating import check_thresholds, thresholds_from_mapping
 
             gate = check_thresholds(src.results, thresholds_from_mapping(raw))
-        text = run_markdown(src.run, gate)
+        text = run_markdown(src.run, gate, lang)
         if out is not None and str(out) == "-":
             typer.echo(text)
             return

@@ -29,20 +29,61 @@ def register(app: typer.Typer) -> None:
         name: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--name", help="Only runs of this benchmark name.")] = None,
         limit: Annotated[int, typer.Option("--limit", help="At most N runs.")] = 50,
+        metric: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+            "--metric", "-m", help="Metric column as tier/system/metric (repeatable; default: "
+                                   "each tier's key metric).")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON (one object per run "
+                                                             "with its metrics).")] = False,
     ) -> None:
-        """Runs, newest first."""
-        from ragmeter.results.store import ResultStore
+        """Runs, newest first, with their key metrics (mean and 95% CI)."""
+        import json
 
-        rows = ResultStore(store).list_runs(name=name, limit=limit)
+        from ragmeter.results.store import ResultStore
+        from ragmeter.view.pages import default_columns
+
+        st = ResultStore(store)
+        rows = [r for r in st.run_rows() if name is None or r.name == name][:limit]
+        summaries = st.metric_summaries([r.id for r in rows]) if rows else []
+        cols = [m.replace("/", "|", 2) for m in metric or []]
+        if not cols and rows:
+            cols = default_columns([m for m in summaries if m.run_id == rows[0].id], limit=6)
+        cells = {(m.run_id, f"{m.tier}|{m.system}|{m.metric}"): m for m in summaries}
+        if as_json:
+            out = []
+            for r in rows:
+                metrics = {}
+                for c in cols:
+                    m = cells.get((r.id, c))
+                    if m is not None:
+                        metrics[c.replace("|", "/")] = {
+                            "mean": m.mean if m.n else None, "ci_low": m.ci_low,
+                            "ci_high": m.ci_high, "n": m.n, "n_unscored": m.n_unscored}
+                out.append({"id": r.id, "created_at": r.created_at, "name": r.name,
+                            "status": r.status, "git_commit": r.git_commit,
+                            "tags": list(r.tags), "tiers_ok": r.n_tiers_ok,
+                            "tiers_not_run": r.n_tiers_not_run, "metrics": metrics})
+            typer.echo(json.dumps(out, ensure_ascii=False, indent=2))
+            return
         t = Table(title="ragmeter runs")
         for col in ("id", "created", "name", "status", "tiers ok", "not run", "git"):
             t.add_column(col)
+        for c in cols:
+            _tier, system, metric_name = c.split("|", 2)
+            t.add_column(f"{system}\n{metric_name}", justify="right")
         for r in rows:
-            t.add_row(r.id, r.created_at, r.name, r.status, str(r.n_tiers_ok),
-                      str(r.n_tiers_not_run), (r.git_commit or "-")[:10])
-        Console().print(t)
+            vals = []
+            for c in cols:
+                m = cells.get((r.id, c))
+                vals.append("" if m is None else ("no scored samples" if not m.n else
+                                                  _fmt(m.mean)))
+            t.add_row(r.id, r.created_at[:16].replace("T", " "), r.name, r.status, str(r.n_tiers_ok),
+                      str(r.n_tiers_not_run), (r.git_commit or "-")[:10], *vals)
+        import sys
+
+        console = Console(width=None if sys.stdout.isatty() else 220)
+        console.print(t)
         if not rows:
-            Console().print("no runs yet — start one with `ragmeter run bench.yaml`")
+            console.print("no runs yet — start one with `ragmeter run bench.yaml`")
 
     @runs.command("show")
     def show(
@@ -71,7 +112,8 @@ def register(app: typer.Typer) -> None:
                 for key, mr in res.results.items():
                     a = mr.aggregate
                     ci = "-" if a.ci_low is None else f"[{a.ci_low:.4f}, {a.ci_high:.4f}]"
-                    t.add_row(key, _fmt(a.mean), ci, str(a.n), str(a.n_unscored),
+                    t.add_row(key, _fmt(a.mean) if a.n else "no scored samples", ci, str(a.n),
+                              str(a.n_unscored),
                               classify(key, a.mean, tier) or "")
                 c.print(t)
 

@@ -1,0 +1,192 @@
+"""The decision table: which system is best on each key metric, and is its lead real?
+
+For one tier, systems (retrievers, judges, runs…) are compared on a few key metrics. Each
+cell carries the mean, its 95% bootstrap CI and n; the best mean is marked; every other system
+is compared with the best by a paired randomization test on the samples both scored, and
+marked when the gap is significant (p < 0.05). A one-line verdict in plain words is derived
+from the tier's primary metric. The same code serves the report (systems of one run) and the
+viewer (the same tier across several runs).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ragmeter.reports.bands import find_band
+from ragmeter.reports.i18n import join_names, t
+from ragmeter.results.records import EvalResult, MetricResult, compare_metric
+from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED
+
+METHOD = "randomization"
+ALPHA = 0.05
+MAX_KEY_METRICS = 5
+# preferred key metrics, most decisive first (the first one present is the tier's primary)
+PREFERRED = ("mrr", "ndcg@10", "hit_rate@1", "recall@10", "e2e_score", "faithfulness",
+             "answer_correctness", "answer_relevancy", "semantic_similarity", "rouge_l",
+             "cls_accuracy", "accuracy", "f1", "cohen_kappa", "consistency", "silhouette",
+             "cache_hit_rate", "context_preservation")
+_BASE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:@\d+)?)")
+
+
+def base_name(metric: str) -> str:
+    """``hit_rate@1(level=doc)`` → ``hit_rate@1``."""
+    m = _BASE.match(metric)
+    return m.group(1) if m else metric
+
+
+@dataclass
+class Cell:
+    """One system × metric of the decision table."""
+
+    mean: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    n_unscored: int
+    higher_is_better: bool = True
+    best: bool = False
+    p_value: float | None = None  # paired test against the best (None for the best itself)
+    significant: bool = False  # worse than the best, significantly
+    paired: bool = True  # False: no sample scored by both this system and the best
+
+    @property
+    def scored(self) -> bool:
+        return self.n > 0 and self.mean is not None and not math.isnan(self.mean)
+
+
+@dataclass
+class TierDecision:
+    tier: str
+    systems: list[str]
+    metrics: list[str]
+    cells: dict[tuple[str, str], Cell]
+    primary: str | None
+    n_resamples: int
+    seed: int
+    method: str = METHOD
+    verdict_parts: dict[str, object] = field(default_factory=dict)
+
+    def verdict(self, lang: str = "en") -> str:
+        v = self.verdict_parts
+        kind = v.get("kind")
+        if kind is None:
+            return t("verdict_none", lang)
+        if kind == "single":
+            return t("verdict_single", lang, system=v["best"], metric=v["metric"],
+                     value=v["value"])
+        sig = [str(x) for x in v.get("sig", [])]  # type: ignore[attr-defined]
+        nosig = [str(x) for x in v.get("nosig", [])]  # type: ignore[attr-defined]
+        unpaired = [str(x) for x in v.get("unpaired", [])]  # type: ignore[attr-defined]
+        tied = [str(x) for x in v.get("tied", [])]  # type: ignore[attr-defined]
+        best = str(v["best"])
+        if tied:
+            best = t("tied", lang, best=best, others=join_names(tied, lang))
+        if sig and nosig:
+            text = t("verdict_best_mixed", lang, best=best, metric=v["metric"],
+                     sig=join_names(sig, lang), nosig=join_names(nosig, lang))
+        elif sig or nosig:
+            key = "verdict_best_sig" if sig else "verdict_best_nosig"
+            text = t(key, lang, best=best, metric=v["metric"],
+                     others=join_names(sig or nosig, lang))
+        else:
+            text = t("verdict_best_only", lang, best=best, metric=v["metric"])
+        if unpaired:
+            text += " " + t("verdict_unpaired", lang, others=join_names(unpaired, lang))
+        return text
+
+
+def rank_metrics(names: Sequence[str], has_data: set[str] | None = None,
+                 tier: str | None = None) -> list[str]:
+    """Metric names, most decisive first: metrics with scored samples before empty ones,
+    plain names before parameterised ones, preferred names (those with a quality band among
+    them) first, then the given order."""
+    has = set(names) if has_data is None else has_data
+    order = list(dict.fromkeys(names))
+
+    def rank(key: str) -> tuple[bool, bool, float, int]:
+        name = base_name(key)
+        stem = name.split("@")[0]
+        if name in PREFERRED:
+            pref: float = PREFERRED.index(name)
+        elif stem in PREFERRED:
+            pref = PREFERRED.index(stem) + 0.5
+        elif find_band(key, tier) is not None:
+            pref = len(PREFERRED)
+        else:
+            pref = 1000.0
+        return (key not in has, "(" in key, pref, order.index(key))
+
+    return sorted(order, key=rank)
+
+
+def key_metrics(results: Sequence[EvalResult], tier: str | None = None,
+                limit: int = MAX_KEY_METRICS) -> list[str]:
+    """A tier's key metrics (see :func:`rank_metrics`); at most ``limit``."""
+    seen: list[str] = []
+    has_data: set[str] = set()
+    for res in results:
+        for key, mr in res.results.items():
+            seen.append(key)
+            if mr.aggregate.n > 0:
+                has_data.add(key)
+    return rank_metrics(seen, has_data, tier)[:limit]
+
+
+def _cell(mr: MetricResult | None) -> Cell:
+    if mr is None:
+        return Cell(None, None, None, 0, 0)
+    a = mr.aggregate
+    return Cell(a.mean, a.ci_low, a.ci_high, a.n, a.n_unscored, mr.higher_is_better)
+
+
+def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
+           metrics: Sequence[str] | None = None, n_resamples: int = DEFAULT_N_RESAMPLES,
+           seed: int = DEFAULT_SEED, lang: str = "en") -> TierDecision:
+    """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics)."""
+    results = [r for _, r in systems]
+    keys = list(metrics) if metrics is not None else key_metrics(results, tier)
+    labels = [label for label, _ in systems]
+    cells: dict[tuple[str, str], Cell] = {}
+    primary: str | None = None
+    verdict: dict[str, object] = {}
+    for key in keys:
+        mrs = {label: res.results.get(key) for label, res in systems}
+        col = {label: _cell(mr) for label, mr in mrs.items()}
+        cells.update({(label, key): c for label, c in col.items()})
+        scored = [label for label in labels if col[label].scored]
+        if not scored:
+            continue
+        hib = col[scored[0]].higher_is_better
+        best = (max if hib else min)(scored, key=lambda s: col[s].mean)  # type: ignore[arg-type,return-value]
+        tied = [x for x in scored if col[x].mean == col[best].mean]
+        for label in tied:
+            col[label].best = True
+        sig: list[str] = []
+        nosig: list[str] = []
+        unpaired: list[str] = []
+        for label in scored:
+            if label in tied:
+                continue
+            a, b = mrs[best], mrs[label]
+            assert a is not None and b is not None
+            cmp = compare_metric(a, b, method=METHOD, n_resamples=n_resamples, seed=seed)
+            if not cmp.n:  # no sample scored by both: no paired test is possible
+                col[label].paired = False
+                unpaired.append(label)
+                continue
+            col[label].p_value = cmp.p_value
+            col[label].significant = cmp.p_value < ALPHA
+            (sig if col[label].significant else nosig).append(label)
+        if primary is None:
+            primary = key
+            if len(scored) == 1:
+                verdict = {"kind": "single", "best": best, "metric": key,
+                           "value": f"{col[best].mean:.3f}"}
+            else:
+                verdict = {"kind": "best", "best": best, "tied": tied[1:], "metric": key,
+                           "sig": sig, "nosig": nosig, "unpaired": unpaired}
+    return TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
+                        verdict_parts=verdict)

@@ -1,0 +1,263 @@
+"""Report and viewer text in English and Russian: one table, one lookup.
+
+``t(key, lang, **fields)`` formats the string for ``lang`` ("en" or "ru"); every visible piece
+of text in the HTML/Markdown reports and the viewer comes from :data:`TEXT`. The default
+language is the data's: Russian when most questions are written in Cyrillic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+LANGS = ("en", "ru")
+
+TEXT: dict[str, tuple[str, str]] = {
+    # page frame
+    "run": ("run", "запуск"),
+    "status": ("status", "статус"),
+    "git": ("git", "git"),
+    "created": ("created", "создан"),
+    "name": ("name", "название"),
+    "tag": ("tag", "метка"),
+    "tags": ("tags", "метки"),
+    "date": ("date", "дата"),
+    "signature": ("Signature", "Сигнатура"),
+    "config_masked": ("Config (secrets masked)", "Конфигурация (секреты скрыты)"),
+    "show": ("show", "показать"),
+    "contents": ("Contents", "Содержание"),
+    # decision table
+    "decision": ("Decision", "Решение"),
+    "decision_intro": (
+        "Which system is best, and is the difference real? Each row is a system; each cell the "
+        "mean with its 95% bootstrap confidence interval and n scored samples. The best value "
+        "of each metric is in bold; † marks a system whose gap to the best is significant.",
+        "Какая система лучше и реальна ли разница? Строка — система; в ячейке среднее, его 95% "
+        "бутстреп-доверительный интервал и n оценённых примеров. Лучшее значение метрики выделено "
+        "жирным; † отмечает систему, отставание которой от лучшей значимо."),
+    "test_note": (
+        "† = paired {method} test against the best system on the samples both scored, "
+        "p < 0.05, {n} resamples, seed {seed}.",
+        "† = парный {method} против лучшей системы на примерах, оценённых обеими, "
+        "p < 0,05, {n} перестановок, seed {seed}."),
+    "method_randomization": ("randomization (sign-flip)",
+                             "рандомизационный тест (смена знаков)"),
+    "system": ("system", "система"),
+    "no_scored": ("no scored samples", "нет оценённых примеров"),
+    "verdict_best_sig": ("{best} is best on {metric}; its lead over {others} is significant.",
+                         "{best} — лучшая по {metric}; отрыв от {others} значим."),
+    "verdict_best_nosig": (
+        "{best} is best on {metric}; its lead over {others} is not significant.",
+        "{best} — лучшая по {metric}; отрыв от {others} незначим."),
+    "verdict_best_mixed": (
+        "{best} is best on {metric}: significantly ahead of {sig}; its lead over {nosig} is "
+        "not significant.",
+        "{best} — лучшая по {metric}: значимо опережает {sig}; отрыв от {nosig} незначим."),
+    "verdict_best_only": ("{best} is best on {metric}.", "{best} — лучшая по {metric}."),
+    "verdict_unpaired": ("No sample was scored by both it and {others}: no paired test.",
+                         "С {others} нет общих оценённых примеров: парный тест невозможен."),
+    "tied": ("{best} (tied with {others})", "{best} (наравне с {others})"),
+    "no_pair": ("no sample shared with the best: no paired test",
+                "нет общих примеров с лучшей: парный тест невозможен"),
+    "verdict_single": ("{system}: {metric} = {value} (one system, nothing to compare).",
+                       "{system}: {metric} = {value} (одна система, сравнивать не с чем)."),
+    "verdict_none": ("No metric of this tier has scored samples.",
+                     "Ни у одной метрики этого уровня нет оценённых примеров."),
+    "no_results": ("No tier produced results; the tiers' status says why.",
+                   "Ни один уровень не дал результатов; причины — в статусе уровней."),
+    "and": ("and", "и"),
+    "lower_better": ("lower is better", "меньше — лучше"),
+    # bands
+    "bands": ("Quality bands", "Пороги качества"),
+    "bands_intro": (
+        "A band is a rule of thumb for reading one number: above the upper boundary the value "
+        "is excellent, below the lower one it needs attention, in between it is good. Metrics "
+        "without a row here get no band; numbers from the offline demonstration judge never get "
+        "one.",
+        "Порог — эмпирическое правило для чтения одного числа: выше верхней границы — отлично, "
+        "ниже нижней — требует внимания, между ними — хорошо. Метрики без строки в таблице порога "
+        "не получают; числа демонстрационного офлайн-судьи — тоже."),
+    "excellent": ("excellent", "отлично"),
+    "good": ("good", "хорошо"),
+    "needs attention": ("needs attention", "требует внимания"),
+    "band": ("band", "порог"),
+    "band_rule": ("> {hi} excellent, {lo}–{hi} good, < {lo} needs attention",
+                  "> {hi} отлично, {lo}–{hi} хорошо, < {lo} требует внимания"),
+    "demo_judge": ("demo judge", "демо-судья"),
+    "demo_banner": (
+        "Demo judge. Some numbers in this report come from the weak offline demonstration "
+        "judge ({names}). They show how ragmeter works; they are not a measurement of your "
+        "system.",
+        "Демо-судья. Часть чисел в отчёте получена слабым офлайн-судьёй для демонстрации "
+        "({names}). Они показывают, как работает ragmeter, и не измеряют вашу систему."),
+    # tiers
+    "tiers": ("Tiers", "Уровни"),
+    "tiers_not_run": ("{n} tier(s) not run or failed; each with its reason.",
+                      "Не запущено или завершилось ошибкой уровней: {n}; у каждого указана "
+                      "причина."),
+    "st_ok": ("ok", "готово"),
+    "st_not_run": ("not run", "не запускался"),
+    "st_error": ("error", "ошибка"),
+    "st_partial": ("partial", "частично"),
+    "llm_stats": ("{calls} LLM calls (+{cached} cached), {tokens} tokens, ${cost}, {errors} "
+                  "errors", "{calls} вызовов LLM (+{cached} из кэша), {tokens} токенов, "
+                  "${cost}, ошибок: {errors}"),
+    # metric table
+    "metric": ("metric", "метрика"),
+    "mean": ("mean", "среднее"),
+    "ci95": ("95% CI", "95% ДИ"),
+    "n": ("n", "n"),
+    "n_unscored": ("unscored", "без оценки"),
+    "unscored_reasons": ("unscored reasons", "причины отсутствия оценки"),
+    "counts": ("counts", "счётчики"),
+    "all_metrics": ("All metrics of {system}", "Все метрики: {system}"),
+    # charts
+    "chart_hit": ("hit@k with 95% CI", "hit@k с 95% ДИ"),
+    "chart_doc_hit": ("doc_hit@k with 95% CI", "doc_hit@k с 95% ДИ"),
+    "chart_key": ("{metric} per system, 95% CI", "{metric} по системам, 95% ДИ"),
+    "chart_keys_one": ("{system}: key metrics, 95% CI", "{system}: ключевые метрики, 95% ДИ"),
+    "chart_box": ("{metric}: per-sample values", "{metric}: значения по примерам"),
+    "chart_confusion": ("confusion matrix of {name}", "матрица ошибок: {name}"),
+    "axis_zoom": ("axis starts at {lo}, not 0", "ось начинается с {lo}, а не с 0"),
+    "actual": ("actual", "факт"),
+    "predicted": ("predicted", "прогноз"),
+    "na": ("n/a", "н/д"),
+    "chart_diff": ("B − A per metric, 95% CI", "B − A по метрикам, 95% ДИ"),
+    # explorer
+    "explorer": ("Per-sample explorer", "Примеры"),
+    "explorer_intro": (
+        "One row per question, one column per system's key metric; the worst rows come first. "
+        "Open a row for its contexts, answer and judge replies.",
+        "Строка — вопрос, столбец — ключевая метрика системы; сначала худшие строки. Раскройте "
+        "строку, чтобы увидеть контексты, ответ и ответы судьи."),
+    "filter_placeholder": ("Filter: text, id, reason…", "Фильтр: текст, id, причина…"),
+    "only_unscored": ("only unscored", "только без оценки"),
+    "qtype": ("question type", "тип вопроса"),
+    "all": ("all", "все"),
+    "tier": ("tier", "уровень"),
+    "question": ("question", "вопрос"),
+    "details": ("details", "подробности"),
+    "contexts": ("contexts", "контексты"),
+    "answer": ("answer", "ответ"),
+    "reference": ("reference", "эталон"),
+    "gold": ("gold", "эталонные документы"),
+    "judge_reasons": ("judge replies and reasons", "ответы и обоснования судьи"),
+    "scores": ("all scores", "все оценки"),
+    "unscored": ("unscored", "без оценки"),
+    "shown": ("{n} / {total} samples", "{n} / {total} примеров"),
+    "truncated": ("Showing the {n} worst samples of {total}.",
+                  "Показаны {n} худших примеров из {total}."),
+    "hits": ("{n} hit(s)", "найдено: {n}"),
+    # comparison / diff
+    "comparison": ("Comparison", "Сравнение"),
+    "cmp_note": ("Paired {method} test of B against A on the samples both scored; significant "
+                 "at p < 0.05; {n} resamples, seed {seed}.",
+                 "Парный {method} B против A на примерах, оценённых обоими; значимо при "
+                 "p < 0,05; {n} перестановок, seed {seed}."),
+    "cmp_meta": ("paired {method} test on the samples both scored",
+                 "парный тест ({method}) на примерах, оценённых обоими"),
+    "regressions": ("{n} significant regression(s).", "Значимых ухудшений: {n}."),
+    "result": ("result", "результат"),
+    "diff_ci": ("95% CI of diff", "95% ДИ разницы"),
+    "p": ("p", "p"),
+    "verdict": ("verdict", "вывод"),
+    "v_regression": ("regression", "ухудшение"),
+    "v_improvement": ("improvement", "улучшение"),
+    "v_no significant change": ("no significant change", "нет значимых изменений"),
+    "v_no overlap": ("no overlap", "нет общих примеров"),
+    "signatures": ("Signatures", "Сигнатуры"),
+    # viewer
+    "v_runs": ("Runs", "Запуски"),
+    "v_history": ("Metric history", "История метрик"),
+    "v_compare": ("Tier comparison", "Сравнение уровней"),
+    "v_diff": ("Diff of two runs", "Разница двух запусков"),
+    "v_store": ("store", "хранилище"),
+    "v_readonly": ("read-only", "только чтение"),
+    "v_filter": ("Filter", "Фильтр"),
+    "v_since": ("from", "с"),
+    "v_until": ("to", "по"),
+    "v_commit": ("git commit", "git-коммит"),
+    "v_apply": ("Apply", "Применить"),
+    "v_no_runs": ("No runs match.", "Нет подходящих запусков."),
+    "v_empty_store": ("The store has no runs yet: start one with `ragmeter run bench.yaml` or "
+                      "`ragmeter demo`.", "В хранилище пока нет запусков: запустите `ragmeter run "
+                      "bench.yaml` или `ragmeter demo`."),
+    "v_pick_two": ("Tick two runs and press “Diff”.", "Отметьте два запуска и нажмите «Разница»."),
+    "v_diff_btn": ("Diff", "Разница"),
+    "v_tiers_ok": ("tiers ok", "уровней готово"),
+    "v_metric": ("Metric", "Метрика"),
+    "v_show": ("Show", "Показать"),
+    "v_history_intro": (
+        "One point per run (oldest left) with its 95% CI; click a point to open the run.",
+        "Точка — запуск (старые слева) с 95% ДИ; щелчок по точке открывает запуск."),
+    "v_history_chart": ("{metric} over runs ({tier}), 95% CI",
+                        "{metric} по запускам ({tier}), 95% ДИ"),
+    "v_no_metric": ("No run has this metric.", "Ни у одного запуска нет этой метрики."),
+    "v_compare_intro": (
+        "The same tier in several runs: each system of each run is a row; the test compares "
+        "every row with the best on the samples both scored.",
+        "Один уровень в нескольких запусках: строка — система запуска; тест сравнивает каждую "
+        "строку с лучшей на примерах, оценённых обеими."),
+    "v_runs_label": ("runs", "запуски"),
+    "v_sample_regressions": ("Per-sample regressions (worst first)",
+                             "Ухудшения по примерам (сначала худшие)"),
+    "v_delta": ("change", "изменение"),
+    "v_no_sample_regressions": ("No sample got worse.", "Ни один пример не ухудшился."),
+    "v_not_found": ("Not found", "Не найдено"),
+    "v_sample": ("Sample", "Пример"),
+    "v_back_run": ("back to the run", "к запуску"),
+    "v_details": ("details", "подробности"),
+    "v_a": ("A (before)", "A (до)"),
+    "v_b": ("B (after)", "B (после)"),
+    # markdown
+    "tiers_not_run_md": ("Tiers not run:", "Не запущенные уровни:"),
+    "gate": ("Quality gate", "Проверка качества"),
+    "gate_failed": ("FAILED", "НЕ ПРОЙДЕНА"),
+    "gate_passed": ("passed", "пройдена"),
+    "checks_passed": ("{ok}/{n} checks passed", "пройдено проверок: {ok}/{n}"),
+    "value": ("value", "значение"),
+    "threshold": ("threshold", "порог"),
+    "message": ("message", "сообщение"),
+}
+
+
+def t(key: str, lang: str = "en", **fields: object) -> str:
+    """The text ``key`` in ``lang`` with ``fields`` filled in (the key itself when unknown)."""
+    pair = TEXT.get(key)
+    if pair is None:
+        return key.format(**fields) if fields else key
+    text = pair[1] if lang == "ru" else pair[0]
+    return text.format(**fields) if fields else text
+
+
+def check_lang(lang: str) -> str:
+    if lang not in LANGS:
+        from ragmeter.errors import ConfigError
+
+        raise ConfigError("--lang", f"unknown report language {lang!r}", list(LANGS))
+    return lang
+
+
+_CYR = re.compile(r"[А-Яа-яЁё]")
+_LAT = re.compile(r"[A-Za-z]")
+
+
+def detect_lang(texts: Iterable[str]) -> str:
+    """"ru" when Cyrillic letters outnumber Latin ones in the first texts, else "en"."""
+    cyr = lat = 0
+    for i, text in enumerate(texts):
+        if i >= 200:
+            break
+        cyr += len(_CYR.findall(text))
+        lat += len(_LAT.findall(text))
+    return "ru" if cyr > lat else "en"
+
+
+def join_names(names: list[str], lang: str, limit: int = 3) -> str:
+    if len(names) <= 1:
+        return "".join(names)
+    if len(names) > limit:
+        more = len(names) - limit
+        rest = f"{more} more" if lang != "ru" else f"ещё {more}"
+        return ", ".join(names[:limit]) + f" {t('and', lang)} " + rest
+    return ", ".join(names[:-1]) + f" {t('and', lang)} " + names[-1]
