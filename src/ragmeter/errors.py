@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The command-line exit-code contract (README "Exit codes"); one home, mapped in ``cli/app.py``.
+EXIT_OK = 0
+#: a quality gate or a regression check failed
+EXIT_GATE = 1
+#: usage, input or configuration error (clear message naming file, line, field, option or key)
+EXIT_USAGE = 2
+#: the work itself failed: a tier errored, a requested metric scored no sample, store not written
+EXIT_WORK = 3
+#: a bug in ragmeter (one line; ``--debug`` shows the traceback)
+EXIT_INTERNAL = 4
+#: interrupted with Ctrl-C
+EXIT_INTERRUPTED = 130
+
 
 class RagmeterError(Exception):
-    """Base class of every error ragmeter raises on purpose."""
+    """Base class of every error ragmeter raises on purpose (exit code 2 unless overridden)."""
+
+    exit_code: int = EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -52,6 +67,36 @@ class ConfigError(RagmeterError):
         if allowed:
             msg += f" (allowed: {', '.join(map(str, allowed))})"
         super().__init__(msg)
+
+
+class UsageError(RagmeterError):
+    """A bad command-line option value or combination; names the option."""
+
+    def __init__(self, option: str, message: str):
+        self.option = option
+        super().__init__(f"option '{option}': {message}" if option else message)
+
+
+class WorkFailedError(RagmeterError):
+    """The requested work failed (exit 3): a tier errored, a metric scored no sample, the results
+    store could not be written. The message keeps the full reason."""
+
+    exit_code = EXIT_WORK
+
+
+class GateFailedError(RagmeterError):
+    """A quality gate or regression check failed (exit 1); the message says which."""
+
+    exit_code = EXIT_GATE
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code of the contract for an exception raised by a command."""
+    if isinstance(exc, RagmeterError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL
 
 
 class MetricSpecError(RagmeterError):

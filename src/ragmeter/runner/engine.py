@@ -219,8 +219,12 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
 
 
 def _reason(exc: BaseException) -> str:
+    # [contact, issue 11] keep the whole reason (a DataError's file:line:field list starts on
+    # its second line); long texts are cut at 2000 characters, lines joined with "; "
     text = str(exc).strip() or type(exc).__name__
-    return mask_text(text.splitlines()[0] if len(text) < 400 else text[:400])
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    joined = "; ".join(lines)
+    return mask_text(joined if len(joined) <= 2000 else joined[:2000] + " ...")
 
 
 def _not_run_reason(exc: BaseException) -> str | None:

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 
 def register(app: typer.Typer) -> None:
@@ -27,13 +26,15 @@ def register(app: typer.Typer) -> None:
         offline demo judge when ragmeter[local-judge] is installed, else they are reported as
         not run with the command that enables them.
         """
+        from ragmeter.cli import common
         from ragmeter.demo.pipeline import run_demo
         from ragmeter.judges.gguf import demo_judge_status
         from ragmeter.reports.console import render_eval_result
         from ragmeter.runner.progress import RunProgress
 
-        console = Console()
-        err = Console(stderr=True)
+        console = common.human_console()
+        err = common.err_console()
+        quiet = quiet or common.state().quiet
         status = demo_judge_status()
         judge_ok = status.available
         if no_judge:
@@ -62,3 +63,5 @@ def register(app: typer.Typer) -> None:
                       highlight=False)
         for f in res.files:
             console.print(f"  {f}", highlight=False, markup=False)
+        for note in getattr(res, "notes", []):
+            err.print(f"note: {note}", highlight=False, markup=False)
