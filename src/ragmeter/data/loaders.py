@@ -276,3 +276,19 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return LoadResult(samples=samples, source=source, lines=lines, skipped=problems,
                       n_records=len(records) + n_unreadable)
+
+
+def load_dataset_file(path: str | Path, *, format: str = "auto", skip_invalid: bool = False,
+                      column_map: Mapping[str, str] | None = None) -> LoadResult:
+    """A dataset of a benchmark config: the layout is detected by content (never by the file
+    name); an evalset (records with ``gold_doc_ids``/``gold_chunk_ids`` and ``question``) gets
+    the evalset rules."""
+    from ragmeter.data.evalset import check_evalset_sample
+
+    table = read_table(path)
+    fmt = format
+    if fmt == "auto":
+        fmt = detect_format(table.records)
+    validate = check_evalset_sample if fmt == "evalset" else None
+    return load_table(table, skip_invalid=skip_invalid, validate=validate,
+                      format="samples" if fmt == "evalset" else fmt, column_map=column_map)

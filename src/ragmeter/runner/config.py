@@ -24,7 +24,7 @@ from ragmeter.runner.gating import Threshold, thresholds_from_mapping
 TIER_NAMES = ("tier0", "retrieval", "generation", "e2e", "judge_quality", "judge_pipeline",
               "ux", "real_users")
 TIER_ALIASES = {"tier1": "retrieval", "tier2": "generation", "tier3": "e2e"}
-DATASET_FORMATS = ("auto", "evalset", "samples")
+DATASET_FORMATS = ("auto", "evalset", "samples", "ragas", "deepeval", "hf", "synthetic")  # [contact]
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
             "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",
