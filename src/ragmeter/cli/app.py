@@ -171,10 +171,31 @@ def _os_error_code(exc: OSError) -> int:
     return EXIT_USAGE
 
 
+def _out_is_stdout(args: Sequence[str]) -> bool:
+    for i, a in enumerate(args):
+        if a in ("--out=-", "-o-") or (a in ("--out", "-o") and i + 1 < len(args)
+                                         and args[i + 1] == "-"):
+            return True
+    return False
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    # plain (piped) output: wide enough that tables never cut an identifier (rich reads COLUMNS)
+    set_cols = "COLUMNS" not in os.environ and not getattr(sys.stdout, "isatty", lambda: False)()
+    if set_cols:
+        os.environ["COLUMNS"] = str(common.PLAIN_WIDTH)
+    try:
+        return _run(argv)
+    finally:
+        if set_cols:
+            os.environ.pop("COLUMNS", None)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1")
+    common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1",
+                       stdout_reserved=_out_is_stdout(args))
     try:
         args = normalize_argv(args)
         rv = click_command().main(args=args, prog_name="ragmeter", standalone_mode=False)

@@ -38,6 +38,8 @@ class CliState:
     verbose: int = 0
     quiet: bool = False
     json: bool = False
+    #: stdout carries a document (``--out -``): human output goes to stderr
+    stdout_reserved: bool = False
 
 
 _STATE = CliState()
@@ -64,7 +66,7 @@ def _console(stderr: bool) -> Console:
 
 def human_console() -> Console:
     """Where tables and messages go: stdout, or stderr under ``--json`` (stdout stays JSON)."""
-    return _console(stderr=_STATE.json)
+    return _console(stderr=_STATE.json or _STATE.stdout_reserved)
 
 
 def err_console() -> Console:
@@ -166,6 +168,12 @@ OutOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045 - typer needs Op
 MaxUnscoredOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
     "--max-unscored", help="Fail (exit 3) when a metric's unscored fraction exceeds this "
                            "(0-1). Default: only a metric with no scored sample fails.")]
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="Layout of the samples file: auto (by content), samples, ragas, deepeval, "
+                     "hf, synthetic, evalset.")]
+MapOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--map", help="Column map TARGET=SOURCE for renamed columns, e.g. user_input=prompt "
+                  "(repeatable or comma-separated).")]
 JudgeUrlOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--judge-url", help="OpenAI-compatible base URL of the judge.")]
 JudgeModelOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from ragmeter.cli import common
+
 
 def judge_quality_command(
     data: Path = typer.Argument(..., help="Items: jsonl/json/csv with question, answer, "  # noqa: B008
@@ -22,7 +24,6 @@ def judge_quality_command(
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
 ) -> None:
     """Judge quality (seed §8): every item is judged N times with the cache off."""
-    from rich.console import Console
     from rich.table import Table
 
     from ragmeter.judges.config import load_judge_configs
@@ -48,7 +49,7 @@ def judge_quality_command(
                       _f(row["alpha_interval"]), _f(row["cohen_kappa"]), _f(row["error_rate"]),
                       str(row["unscored_items"]), _f(row["mean_score"]),
                       _f(row["latency_p50_ms"], 1), _f(row["latency_p95_ms"], 1))
-    console = Console()
+    console = common.human_console()
     console.print(table)
     for r in results:
         if r.meta.get("errors_by_reason") or r.meta.get("missing_fields"):
@@ -56,11 +57,11 @@ def judge_quality_command(
                           f"not sent {r.meta['missing_fields']}")
         if r.meta.get("warning"):
             console.print(f"[yellow]{r.name}: {r.meta['warning']}[/]")
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
-                                  default=str), encoding="utf-8")
-        console.print(f"wrote {out}")
+    payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
+                         default=str)
+    common.write_text_out(payload, out, console)
+    if common.state().json and str(out) != "-":
+        common.emit_json([r.to_dict() for r in results])
 
 
 def _f(v: float | None, digits: int = 3) -> str:
