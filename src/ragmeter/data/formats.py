@@ -6,7 +6,8 @@ format             fields (→ ragmeter field)
 ``ragas``          RAGAS ``EvaluationDataset``: ``user_input``, ``retrieved_contexts``,
                    ``response``, ``reference``, ``reference_contexts`` (native names; older
                    ``question``/``answer``/``contexts``/``ground_truth`` also read)
-``deepeval``       DeepEval test cases: ``input`` → user_input, ``actual_output`` → response,
+``deepeval``       DeepEval test cases (JSON, or CSV with ``;``-joined list cells):
+                   ``input`` → user_input, ``actual_output`` → response,
                    ``expected_output`` → reference, ``retrieval_context`` → retrieved_contexts,
                    ``context`` → **reference_contexts** (DeepEval's ``context`` is the gold
                    context); ``additional_metadata`` and the rest → metadata
@@ -125,9 +126,13 @@ def check_map(column_map: Mapping[str, str], records: Sequence[tuple[int | None,
                                   f"{source} (columns: {', '.join(sorted(keys)[:40])})")
 
 
-def apply_format(rec: Mapping[str, Any], fmt: str, column_map: Mapping[str, str] | None = None
-                 ) -> dict[str, Any]:
-    """``rec`` with ragmeter field names for layout ``fmt`` (after ``column_map``)."""
+def apply_format(rec: Mapping[str, Any], fmt: str, column_map: Mapping[str, str] | None = None,
+                 *, tabular: bool = False) -> dict[str, Any]:
+    """``rec`` with ragmeter field names for layout ``fmt`` (after ``column_map``).
+
+    In a DeepEval CSV, list cells (``context``, ``retrieval_context``) are split on ``;``
+    (DeepEval's default ``context_col_delimiter``) unless they hold a JSON/Python list.
+    """
     out: dict[str, Any] = dict(rec)
     if column_map:
         for target, src in column_map.items():
@@ -140,6 +145,9 @@ def apply_format(rec: Mapping[str, Any], fmt: str, column_map: Mapping[str, str]
         meta: dict[str, Any] = {}
         for k, v in out.items():
             if k in DEEPEVAL_MAP and DEEPEVAL_MAP[k] not in out:
+                if tabular and k in ("context", "retrieval_context") and isinstance(v, str) \
+                        and not v.lstrip().startswith("["):
+                    v = [part.strip() for part in v.split(";") if part.strip()]
                 mapped[DEEPEVAL_MAP[k]] = v
             elif k in DEEPEVAL_META and isinstance(v, Mapping):
                 meta.update(v)

@@ -250,7 +250,7 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     seen: dict[str, int | None] = {}
     for index, (line, rec) in enumerate(records):
         if isinstance(rec, Mapping):
-            rec = apply_format(rec, fmt, column_map)
+            rec = apply_format(rec, fmt, column_map, tabular=table.tabular)
         sample, probs = record_to_sample(rec, source=source, line=line, index=index,
                                          from_csv=table.tabular, by_index=by_index)
         if sample is not None and validate is not None:
@@ -268,6 +268,14 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     hint = table.hint
     if problems and not samples and hint is None:
         hint = other_kind_hint(records)
+    if samples and not any(s.user_input or s.response or s.retrieved_ids or s.retrieved_contexts
+                           or s.gold_doc_ids or s.gold_chunk_ids for s in samples):
+        known = ("user_input/question, response/answer, retrieved_contexts, retrieved_ids, "
+                 "gold_doc_ids")
+        raise DataError(RecordProblem(source, None, None, f"no record has any sample field "
+                                      f"({known})"),
+                        hint=other_kind_hint(records) or "name the columns with --map "
+                                                         "TARGET=SOURCE or --format")
     if not records and not problems:
         problems.append(RecordProblem(source, None, None, "no records"))
     if problems and (not skip_invalid or (not samples and hint)):
