@@ -18,7 +18,12 @@ def judge_quality_command(
     repeats: int = typer.Option(2, "-n", "--repeats", help="Calls per item (>= 2)."),
     delta: float = typer.Option(0.5, "--delta", help="Consistency tolerance on the judge "
                                 "scale: |s1 - s2| <= delta (max - min for n > 2)."),
-    base_url: str = typer.Option("", "--base-url", help="Override base_url of every judge."),
+    base_url: common.JudgeUrlOpt = None,
+    judge_model: common.JudgeModelOpt = None,
+    judge_key_env: common.JudgeKeyEnvOpt = None,
+    judge_concurrency: common.JudgeConcurrencyOpt = None,
+    judge_timeout: common.JudgeTimeoutOpt = None,
+    check_judge: common.CheckJudgeOpt = False,
     limit: int = typer.Option(0, "--limit", help="Use only the first N items (0 = all)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
@@ -36,8 +41,13 @@ def judge_quality_command(
     samples = load_judge_items(data)
     if limit > 0:
         samples = samples[:limit]
-    configs = [c.with_(base_url=base_url) if base_url else c for c in load_judge_configs(
-        judge_config)]
+    changes: dict[str, object] = {k: v for k, v in (
+        ("base_url", base_url), ("model", judge_model), ("api_key_env", judge_key_env),
+        ("max_concurrency", judge_concurrency), ("timeout_s", judge_timeout)) if v}
+    configs = [c.with_(**changes) if changes else c for c in load_judge_configs(judge_config)]
+    if check_judge:
+        for c in configs:
+            common.check_judge_reachable(c)
     results = evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta, seed=seed)
     table = Table(title=f"judge quality — {data} ({len(samples)} items x {repeats})")
     for col in ("judge", "consistency (95% CI)", "alpha (interval)", "kappa r1/r2",
