@@ -124,7 +124,7 @@ def check_scored(results: Iterable[Any], max_unscored: float | None = None) -> l
         total = a.n + a.n_unscored
         if total == 0:
             continue
-        name = getattr(r, "key", None) or getattr(r, "name", "?")
+        name = getattr(r, "metric", None) or getattr(r, "name", "?")
         reasons = ", ".join(f"{k}×{v}" for k, v in sorted(a.unscored_by_reason.items()))
         if a.n == 0:
             failures.append(f"{name}: no sample scored ({a.n_unscored} unscored: {reasons})")

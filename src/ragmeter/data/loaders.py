@@ -158,6 +158,8 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
     if grades is not None and (not isinstance(grades, Mapping) or not all(
             isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
         bad("gold_grades", "must be an object {id: integer grade}")
+    elif grades is not None and any(not -(2**31) < g < 2**31 for g in grades.values()):
+        bad("gold_grades", "grade out of range (|grade| < 2^31)")
     meta = values.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         bad("metadata", f"must be an object, got {type(meta).__name__}")

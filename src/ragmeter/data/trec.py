@@ -40,6 +40,8 @@ def _read(path: str | Path) -> str:
 
 
 BEIR_HEADER = ("query-id", "corpus-id", "score")
+#: relevance grades are stored as 32-bit integers downstream
+GRADE_LIMIT = 2**31
 
 
 def _parse_trec(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[str, dict[str, Any]]:
@@ -69,6 +71,10 @@ def _parse_trec(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[s
         try:
             if kind == "qrels":
                 value = int(raw)
+                if not -GRADE_LIMIT < value < GRADE_LIMIT:
+                    problems.append(RecordProblem(source, lineno, "rel",
+                                                  f"grade {raw} out of range (|grade| < 2^31)"))
+                    continue
             else:
                 value = float(raw)
                 if math.isnan(value):
@@ -131,6 +137,8 @@ def validate_mapping(data: Any, source: str, kind: Literal["qrels", "run"]) -> d
                 ok = isinstance(value, int) and not isinstance(value, bool)
                 if not ok and isinstance(value, float) and value.is_integer():
                     value, ok = int(value), True
+                if ok and not -GRADE_LIMIT < value < GRADE_LIMIT:
+                    ok = False
             else:
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and not math.isnan(value)

@@ -99,7 +99,11 @@ def register(app: typer.Typer) -> None:
             if check_judge:
                 common.check_judge_reachable(cfg)
             judge = make_judge(cfg)
-        metric_list = _split_metrics(metrics) if metrics else None
+        metric_list = _split_metrics(metrics) if metrics is not None else None
+        if metric_list is not None and not metric_list:
+            from ragmeter.errors import UsageError
+
+            raise UsageError("--metrics", f"no metric named in {metrics!r}")
         result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
                                      seed=seed, language=language, keep_prompts=keep_prompts,
                                      name=samples.stem)

@@ -64,6 +64,8 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
             items = list(DEFAULT_METRICS)
     else:
         items = []
+        if not split_metric_list(metrics):
+            raise ConfigError("metrics", f"no metric named in {metrics!r}")
         for raw in split_metric_list(metrics):
             if "@" not in raw and ks and _needs_cutoff(raw):
                 name, _, params = raw.partition("(")
@@ -96,7 +98,7 @@ def _needs_cutoff(raw: str) -> bool:
 
 
 def _parse_ks(k: str | None) -> list[int] | None:
-    if not k:
+    if k is None:
         return None
     try:
         ks = [int(x) for x in k.replace(" ", "").split(",") if x]
