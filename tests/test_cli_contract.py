@@ -189,3 +189,15 @@ def test_real_subprocess_usage_error() -> None:
                                "PATH": "/usr/bin:/bin"})
     assert proc.returncode == EXIT_USAGE
     assert "Traceback" not in proc.stderr and "No such option" in proc.stderr
+
+
+def test_run_json_and_plain_progress_lines(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("name: t\nstore: r.sqlite\ntiers:\n  - name: judge_pipeline\n"
+                   f"    options: {{items: {DEMO / 'judge_pipeline.jsonl'}}}\n")
+    code, out, err = run(capsys, "run", str(cfg), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["tiers"]["judge_pipeline"]["status"] == "ok"
+    assert "progress: judge_pipeline" in err  # stderr is not a terminal here

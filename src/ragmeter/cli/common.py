@@ -253,3 +253,42 @@ def _mask(text: str) -> str:
     except ImportError:  # pragma: no cover
         return text
     return str(mask_text(text))
+
+
+class PlainProgress:
+    """Periodic plain progress lines on stderr when it is not a terminal (CI logs), where a live
+    progress bar would print nothing until the end. Feed it the runner's ``hook`` events."""
+
+    def __init__(self, console: Console | None = None, interval_s: float | None = None):
+        import time
+
+        self.console = console or err_console()
+        self.interval_s = interval_s if interval_s is not None else float(
+            os.environ.get("RAGMETER_PROGRESS_INTERVAL", "10"))
+        self._clock = time.monotonic
+        self._last = 0.0
+        self.done: dict[str, int] = {}
+        self.total: dict[str, int] = {}
+
+    @staticmethod
+    def wanted() -> bool:
+        """Plain lines are wanted when stderr is not a terminal and ``--quiet`` is off."""
+        return not _STATE.quiet and not getattr(sys.stderr, "isatty", lambda: False)()
+
+    def _line(self, tier: str, suffix: str = "") -> None:
+        total = self.total.get(tier, 0)
+        done = self.done.get(tier, 0)
+        pct = f" ({done / total:.0%})" if total else ""
+        self.console.print(f"progress: {tier} {done}/{total}{pct}{suffix}", highlight=False,
+                           markup=False)
+        self._last = self._clock()
+
+    def hook(self, tier: str, event: str, info: Mapping[str, Any]) -> None:
+        if event == "start":
+            self.total[tier] = int(info.get("total", 1) or 1)
+            self.done[tier] = int(info.get("done", 0) or 0)
+            self._line(tier, " started")
+        elif event == "advance":
+            self.done[tier] = self.done.get(tier, 0) + int(info.get("n", 1) or 1)
+            if self._clock() - self._last >= self.interval_s:
+                self._line(tier)

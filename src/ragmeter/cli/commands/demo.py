@@ -48,7 +48,15 @@ def register(app: typer.Typer) -> None:
                       "(Qwen2.5-Coder-1.5B): a weak demonstration, not a real measurement.[/]")
         prog = RunProgress(err, enabled=not quiet)
         with prog:
-            res = run_demo(out, judge=not no_judge, limit=limit, hook=prog.hook)
+            plain = common.PlainProgress(err) if common.PlainProgress.wanted() and not quiet \
+                else None
+
+            def hook(tier: str, event: str, info: dict[str, object]) -> None:
+                prog.hook(tier, event, info)
+                if plain is not None:
+                    plain.hook(tier, event, info)
+
+            res = run_demo(out, judge=not no_judge, limit=limit, hook=hook)
         stored = res.run
         for key, result in stored.results().items():
             console.rule(f"[bold]{key}")

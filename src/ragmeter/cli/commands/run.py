@@ -88,8 +88,12 @@ def register(app: typer.Typer) -> None:
         prog = RunProgress(err, enabled=not quiet)
         ids: list[str] = []
 
+        plain = common.PlainProgress(err) if common.PlainProgress.wanted() else None
+
         def hook(tier_name: str, event: str, info: dict[str, object]) -> None:
             prog.hook(tier_name, event, info)
+            if plain is not None:
+                plain.hook(tier_name, event, info)
 
         def on_plan(rid: str) -> None:
             ids.append(rid)
