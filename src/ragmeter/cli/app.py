@@ -46,8 +46,19 @@ try:  # typer >= 0.29 vendors click as typer._click and no longer installs click
 except ImportError:  # pragma: no cover - older typer with click installed
     from click import exceptions as _click_exc  # type: ignore[no-redef]
 
+class RagmeterGroup(typer.core.TyperGroup):
+    """The root group: every invocation (``main``, ``CliRunner``) starts with fresh global flags,
+    global flags are moved to the root and old judge-option spellings are rewritten."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1",
+                           stdout_reserved=_out_is_stdout(args))
+        return super().parse_args(ctx, normalize_argv(args, self))
+
+
 app = typer.Typer(
     name="ragmeter",
+    cls=RagmeterGroup,
     help="Measure RAG systems: retrieval, generation, judge reliability and user experience.\n\n"
          "Exit codes: 0 ok; 1 quality gate or regression failed; 2 usage, input or config "
          "error; 3 the work failed (tier errored, metric with no scored sample, store not "
@@ -119,13 +130,13 @@ def _declared(cmd: Any) -> set[str]:
     return names
 
 
-def normalize_argv(argv: Sequence[str]) -> list[str]:
+def normalize_argv(argv: Sequence[str], group: Any = None) -> list[str]:
     """Move global flags to the root and rewrite old judge-option spellings (hidden aliases).
 
     A flag the subcommand declares itself (e.g. ``run --quiet``) stays where it is.
     """
     args = list(argv)
-    group = click_command()
+    group = group if group is not None else click_command()
     commands = getattr(group, "commands", {})
     # the subcommand: the first argument that names one
     pos = next((i for i, a in enumerate(args) if a in commands), None)
@@ -194,10 +205,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1",
-                       stdout_reserved=_out_is_stdout(args))
+    common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1")
     try:
-        args = normalize_argv(args)
         rv = click_command().main(args=args, prog_name="ragmeter", standalone_mode=False)
         return int(rv) if isinstance(rv, int) else 0
     except RagmeterError as exc:

@@ -179,7 +179,8 @@ JudgeUrlOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
 JudgeModelOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--judge-model", help="Judge model name at --judge-url.")]
 JudgeKeyEnvOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--judge-key-env", help="Name of the environment variable holding the judge API key.")]
+    "--judge-key-env", help="Name of the environment variable holding the judge API key "
+                            "(default OPENAI_API_KEY; '' for none).")]
 JudgeConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
     "--judge-config", help="Judge config file (YAML/JSON; the first judge is used).")]
 JudgeConcurrencyOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
@@ -214,15 +215,16 @@ def judge_config_from_options(*, url: str | None, model: str | None, key_env: st
             changes["base_url"] = url
         if model:
             changes["model"] = model
-        if key_env:
-            changes["api_key_env"] = key_env
+        if key_env is not None:
+            changes["api_key_env"] = key_env or None
         return cfg.with_(**changes, **extra) if changes or extra else cfg
     if not url and not backend:
         if model:
             raise UsageError("--judge-model", "needs --judge-url (or --judge-config)")
         return None
     return JudgeConfig(name="judge", backend=backend or "openai", base_url=url, model=model or "",
-                       api_key_env=key_env or "OPENAI_API_KEY", **changes, **extra)
+                       api_key_env="OPENAI_API_KEY" if key_env is None else (key_env or None),
+                       **changes, **extra)
 
 
 def check_judge_reachable(cfg: Any) -> None:
@@ -231,20 +233,18 @@ def check_judge_reachable(cfg: Any) -> None:
         return
     import httpx
 
-    from ragmeter.errors import ConfigError
-
     url = str(cfg.base_url).rstrip("/") + "/models"
     headers = dict(cfg.headers()) if hasattr(cfg, "headers") else {}
     try:
         resp = httpx.get(url, headers=headers, timeout=min(10.0, cfg.timeout_s))
     except httpx.HTTPError as exc:
-        raise ConfigError("--judge-url", f"judge endpoint not reachable: "
+        raise UsageError("--judge-url", f"judge endpoint {_mask(str(cfg.base_url))} not reachable: "
                           f"{type(exc).__name__}: {_mask(str(exc))}") from None
     if resp.status_code in (401, 403):
-        raise ConfigError("--judge-key-env", f"judge endpoint refused the key "
+        raise UsageError("--judge-key-env", f"judge endpoint refused the key "
                           f"(HTTP {resp.status_code})")
     if resp.status_code >= 500:
-        raise ConfigError("--judge-url", f"judge endpoint answers HTTP {resp.status_code}")
+        raise UsageError("--judge-url", f"judge endpoint answers HTTP {resp.status_code}")
 
 
 def _mask(text: str) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
-from ragmeter.errors import ConfigError
+from ragmeter.errors import UsageError
 from ragmeter.reports.console import fmt3 as _f
 
 
@@ -60,13 +60,13 @@ def judge_pipeline_command(
             url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
             concurrency=judge_concurrency, timeout=judge_timeout)
         if cfg is None:
-            raise ConfigError("--judge-config", "--prompt needs a judge: --judge-config, or "
-                              "--judge-url with --judge-model")
+            raise UsageError("--judge-config", "--prompt needs a judge: --judge-config, or "
+                             "--judge-url with --judge-model")
         if check_judge:
             common.check_judge_reachable(cfg)
         judge = make_judge(cfg.with_(no_cache=True))
     elif judge_config is not None or judge_url:
-        raise ConfigError("--prompt", "calling the production judge needs its prompt template")
+        raise UsageError("--prompt", "calling the production judge needs its prompt template")
     items = load_pipeline_items(data, need_predictions=judge is None)
     res = evaluate_judge_pipeline(items, judge=judge, prompt_template=template, seed=seed,
                                   strict=strict_reply)
