@@ -201,3 +201,15 @@ def test_run_json_and_plain_progress_lines(capsys: pytest.CaptureFixture[str],
     data = json.loads(out)
     assert data["tiers"]["judge_pipeline"]["status"] == "ok"
     assert "progress: judge_pipeline" in err  # stderr is not a terminal here
+
+
+def test_check_and_compare_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path, run_file in ((a, "run.txt"), (b, "run.json")):
+        code, _, _ = run(capsys, "retrieval", "--qrels", str(FIX / "retrieval" / "qrels.txt"),
+                         "--run", str(FIX / "retrieval" / run_file), "--out", str(path), "-q")
+        assert code == 0
+    code, out, _ = run(capsys, "check", str(a), "--min", "mrr=0", "--json")
+    assert code == 0 and json.loads(out)["passed"] is True
+    code, out, _ = run(capsys, "compare", str(a), str(b), "--json", "--n-resamples", "200")
+    assert code == 0 and json.loads(out)["rows"]

@@ -95,6 +95,11 @@ def _root(
     st.verbose = max(st.verbose, verbose)
     st.quiet = st.quiet or quiet
     st.json = st.json or json_
+    if st.verbose:
+        import logging
+
+        logging.basicConfig(level=logging.INFO if st.verbose == 1 else logging.DEBUG,
+                            stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
 
 def _load_commands() -> None:

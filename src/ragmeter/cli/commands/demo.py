@@ -67,6 +67,8 @@ def register(app: typer.Typer) -> None:
             if rec.reason:
                 line += f" — {rec.reason}"
             console.print(line, highlight=False, markup=False)
+        if common.state().json:
+            common.emit_json(stored.to_dict(per_sample=False))
         console.print(f"\nrun [bold]{stored.id}[/]; files in [bold]{res.out_dir}[/]:",
                       highlight=False)
         for f in res.files:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragmeter.cli import common
 from ragmeter.errors import ConfigError
 
 
@@ -50,14 +51,13 @@ def retrievers_command(
     no_charts: Annotated[bool, typer.Option("--no-charts", help="Write tables only.")] = False,
 ) -> None:
     """Compare retrievers at several k: table (md/csv/json) with 95% CIs and charts."""
-    from rich.console import Console
 
     from ragmeter.data.evalset import load_evalset
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
     from ragmeter.retrieval.corpus import load_corpus
     from ragmeter.tiers.compare_retrievers import compare_retrievers
 
-    console = Console()
+    console = common.human_console()
     names = _split(retrievers)
     if not names:
         raise ConfigError("-r", "give at least one retriever")
@@ -83,6 +83,8 @@ def retrievers_command(
         console.print(f"{name}: index {t['index_s']:.2f}s, "
                       f"{'' if qps is None else f'{qps:.1f} queries/s'}")
     console.print("wrote: " + ", ".join(str(f) for f in files))
+    if common.state().json:
+        common.emit_json(comparison.to_dict())
 
 
 def register(app: typer.Typer) -> None:

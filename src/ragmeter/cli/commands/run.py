@@ -69,6 +69,7 @@ def register(app: typer.Typer) -> None:
             "--check", help="Gate on the config's thresholds (exit 1 on failure).")] = False,
         max_unscored: MaxUnscoredOpt = None,
         json_out: JsonOpt = False,
+        check_judge: common.CheckJudgeOpt = False,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store."""
         from ragmeter.results.store import mask_url, normalize_url
@@ -85,6 +86,9 @@ def register(app: typer.Typer) -> None:
         out = common.human_console()
         url = normalize_url(store or cfg.store)
         preflight(cfg, url)
+        if check_judge:
+            for j in getattr(cfg, "judges", []):
+                common.check_judge_reachable(j)
         prog = RunProgress(err, enabled=not quiet)
         ids: list[str] = []
 
