@@ -213,3 +213,33 @@ def test_check_and_compare_json(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert code == 0 and json.loads(out)["passed"] is True
     code, out, _ = run(capsys, "compare", str(a), str(b), "--json", "--n-resamples", "200")
     assert code == 0 and json.loads(out)["rows"]
+
+
+def _readme_examples() -> list[str]:
+    text = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            line = line.split("  #")[0].strip()
+            for part in line.split("&&"):
+                part = part.strip()
+                if part.startswith("ragmeter ") and " | " not in part and "..." not in part:
+                    out.append(part)
+    return out
+
+
+@pytest.mark.parametrize("example", _readme_examples())
+def test_readme_examples_parse(example: str) -> None:
+    argv = cli.normalize_argv(shlex.split(example)[1:])
+    group = cli.click_command()
+    sub = next(a for a in argv if a in group.commands)
+    cmd = group.commands[sub]
+    rest = argv[argv.index(sub) + 1:]
+    if hasattr(cmd, "commands"):  # a group: runs list / runs show
+        cmd = cmd.commands[rest[0]]
+        rest = rest[1:]
+    opts = {o for p in cmd.params for o in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
+    for tok in rest:
+        if tok.startswith("-") and tok != "-":
+            assert tok.split("=")[0] in opts, f"{example}: unknown option {tok}"
+    cmd.make_context(sub, rest, resilient_parsing=True)
