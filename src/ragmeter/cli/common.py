@@ -13,10 +13,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -292,3 +293,40 @@ class PlainProgress:
             self.done[tier] = self.done.get(tier, 0) + int(info.get("n", 1) or 1)
             if self._clock() - self._last >= self.interval_s:
                 self._line(tier)
+
+
+@contextlib.contextmanager
+def working(message: str) -> Iterator[None]:
+    """Progress for a long step without per-item events: a spinner on a terminal; on a
+    non-terminal stderr a start line, a "still working" line every interval, and the time taken.
+    Silent under ``--quiet`` (stdout is never used, so ``--json`` output stays clean)."""
+    import threading
+    import time
+
+    if _STATE.quiet:
+        yield
+        return
+    console = err_console()
+    if getattr(sys.stderr, "isatty", lambda: False)():
+        with console.status(message):
+            yield
+        return
+    interval = float(os.environ.get("RAGMETER_PROGRESS_INTERVAL", "10"))
+    t0 = time.monotonic()
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(interval):
+            console.print(f"progress: {message} still working ({time.monotonic() - t0:.0f} s)",
+                          highlight=False, markup=False)
+
+    console.print(f"progress: {message}", highlight=False, markup=False)
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=1)
+        console.print(f"progress: {message} done in {time.monotonic() - t0:.1f} s",
+                      highlight=False, markup=False)

@@ -104,9 +104,10 @@ def register(app: typer.Typer) -> None:
             from ragmeter.errors import UsageError
 
             raise UsageError("--metrics", f"no metric named in {metrics!r}")
-        result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
-                                     seed=seed, language=language, keep_prompts=keep_prompts,
-                                     name=samples.stem)
+        with common.working(f"scoring {len(items)} samples"):
+            result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
+                                         seed=seed, language=language, keep_prompts=keep_prompts,
+                                         name=samples.stem)
         console = common.human_console()
         console.print(_table(result))
         calls = result.meta.get("judge_calls")

@@ -68,8 +68,9 @@ def judge_pipeline_command(
     elif judge_config is not None or judge_url:
         raise UsageError("--prompt", "calling the production judge needs its prompt template")
     items = load_pipeline_items(data, need_predictions=judge is None)
-    res = evaluate_judge_pipeline(items, judge=judge, prompt_template=template, seed=seed,
-                                  strict=strict_reply)
+    with common.working(f"judging {len(items)} items"):
+        res = evaluate_judge_pipeline(items, judge=judge, prompt_template=template, seed=seed,
+                                      strict=strict_reply)
     console = common.human_console()
     c = res.meta["confusion"]
     t = Table(title=f"judge pipeline — {data} ({res.meta['mode']}, {len(items)} items)")

@@ -48,7 +48,8 @@ def judge_quality_command(
     if check_judge:
         for c in configs:
             common.check_judge_reachable(c)
-    results = evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta, seed=seed)
+    with common.working(f"judging {len(samples)} items x {repeats}"):
+        results = evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta, seed=seed)
     table = Table(title=f"judge quality — {data} ({len(samples)} items x {repeats})")
     for col in ("judge", "consistency (95% CI)", "alpha (interval)", "kappa r1/r2",
                 "error rate", "unscored items", "mean score", "p50 ms", "p95 ms"):

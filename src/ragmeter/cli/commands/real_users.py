@@ -41,8 +41,9 @@ def real_users_command(
                  columns=ColumnMap(question=question_col, answer=answer_col or None, url=url_col,
                                    score=score_col or None, created_at=created_col or None),
                  min_score=min_score, where_score=where_score, limit=limit, latest=latest)
-    res = evaluate_real_users(corpus, db_url=db_url, query=q, retriever=retriever, k=k,
-                              embedder=embedder if retriever != "bm25" else None, seed=seed)
+    with common.working("real-users benchmark"):
+        res = evaluate_real_users(corpus, db_url=db_url, query=q, retriever=retriever, k=k,
+                                  embedder=embedder if retriever != "bm25" else None, seed=seed)
     console = common.human_console()
     t = Table(title=f"real users — {res.meta['db']} ({res.meta['n_evaluated']} of "
                     f"{res.meta['n_read']} rows)")

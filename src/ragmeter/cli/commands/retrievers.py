@@ -70,8 +70,9 @@ def retrievers_command(
                   f"(chunk_size={chunk_size}, overlap={overlap}); evalset: "
                   f"{len(loaded.samples)} questions"
                   + (f", {len(loaded.skipped)} skipped" if loaded.skipped else ""))
-    comparison = compare_retrievers(names, loaded.samples, chunks, ks=_ks(k), seed=seed,
-                                    chunking=params, embedder=embedder, language=language)
+    with common.working(f"indexing and searching with {len(names)} retriever(s)"):
+        comparison = compare_retrievers(names, loaded.samples, chunks, ks=_ks(k), seed=seed,
+                                        chunking=params, embedder=embedder, language=language)
     comparison.meta.update({"corpus_path": str(corpus), "evalset_path": str(evalset),
                             "n_skipped": len(loaded.skipped)})
     files = comparison.write(out, charts=not no_charts)

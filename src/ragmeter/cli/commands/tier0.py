@@ -44,7 +44,8 @@ def tier0_command(
         raise ConfigError("--embedders", "give at least one embedder")
     texts = (chunks_as_labelled(data, chunk_size_chars=chunk_size) if chunk
              else load_labelled_texts(data, label_field=label_field))
-    results = evaluate_embedding_quality(texts, names, kind=kind, seed=seed)  # type: ignore[arg-type]
+    with common.working("embedding and clustering"):
+        results = evaluate_embedding_quality(texts, names, kind=kind, seed=seed)  # type: ignore[arg-type]
     table = Table(title=f"Tier 0 — {data} ({len(texts.texts)} texts)")
     for col in ("model", "total_pairs", "n_clusters", "avg_intra_cluster_sim",
                 "avg_inter_cluster_dist", "silhouette (95% CI)"):

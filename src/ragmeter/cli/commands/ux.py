@@ -52,11 +52,12 @@ def ux_command(
         from ragmeter.judges.config import load_judge_configs
 
         judge = make_judge(load_judge_configs(judge_config)[0])
-    res = evaluate_ux(emb,
-                      cache=load_questions(cache) if cache else None,
-                      queries=load_questions(queries) if queries else None,
-                      sessions=load_sessions(sessions) if sessions else None,
-                      judge=judge, threshold=tau, seed=seed)
+    with common.working("UX metrics"):
+        res = evaluate_ux(emb,
+                          cache=load_questions(cache) if cache else None,
+                          queries=load_questions(queries) if queries else None,
+                          sessions=load_sessions(sessions) if sessions else None,
+                          judge=judge, threshold=tau, seed=seed)
     console = common.human_console()
     t = Table(title=f"UX — {res.meta.get('model')}")
     for col in ("metric", "mean", "95% CI", "n", "unscored", "counts"):
