@@ -145,7 +145,11 @@ def test_judge_options_one_spelling_everywhere() -> None:
         assert not missing, (cmd_name, missing)
     for cmd in group.commands.values():
         opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
-        assert not opts & {"--base-url", "--api-key-env"} or cmd.name == "judge-model", cmd.name
+        assert not opts & {"--base-url", "--api-key-env"}, cmd.name
+    check = group.commands["judge"].commands["check"]
+    assert "--judge-url" in {o for p in check.params for o in getattr(p, "opts", [])}
+    assert cli.normalize_argv(["judge", "check", "c.yaml", "--base-url", "http://x", "-q"]) == [
+        "-q", "judge", "check", "c.yaml", "--judge-url", "http://x"]
 
 
 def _help_examples() -> list[tuple[str, str]]:

@@ -148,6 +148,11 @@ def normalize_argv(argv: Sequence[str], group: Any = None) -> list[str]:
     if pos is None:
         return args
     sub = commands[args[pos]]
+    # descend into sub-groups (``judge check``, ``runs list``): their leaf command's options count
+    while getattr(sub, "commands", None) and pos + 1 < len(args) \
+            and args[pos + 1] in sub.commands:
+        pos += 1
+        sub = sub.commands[args[pos]]
     declared = _declared(sub)
     head, tail = args[:pos], args[pos + 1:]
     hoisted: list[str] = []
@@ -170,7 +175,8 @@ def normalize_argv(argv: Sequence[str], group: Any = None) -> list[str]:
     for a in head:
         if a in GLOBAL_FLAGS and a in declared and a not in rest:
             rest.append(a)
-    return [*head, *hoisted, args[pos], *rest]
+    first = next(i for i, a in enumerate([*head, args[pos]]) if a in commands)
+    return [*head[:first], *hoisted, *head[first:], args[pos], *rest]
 
 
 def _print_error(message: str) -> None:
