@@ -306,9 +306,9 @@ def build_cases(root: Path) -> list[Case]:
 
     # ---- benchmark configs (YAML)
     items = jsonl(PIPE)
-    cfg_mutations: list[tuple[str, str, bool]] = []
-    for name, data, _reject in _variants_text(CONFIG):
-        cfg_mutations.append((f"bytes:{name}", data.decode("utf-8", "replace"), False))
+    cfg_mutations: list[tuple[str, str | bytes, bool]] = []
+    for name, data, reject in _variants_text(CONFIG):
+        cfg_mutations.append((f"bytes:{name}", data, reject))
     yaml_bad = [
         ("unknown key", CONFIG + "bogus: 1\n", True), ("no name", CONFIG.replace("name: t\n", ""),
                                                       True),
@@ -328,7 +328,7 @@ def build_cases(root: Path) -> list[Case]:
         ("yaml scalar", "hello\n", True), ("python tag", "!!python/object:os.system x\n", True),
         ("store password", CONFIG.replace("results.sqlite",
                                           "postgresql://u:secret@h/db"), True),
-        ("dup keys", CONFIG + "name: u\n", False),
+        ("dup keys", CONFIG + "name: u\n", True),
         ("huge", "name: " + "x" * 1_000_000 + "\ntiers: [nope]\n", True),
         ("deep", "name: t\nx: " + "[" * 2000 + "]" * 2000 + "\ntiers: [nope]\n", True),
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 #: The command-line exit-code contract (README "Exit codes"); one home, mapped in ``cli/app.py``.
 EXIT_OK = 0
@@ -135,7 +136,56 @@ def read_yaml_file(path: object, key: str = "config") -> object:
     p = Path(str(path))
     if not p.is_file():
         raise ConfigError(key, f"file not found: {p}")
+    raw = p.read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(key, f"{p} is UTF-16/32 encoded; save it as UTF-8")
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(key, f"{p}:{line} is not UTF-8 text (byte 0x"
+                               f"{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(key, f"{p} is not valid YAML/JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(key, f"{p} is nested too deeply") from None
+
+
+def _unique_key_loader() -> type:
+    """A ``yaml.SafeLoader`` that rejects a key repeated in one mapping (PyYAML keeps the last
+    one silently), naming the key and its line."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            seen: dict[object, int] = {}
+            for key_node, _ in getattr(node, "value", []):
+                try:
+                    k = self.construct_object(key_node, deep=deep)
+                    hash(k)
+                except TypeError:
+                    continue
+                if k in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {k!r} repeated (first on line {seen[k]})",
+                        key_node.start_mark)
+                seen[k] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+class _LazyLoader:
+    """Builds the loader class on first use (PyYAML is imported lazily)."""
+
+    _cls: type | None = None
+
+    def __call__(self, stream: object) -> object:
+        if _LazyLoader._cls is None:
+            _LazyLoader._cls = _unique_key_loader()
+        return _LazyLoader._cls(stream)
+
+
+_UniqueKeyLoader = _LazyLoader()
