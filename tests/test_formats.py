@@ -235,3 +235,11 @@ def test_gold_hash_ignores_system_outputs() -> None:
     b = Sample(id="1", user_input="q", gold_doc_ids=["d"], response="y", retrieved_ids=["e"])
     c = Sample(id="1", user_input="q", gold_doc_ids=["e"])
     assert gold_hash([a]) == gold_hash([b]) != gold_hash([c])
+
+
+def test_samples_given_as_qrels_names_the_likely_format(tmp_path: Path) -> None:
+    p = tmp_path / "qrels.json"
+    p.write_text(jsonl_rows := "\n".join(json.dumps(r) for r in RAGAS_ROWS), "utf-8")
+    assert jsonl_rows
+    with pytest.raises(DataError, match="looks like JSON Lines records"):
+        load_qrels(p)

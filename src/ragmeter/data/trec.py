@@ -111,7 +111,12 @@ def _parse_json(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[s
     try:
         data = json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
-        raise DataError(RecordProblem(source, exc.lineno, None, f"invalid JSON: {exc.msg}")) from None
+        hint = None
+        if exc.msg.startswith("Extra data"):
+            hint = (f"this looks like JSON Lines records (samples or an evalset), not {kind}: "
+                    "give it with --samples / --evalset")
+        raise DataError(RecordProblem(source, exc.lineno, None, f"invalid JSON: {exc.msg}"),
+                        hint=hint) from None
     except RecursionError:
         raise DataError(RecordProblem(source, None, None, "JSON nested too deeply")) from None
     if dupes:
