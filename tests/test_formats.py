@@ -239,7 +239,6 @@ def test_gold_hash_ignores_system_outputs() -> None:
 
 def test_samples_given_as_qrels_names_the_likely_format(tmp_path: Path) -> None:
     p = tmp_path / "qrels.json"
-    p.write_text(jsonl_rows := "\n".join(json.dumps(r) for r in RAGAS_ROWS), "utf-8")
-    assert jsonl_rows
+    p.write_text("\n".join(json.dumps(r) for r in RAGAS_ROWS), "utf-8")
     with pytest.raises(DataError, match="looks like JSON Lines records"):
         load_qrels(p)
