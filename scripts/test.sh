@@ -3,7 +3,9 @@
 #   1. a virtual environment in .venv with ragmeter and its test extras (bundled models included)
 #   2. a PostgreSQL server on 127.0.0.1 (Debian packages) for the SQL and results-store tests
 #   3. headless Chromium (Debian package) for the HTML report test
-#   4. pytest
+#   4. the packaging check: the built wheel, installed non-editable in a fresh venv, runs
+#      (scripts/wheel_smoke.sh; skip with RAGMETER_SKIP_WHEEL_SMOKE=1)
+#   5. pytest
 # Idempotent: a second run reuses what is there. Exit code is pytest's (5 "no tests" is a failure).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +42,9 @@ fi
 
 mkdir -p test-output
 export RAGMETER_CACHE_DIR="$ROOT/test-output/cache"
+if [ "${RAGMETER_SKIP_WHEEL_SMOKE:-0}" != "1" ]; then
+  bash scripts/wheel_smoke.sh
+fi
 set +e
 python -m pytest "$@"
 rc=$?

@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+#: The command-line exit-code contract (README "Exit codes"); one home, mapped in ``cli/app.py``.
+EXIT_OK = 0
+#: a quality gate or a regression check failed
+EXIT_GATE = 1
+#: usage, input or configuration error (clear message naming file, line, field, option or key)
+EXIT_USAGE = 2
+#: the work itself failed: a tier errored, a requested metric scored no sample, store not written
+EXIT_WORK = 3
+#: a bug in ragmeter (one line; ``--debug`` shows the traceback)
+EXIT_INTERNAL = 4
+#: interrupted with Ctrl-C
+EXIT_INTERRUPTED = 130
 
 
 class RagmeterError(Exception):
-    """Base class of every error ragmeter raises on purpose."""
+    """Base class of every error ragmeter raises on purpose (exit code 2 unless overridden)."""
+
+    exit_code: int = EXIT_USAGE
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,36 @@ class ConfigError(RagmeterError):
         super().__init__(msg)
 
 
+class UsageError(RagmeterError):
+    """A bad command-line option value or combination; names the option."""
+
+    def __init__(self, option: str, message: str):
+        self.option = option
+        super().__init__(f"option '{option}': {message}" if option else message)
+
+
+class WorkFailedError(RagmeterError):
+    """The requested work failed (exit 3): a tier errored, a metric scored no sample, the results
+    store could not be written. The message keeps the full reason."""
+
+    exit_code = EXIT_WORK
+
+
+class GateFailedError(RagmeterError):
+    """A quality gate or regression check failed (exit 1); the message says which."""
+
+    exit_code = EXIT_GATE
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code of the contract for an exception raised by a command."""
+    if isinstance(exc, RagmeterError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    return EXIT_INTERNAL
+
+
 class MetricSpecError(RagmeterError):
     """A metric name or parameter that cannot be parsed or is not registered."""
 
@@ -90,7 +136,56 @@ def read_yaml_file(path: object, key: str = "config") -> object:
     p = Path(str(path))
     if not p.is_file():
         raise ConfigError(key, f"file not found: {p}")
+    raw = p.read_bytes()
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(key, f"{p} is UTF-16/32 encoded; save it as UTF-8")
     try:
-        return yaml.safe_load(p.read_text(encoding="utf-8"))
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(key, f"{p}:{line} is not UTF-8 text (byte 0x"
+                               f"{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8") from None
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(key, f"{p} is not valid YAML/JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(key, f"{p} is nested too deeply") from None
+
+
+def _unique_key_loader() -> type:
+    """A ``yaml.SafeLoader`` that rejects a key repeated in one mapping (PyYAML keeps the last
+    one silently), naming the key and its line."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> dict:
+            seen: dict[object, int] = {}
+            for key_node, _ in getattr(node, "value", []):
+                try:
+                    k = self.construct_object(key_node, deep=deep)
+                    hash(k)
+                except TypeError:
+                    continue
+                if k in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {k!r} repeated (first on line {seen[k]})",
+                        key_node.start_mark)
+                seen[k] = key_node.start_mark.line + 1
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeyLoader
+
+
+class _LazyLoader:
+    """Builds the loader class on first use (PyYAML is imported lazily)."""
+
+    _cls: type | None = None
+
+    def __call__(self, stream: object) -> object:
+        if _LazyLoader._cls is None:
+            _LazyLoader._cls = _unique_key_loader()
+        return _LazyLoader._cls(stream)
+
+
+_UniqueKeyLoader = _LazyLoader()

@@ -1,31 +1,77 @@
 """The ``ragmeter`` command: a thin layer over the Python API, one module per subcommand.
 
-Every module in :mod:`ragmeter.cli.commands` defines ``register(app)``; this file only
-discovers them, so adding a subcommand touches one new file.
+Every module in :mod:`ragmeter.cli.commands` defines ``register(app)``; this file discovers them
+and owns the one exit-code contract (README "Exit codes"):
+
+====  ==================================================================================
+0     success (partial unscoring is reported, not a failure, unless ``--max-unscored``)
+1     a quality gate or regression check failed
+2     usage, input or config error: one message naming the file, line, field, option or key
+3     the work failed: a tier errored, a requested metric scored no sample, the store or an
+      output could not be written (the full reason is printed)
+4     internal error (a bug): one line, ``--debug`` shows the traceback
+130   interrupted (Ctrl-C)
+====  ==================================================================================
+
+Commands raise :mod:`ragmeter.errors` exceptions; only :func:`main` turns them into exit codes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import importlib
+import os
 import pkgutil
 import sys
+import traceback
+from collections.abc import Sequence
+from typing import Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from ragmeter._version import __version__
-from ragmeter.errors import RagmeterError
+from ragmeter.cli import common
+from ragmeter.errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    EXIT_WORK,
+    RagmeterError,
+)
 from ragmeter.secrets import mask
+
+try:  # typer >= 0.29 vendors click as typer._click and no longer installs click
+    from typer._click import exceptions as _click_exc
+except ImportError:  # pragma: no cover - older typer with click installed
+    from click import exceptions as _click_exc  # type: ignore[no-redef]
+
+class RagmeterGroup(typer.core.TyperGroup):
+    """The root group: every invocation (``main``, ``CliRunner``) starts with fresh global flags,
+    global flags are moved to the root and old judge-option spellings are rewritten."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1",
+                           stdout_reserved=_out_is_stdout(args))
+        return super().parse_args(ctx, normalize_argv(args, self))
+
 
 app = typer.Typer(
     name="ragmeter",
-    help="Measure RAG systems: retrieval, generation, judge reliability and user experience.",
+    cls=RagmeterGroup,
+    help="Measure RAG systems: retrieval, generation, judge reliability and user experience.\n\n"
+         "Exit codes: 0 ok; 1 quality gate or regression failed; 2 usage, input or config "
+         "error; 3 the work failed (tier errored, metric with no scored sample, store not "
+         "written); 4 internal error (rerun with --debug).",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err_console = Console(stderr=True)
+
+#: flags every command accepts before or after the subcommand name
+GLOBAL_FLAGS = {"--debug": "debug", "--verbose": "verbose", "-v": "verbose",
+                "--quiet": "quiet", "-q": "quiet", "--json": "json"}
 
 
 def _version(value: bool) -> None:
@@ -38,8 +84,23 @@ def _version(value: bool) -> None:
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of internal errors."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More detail on stderr."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, only results and "
+                                                             "errors."),
+    json_: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
 ) -> None:
     """ragmeter command line."""
+    st = common.state()
+    st.debug = st.debug or debug
+    st.verbose = max(st.verbose, verbose)
+    st.quiet = st.quiet or quiet
+    st.json = st.json or json_
+    if st.verbose:
+        import logging
+
+        logging.basicConfig(level=logging.INFO if st.verbose == 1 else logging.DEBUG,
+                            stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
 
 
 def _load_commands() -> None:
@@ -56,31 +117,150 @@ def _load_commands() -> None:
 
 _load_commands()
 
+_COMMAND: Any = None
 
-def main() -> None:
-    """Entry point: run the app, turning ragmeter errors into a clean message and exit code 2."""
+
+def click_command() -> Any:
+    """The click command tree typer builds from :data:`app` (cached)."""
+    global _COMMAND
+    if _COMMAND is None:
+        _COMMAND = typer.main.get_command(app)
+    return _COMMAND
+
+
+def _declared(cmd: Any) -> set[str]:
+    names: set[str] = set()
+    for p in getattr(cmd, "params", []):
+        names.update(getattr(p, "opts", []))
+        names.update(getattr(p, "secondary_opts", []))
+    return names
+
+
+def normalize_argv(argv: Sequence[str], group: Any = None) -> list[str]:
+    """Move global flags to the root and rewrite old judge-option spellings (hidden aliases).
+
+    A flag the subcommand declares itself (e.g. ``run --quiet``) stays where it is.
+    """
+    args = list(argv)
+    group = group if group is not None else click_command()
+    commands = getattr(group, "commands", {})
+    # the subcommand: the first argument that names one
+    pos = next((i for i, a in enumerate(args) if a in commands), None)
+    if pos is None:
+        return args
+    sub = commands[args[pos]]
+    # descend into sub-groups (``judge check``, ``runs list``): their leaf command's options count
+    while getattr(sub, "commands", None) and pos + 1 < len(args) \
+            and args[pos + 1] in sub.commands:
+        pos += 1
+        sub = sub.commands[args[pos]]
+    declared = _declared(sub)
+    head, tail = args[:pos], args[pos + 1:]
+    hoisted: list[str] = []
+    rest: list[str] = []
+    after_dashdash = False
+    for a in tail:
+        if after_dashdash or a == "--":
+            after_dashdash = True
+            rest.append(a)
+            continue
+        name, eq, value = a.partition("=")
+        if name in GLOBAL_FLAGS and name not in declared and not eq:
+            hoisted.append(a)
+            continue
+        if name in common.JUDGE_ALIASES and name not in declared \
+                and common.JUDGE_ALIASES[name] in declared:
+            a = common.JUDGE_ALIASES[name] + (eq + value if eq else "")
+        rest.append(a)
+    # a global flag the subcommand also declares is passed on to it as well
+    for a in head:
+        if a in GLOBAL_FLAGS and a in declared and a not in rest:
+            rest.append(a)
+    first = next(i for i, a in enumerate([*head, args[pos]]) if a in commands)
+    return [*head[:first], *hoisted, *head[first:], args[pos], *rest]
+
+
+def _print_error(message: str) -> None:
+    console = common.err_console()
+    console.print(f"[bold red]error:[/] {escape(mask(message))}", highlight=False,
+                  soft_wrap=True)
+
+
+def _os_error_code(exc: OSError) -> int:
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError,
+                        PermissionError)):
+        return EXIT_USAGE
+    if exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+        return EXIT_WORK
+    return EXIT_USAGE
+
+
+def _out_is_stdout(args: Sequence[str]) -> bool:
+    for i, a in enumerate(args):
+        if a in ("--out=-", "-o-") or (a in ("--out", "-o") and i + 1 < len(args)
+                                         and args[i + 1] == "-"):
+            return True
+    return False
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``) and return the exit code."""
+    # plain (piped) output: wide enough that tables never cut an identifier (rich reads COLUMNS)
+    set_cols = "COLUMNS" not in os.environ and not getattr(sys.stdout, "isatty", lambda: False)()
+    if set_cols:
+        os.environ["COLUMNS"] = str(common.PLAIN_WIDTH)
     try:
-        rv = app(standalone_mode=False)
-        if isinstance(rv, int) and rv:
-            sys.exit(rv)
-    except RagmeterError as exc:
-        # soft_wrap: never break a path or a pip command across lines
-        err_console.print(f"[bold red]error:[/] {escape(mask(str(exc)))}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except SystemExit:
-        raise
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
-        err_console.print("aborted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors
-        import click
+        return _run(argv)
+    finally:
+        if set_cols:
+            os.environ.pop("COLUMNS", None)
 
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1")
+    try:
+        rv = click_command().main(args=args, prog_name="ragmeter", standalone_mode=False)
+        return int(rv) if isinstance(rv, int) else 0
+    except RagmeterError as exc:
+        _print_error(str(exc))
+        return exc.exit_code
+    except typer.Exit as exc:
+        return int(getattr(exc, "exit_code", 0) or 0)
+    except (typer.Abort, KeyboardInterrupt):
+        common.err_console().print("interrupted", highlight=False)
+        return EXIT_INTERRUPTED
+    except _click_exc.ClickException as exc:  # usage errors: bad option, missing argument ...
+        exc.show()
+        code = getattr(exc, "exit_code", EXIT_USAGE)
+        return EXIT_USAGE if code in (1, 2) else int(code)
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_USAGE)
+    except RecursionError:
+        _print_error("input nested too deeply to process (recursion limit reached)")
+        return EXIT_USAGE
+    except OSError as exc:
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        _print_error(f"{exc.strerror or type(exc).__name__}{where}")
+        if common.state().debug:
+            traceback.print_exc()
+        return _os_error_code(exc)
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        _print_error(f"internal error ({type(exc).__name__}: {first}); this is a bug in "
+                     f"ragmeter — rerun with --debug for the traceback and report it")
+        if common.state().debug:
+            traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Console-script entry point: run and exit with the contract's code."""
+    code = run(argv)
+    with contextlib.suppress(BrokenPipeError, ValueError):  # closed pipe
+        sys.stdout.flush()
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

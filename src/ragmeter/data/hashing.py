@@ -51,3 +51,18 @@ def pairs_hash(data: Mapping[str, Mapping[str, Any]], *, short: bool = True) -> 
     lines.sort()
     digest = hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
     return digest[:SHORT_LEN] if short else digest
+
+
+#: the fields that define *what is asked and what is right* — the dataset hash covers these only,
+#: so a new system output (response, retrieved contexts/ids/scores) keeps the dataset's identity
+GOLD_FIELDS = ("id", "user_input", "reference", "reference_contexts", "gold_doc_ids",
+               "gold_chunk_ids", "gold_grades", "type")
+
+
+def gold_hash(samples: Iterable[Any], *, short: bool = True) -> str:
+    """Dataset hash over the gold fields of samples (:data:`GOLD_FIELDS`), in order."""
+    def gold(s: Any) -> dict[str, Any]:
+        d = s.to_dict() if hasattr(s, "to_dict") else dict(s)
+        return {k: d[k] for k in GOLD_FIELDS if d.get(k) is not None}
+
+    return dataset_hash((gold(s) for s in samples), short=short)

@@ -14,19 +14,24 @@ CSV list fields are JSON arrays (``["a","b"]``) or ``|``-separated (``a|b``); em
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
-import json
 import math
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.formats import (
+    FORMATS,
+    apply_format,
+    check_map,
+    detect_format,
+    other_kind_hint,
+    plain_value,
+)
+from ragmeter.data.reading import Table, cell_list, cell_obj, read_table
 from ragmeter.data.sample import QUESTION_TYPES, Sample
-from ragmeter.errors import DataError, RecordProblem
+from ragmeter.errors import DataError, RecordProblem, UsageError
 
 STR_FIELDS = ("user_input", "response", "reference", "type")
 STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
@@ -60,118 +65,20 @@ class LoadResult:
         return len({(p.line, p.source) for p in self.skipped})
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
-
-
-def _json_array_items(text: str, start: int, source: str) -> list[tuple[int | None, Any]] | None:
-    """Decode the JSON array starting at ``text[start] == '['`` item by item, with line numbers."""
-    dec = json.JSONDecoder()
-    items: list[tuple[int | None, Any]] = []
-    ws = re.compile(r"[\s,]*")
-    pos = start + 1
-    while True:
-        pos = ws.match(text, pos).end()  # type: ignore[union-attr]
-        if pos >= len(text):
-            return None
-        if text[pos] == "]":
-            return items
-        try:
-            obj, end = dec.raw_decode(text, pos)
-        except json.JSONDecodeError:
-            return None
-        items.append((_line_of(text, pos), obj))
-        pos = end
-
-
 def read_records(path: str | Path) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
-    """Read ``path`` (.jsonl/.ndjson, .json, .csv/.tsv) into ``(line, record)`` pairs + problems."""
-    p = Path(path)
-    source = str(p)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise DataError(RecordProblem(source, None, None, "file not found")) from None
-    except UnicodeDecodeError as exc:
-        raise DataError(RecordProblem(source, None, None, f"not UTF-8 text: {exc}")) from None
-    suffix = p.suffix.lower()
-    if suffix in (".csv", ".tsv"):
-        return _read_csv(text, source, "\t" if suffix == ".tsv" else ",")
-    if suffix == ".json":
-        return _read_json(text, source)
-    return _read_jsonl(text, source)
+    """Read ``path`` (JSON Lines, JSON, CSV, TSV or Parquet, detected by content) into
+    ``(line, record)`` pairs + problems. CSV cells stay text (see :func:`load_samples`)."""
+    t = read_table(path)
+    return t.records, t.problems
 
 
-def _read_jsonl(text: str, source: str) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
-    records: list[tuple[int | None, Any]] = []
-    problems: list[RecordProblem] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            records.append((lineno, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            problems.append(RecordProblem(source, lineno, None, f"invalid JSON: {exc.msg}"))
-    return records, problems
-
-
-def _read_json(text: str, source: str) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return [], [RecordProblem(source, exc.lineno, None, f"invalid JSON: {exc.msg}")]
-    if isinstance(data, Mapping) and isinstance(data.get("samples"), list):
-        items = data["samples"]
-        m = re.search(r'"samples"\s*:\s*\[', text)
-        start = m.end() - 1 if m else -1
-    elif isinstance(data, list):
-        items = data
-        start = text.index("[")
-    else:
-        return [], [RecordProblem(source, None, None,
-                                  "expected a list of records or {\"samples\": [...]}")]
-    located = _json_array_items(text, start, source) if start >= 0 else None
-    if located is None or [obj for _, obj in located] != items:
-        return [(None, obj) for obj in items], []
-    return located, []
-
-
-def _read_csv(text: str, source: str, delimiter: str) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
-    reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
-    records: list[tuple[int | None, Any]] = []
-    problems: list[RecordProblem] = []
-    start = 2
-    try:
-        for row in reader:
-            if None in row:
-                problems.append(RecordProblem(source, start, None, "more cells than header columns"))
-            else:
-                records.append((start, {k: v for k, v in row.items() if v not in (None, "")}))
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        problems.append(RecordProblem(source, reader.line_num, None, f"invalid CSV: {exc}"))
-    return records, problems
-
-
-def _csv_list(value: str) -> Any:
-    text = value.strip()
-    if text.startswith("["):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError:
-            return value
-    return [part.strip() for part in text.split("|") if part.strip()]
-
-
-def _csv_obj(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return value
+_csv_list = cell_list
+_csv_obj = cell_obj
 
 
 def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = None,
-                     index: int = 0, from_csv: bool = False) -> tuple[Sample | None, list[RecordProblem]]:
+                     index: int = 0, from_csv: bool = False, by_index: bool = False
+                     ) -> tuple[Sample | None, list[RecordProblem]]:
     """Validate one record and build its :class:`Sample`; returns ``(None, problems)`` if bad."""
     problems: list[RecordProblem] = []
 
@@ -211,7 +118,7 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
 
     sid = values.get("id")
     if sid is None:
-        sid = f"line{line}" if line is not None else f"#{index}"
+        sid = f"line{line}" if line is not None and not by_index else f"#{index}"
     elif isinstance(sid, bool) or not isinstance(sid, (str, int)):
         bad("id", f"must be a string, got {type(sid).__name__}")
     elif str(sid).strip() == "":
@@ -251,6 +158,8 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
     if grades is not None and (not isinstance(grades, Mapping) or not all(
             isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
         bad("gold_grades", "must be an object {id: integer grade}")
+    elif grades is not None and any(not -(2**31) < g < 2**31 for g in grades.values()):
+        bad("gold_grades", "grade out of range (|grade| < 2^31)")
     meta = values.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         bad("metadata", f"must be an object, got {type(meta).__name__}")
@@ -278,22 +187,74 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
 
 
 def load_samples(path: str | Path, *, skip_invalid: bool = False,
-                 validate: Validator | None = None) -> LoadResult:
-    """Load samples from jsonl / json / csv; ``validate(sample, record)`` adds ``(field, msg)`` checks.
+                 validate: Validator | None = None, format: str = "auto",
+                 column_map: Mapping[str, str] | None = None) -> LoadResult:
+    """Load samples from any container (JSON Lines, JSON, CSV, TSV, Parquet; by content) in any
+    known layout (``format``: auto, samples, ragas, deepeval, hf, synthetic, evalset — see
+    :mod:`ragmeter.data.formats`); ``column_map`` is ``{ragmeter_field: source_column}``.
 
-    Raises one :class:`DataError` listing every problem, unless ``skip_invalid`` (then bad records
-    are skipped and listed in ``LoadResult.skipped``). Duplicate ids are problems of the later line.
+    ``validate(sample, record)`` adds ``(field, msg)`` checks. Raises one :class:`DataError`
+    listing every problem, unless ``skip_invalid`` (then bad records are skipped and listed in
+    ``LoadResult.skipped``). Duplicate ids are problems of the later record. Records without an
+    id get ``line<N>`` in JSON Lines/CSV and ``#<index>`` in a JSON array or Parquet file, so a
+    reformatted JSON file keeps its ids.
     """
-    source = str(path)
-    records, problems = read_records(path)
+    table = read_table(path)
+    return load_table(table, skip_invalid=skip_invalid, validate=validate, format=format,
+                      column_map=column_map)
+
+
+def from_records(records: Sequence[Mapping[str, Any]], *, format: str = "auto",
+                 column_map: Mapping[str, str] | None = None, skip_invalid: bool = False,
+                 source: str = "<records>") -> LoadResult:
+    """Samples from a list of dicts (Python API); list cells may be lists or numpy arrays."""
+    if isinstance(records, Mapping) or not hasattr(records, "__iter__"):
+        raise DataError(RecordProblem(source, None, None, "expected a list of dicts, got "
+                                                          f"{type(records).__name__}"))
+    recs: list[tuple[int | None, Any]] = [
+        (None, {str(k): plain_value(v) for k, v in r.items() if plain_value(v) is not None}
+         if isinstance(r, Mapping) else r) for r in records]
+    return load_table(Table(recs, container="records", source=source), skip_invalid=skip_invalid,
+                      format=format, column_map=column_map)
+
+
+def from_pandas(df: Any, *, format: str = "auto", column_map: Mapping[str, str] | None = None,
+                skip_invalid: bool = False, source: str = "<DataFrame>") -> LoadResult:
+    """Samples from a pandas DataFrame (a Hugging Face ``Dataset`` works via ``.to_pandas()``);
+    NaN cells are missing, numpy-array cells become lists."""
+    to_dict = getattr(df, "to_dict", None)
+    if not callable(to_dict):
+        to_pandas = getattr(df, "to_pandas", None)
+        if callable(to_pandas):
+            df = to_pandas()
+            to_dict = df.to_dict
+        else:
+            raise DataError(RecordProblem(source, None, None, "expected a pandas DataFrame, got "
+                                                              f"{type(df).__name__}"))
+    return from_records(to_dict(orient="records"), format=format, column_map=column_map,
+                        skip_invalid=skip_invalid, source=source)
+
+
+def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator | None = None,
+               format: str = "auto", column_map: Mapping[str, str] | None = None) -> LoadResult:
+    """Validate the records of a :class:`~ragmeter.data.reading.Table` into samples."""
+    if format not in FORMATS:
+        raise UsageError("--format", f"unknown format {format!r} (allowed: {', '.join(FORMATS)})")
+    source = table.source
+    records, problems = table.records, list(table.problems)
     n_unreadable = len(problems)
-    from_csv = Path(path).suffix.lower() in (".csv", ".tsv")
+    if column_map:
+        check_map(column_map, records, source)
+    fmt = detect_format(records) if format == "auto" else format
+    by_index = table.container in ("json", "parquet", "records")
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
     for index, (line, rec) in enumerate(records):
+        if isinstance(rec, Mapping):
+            rec = apply_format(rec, fmt, column_map, tabular=table.tabular)
         sample, probs = record_to_sample(rec, source=source, line=line, index=index,
-                                         from_csv=from_csv)
+                                         from_csv=table.tabular, by_index=by_index)
         if sample is not None and validate is not None:
             probs = [RecordProblem(source, line, f, m) for f, m in validate(sample, rec)]
         if sample is not None and not probs and sample.id in seen:
@@ -306,9 +267,38 @@ def load_samples(path: str | Path, *, skip_invalid: bool = False,
         seen[sample.id] = line
         samples.append(sample)
         lines.append(line)
-    if problems and not skip_invalid:
-        raise DataError(problems, hint="fix the lines above, or pass skip_invalid=True "
-                                       "(--skip-invalid) to skip them and count them")
+    hint = table.hint
+    if problems and not samples and hint is None:
+        hint = other_kind_hint(records)
+    if samples and not any(s.user_input or s.response or s.retrieved_ids or s.retrieved_contexts
+                           or s.gold_doc_ids or s.gold_chunk_ids for s in samples):
+        known = ("user_input/question, response/answer, retrieved_contexts, retrieved_ids, "
+                 "gold_doc_ids")
+        raise DataError(RecordProblem(source, None, None, f"no record has any sample field "
+                                      f"({known})"),
+                        hint=other_kind_hint(records) or "name the columns with --map "
+                                                         "TARGET=SOURCE or --format")
+    if not records and not problems:
+        problems.append(RecordProblem(source, None, None, "no records"))
+    if problems and (not skip_invalid or (not samples and hint)):
+        raise DataError(problems, hint=hint or "fix the lines above, or pass skip_invalid=True "
+                                               "(--skip-invalid) to skip them and count them")
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return LoadResult(samples=samples, source=source, lines=lines, skipped=problems,
                       n_records=len(records) + n_unreadable)
+
+
+def load_dataset_file(path: str | Path, *, format: str = "auto", skip_invalid: bool = False,
+                      column_map: Mapping[str, str] | None = None) -> LoadResult:
+    """A dataset of a benchmark config: the layout is detected by content (never by the file
+    name); an evalset (records with ``gold_doc_ids``/``gold_chunk_ids`` and ``question``) gets
+    the evalset rules."""
+    from ragmeter.data.evalset import check_evalset_sample
+
+    table = read_table(path)
+    fmt = format
+    if fmt == "auto":
+        fmt = detect_format(table.records)
+    validate = check_evalset_sample if fmt == "evalset" else None
+    return load_table(table, skip_invalid=skip_invalid, validate=validate,
+                      format="samples" if fmt == "evalset" else fmt, column_map=column_map)

@@ -5,8 +5,11 @@
 * run, TREC: ``qid Q0 docid rank score tag``; JSON: ``{qid: {docid: score}}``.
   The ``rank`` column is ignored (as trec_eval does): ranking comes from scores and the tie policy.
 
-The format is detected from the first non-blank character (``{`` → JSON). A doc id given twice for
-the same query is an error naming both lines.
+The format is detected from the content: the first non-blank character ``{`` → JSON; a header
+``query-id corpus-id score`` → BEIR qrels TSV (``qid docid rel``). As trec_eval 10 reads them,
+lines starting with ``#`` are comments and columns after the last one used are ignored. A UTF-8
+byte-order mark is dropped everywhere. A doc id given twice for the same query is an error naming
+both lines.
 """
 
 from __future__ import annotations
@@ -31,35 +34,47 @@ def _detect(text: str, fmt: Format) -> Literal["trec", "json"]:
 
 
 def _read(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(RecordProblem(str(p), None, None, "file not found")) from None
-    except UnicodeDecodeError as exc:
-        raise DataError(RecordProblem(str(p), None, None, f"not UTF-8 text: {exc}")) from None
+    from ragmeter.data.reading import read_text
+
+    return read_text(path)
+
+
+BEIR_HEADER = ("query-id", "corpus-id", "score")
+#: relevance grades are stored as 32-bit integers downstream
+GRADE_LIMIT = 2**31
 
 
 def _parse_trec(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     first_line: dict[tuple[str, str], int] = {}
     problems: list[RecordProblem] = []
-    ncols = 4 if kind == "qrels" else 6
-    layout = "qid iter docid rel" if kind == "qrels" else "qid Q0 docid rank score tag"
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    ncols = 4 if kind == "qrels" else 5
+    layout = "qid iter docid rel" if kind == "qrels" else "qid Q0 docid rank score [tag]"
+    beir = False
+    for lineno, line in enumerate(text.split("\n"), start=1):
         parts = line.split()
-        if not parts:
+        if not parts or parts[0].startswith("#"):
             continue
-        if len(parts) != ncols:
+        if not beir and kind == "qrels" and tuple(p.lower() for p in parts[:3]) == BEIR_HEADER:
+            beir, ncols, layout = True, 3, "query-id corpus-id score"
+            continue
+        if len(parts) < ncols:
             problems.append(RecordProblem(source, lineno, None,
                                           f"expected {ncols} columns '{layout}', got {len(parts)}"))
             continue
-        qid, docid = parts[0], parts[2]
-        raw = parts[3] if kind == "qrels" else parts[4]
+        if beir:
+            qid, docid, raw = parts[0], parts[1], parts[2]
+        else:
+            qid, docid = parts[0], parts[2]
+            raw = parts[3] if kind == "qrels" else parts[4]
         value: Any
         try:
             if kind == "qrels":
                 value = int(raw)
+                if not -GRADE_LIMIT < value < GRADE_LIMIT:
+                    problems.append(RecordProblem(source, lineno, "rel",
+                                                  f"grade {raw} out of range (|grade| < 2^31)"))
+                    continue
             else:
                 value = float(raw)
                 if math.isnan(value):
@@ -96,7 +111,14 @@ def _parse_json(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[s
     try:
         data = json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
-        raise DataError(RecordProblem(source, exc.lineno, None, f"invalid JSON: {exc.msg}")) from None
+        hint = None
+        if exc.msg.startswith("Extra data"):
+            hint = (f"this looks like JSON Lines records (samples or an evalset), not {kind}: "
+                    "give it with --samples / --evalset")
+        raise DataError(RecordProblem(source, exc.lineno, None, f"invalid JSON: {exc.msg}"),
+                        hint=hint) from None
+    except RecursionError:
+        raise DataError(RecordProblem(source, None, None, "JSON nested too deeply")) from None
     if dupes:
         raise DataError(dupes)
     return validate_mapping(data, source, kind)
@@ -120,6 +142,8 @@ def validate_mapping(data: Any, source: str, kind: Literal["qrels", "run"]) -> d
                 ok = isinstance(value, int) and not isinstance(value, bool)
                 if not ok and isinstance(value, float) and value.is_integer():
                     value, ok = int(value), True
+                if ok and not -GRADE_LIMIT < value < GRADE_LIMIT:
+                    ok = False
             else:
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and not math.isnan(value)

@@ -295,7 +295,13 @@ def _bleu_compute(metric: Metric, ctx: Any) -> MetricResult:
             idx.append(i)
     hyps = [ctx.samples[i].response or "" for i in idx]
     refs = [ctx.samples[i].reference or "" for i in idx]
-    vals, sb_sig = sentence_bleu(hyps, refs, tokenize)
+    if not idx:  # no usable reference anywhere: every sample is unscored with its reason
+        import sacrebleu
+
+        vals = np.zeros(0)
+        sb_sig = f"nrefs:0|tok:{tokenize}|smooth:exp|eff:yes|version:{sacrebleu.__version__}"
+    else:
+        vals, sb_sig = sentence_bleu(hyps, refs, tokenize)
     for j, i in enumerate(idx):
         scores[i] = SampleScore(ctx.samples[i].id, float(vals[j]))
     corpus, _ = corpus_bleu(hyps, refs, tokenize) if idx else (float("nan"), "")

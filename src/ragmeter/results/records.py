@@ -115,6 +115,12 @@ class SampleScore:
     details: Mapping[str, Any] | None = None
 
 
+#: a key of ``MetricResult.counts``: the metric was added by ragmeter (e.g. the negatives'
+#: top score when the data has negative questions), not asked for; a run does not fail
+#: because such a metric scored no sample
+IMPLICIT_COUNT = "implicit"
+
+
 @dataclass
 class MetricResult:
     """All per-sample values of one metric over one dataset, plus counts and a signature.

@@ -29,7 +29,7 @@ from ragmeter.tiers.registry import (
     tier_names,
 )
 
-DATASET_FORMATS = ("auto", "evalset", "samples")
+DATASET_FORMATS = ("auto", "evalset", "samples", "ragas", "deepeval", "hf", "synthetic")
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
             "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",
@@ -217,6 +217,21 @@ def _bare_message(exc: ConfigError) -> str:
     return text
 
 
+def _store_relative_to(url: str, base: Path) -> str:
+    """[contact, issue 11] A relative SQLite store path in a config (``x.sqlite`` or
+    ``sqlite:///x.sqlite``) is resolved against the config's folder, like dataset paths."""
+    if url.startswith("sqlite:///"):
+        rest = url[len("sqlite:///"):]
+        if rest and not rest.startswith("/") and not rest.startswith(":memory:") \
+                and not Path(rest).is_absolute():
+            return f"sqlite:///{(base / rest).resolve()}"
+        return url
+    if "://" not in url:
+        p = Path(url).expanduser()
+        return str(p if p.is_absolute() else (base / p).resolve())
+    return url
+
+
 # --------------------------------------------------------------------------- parsing
 def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
     """Validate a config mapping (as loaded from YAML) into a :class:`BenchConfig`."""
@@ -243,6 +258,7 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         if mask_text(cfg.store) != cfg.store:
             raise ConfigError("store", "contains a password; give the URL through "
                               "$RAGMETER_STORE_URL or --store instead of the config")
+        cfg.store = _store_relative_to(cfg.store, base)  # [contact, issue 11]
     if d.get("run_dir") is not None:
         cfg.run_dir = _path(d["run_dir"], "run_dir", base)
     else:

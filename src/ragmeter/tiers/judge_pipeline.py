@@ -81,6 +81,65 @@ def parse_yes_no(text: str | None) -> bool | None:
     return None
 
 
+# ----------------------------------------------------------------- reply parsing [contact]
+@dataclass(frozen=True)
+class ProductionReply:
+    """A production judge's reply: the decision (``None`` = unparseable), its stated reason
+    (``No: <reason>``) and the raw text, kept as sent."""
+
+    decision: bool | None
+    reason: str | None
+    raw: str | None
+
+
+_LENIENT = re.compile(r"^(yes|no|да|нет)(?![\w])\s*[.!,;:\-–—)]*\s*(.*)$",
+                      re.IGNORECASE | re.DOTALL)
+_STRICT = re.compile(r"^(yes|no|да|нет)(?:\s*:\s*(\S.*))?$", re.IGNORECASE | re.DOTALL)
+_DECORATION = " \t\r\n\"'«»`*_#>"
+
+
+def parse_production_reply(text: str | None, *, strict: bool = False) -> ProductionReply:
+    """Parse the reply format of a production "show this answer?" prompt: ``Yes`` or
+    ``No: [brief reason]`` (Russian ``Да`` / ``Нет: причина`` too).
+
+    Lenient (default) accepts what real judges send: any case, surrounding quotes or markdown
+    emphasis, a ``<think>`` block, trailing punctuation (``Yes.``), and a reason after ``:``,
+    ``-``, ``—``, ``.`` or a new line. ``strict`` accepts only ``Yes``/``No``/``Да``/``Нет`` alone
+    or followed by ``: reason``. Anything else has ``decision=None`` (unscored ``parse_error``).
+    """
+    if text is None:
+        return ProductionReply(None, None, None)
+    s = re.sub(r"<think>.*?</think>", "", str(text), flags=re.DOTALL | re.IGNORECASE)
+    m = _STRICT.match(s.strip()) if strict else _LENIENT.match(s.strip(_DECORATION))
+    if not m:
+        return ProductionReply(None, None, text)
+    word = m.group(1).lower()
+    reason = (m.group(2) or "").strip(_DECORATION + ".:") or None
+    return ProductionReply(word in ("yes", "да"), reason, text)
+
+
+def missing_item_field(item: PipelineItem) -> str | None:
+    """The first required field an item lacks, or None. An *empty* context (``""`` or ``[]``) is
+    not missing: it is the empty-knowledge-base case the production prompt defines, and the
+    item is judged with an empty context."""
+    for fld in ("question", "answer"):
+        if getattr(item, fld) is None:
+            return fld
+    return "context" if item.context is None else None
+
+
+def _context(value: Any) -> str | None:
+    """Context of an item: None when absent; ``""`` for an empty knowledge-base result."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        parts = [str(v) for v in value if v is not None and str(v).strip()]
+        return "\n\n".join(parts)
+    if isinstance(value, str):
+        return value if value.strip() else ""
+    return None
+
+
 def _bool(value: Any) -> bool | None:
     if isinstance(value, bool):
         return value
@@ -105,9 +164,11 @@ def _text(value: Any) -> str | None:
 
 def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> list[PipelineItem]:
     """Read labelled items; every bad field of every line is reported at once."""
-    from ragmeter.data.loaders import read_records
+    from ragmeter.data.reading import read_table
 
-    records, problems = read_records(path)
+    table = read_table(path)
+    records, problems = table.records, list(table.problems)
+    by_index = table.container in ("json", "parquet")  # [contact] stable ids of JSON arrays
     src = str(path)
     items: list[PipelineItem] = []
     seen: set[str] = set()
@@ -138,7 +199,8 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
                 score = None
             else:
                 score = float(score)
-        sid = str(rec.get("id", f"line{line}" if line is not None else f"#{idx}"))
+        sid = str(rec.get("id", f"line{line}" if line is not None and not by_index
+                          else f"#{idx}"))
         if sid in seen:
             problems.append(RecordProblem(src, line, "id", f"duplicate id '{sid}'"))
         seen.add(sid)
@@ -146,7 +208,7 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
             continue
         items.append(PipelineItem(
             id=sid, question=_text(rec.get("question")), answer=_text(rec.get("answer")),
-            context=_text(rec.get("context", rec.get("contexts"))), ground_truth_show=gt,
+            context=_context(rec.get("context", rec.get("contexts"))), ground_truth_show=gt,
             rationale=_text(rec.get("rationale")), predicted_show=pred, predicted_score=score,
             line=line))
     if problems:
@@ -282,6 +344,7 @@ def evaluate_judge_pipeline(
     seed: int = 42,
     n_boot: int = 1000,
     dataset: str | None = None,
+    strict: bool = False,
 ) -> EvalResult:
     """Evaluate the production judge (``judge`` + ``prompt_template``) or stored predictions."""
     from ragmeter.data.hashing import dataset_hash
@@ -296,6 +359,7 @@ def evaluate_judge_pipeline(
     pred = np.zeros(n, dtype=bool)
     reasons: dict[int, str] = {}
     raws: list[str | None] = [None] * n
+    reply_reasons: dict[int, str | None] = {}
     lat: list[float] = []
     send: list[int] = []
     mode = "judge" if judge is not None else "predictions"
@@ -303,10 +367,9 @@ def evaluate_judge_pipeline(
         if not prompt_template:
             raise ConfigError("prompt_template", "is required when a judge is called")
         for i, it in enumerate(items):
-            for fld in ("question", "answer", "context"):
-                if getattr(it, fld) is None:
-                    reasons[i] = f"missing_field:{fld}"
-                    break
+            missing = missing_item_field(it)
+            if missing is not None:
+                reasons[i] = f"missing_field:{missing}"
         send = [i for i in range(n) if i not in reasons]
         calls = call_production_judge(judge, [items[i] for i in send], prompt_template)
         for i, c in zip(send, calls, strict=True):
@@ -315,11 +378,12 @@ def evaluate_judge_pipeline(
             if c.reason is not None:
                 reasons[i] = c.reason
                 continue
-            p = parse_yes_no(c.raw)
-            if p is None:
+            reply = parse_production_reply(c.raw, strict=strict)
+            reply_reasons[i] = reply.reason
+            if reply.decision is None:
                 reasons[i] = "parse_error"
             else:
-                pred[i] = p
+                pred[i] = reply.decision
     else:
         bad = [RecordProblem("<items>", it.line, "predicted_show", "missing (no judge given)")
                for it in items if it.predicted_show is None]
@@ -332,6 +396,7 @@ def evaluate_judge_pipeline(
     ok[list(reasons)] = False
     model = getattr(judge, "model", None) if judge is not None else None
     sig = dict(mode=mode, model=model, data=dh, seed=seed, positive="show",
+               parse="strict" if strict else "lenient",
                prompt=_short_hash(prompt_template) if prompt_template else None)
     res = EvalResult(name=f"judge_pipeline:{model or 'predictions'}",
                      meta={"tier": "judge_pipeline", "mode": mode, "n_items": n,
@@ -379,7 +444,8 @@ def evaluate_judge_pipeline(
                                "n": int(have.sum()), "missing_scores": int((~have).sum())}
     res.meta["per_item"] = [
         {"id": it.id, "gold": bool(gold[i]), "pred": (bool(pred[i]) if ok[i] else None),
-         "reason": reasons.get(i), "raw": raws[i], "rationale": it.rationale}
+         "reason": reasons.get(i), "raw": raws[i], "rationale": it.rationale,
+         "reply_reason": reply_reasons.get(i)}
         for i, it in enumerate(items)]
     return res
 
@@ -424,11 +490,13 @@ def plot_confusion(result: EvalResult, out_dir: str | Path, stem: str = "judge_p
 class JudgePipelineOptions(TierOptions):
     """``items``: the labelled items file (required); ``prompt_template`` or
     ``prompt_template_file``: the production judge's prompt, used when the tier names a
-    judge (without one the items' stored predictions are scored)."""
+    judge (without one the items' stored predictions are scored); ``strict``: accept only the
+    exact reply forms (``Yes`` / ``No: reason``), anything else is unscored."""
 
     items: str | None = None
     prompt_template: str | None = None
     prompt_template_file: str | None = None
+    strict: bool = False
 
 
 def run_judge_pipeline(ctx: TierContext, samples: list[Any],
@@ -444,7 +512,8 @@ def run_judge_pipeline(ctx: TierContext, samples: list[Any],
     use_judge = ctx.tier.judge is not None
     items = load_pipeline_items(items_path, need_predictions=not use_judge)
     return [evaluate_judge_pipeline(items, judge=ctx.judge() if use_judge else None,
-                                    prompt_template=template, seed=ctx.seed)]
+                                    prompt_template=template, seed=ctx.seed,
+                                    strict=options.strict)]
 
 
 register_tier(Tier(
@@ -453,5 +522,16 @@ register_tier(Tier(
     run=run_judge_pipeline, judge="optional", options=JudgePipelineOptions))
 
 
-__all__ = ["PipelineItem", "call_production_judge", "check_template", "evaluate_judge_pipeline",
-           "load_pipeline_items", "parse_yes_no", "plot_confusion", "render_template"]
+__all__ = [
+    "PipelineItem",
+    "ProductionReply",
+    "call_production_judge",
+    "check_template",
+    "evaluate_judge_pipeline",
+    "load_pipeline_items",
+    "missing_item_field",
+    "parse_production_reply",
+    "parse_yes_no",
+    "plot_confusion",
+    "render_template",
+]

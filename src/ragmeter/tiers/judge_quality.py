@@ -56,7 +56,8 @@ from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 PROMPT_VERSION = "jq-faithfulness-v1"
 SCORE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
+    "properties": {"score": {"type": "number", "minimum": 0, "maximum": 1},
+                   "reason": {"type": "string"}},
     "required": ["score"],
 }
 _SYSTEM = {

@@ -37,7 +37,7 @@ from ragmeter.data.trec import Qrels, Run
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.metrics.registry import Metric, parse_metric, parse_metrics
 from ragmeter.metrics.retrieval import NEGATIVE_METRICS, RANKING_METRICS, RankArrays
-from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.results.records import IMPLICIT_COUNT, EvalResult, MetricResult, Signature
 from ragmeter.tiers.context import TierContext, TierNotRunnable
 from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 from ragmeter.tiers.relevance import (
@@ -298,6 +298,7 @@ def _add_negatives(result: EvalResult, source: _SamplesSource, parsed: list[Metr
     """Per-negative top-1 scores → ``negative_top_score`` and ``negative_false_retrieval``."""
     negs = source.negatives
     wanted = [m for m in parsed if m.name in NEGATIVE_METRICS]
+    implicit = negs and not wanted  # added because the data has negatives, not asked for
     if negs and not wanted:
         wanted = [parse_metric("negative_top_score")]
         if threshold is not None:
@@ -309,7 +310,7 @@ def _add_negatives(result: EvalResult, source: _SamplesSource, parsed: list[Metr
         result.meta["negatives"] = {"n": len(negs), "note": "no retriever scores: not assessed"}
         return
     ids = [s.id for s in negs]
-    counts = {"negative": len(negs)}
+    counts = {"negative": len(negs), **({IMPLICIT_COUNT: 1} if implicit else {})}
     for m in wanted:
         vals = np.full(len(negs), np.nan)
         reasons: dict[int, str] = {}

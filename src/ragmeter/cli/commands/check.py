@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+
+from ragmeter.cli import common
 
 
 def register(app: typer.Typer) -> None:
@@ -53,9 +54,14 @@ def register(app: typer.Typer) -> None:
                               "run with a config that has 'thresholds'")
         src = load_source(run, store)
         rows = check_thresholds(src.results, thresholds, use_ci_bound=use_ci_bound)
-        c = Console()
+        c = common.human_console()
         c.print(rich_table(rows, title=f"Quality gate: {src.label}"))
         failed = sum(not r.passed for r in rows)
+        if common.state().json:
+            from dataclasses import asdict
+
+            common.emit_json({"source": src.label, "passed": gate_passed(rows),
+                              "checks": [asdict(r) for r in rows]})
         if not gate_passed(rows):
             c.print(f"[bold red]FAILED[/]: {failed} of {len(rows)} check(s)")
             raise typer.Exit(1)

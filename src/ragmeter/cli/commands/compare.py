@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from ragmeter.cli import common
 
 
 def register(app: typer.Typer) -> None:
@@ -55,8 +56,15 @@ def register(app: typer.Typer) -> None:
             t.add_row(r.result, c.metric, f"{c.mean_a:.4f}", f"{c.mean_b:.4f}",
                       f"{c.diff:+.4f}", f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
                       f"{c.p_value:.4f}", str(c.n), r.verdict, style=style)
-        console = Console()
+        console = common.human_console()
         console.print(t)
+        if common.state().json:
+            from dataclasses import asdict
+
+            common.emit_json({"a": sa.label, "b": sb.label, "method": method,
+                              "n_resamples": n_resamples,
+                              "rows": [{"result": r.result, "verdict": r.verdict,
+                                        **asdict(r.comparison)} for r in rows]})
         if html is not None:
             from ragmeter.reports.html import write_comparison_html
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 
 def register(app: typer.Typer) -> None:
@@ -27,13 +26,15 @@ def register(app: typer.Typer) -> None:
         offline demo judge when ragmeter[local-judge] is installed, else they are reported as
         not run with the command that enables them.
         """
+        from ragmeter.cli import common
         from ragmeter.demo.pipeline import run_demo
         from ragmeter.judges.gguf import demo_judge_status
         from ragmeter.reports.console import render_eval_result
         from ragmeter.runner.progress import RunProgress
 
-        console = Console()
-        err = Console(stderr=True)
+        console = common.human_console()
+        err = common.err_console()
+        quiet = quiet or common.state().quiet
         status = demo_judge_status()
         judge_ok = status.available
         if no_judge:
@@ -47,7 +48,15 @@ def register(app: typer.Typer) -> None:
                       "(Qwen2.5-Coder-1.5B): a weak demonstration, not a real measurement.[/]")
         prog = RunProgress(err, enabled=not quiet)
         with prog:
-            res = run_demo(out, judge=not no_judge, limit=limit, hook=prog.hook)
+            plain = common.PlainProgress(err) if common.PlainProgress.wanted() and not quiet \
+                else None
+
+            def hook(tier: str, event: str, info: dict[str, object]) -> None:
+                prog.hook(tier, event, info)
+                if plain is not None:
+                    plain.hook(tier, event, info)
+
+            res = run_demo(out, judge=not no_judge, limit=limit, hook=hook)
         stored = res.run
         for key, result in stored.results().items():
             console.rule(f"[bold]{key}")
@@ -58,7 +67,11 @@ def register(app: typer.Typer) -> None:
             if rec.reason:
                 line += f" — {rec.reason}"
             console.print(line, highlight=False, markup=False)
+        if common.state().json:
+            common.emit_json(stored.to_dict(per_sample=False))
         console.print(f"\nrun [bold]{stored.id}[/]; files in [bold]{res.out_dir}[/]:",
                       highlight=False)
         for f in res.files:
             console.print(f"  {f}", highlight=False, markup=False)
+        for note in getattr(res, "notes", []):
+            err.print(f"note: {note}", highlight=False, markup=False)

@@ -7,6 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ragmeter.cli import common
+
 
 def _table(result: Any) -> Any:
     from rich.table import Table
@@ -37,16 +39,19 @@ def register(app: typer.Typer) -> None:
             "--metrics", "-m", help="Metric, repeatable or comma-separated outside "
             "parentheses, e.g. rouge_l(stem=ru),faithfulness. Default: lexical + semantic, "
             "plus every judged metric when a judge is given.")] = None,
-        judge_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--judge-url", help="OpenAI-compatible base URL of the judge.")] = None,
-        judge_model: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--judge-model", help="Judge model name.")] = None,
-        judge_key_env: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--judge-key-env", help="Name of the variable holding the judge API key.")
-        ] = "OPENAI_API_KEY",
-        judge_backend: Annotated[str, typer.Option(
+        judge_url: common.JudgeUrlOpt = None,
+        judge_model: common.JudgeModelOpt = None,
+        judge_key_env: common.JudgeKeyEnvOpt = None,
+        judge_config: common.JudgeConfigOpt = None,
+        judge_concurrency: common.JudgeConcurrencyOpt = None,
+        judge_timeout: common.JudgeTimeoutOpt = None,
+        check_judge: common.CheckJudgeOpt = False,
+        data_format: common.FormatOpt = "auto",
+        column_map: common.MapOpt = None,
+        max_unscored: common.MaxUnscoredOpt = None,
+        judge_backend: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--judge-backend", help="openai (default with --judge-url), mock, local-demo, "
-            "recorded.")] = "openai",
+            "recorded.")] = None,
         judge_record: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--judge-record", help="Recorded replies file (with --judge-backend recorded).")
         ] = None,
@@ -63,28 +68,47 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
             "--out", "-o", help="Write the full results (per sample) as JSON.")] = None,
     ) -> None:
-        """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons."""
-        from rich.console import Console
+        """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 
+        Examples:
+
+          ragmeter generation --samples answers.jsonl --metrics rouge_l,bleu
+
+          ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
+        """
+
+        from ragmeter.data.formats import parse_map
         from ragmeter.data.loaders import load_samples
         from ragmeter.generation.evaluate import evaluate_generation
 
-        loaded = load_samples(samples, skip_invalid=skip_invalid)
+        common.parse_fraction(max_unscored)
+        loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
+                              column_map=parse_map(column_map))
         items = list(loaded.samples)
         judge = None
-        if judge_url or judge_backend != "openai":
-            from ragmeter.judges.config import JudgeConfig
+        extra = {"language": language}
+        if judge_record:
+            extra["record_path"] = judge_record
+        cfg = common.judge_config_from_options(
+            url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
+            concurrency=judge_concurrency, timeout=judge_timeout,
+            backend=judge_backend if judge_backend != "openai" else None, **extra)
+        if cfg is not None:
             from ragmeter.judges.factory import make_judge
 
-            judge = make_judge(JudgeConfig(
-                name="judge", backend=judge_backend, base_url=judge_url,
-                model=judge_model or "", api_key_env=judge_key_env, language=language,
-                record_path=judge_record))
-        metric_list = _split_metrics(metrics) if metrics else None
-        result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
-                                     seed=seed, language=language, keep_prompts=keep_prompts,
-                                     name=samples.stem)
-        console = Console()
+            if check_judge:
+                common.check_judge_reachable(cfg)
+            judge = make_judge(cfg)
+        metric_list = _split_metrics(metrics) if metrics is not None else None
+        if metric_list is not None and not metric_list:
+            from ragmeter.errors import UsageError
+
+            raise UsageError("--metrics", f"no metric named in {metrics!r}")
+        with common.working(f"scoring {len(items)} samples"):
+            result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
+                                         seed=seed, language=language, keep_prompts=keep_prompts,
+                                         name=samples.stem)
+        console = common.human_console()
         console.print(_table(result))
         calls = result.meta.get("judge_calls")
         if calls:
@@ -92,9 +116,10 @@ def register(app: typer.Typer) -> None:
                 if calls.get("demo") else ""
             console.print(f"judge calls: {calls['total']} ({calls['per_sample']:.2f} per "
                           f"sample){demo}")
-        if out is not None:
-            out.write_text(result.to_json(), encoding="utf-8")
-            console.print(f"wrote {out}")
+        common.finish_result(result, out, console)
+        for line in common.check_scored(common.results_of(result), max_unscored):
+            common.err_console().print(f"partly unscored: {line}", highlight=False,
+                                       markup=False)
 
 
 def _split_metrics(items: list[str]) -> list[str]:

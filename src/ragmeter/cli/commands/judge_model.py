@@ -25,8 +25,8 @@ def check_command(
         ..., help="Judge config (YAML/JSON: one judge, a 'judges' "
                                   "list, or a Spring-AI application.yaml)."),
     n: int = typer.Option(3, "--n", help="Probe calls per judge."),
-    base_url: str = typer.Option("", "--base-url", help="Override base_url (e.g. a "
-                                 "`ragmeter mock-judge` server)."),
+    base_url: str = typer.Option("", "--judge-url", help="Override base_url (e.g. a "
+                                 "`ragmeter mock-judge` server); old spelling --base-url."),
     no_cache: bool = typer.Option(True, "--no-cache/--cache", help="Bypass the cache."),
 ) -> None:
     """Send a few yes/no probes to every judge in CONFIG and print replies and accounting."""

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from ragmeter.errors import ConfigError
+from ragmeter.cli import common
+from ragmeter.errors import UsageError
 from ragmeter.reports.console import fmt3 as _f
-from ragmeter.reports.console import write_result_json
 
 
 def judge_pipeline_command(
@@ -17,19 +17,29 @@ def judge_pipeline_command(
     prompt: Path = typer.Option(None, "--prompt", help="Production prompt template with "  # noqa: B008
                                 "{question} {answer} {context} (optional ---system--- / "
                                 "---user--- parts). Needs a judge."),
-    judge_config: Path = typer.Option(None, "--judge-config", help="Judge config YAML/JSON "  # noqa: B008
-                                      "(the first judge is used)."),
-    base_url: str = typer.Option("", "--base-url", help="OpenAI-compatible endpoint (with "
-                                 "--model, instead of --judge-config)."),
-    model: str = typer.Option("", "--model", help="Model name at --base-url."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env",
-                                    help="Name of the variable holding the API key."),
+    judge_config: common.JudgeConfigOpt = None,
+    judge_url: common.JudgeUrlOpt = None,
+    judge_model: common.JudgeModelOpt = None,
+    judge_key_env: common.JudgeKeyEnvOpt = None,
+    judge_concurrency: common.JudgeConcurrencyOpt = None,
+    judge_timeout: common.JudgeTimeoutOpt = None,
+    check_judge: common.CheckJudgeOpt = False,
+    strict_reply: bool = typer.Option(False, "--strict-reply", help="Accept only replies "
+                                      "exactly in the prompt's format (Yes / No: reason); "
+                                      "default: also Yes., **No**, Нет — причина ..."),
+    max_unscored: common.MaxUnscoredOpt = None,
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     charts: Path = typer.Option(None, "--charts", help="Folder for the confusion matrix."),  # noqa: B008
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
-    """Production judge pipeline: call the production judge, or score stored predictions."""
-    from rich.console import Console
+    """Production judge: call it with its prompt, or score stored predictions.
+
+    Examples:
+
+      ragmeter judge-pipeline items.jsonl
+
+      ragmeter judge-pipeline items.jsonl --prompt prompt.txt --judge-url http://127.0.0.1:8000/v1 --judge-model qwen
+    """
     from rich.table import Table
 
     from ragmeter.tiers.judge_pipeline import (
@@ -40,27 +50,28 @@ def judge_pipeline_command(
 
     judge = None
     template = None
+    common.parse_fraction(max_unscored)
     if prompt is not None:
-        from ragmeter.judges import JudgeConfig, make_judge
-        from ragmeter.judges.config import load_judge_configs
+        from ragmeter.data.reading import read_text
+        from ragmeter.judges import make_judge
 
-        template = prompt.read_text(encoding="utf-8")
-        if judge_config is not None:
-            cfg = load_judge_configs(judge_config)[0]
-            if base_url:
-                cfg = cfg.with_(base_url=base_url)
-        elif base_url and model:
-            cfg = JudgeConfig(name="production", backend="openai", base_url=base_url,
-                              model=model, api_key_env=api_key_env or None)
-        else:
-            raise ConfigError("--judge-config", "--prompt needs a judge: --judge-config, or "
-                              "--base-url with --model")
+        template = read_text(prompt)
+        cfg = common.judge_config_from_options(
+            url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
+            concurrency=judge_concurrency, timeout=judge_timeout)
+        if cfg is None:
+            raise UsageError("--judge-config", "--prompt needs a judge: --judge-config, or "
+                             "--judge-url with --judge-model")
+        if check_judge:
+            common.check_judge_reachable(cfg)
         judge = make_judge(cfg.with_(no_cache=True))
-    elif judge_config is not None or base_url:
-        raise ConfigError("--prompt", "calling the production judge needs its prompt template")
+    elif judge_config is not None or judge_url:
+        raise UsageError("--prompt", "calling the production judge needs its prompt template")
     items = load_pipeline_items(data, need_predictions=judge is None)
-    res = evaluate_judge_pipeline(items, judge=judge, prompt_template=template, seed=seed)
-    console = Console()
+    with common.working(f"judging {len(items)} items"):
+        res = evaluate_judge_pipeline(items, judge=judge, prompt_template=template, seed=seed,
+                                      strict=strict_reply)
+    console = common.human_console()
     c = res.meta["confusion"]
     t = Table(title=f"judge pipeline — {data} ({res.meta['mode']}, {len(items)} items)")
     for col in ("metric", "value", "95% CI"):
@@ -85,7 +96,9 @@ def judge_pipeline_command(
                       f"{best['f1']:.3f} (P {_f(best['precision'])}, R {_f(best['recall'])})")
     if charts is not None:
         console.print("charts: " + ", ".join(map(str, plot_confusion(res, charts))))
-    write_result_json(res, out, console)
+    common.finish_result(res, out, console)
+    for line in common.check_scored(common.results_of(res)[:1], max_unscored):
+        common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from ragmeter.cli import common
+
 
 def judge_quality_command(
     data: Path = typer.Argument(..., help="Items: jsonl/json/csv with question, answer, "  # noqa: B008
@@ -16,13 +18,17 @@ def judge_quality_command(
     repeats: int = typer.Option(2, "-n", "--repeats", help="Calls per item (>= 2)."),
     delta: float = typer.Option(0.5, "--delta", help="Consistency tolerance on the judge "
                                 "scale: |s1 - s2| <= delta (max - min for n > 2)."),
-    base_url: str = typer.Option("", "--base-url", help="Override base_url of every judge."),
+    base_url: common.JudgeUrlOpt = None,
+    judge_model: common.JudgeModelOpt = None,
+    judge_key_env: common.JudgeKeyEnvOpt = None,
+    judge_concurrency: common.JudgeConcurrencyOpt = None,
+    judge_timeout: common.JudgeTimeoutOpt = None,
+    check_judge: common.CheckJudgeOpt = False,
     limit: int = typer.Option(0, "--limit", help="Use only the first N items (0 = all)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
 ) -> None:
     """Judge quality: every item is judged N times with the cache off."""
-    from rich.console import Console
     from rich.table import Table
 
     from ragmeter.judges.config import load_judge_configs
@@ -35,9 +41,15 @@ def judge_quality_command(
     samples = load_judge_items(data)
     if limit > 0:
         samples = samples[:limit]
-    configs = [c.with_(base_url=base_url) if base_url else c for c in load_judge_configs(
-        judge_config)]
-    results = evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta, seed=seed)
+    changes: dict[str, object] = {k: v for k, v in (
+        ("base_url", base_url), ("model", judge_model), ("api_key_env", judge_key_env),
+        ("max_concurrency", judge_concurrency), ("timeout_s", judge_timeout)) if v}
+    configs = [c.with_(**changes) if changes else c for c in load_judge_configs(judge_config)]
+    if check_judge:
+        for c in configs:
+            common.check_judge_reachable(c)
+    with common.working(f"judging {len(samples)} items x {repeats}"):
+        results = evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta, seed=seed)
     table = Table(title=f"judge quality — {data} ({len(samples)} items x {repeats})")
     for col in ("judge", "consistency (95% CI)", "alpha (interval)", "kappa r1/r2",
                 "error rate", "unscored items", "mean score", "p50 ms", "p95 ms"):
@@ -48,7 +60,7 @@ def judge_quality_command(
                       _f(row["alpha_interval"]), _f(row["cohen_kappa"]), _f(row["error_rate"]),
                       str(row["unscored_items"]), _f(row["mean_score"]),
                       _f(row["latency_p50_ms"], 1), _f(row["latency_p95_ms"], 1))
-    console = Console()
+    console = common.human_console()
     console.print(table)
     for r in results:
         if r.meta.get("errors_by_reason") or r.meta.get("missing_fields"):
@@ -56,11 +68,11 @@ def judge_quality_command(
                           f"not sent {r.meta['missing_fields']}")
         if r.meta.get("warning"):
             console.print(f"[yellow]{r.name}: {r.meta['warning']}[/]")
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
-                                  default=str), encoding="utf-8")
-        console.print(f"wrote {out}")
+    payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
+                         default=str)
+    common.write_text_out(payload, out, console)
+    if common.state().json and str(out) != "-":
+        common.emit_json([r.to_dict() for r in results])
 
 
 def _f(v: float | None, digits: int = 3) -> str:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ragmeter.cli import common
 from ragmeter.reports.console import fmt3 as _f
-from ragmeter.reports.console import write_result_json
 
 
 def real_users_command(
@@ -32,7 +32,6 @@ def real_users_command(
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
     """Real-users benchmark: logged URL as doc-level ground truth."""
-    from rich.console import Console
     from rich.table import Table
 
     from ragmeter.data.sql import ColumnMap, LogQuery
@@ -42,9 +41,10 @@ def real_users_command(
                  columns=ColumnMap(question=question_col, answer=answer_col or None, url=url_col,
                                    score=score_col or None, created_at=created_col or None),
                  min_score=min_score, where_score=where_score, limit=limit, latest=latest)
-    res = evaluate_real_users(corpus, db_url=db_url, query=q, retriever=retriever, k=k,
-                              embedder=embedder if retriever != "bm25" else None, seed=seed)
-    console = Console()
+    with common.working("real-users benchmark"):
+        res = evaluate_real_users(corpus, db_url=db_url, query=q, retriever=retriever, k=k,
+                                  embedder=embedder if retriever != "bm25" else None, seed=seed)
+    console = common.human_console()
     t = Table(title=f"real users — {res.meta['db']} ({res.meta['n_evaluated']} of "
                     f"{res.meta['n_read']} rows)")
     for col in ("metric", "mean", "95% CI", "n"):
@@ -56,7 +56,7 @@ def real_users_command(
     console.print(f"excluded: {res.meta['counts'] or 'none'}")
     if res.meta["unmatched_urls"]:
         console.print("unmatched URLs (first): " + ", ".join(res.meta["unmatched_urls"][:5]))
-    write_result_json(res, out, console)
+    common.finish_result(res, out, console)
 
 
 def register(app: typer.Typer) -> None:

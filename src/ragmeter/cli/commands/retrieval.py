@@ -10,7 +10,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from ragmeter.cli import common
 from ragmeter.data.evalset import load_evalset
+from ragmeter.data.formats import parse_map
 from ragmeter.data.loaders import LoadResult, load_samples
 from ragmeter.data.trec import load_qrels, load_run
 from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -42,6 +44,8 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
             items = list(DEFAULT_METRICS)
     else:
         items = []
+        if not split_metric_list(metrics):
+            raise ConfigError("metrics", f"no metric named in {metrics!r}")
         for raw in split_metric_list(metrics):
             if "@" not in raw and ks and needs_cutoff(raw):
                 name, _, params = raw.partition("(")
@@ -64,7 +68,7 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
 
 
 def _parse_ks(k: str | None) -> list[int] | None:
-    if not k:
+    if k is None:
         return None
     try:
         ks = [int(x) for x in k.replace(" ", "").split(",") if x]
@@ -131,9 +135,21 @@ def retrieval(
     name: Annotated[str | None, typer.Option("--name", help="System name.")] = None,
     doc_map: Annotated[Path | None, typer.Option(
         "--doc-map", help="JSON {chunk_id: doc_id} for --level doc (default: 'doc#n' ids).")] = None,
+    data_format: common.FormatOpt = "auto",
+    column_map: common.MapOpt = None,
+    max_unscored: common.MaxUnscoredOpt = None,
 ) -> None:
-    """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs."""
-    console = Console()
+    """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs.
+
+    Examples:
+
+      ragmeter retrieval --qrels qrels.txt --run run.txt -k 5,10
+
+      ragmeter retrieval --evalset evalset.jsonl --run run.txt --metrics ndcg@10,mrr --json
+    """
+    console = common.human_console()
+    common.parse_fraction(max_unscored)
+    cmap = parse_map(column_map)
     ks = _parse_ks(k)
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
@@ -154,8 +170,13 @@ def retrieval(
         path = evalset or samples
         assert path is not None  # for the type checker; guarded above
         loaded = (load_evalset(path, skip_invalid=skip_invalid) if evalset is not None
-                  else load_samples(path, skip_invalid=skip_invalid))
+                  else load_samples(path, skip_invalid=skip_invalid, format=data_format,
+                                    column_map=cmap))
         _report_skipped(loaded, console)
+        if run_data is None and not any(s.retrieved_ids or s.retrieved_contexts
+                                        for s in loaded.samples):
+            raise ConfigError("run", f"{path} has no ranking (no record has retrieved_ids or retrieved_contexts): "
+                              "give --run FILE, or add retrieved_ids to the records")
         skipped = loaded.n_skipped
         result = evaluate_retrieval(loaded.samples, run=run_data, metrics=metric_list, ties=ties,
                                     match=match, seed=seed, score_threshold=score_threshold,
@@ -169,9 +190,7 @@ def retrieval(
     render_eval_result(result, console)
     if by_query:
         render_per_query(result, console, limit=BY_QUERY_LIMIT)
-    if out is not None:
-        out.write_text(result.to_json(), encoding="utf-8")
-        console.print(f"wrote {out}")
+    common.finish_result(result, out, console)
     if csv_path is not None:
         rows = per_query_rows(result)
         with csv_path.open("w", encoding="utf-8", newline="") as fh:
@@ -180,6 +199,8 @@ def retrieval(
             for row in rows:
                 writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
         console.print(f"wrote {csv_path}")
+    for line in common.check_scored(common.results_of(result), max_unscored):
+        common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

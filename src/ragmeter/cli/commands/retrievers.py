@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ragmeter.cli import common
 from ragmeter.errors import ConfigError
 
 
@@ -50,14 +51,13 @@ def retrievers_command(
     no_charts: Annotated[bool, typer.Option("--no-charts", help="Write tables only.")] = False,
 ) -> None:
     """Compare retrievers at several k: table (md/csv/json) with 95% CIs and charts."""
-    from rich.console import Console
 
     from ragmeter.data.evalset import load_evalset
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
     from ragmeter.retrieval.corpus import load_corpus
     from ragmeter.tiers.compare_retrievers import compare_retrievers
 
-    console = Console()
+    console = common.human_console()
     names = _split(retrievers)
     if not names:
         raise ConfigError("-r", "give at least one retriever")
@@ -70,8 +70,9 @@ def retrievers_command(
                   f"(chunk_size={chunk_size}, overlap={overlap}); evalset: "
                   f"{len(loaded.samples)} questions"
                   + (f", {len(loaded.skipped)} skipped" if loaded.skipped else ""))
-    comparison = compare_retrievers(names, loaded.samples, chunks, ks=_ks(k), seed=seed,
-                                    chunking=params, embedder=embedder, language=language)
+    with common.working(f"indexing and searching with {len(names)} retriever(s)"):
+        comparison = compare_retrievers(names, loaded.samples, chunks, ks=_ks(k), seed=seed,
+                                        chunking=params, embedder=embedder, language=language)
     comparison.meta.update({"corpus_path": str(corpus), "evalset_path": str(evalset),
                             "n_skipped": len(loaded.skipped)})
     files = comparison.write(out, charts=not no_charts)
@@ -83,6 +84,8 @@ def retrievers_command(
         console.print(f"{name}: index {t['index_s']:.2f}s, "
                       f"{'' if qps is None else f'{qps:.1f} queries/s'}")
     console.print("wrote: " + ", ".join(str(f) for f in files))
+    if common.state().json:
+        common.emit_json(comparison.to_dict())
 
 
 def register(app: typer.Typer) -> None:

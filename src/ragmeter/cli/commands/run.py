@@ -2,11 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+
+from ragmeter.cli import common
+from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
+from ragmeter.errors import ConfigError, GateFailedError, WorkFailedError
+
+
+def preflight(cfg: object, url: str) -> None:
+    """Everything checkable before work starts: the store opens, every dataset loads."""
+    from ragmeter.results.store import ResultStore, mask_url
+    from ragmeter.runner.engine import load_dataset
+
+    try:
+        ResultStore(url)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError("store", f"cannot open results store {mask_url(url)}: {exc}") from None
+    for ds in getattr(cfg, "datasets", []):
+        load_dataset(cfg, ds.name)  # type: ignore[arg-type]
+
+
+@contextmanager
+def _store_write_errors(url: str) -> Iterator[None]:
+    """A failure to save the finished run is exit 3 (the run stays resumable)."""
+    from ragmeter.errors import RagmeterError
+    from ragmeter.results.store import mask_url
+
+    try:
+        yield
+    except RagmeterError:
+        raise
+    except Exception as exc:
+        import sqlalchemy.exc as sa_exc
+
+        if isinstance(exc, (sa_exc.SQLAlchemyError, OSError)):
+            raise WorkFailedError(f"the run could not be written to the results store "
+                                  f"{mask_url(url)}: {type(exc).__name__}: {exc}") from None
+        raise
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +67,9 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
         check: Annotated[bool, typer.Option(
             "--check", help="Gate on the config's thresholds (exit 1 on failure).")] = False,
+        max_unscored: MaxUnscoredOpt = None,
+        json_out: JsonOpt = False,
+        check_judge: common.CheckJudgeOpt = False,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store."""
         from ragmeter.results.store import normalize_url
@@ -37,21 +79,33 @@ def register(app: typer.Typer) -> None:
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
-        err = Console(stderr=True)
-        out = Console()
+        st = common.state()
+        st.json = st.json or json_out
+        quiet = quiet or st.quiet
+        common.parse_fraction(max_unscored)
+        err = common.err_console()
+        out = common.human_console()
         url = normalize_url(store or cfg.store)
+        preflight(cfg, url)
+        if check_judge:
+            for j in getattr(cfg, "judges", []):
+                common.check_judge_reachable(j)
         prog = RunProgress(err, enabled=not quiet)
         ids: list[str] = []
 
+        plain = common.PlainProgress(err) if common.PlainProgress.wanted() else None
+
         def hook(tier_name: str, event: str, info: dict[str, object]) -> None:
             prog.hook(tier_name, event, info)
+            if plain is not None:
+                plain.hook(tier_name, event, info)
 
         def on_plan(rid: str) -> None:
             ids.append(rid)
             err.print(f"run id: [bold]{rid}[/]", highlight=False)
 
         try:
-            with prog:
+            with prog, _store_write_errors(url):
                 stored = run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
                                        run_id=run_id, store=url, hook=hook,
                                        on_plan=on_plan)
@@ -67,10 +121,21 @@ def register(app: typer.Typer) -> None:
             if rec.reason:
                 line += f" — {rec.reason}"
             out.print(line, highlight=False, markup=False)
+        if st.json:
+            common.emit_json(stored.to_dict(per_sample=False) if hasattr(stored, "to_dict") else
+                             {"id": stored.id, "tiers": {n: {"status": r.status, "reason": r.reason}
+                                                         for n, r in stored.tiers.items()}})
+        failed = [f"{n}: {r.reason}" for n, r in stored.tiers.items() if r.status == "error"]
+        if failed:
+            raise WorkFailedError(f"run {stored.id}: {len(failed)} tier(s) failed:\n  "
+                                  + "\n  ".join(failed))
+        for line in common.check_scored(common.results_of(stored.results()), max_unscored):
+            err.print(f"partly unscored: {line}", highlight=False, markup=False)
         if check and cfg.thresholds:
             from ragmeter.runner.gating import check_thresholds, gate_passed, rich_table
 
             rows = check_thresholds(stored.results(), cfg.thresholds)
             out.print(rich_table(rows))
             if not gate_passed(rows):
-                raise typer.Exit(1)
+                raise GateFailedError("quality gate failed: "
+                                      f"{sum(not r.passed for r in rows)} check(s)")

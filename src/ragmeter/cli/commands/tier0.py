@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ragmeter.cli import common
 from ragmeter.errors import ConfigError
 
 
@@ -26,7 +27,6 @@ def tier0_command(
     charts: Path = typer.Option(None, "--charts", help="Folder for tier0.png / tier0.svg."),  # noqa: B008
 ) -> None:
     """Tier 0: cluster structure of labelled texts under one or more embedding models."""
-    from rich.console import Console
     from rich.table import Table
 
     from ragmeter.tiers.tier0 import (
@@ -44,7 +44,8 @@ def tier0_command(
         raise ConfigError("--embedders", "give at least one embedder")
     texts = (chunks_as_labelled(data, chunk_size_chars=chunk_size) if chunk
              else load_labelled_texts(data, label_field=label_field))
-    results = evaluate_embedding_quality(texts, names, kind=kind, seed=seed)  # type: ignore[arg-type]
+    with common.working("embedding and clustering"):
+        results = evaluate_embedding_quality(texts, names, kind=kind, seed=seed)  # type: ignore[arg-type]
     table = Table(title=f"Tier 0 — {data} ({len(texts.texts)} texts)")
     for col in ("model", "total_pairs", "n_clusters", "avg_intra_cluster_sim",
                 "avg_inter_cluster_dist", "silhouette (95% CI)"):
@@ -54,18 +55,18 @@ def tier0_command(
         table.add_row(row["model"], str(row["total_pairs"]), str(row["n_clusters"]),
                       _f(row["avg_intra_cluster_sim"]), _f(row["avg_inter_cluster_dist"]),
                       f"{_f(row['silhouette_score'])} [{_f(lo)}, {_f(hi)}]")
-    console = Console()
+    console = common.human_console()
     console.print(table)
     console.print("total_pairs = number of labelled texts; intra_cluster_sim averages "
                   "within-cluster pairs; singletons excluded from it (counted).")
     if charts is not None:
         paths = plot_tier0(results, charts)
         console.print("charts: " + ", ".join(map(str, paths)))
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
-                                  default=str), encoding="utf-8")
-        console.print(f"wrote {out}")
+    payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
+                         default=str)
+    common.write_text_out(payload, out, console)
+    if common.state().json and str(out) != "-":
+        common.emit_json([r.to_dict() for r in results])
 
 
 def _f(v: float | None) -> str:

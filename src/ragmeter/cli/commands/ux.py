@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ragmeter.cli import common
 from ragmeter.reports.console import fmt3 as _f
-from ragmeter.reports.console import write_result_json
 
 
 def ux_command(
@@ -27,7 +27,6 @@ def ux_command(
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
     """UX tier: semantic-cache potential, context preservation, multi-turn consistency."""
-    from rich.console import Console
     from rich.table import Table
 
     from ragmeter.errors import ConfigError
@@ -53,12 +52,13 @@ def ux_command(
         from ragmeter.judges.config import load_judge_configs
 
         judge = make_judge(load_judge_configs(judge_config)[0])
-    res = evaluate_ux(emb,
-                      cache=load_questions(cache) if cache else None,
-                      queries=load_questions(queries) if queries else None,
-                      sessions=load_sessions(sessions) if sessions else None,
-                      judge=judge, threshold=tau, seed=seed)
-    console = Console()
+    with common.working("UX metrics"):
+        res = evaluate_ux(emb,
+                          cache=load_questions(cache) if cache else None,
+                          queries=load_questions(queries) if queries else None,
+                          sessions=load_sessions(sessions) if sessions else None,
+                          judge=judge, threshold=tau, seed=seed)
+    console = common.human_console()
     t = Table(title=f"UX — {res.meta.get('model')}")
     for col in ("metric", "mean", "95% CI", "n", "unscored", "counts"):
         t.add_column(col)
@@ -77,7 +77,7 @@ def ux_command(
     note = res.meta.get("multi_turn", {}).get("note")
     if note:
         console.print(f"[yellow]{note}[/]")
-    write_result_json(res, out, console)
+    common.finish_result(res, out, console)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,337 @@
+"""Options and output helpers shared by every subcommand (one home for the CLI conventions).
+
+* Global flags ``--debug``, ``-v/--verbose``, ``-q/--quiet`` and ``--json`` work before or after
+  the subcommand (``cli/app.py`` moves them to the root); commands read them with :func:`state`.
+* ``--json``: the machine-readable result is the only thing on stdout (:func:`emit_json`); the
+  human output goes to stderr (:func:`human_console`).
+* ``--out -`` writes to stdout (:func:`write_text_out`).
+* Judge options have one spelling on every command (:data:`JudgeUrlOpt` ...); the old spellings
+  (``--base-url``, ``--model``, ``--api-key-env``) are rewritten by ``cli/app.py`` (hidden aliases).
+* :func:`check_scored` turns "a requested metric scored no sample" and ``--max-unscored`` into
+  :class:`~ragmeter.errors.WorkFailedError` (exit 3).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from ragmeter.errors import UsageError, WorkFailedError
+from ragmeter.results.records import IMPLICIT_COUNT
+
+#: width of plain (non-terminal) output: wide enough that no identifier is cut
+PLAIN_WIDTH = 240
+
+
+@dataclass
+class CliState:
+    """Global flags of one invocation."""
+
+    debug: bool = False
+    verbose: int = 0
+    quiet: bool = False
+    json: bool = False
+    #: stdout carries a document (``--out -``): human output goes to stderr
+    stdout_reserved: bool = False
+
+
+_STATE = CliState()
+
+
+def state() -> CliState:
+    """The global flags of the running command."""
+    return _STATE
+
+
+def reset_state(**values: Any) -> CliState:
+    """Start a new invocation (``main`` calls it once per run, tests in-process too)."""
+    global _STATE
+    _STATE = CliState(**values)
+    return _STATE
+
+
+def _console(stderr: bool) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    isatty = getattr(stream, "isatty", lambda: False)()
+    width = None if isatty or os.environ.get("COLUMNS") else PLAIN_WIDTH
+    return Console(stderr=stderr, width=width, file=stream, soft_wrap=not isatty)
+
+
+def human_console() -> Console:
+    """Where tables and messages go: stdout, or stderr under ``--json`` (stdout stays JSON)."""
+    return _console(stderr=_STATE.json or _STATE.stdout_reserved)
+
+
+def err_console() -> Console:
+    """stderr (progress, warnings)."""
+    return _console(stderr=True)
+
+
+def emit_json(obj: Any) -> None:
+    """Print one JSON document on stdout (a dict, list, or an object with ``to_json()``)."""
+    to_json = getattr(obj, "to_json", None)
+    text = to_json() if callable(to_json) else json.dumps(obj, ensure_ascii=False, indent=1,
+                                                          default=str)
+    sys.stdout.write(text.rstrip("\n") + "\n")
+    sys.stdout.flush()
+
+
+def write_text_out(text: str, out: Path | str | None, console: Console | None = None) -> None:
+    """Write ``text`` to ``out``; ``-`` means stdout. Creates parent folders."""
+    if out is None:
+        return
+    if str(out) == "-":
+        sys.stdout.write(text.rstrip("\n") + "\n")
+        sys.stdout.flush()
+        return
+    p = Path(out)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise WorkFailedError(f"cannot write {p}: {exc.strerror or exc}") from None
+    if console is not None and not _STATE.quiet:
+        console.print(f"wrote {p}", highlight=False, markup=False)
+
+
+def finish_result(result: Any, out: Path | str | None, console: Console) -> None:
+    """``--out FILE|-`` and ``--json`` for a result object with ``to_json()``."""
+    if out is not None:
+        write_text_out(result.to_json(), out, console)
+    if _STATE.json and str(out) != "-":
+        emit_json(result)
+
+
+def check_scored(results: Iterable[Any], max_unscored: float | None = None) -> list[str]:
+    """Exit-3 rules on metric results (objects with ``name``/``aggregate``).
+
+    A requested metric with zero scored samples out of at least one is a failure (one that
+    ragmeter added on its own, marked in its counts, only warns); with ``max_unscored``, so
+    is an unscored fraction above it. Returns warning lines for partial unscoring (exit stays 0).
+    """
+    failures: list[str] = []
+    warnings: list[str] = []
+    for r in results:
+        a = getattr(r, "aggregate", None)
+        if a is None:
+            continue
+        total = a.n + a.n_unscored
+        if total == 0:
+            continue
+        name = getattr(r, "metric", None) or getattr(r, "name", "?")
+        reasons = ", ".join(f"{k}×{v}" for k, v in sorted(a.unscored_by_reason.items()))
+        if a.n == 0 and (getattr(r, "counts", None) or {}).get(IMPLICIT_COUNT):
+            warnings.append(f"{name}: no sample scored ({a.n_unscored} unscored: {reasons}); "
+                            "reported because the data has such samples, not requested")
+        elif a.n == 0:
+            failures.append(f"{name}: no sample scored ({a.n_unscored} unscored: {reasons})")
+        elif a.n_unscored:
+            frac = a.n_unscored / total
+            line = f"{name}: {a.n_unscored} of {total} unscored ({frac:.1%}; {reasons})"
+            if max_unscored is not None and frac > max_unscored:
+                failures.append(line + f" > --max-unscored {max_unscored:g}")
+            else:
+                warnings.append(line)
+    if failures:
+        raise WorkFailedError("the work failed:\n  " + "\n  ".join(failures))
+    return warnings
+
+
+def parse_fraction(value: float | None, option: str = "--max-unscored") -> float | None:
+    if value is None:
+        return None
+    if not 0.0 <= value <= 1.0:
+        raise UsageError(option, f"must be a fraction between 0 and 1, got {value:g}")
+    return value
+
+
+def results_of(result: Any) -> list[Any]:
+    """Metric results of an ``EvalResult`` (iterable) or a mapping of them."""
+    if isinstance(result, Mapping):
+        out: list[Any] = []
+        for v in result.values():
+            out.extend(results_of(v))
+        return out
+    if hasattr(result, "results") and isinstance(result.results, Mapping):
+        return list(result.results.values())
+    return list(result)
+
+
+# --------------------------------------------------------------------------- shared options
+JsonOpt = Annotated[bool, typer.Option(
+    "--json", help="Print the result as JSON on stdout (nothing else there).")]
+OutOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045 - typer needs Optional
+    "--out", "-o", help="Write the result as JSON to this file ('-' = stdout).")]
+MaxUnscoredOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
+    "--max-unscored", help="Fail (exit 3) when a metric's unscored fraction exceeds this "
+                           "(0-1). Default: only a metric with no scored sample fails.")]
+FormatOpt = Annotated[str, typer.Option(
+    "--format", help="Layout of the samples file: auto (by content), samples, ragas, deepeval, "
+                     "hf, synthetic, evalset.")]
+MapOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "--map", help="Column map TARGET=SOURCE for renamed columns, e.g. user_input=prompt "
+                  "(repeatable or comma-separated).")]
+JudgeUrlOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--judge-url", help="OpenAI-compatible base URL of the judge.")]
+JudgeModelOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--judge-model", help="Judge model name at --judge-url.")]
+JudgeKeyEnvOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--judge-key-env", help="Name of the environment variable holding the judge API key "
+                            "(default OPENAI_API_KEY; '' for none).")]
+JudgeConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
+    "--judge-config", help="Judge config file (YAML/JSON; the first judge is used).")]
+JudgeConcurrencyOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--judge-concurrency", min=1, help="Most judge calls in flight at once.")]
+JudgeTimeoutOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
+    "--judge-timeout", min=0.1, help="Seconds to wait for one judge reply.")]
+CheckJudgeOpt = Annotated[bool, typer.Option(
+    "--check-judge", help="Send one small request to the judge before any work; exit 2 if it "
+                          "cannot be reached.")]
+
+#: old spellings of judge options → the one spelling (applied where the command has the new one)
+JUDGE_ALIASES = {"--base-url": "--judge-url", "--model": "--judge-model",
+                 "--api-key-env": "--judge-key-env", "--concurrency": "--judge-concurrency",
+                 "--timeout": "--judge-timeout"}
+
+
+def judge_config_from_options(*, url: str | None, model: str | None, key_env: str | None,
+                              config: Path | None, concurrency: int | None = None,
+                              timeout: float | None = None, backend: str | None = None,
+                              **extra: Any) -> Any:
+    """One :class:`~ragmeter.judges.config.JudgeConfig` from the shared judge options, or None."""
+    from ragmeter.judges.config import JudgeConfig, load_judge_configs
+
+    changes: dict[str, Any] = {}
+    if concurrency is not None:
+        changes["max_concurrency"] = concurrency
+    if timeout is not None:
+        changes["timeout_s"] = timeout
+    if config is not None:
+        cfg = load_judge_configs(config)[0]
+        if url:
+            changes["base_url"] = url
+        if model:
+            changes["model"] = model
+        if key_env is not None:
+            changes["api_key_env"] = key_env or None
+        return cfg.with_(**changes, **extra) if changes or extra else cfg
+    if not url and not backend:
+        if model:
+            raise UsageError("--judge-model", "needs --judge-url (or --judge-config)")
+        return None
+    return JudgeConfig(name="judge", backend=backend or "openai", base_url=url, model=model or "",
+                       api_key_env="OPENAI_API_KEY" if key_env is None else (key_env or None),
+                       **changes, **extra)
+
+
+def check_judge_reachable(cfg: Any) -> None:
+    """Send one tiny request; raise a usage error (exit 2) naming the endpoint if it fails."""
+    if cfg is None or getattr(cfg, "backend", "") != "openai":
+        return
+    import httpx
+
+    url = str(cfg.base_url).rstrip("/") + "/models"
+    headers = dict(cfg.headers()) if hasattr(cfg, "headers") else {}
+    try:
+        resp = httpx.get(url, headers=headers, timeout=min(10.0, cfg.timeout_s))
+    except httpx.HTTPError as exc:
+        raise UsageError("--judge-url", f"judge endpoint {_mask(str(cfg.base_url))} not reachable: "
+                          f"{type(exc).__name__}: {_mask(str(exc))}") from None
+    if resp.status_code in (401, 403):
+        raise UsageError("--judge-key-env", f"judge endpoint refused the key "
+                          f"(HTTP {resp.status_code})")
+    if resp.status_code >= 500:
+        raise UsageError("--judge-url", f"judge endpoint answers HTTP {resp.status_code}")
+
+
+def _mask(text: str) -> str:
+    try:
+        from ragmeter.secrets import mask_text
+    except ImportError:  # pragma: no cover
+        return text
+    return str(mask_text(text))
+
+
+class PlainProgress:
+    """Periodic plain progress lines on stderr when it is not a terminal (CI logs), where a live
+    progress bar would print nothing until the end. Feed it the runner's ``hook`` events."""
+
+    def __init__(self, console: Console | None = None, interval_s: float | None = None):
+        import time
+
+        self.console = console or err_console()
+        self.interval_s = interval_s if interval_s is not None else float(
+            os.environ.get("RAGMETER_PROGRESS_INTERVAL", "10"))
+        self._clock = time.monotonic
+        self._last = 0.0
+        self.done: dict[str, int] = {}
+        self.total: dict[str, int] = {}
+
+    @staticmethod
+    def wanted() -> bool:
+        """Plain lines are wanted when stderr is not a terminal and ``--quiet`` is off."""
+        return not _STATE.quiet and not getattr(sys.stderr, "isatty", lambda: False)()
+
+    def _line(self, tier: str, suffix: str = "") -> None:
+        total = self.total.get(tier, 0)
+        done = self.done.get(tier, 0)
+        pct = f" ({done / total:.0%})" if total else ""
+        self.console.print(f"progress: {tier} {done}/{total}{pct}{suffix}", highlight=False,
+                           markup=False)
+        self._last = self._clock()
+
+    def hook(self, tier: str, event: str, info: Mapping[str, Any]) -> None:
+        if event == "start":
+            self.total[tier] = int(info.get("total", 1) or 1)
+            self.done[tier] = int(info.get("done", 0) or 0)
+            self._line(tier, " started")
+        elif event == "advance":
+            self.done[tier] = self.done.get(tier, 0) + int(info.get("n", 1) or 1)
+            if self._clock() - self._last >= self.interval_s:
+                self._line(tier)
+
+
+@contextlib.contextmanager
+def working(message: str) -> Iterator[None]:
+    """Progress for a long step without per-item events: a spinner on a terminal; on a
+    non-terminal stderr a start line, a "still working" line every interval, and the time taken.
+    Silent under ``--quiet`` (stdout is never used, so ``--json`` output stays clean)."""
+    import threading
+    import time
+
+    if _STATE.quiet:
+        yield
+        return
+    console = err_console()
+    if getattr(sys.stderr, "isatty", lambda: False)():
+        with console.status(message):
+            yield
+        return
+    interval = float(os.environ.get("RAGMETER_PROGRESS_INTERVAL", "10"))
+    t0 = time.monotonic()
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(interval):
+            console.print(f"progress: {message} still working ({time.monotonic() - t0:.0f} s)",
+                          highlight=False, markup=False)
+
+    console.print(f"progress: {message}", highlight=False, markup=False)
+    thread = threading.Thread(target=beat, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=1)
+        console.print(f"progress: {message} done in {time.monotonic() - t0:.1f} s",
+                      highlight=False, markup=False)

@@ -1,0 +1,249 @@
+"""The CLI contract: exit codes 0/1/2/3/4, no tracebacks, --json / --out - on stdout only,
+judge-option aliases, global flags anywhere, and every example in the help texts parses."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ragmeter.cli import app as cli
+from ragmeter.errors import EXIT_GATE, EXIT_INTERNAL, EXIT_USAGE, EXIT_WORK
+
+FIX = Path(__file__).parent / "fixtures"
+DEMO = Path(__file__).parents[1] / "src" / "ragmeter" / "demo" / "data"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.run(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+def test_success_and_json_only_on_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "retrieval", "--qrels", str(FIX / "retrieval" / "qrels.txt"),
+                         "--run", str(FIX / "retrieval" / "run.txt"), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert "results" in data and "metric" in err  # the table went to stderr
+
+
+def test_out_dash_is_stdout(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "judge-pipeline", str(DEMO / "judge_pipeline.jsonl"),
+                       "--out", "-")
+    assert code == 0 and json.loads(out)["meta"]["n_items"] == 40
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["retrieval", "--bogus"], ["retrieval", "--seed", "abc"], ["run", "--limit", "0", "x.yaml"],
+    ["run", "missing.yaml"], ["retrieval", "--evalset", "missing.jsonl"],
+    ["retrieval", "-k", "0,x", "--qrels", "a", "--run", "b"], ["nonexistent-command"],
+    ["generation", "--samples", "x.jsonl", "--max-unscored", "2"],
+    ["generation", "--samples", str(FIX / "retrieval" / "samples.json"), "--map", "bogus=x"],
+])
+def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    code, _, err = run(capsys, *argv)
+    assert code == EXIT_USAGE, err
+    assert err.strip()
+
+
+def test_evalset_without_ranking_is_an_error(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    p = tmp_path / "e.jsonl"
+    p.write_text('{"id": "q1", "question": "q", "gold_doc_ids": ["d"], "type": "fact"}\n')
+    code, _, err = run(capsys, "retrieval", "--evalset", str(p))
+    assert code == EXIT_USAGE and "no ranking" in err
+
+
+def test_zero_scored_metric_exit_3_and_max_unscored(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"id": "a", "question": "q", "answer": "x"}\n')
+    code, _, err = run(capsys, "generation", "--samples", str(p), "--metrics", "bleu")
+    assert code == EXIT_WORK and "no sample scored" in err
+    p.write_text('{"id": "a", "question": "q", "answer": "x y", "reference": "x y"}\n'
+                 '{"id": "b", "question": "q", "answer": "x"}\n')
+    code, _, err = run(capsys, "generation", "--samples", str(p), "--metrics", "bleu")
+    assert code == 0 and "partly unscored" in err
+    code, _, err = run(capsys, "generation", "--samples", str(p), "--metrics", "bleu",
+                       "--max-unscored", "0.2")
+    assert code == EXIT_WORK and "--max-unscored" in err
+
+
+def test_gate_failure_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    code, _, _ = run(capsys, "retrieval", "--qrels", str(FIX / "retrieval" / "qrels.txt"),
+                     "--run", str(FIX / "retrieval" / "run.txt"), "--out", str(out), "-q")
+    assert code == 0
+    code, _, _ = run(capsys, "check", str(out), "--min", "mrr=1.01")
+    assert code == EXIT_GATE
+
+
+def test_run_with_errored_tier_exit_3_reason_intact(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    bad = tmp_path / "items.jsonl"
+    bad.write_text('{"question": "q", "answer": "a", "context": "c", "ground_truth_show": 7}\n')
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("name: t\nstore: results.sqlite\ntiers:\n  - name: judge_pipeline\n"
+                   f"    options: {{items: {bad.name}}}\n")
+    code, _, err = run(capsys, "run", str(cfg), "-q")
+    assert code == EXIT_WORK, err
+    assert "items.jsonl:1 field 'ground_truth_show'" in err
+    assert (tmp_path / "results.sqlite").exists()  # store relative to the config
+
+
+def test_store_checked_before_work(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("name: t\ntiers:\n  - name: judge_pipeline\n"
+                   f"    options: {{items: {DEMO / 'judge_pipeline.jsonl'}}}\n")
+    code, _, err = run(capsys, "run", str(cfg), "--store",
+                       f"sqlite:///{tmp_path}/no/such/dir/x.sqlite", "-q")
+    assert code == EXIT_USAGE and "store" in err
+
+
+def test_internal_error_one_line_and_debug(capsys: pytest.CaptureFixture[str],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragmeter.tiers.judge_pipeline as jp
+
+    def boom(*a: object, **k: object) -> None:
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(jp, "load_pipeline_items", boom)
+    code, _, err = run(capsys, "judge-pipeline", str(DEMO / "judge_pipeline.jsonl"))
+    assert code == EXIT_INTERNAL
+    assert "internal error (RuntimeError: kaput)" in err and "--debug" in err
+    code = cli.run(["judge-pipeline", str(DEMO / "judge_pipeline.jsonl"), "--debug"])
+    _, err = capsys.readouterr()
+    assert code == EXIT_INTERNAL and "Traceback" in err
+
+
+def test_old_judge_spellings_are_hidden_aliases() -> None:
+    argv = cli.normalize_argv(["judge-pipeline", "x.jsonl", "--base-url", "http://h/v1",
+                               "--model=m", "--api-key-env", "K", "-v", "--json"])
+    assert argv[:2] == ["-v", "--json"]
+    assert "--judge-url" in argv and "--judge-model=m" in argv and "--judge-key-env" in argv
+    # a flag the command declares itself stays with it
+    assert cli.normalize_argv(["run", "c.yaml", "-q"]) == ["run", "c.yaml", "-q"]
+
+
+def test_judge_options_one_spelling_everywhere() -> None:
+    group = cli.click_command()
+    names = ("--judge-url", "--judge-model", "--judge-key-env", "--judge-config",
+             "--judge-concurrency", "--judge-timeout")
+    for cmd_name in ("generation", "judge-pipeline", "judge-quality"):
+        opts = {o for p in group.commands[cmd_name].params for o in getattr(p, "opts", [])}
+        missing = [n for n in names if n not in opts]
+        assert not missing, (cmd_name, missing)
+    for cmd in group.commands.values():
+        opts = {o for p in cmd.params for o in getattr(p, "opts", [])}
+        assert not opts & {"--base-url", "--api-key-env"}, cmd.name
+    check = group.commands["judge"].commands["check"]
+    assert "--judge-url" in {o for p in check.params for o in getattr(p, "opts", [])}
+    assert cli.normalize_argv(["judge", "check", "c.yaml", "--base-url", "http://x", "-q"]) == [
+        "-q", "judge", "check", "c.yaml", "--judge-url", "http://x"]
+
+
+def _help_examples() -> list[tuple[str, str]]:
+    out = []
+    for name, cmd in cli.click_command().commands.items():
+        for line in (cmd.help or "").splitlines():
+            line = line.strip()
+            if line.startswith("ragmeter "):
+                out.append((name, line))
+    return out
+
+
+@pytest.mark.parametrize(("name", "example"), _help_examples())
+def test_help_examples_parse(name: str, example: str) -> None:
+    """Every example in a help text names a real command and only options it has."""
+    argv = shlex.split(example)[1:]
+    argv = cli.normalize_argv(argv)
+    group = cli.click_command()
+    sub = next(a for a in argv if a in group.commands)
+    assert sub == name or sub in group.commands
+    cmd = group.commands[sub]
+    ctx = cmd.make_context(sub, argv[argv.index(sub) + 1:], resilient_parsing=True)
+    opts = {o for p in cmd.params for o in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
+    for tok in argv[argv.index(sub) + 1:]:
+        if tok.startswith("-") and tok != "-":
+            assert tok.split("=")[0] in opts, f"{example}: unknown option {tok}"
+    assert ctx is not None
+
+
+def test_help_mentions_only_existing_commands() -> None:
+    group = cli.click_command()
+    for name, cmd in group.commands.items():
+        for ref in re.findall(r"`ragmeter ([a-z][a-z-]*)", cmd.help or ""):
+            assert ref in group.commands, f"{name} help refers to missing command {ref}"
+
+
+def test_real_subprocess_usage_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "retrieval", "--bogus"],
+                          capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(Path(__file__).parents[1] / "src"),
+                               "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == EXIT_USAGE
+    assert "Traceback" not in proc.stderr and "No such option" in proc.stderr
+
+
+def test_run_json_and_plain_progress_lines(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("name: t\nstore: r.sqlite\ntiers:\n  - name: judge_pipeline\n"
+                   f"    options: {{items: {DEMO / 'judge_pipeline.jsonl'}}}\n")
+    code, out, err = run(capsys, "run", str(cfg), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["tiers"]["judge_pipeline"]["status"] == "ok"
+    assert "progress: judge_pipeline" in err  # stderr is not a terminal here
+
+
+def test_check_and_compare_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path, run_file in ((a, "run.txt"), (b, "run.json")):
+        code, _, _ = run(capsys, "retrieval", "--qrels", str(FIX / "retrieval" / "qrels.txt"),
+                         "--run", str(FIX / "retrieval" / run_file), "--out", str(path), "-q")
+        assert code == 0
+    code, out, _ = run(capsys, "check", str(a), "--min", "mrr=0", "--json")
+    assert code == 0 and json.loads(out)["passed"] is True
+    code, out, _ = run(capsys, "compare", str(a), str(b), "--json", "--n-resamples", "200")
+    assert code == 0 and json.loads(out)["rows"]
+
+
+def _readme_examples() -> list[str]:
+    text = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            line = line.split("  #")[0].strip()
+            for part in line.split("&&"):
+                part = part.strip()
+                if part.startswith("ragmeter ") and " | " not in part and "..." not in part:
+                    out.append(part)
+    return out
+
+
+@pytest.mark.parametrize("example", _readme_examples())
+def test_readme_examples_parse(example: str) -> None:
+    argv = cli.normalize_argv(shlex.split(example)[1:])
+    group = cli.click_command()
+    sub = next(a for a in argv if a in group.commands)
+    cmd = group.commands[sub]
+    rest = argv[argv.index(sub) + 1:]
+    if hasattr(cmd, "commands"):  # a group: runs list / runs show
+        cmd = cmd.commands[rest[0]]
+        rest = rest[1:]
+    opts = {o for p in cmd.params for o in getattr(p, "opts", []) + getattr(p, "secondary_opts", [])}
+    for tok in rest:
+        if tok.startswith("-") and tok != "-":
+            assert tok.split("=")[0] in opts, f"{example}: unknown option {tok}"
+    cmd.make_context(sub, rest, resilient_parsing=True)
