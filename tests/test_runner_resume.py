@@ -150,7 +150,7 @@ def _assert_interrupted_run_keeps_finished_batches(tmp_path: Path, cfg: Path,
     assert toy.aggregate.n + toy.aggregate.n_unscored == len(finished)
     assert rec.stats is not None
     report = subprocess.run([sys.executable, "-m", "ragmeter", "report", "r-int", "--store",
-                             store_url, "--format", "md", "--out", "-"],
+                             store_url, "--format", "md", "--lang", "en", "--out", "-"],
                             capture_output=True, text=True, timeout=120,
                             env=_env(tmp_path / "unused.txt", 0.0))
     assert report.returncode == 0, report.stderr
