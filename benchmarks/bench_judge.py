@@ -26,6 +26,7 @@ import os
 import statistics
 import tempfile
 import time
+import urllib.request
 from typing import Any
 
 from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, make_judge
@@ -60,14 +61,13 @@ class Server:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
     def stats(self) -> dict[str, Any]:
-        import httpx
-
-        return dict(httpx.get(self.base_url[:-3] + "/stats", timeout=5).json())
+        with urllib.request.urlopen(self.base_url[:-3] + "/stats", timeout=5) as resp:
+            return dict(json.loads(resp.read()))
 
     def reset(self) -> None:
-        import httpx
-
-        httpx.post(self.base_url[:-3] + "/reset", timeout=5)
+        req = urllib.request.Request(self.base_url[:-3] + "/reset", data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=5):
+            pass
 
     def close(self) -> None:
         self.proc.terminate()

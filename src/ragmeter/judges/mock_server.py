@@ -156,7 +156,8 @@ class MockJudgeServer:
         self._stop = asyncio.Event()
         if self.config.max_concurrency:
             self._sem = asyncio.Semaphore(self.config.max_concurrency)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024,
+                              middlewares=[_mark_mock])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
@@ -353,6 +354,15 @@ class MockJudgeServer:
             return "OK"
         seed = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
         return example_instance(schema, seed)
+
+
+async def _mark_mock(request: Any, handler: Any) -> Any:
+    resp = await handler(request)
+    resp.headers["X-Ragmeter-Mock"] = "1"  # a real judge never caches these replies
+    return resp
+
+
+_mark_mock.__middleware_version__ = 1  # type: ignore[attr-defined]
 
 
 def serve_forever(config: MockConfig, host: str = "127.0.0.1", port: int = 8765,
