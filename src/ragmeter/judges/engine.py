@@ -128,8 +128,10 @@ CLEAN_STRETCH = 4
 DEFAULT_HOLD_S = 1.0
 #: the 429-rate window spans the last ``max(WINDOW_MIN, 2 × limit)`` admitted calls
 WINDOW_MIN = 16
-#: 429s per admitted call in the window at which they mean sustained overload
-OVERLOAD_RATE = 0.4
+#: 429s per admitted call in the window at which they mean sustained overload (a server
+#: refusing above its slot count refuses about half a window sent at twice its size; random
+#: 429s at 20 % reach this in a window of 32 with probability ~5e-4)
+OVERLOAD_RATE = 0.45
 
 
 class AdaptiveLimiter:
@@ -141,9 +143,9 @@ class AdaptiveLimiter:
 
     * **Sporadic or sustained.** A 429 only shrinks the window when it signals overload:
       the 429s among the last ``max(WINDOW_MIN, 2 × limit)`` admitted calls reach
-      ``OVERLOAD_RATE``, or it came with more calls in flight than any recent success had
-      (the server refuses *concurrency* it has not shown it can hold). Any other 429 is
-      sporadic: the call itself waits its ``Retry-After`` and retries; the window stays.
+      ``OVERLOAD_RATE``, or it refused the slot just probed above the ceiling (then only the
+      probe is undone). Any other 429 is sporadic: the call itself waits its
+      ``Retry-After`` and retries; the window stays.
     * **One reaction per overload wave.** Each admitted call remembers the reduction
       generation it started in. A 429 from a call started *before* the last reduction belongs
       to the wave that reduction already answered: it is counted and otherwise ignored.
@@ -239,6 +241,8 @@ class AdaptiveLimiter:
             self._w429.append((slot.seq, slot.before, slot.gen))
             if slot.gen != m.gen:
                 self.ignored += 1          # same wave as the last reduction
+            elif m.probing and slot.before >= m.ceiling - 1:
+                self._refuse_probe()
             elif self._overloaded(slot):
                 self._reduce(slot, now, retry_after)
             else:
@@ -263,17 +267,22 @@ class AdaptiveLimiter:
 
     def _overloaded(self, slot: Slot) -> bool:
         rate = len(self._w429) / max(1, min(self._adm, self._window()))
-        if rate >= OVERLOAD_RATE:
-            return True
-        if len(self._wok) >= 2:
-            return slot.before > max(b for _, b in self._wok)
-        return False
+        return rate >= OVERLOAD_RATE
+
+    def _refuse_probe(self) -> None:
+        """The slot probed above the ceiling was refused: back to the old ceiling, and wait
+        twice as long before the next probe."""
+        m = self.mem
+        m.probe_backoff = min(16, m.probe_backoff * 2)
+        m.probing = False
+        m.limit = m.ceiling = max(1, m.ceiling - 1)
+        m.gen += 1
+        m.ok_since_cut = m.since_growth = m.clean = 0
+        self.cuts += 1
 
     def _reduce(self, slot: Slot, now: float, retry_after: float | None) -> None:
         m = self.mem
         old = m.limit
-        if m.probing and slot.before >= m.ceiling - 1:
-            m.probe_backoff = min(16, m.probe_backoff * 2)   # the probed slot was refused
         m.probing = False
         estimate = min([b for _, b, g in self._w429 if g == m.gen] or [slot.before])
         if estimate >= max(1, old // 2):
@@ -338,6 +347,9 @@ class EndpointPool:
 
     def __init__(self, limiters: Sequence[AdaptiveLimiter]):
         self._cond = asyncio.Condition()
+        # waiting hedges: woken through their own condition, before any ordinary waiter
+        self._urgent = asyncio.Condition(self._cond._lock)  # type: ignore[attr-defined]
+        self._priority = 0
         self.members = list(limiters)
         for lim in self.members:
             lim._cond = self._cond
@@ -369,19 +381,30 @@ class EndpointPool:
                 best, best_free = i, share
         return best, wake
 
-    async def acquire(self) -> tuple[int, Slot]:
+    async def acquire(self, *, priority: bool = False) -> tuple[int, Slot]:
+        """A slot on the member with the most spare capacity; ``priority`` (a hedge of a
+        stalled call) goes before every queued ordinary call."""
         loop = asyncio.get_running_loop()
         async with self._cond:
-            while True:
-                now = loop.time()
-                idx, wake = self._pick(now)
-                if idx is not None:
-                    return idx, self.members[idx].admit()
-                if wake is not None:
-                    with contextlib.suppress(asyncio.TimeoutError):
-                        await asyncio.wait_for(self._cond.wait(), max(0.0, wake - now))
-                else:
-                    await self._cond.wait()
+            if priority:
+                self._priority += 1
+            try:
+                while True:
+                    now = loop.time()
+                    idx, wake = self._pick(now)
+                    if idx is not None and (priority or not self._priority):
+                        return idx, self.members[idx].admit()
+                    if idx is not None:        # free, but a hedge is waiting: let it in
+                        self._urgent.notify(1)
+                    cond = self._urgent if priority else self._cond
+                    if wake is not None:
+                        with contextlib.suppress(asyncio.TimeoutError):
+                            await asyncio.wait_for(cond.wait(), max(0.0, wake - now))
+                    else:
+                        await cond.wait()
+            finally:
+                if priority:
+                    self._priority -= 1
 
     async def release(self, idx: int, slot: Slot | None, outcome: str,
                       retry_after: float | None = None, *, failure: bool = False) -> None:
@@ -394,8 +417,12 @@ class EndpointPool:
                 self.members[idx].settle(slot, outcome, retry_after, now)
             if outcome != "stalled":
                 self._health(idx, outcome == "ok", failure, now)
-            free = sum(max(0, m.limit - m.in_flight) for m in self.members)
-            self._cond.notify(max(1, free))
+            free = max(1, sum(max(0, m.limit - m.in_flight) for m in self.members))
+            if self._priority:
+                self._urgent.notify(free)
+                free = max(0, free - self._priority)
+            if free:
+                self._cond.notify(free)
 
     def _health(self, idx: int, ok: bool, failure: bool, now: float) -> None:
         h = self.health[idx]
@@ -458,9 +485,11 @@ class _Try:
 
 
 #: a stalled call is hedged only after this many successful latencies were seen
-HEDGE_MIN_SAMPLES = 16
+HEDGE_MIN_SAMPLES = 8
 #: and never earlier than this (seconds)
 HEDGE_MIN_S = 0.25
+#: a stalled duplicate may itself be duplicated once more
+MAX_HEDGES = 2
 
 _FAILURES = ("connection_error", "http_5xx", "timeout")
 
@@ -799,38 +828,49 @@ class EngineJudge:
             return None, BackendError("backend_error", f"{type(exc).__name__}: {exc}")
 
     async def _attempt(self, state: _LoopState, make_args: Callable[[], dict[str, Any]],
-                       decisions: Counter[str], *, hedge: bool = True) -> _Try:
+                       decisions: Counter[str], *, depth: int = 0) -> _Try:
         """One call on the endpoint with spare capacity. A call running ``_hedge_after``
-        seconds gives its slot back and races a duplicate; the first success wins."""
+        seconds gives its slot back and races a duplicate (which takes the next free slot
+        before any queued call, and may itself be duplicated once); the first success
+        wins."""
         pool = state.pool
-        idx, slot = await pool.acquire()
+        idx, slot = await pool.acquire(priority=depth > 0)
+        hedge = depth < MAX_HEDGES
         args = make_args()
         t0 = time.perf_counter()
         task = asyncio.ensure_future(self._raw(state.backends[idx], args))
         twin: asyncio.Future[_Try] | None = None
         try:
-            after = self._hedge_after() if hedge else None
-            if after is not None:
-                await asyncio.wait({task}, timeout=after)
-                if not task.done():
-                    await pool.release(idx, slot, "stalled")
-                    decisions["hedged"] += 1
-                    twin = asyncio.ensure_future(self._attempt(state, make_args, decisions,
-                                                               hedge=False))
-                    finished, _ = await asyncio.wait({task, twin},
-                                                     return_when=asyncio.FIRST_COMPLETED)
-                    if twin in finished and twin.result().err is None:
-                        decisions["hedge_won"] += 1
-                        return twin.result()
-                    if task in finished:
-                        comp, err = task.result()
-                        first = _Try(comp, err, time.perf_counter() - t0, idx)
-                        if err is None:
-                            return first
-                        return await twin
-                    comp, err = await task          # the duplicate failed: wait for the first
+            stalled = False
+            while hedge and self.config.hedge_after_p90 is not None and not task.done():
+                after = self._hedge_after()   # None while too few latencies were seen
+                elapsed = time.perf_counter() - t0
+                if after is not None and elapsed >= after:
+                    stalled = True
+                    break
+                if elapsed >= 0.8 * self.config.timeout_s:
+                    break
+                await asyncio.wait({task}, timeout=HEDGE_MIN_S if after is None
+                                   else after - elapsed)
+            if stalled:
+                await pool.release(idx, slot, "stalled")
+                decisions["hedged"] += 1
+                twin = asyncio.ensure_future(self._attempt(state, make_args, decisions,
+                                                           depth=depth + 1))
+                finished, _ = await asyncio.wait({task, twin},
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                if twin in finished and twin.result().err is None:
+                    decisions["hedge_won"] += 1
+                    return twin.result()
+                if task in finished:
+                    comp, err = task.result()
                     first = _Try(comp, err, time.perf_counter() - t0, idx)
-                    return first if err is None else twin.result()
+                    if err is None:
+                        return first
+                    return await twin
+                comp, err = await task          # the duplicate failed: wait for the first
+                first = _Try(comp, err, time.perf_counter() - t0, idx)
+                return first if err is None else twin.result()
             comp, err = await task
             latency = time.perf_counter() - t0
             outcome, retry_after = "ok", None
