@@ -221,11 +221,13 @@ def cap_scenario(args: argparse.Namespace, out: dict[str, Any], server_cap: int 
                    "scored": sum(r.ok for r in replies),
                    "retries": st1.retries + st2.retries,
                    "cuts": [st1.concurrency_cuts, st2.concurrency_cuts],
-                   "batch_walls_s": [round(st1.wall_s, 3), round(st2.wall_s, 3)]}
+                   "batch_walls_s": [round(st1.wall_s, 3), round(st2.wall_s, 3)],
+                   "decisions": dict(getattr(st1, "decisions", {}))}
             runs.append(run)
             print(f"cap {server_cap}, C={concurrency}: {wall:.2f} s (ratio {wall / bound:.2f}); "
                   f"429s {run['http_429']}; retries {run['retries']}; cuts {run['cuts']}; "
-                  f"batches {run['batch_walls_s']}; scored {run['scored']}/{n}; lost {lost}")
+                  f"batches {run['batch_walls_s']}; scored {run['scored']}/{n}; lost {lost}; "
+                  f"decisions (batch 1) {run['decisions']}")
             assert lost == 0
         med = statistics.median(r["wall_s"] for r in runs)
         out["cap_scenario"] = {"server_cap": server_cap, "concurrency": concurrency,

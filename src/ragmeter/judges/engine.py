@@ -128,6 +128,9 @@ CLEAN_STRETCH = 4
 DEFAULT_HOLD_S = 1.0
 #: the 429-rate window spans the last ``max(WINDOW_MIN, 2 × limit)`` admitted calls
 WINDOW_MIN = 16
+#: a lower 429 rate that still means overload when refusals and successes separate by the
+#: number of calls in flight
+SEPARATED_RATE = 0.15
 #: 429s per admitted call in the window at which they mean sustained overload (a server
 #: refusing above its slot count refuses about half a window sent at twice its size; random
 #: 429s at 20 % reach this in a window of 32 with probability ~5e-4)
@@ -143,8 +146,9 @@ class AdaptiveLimiter:
 
     * **Sporadic or sustained.** A 429 only shrinks the window when it signals overload:
       the 429s among the last ``max(WINDOW_MIN, 2 × limit)`` admitted calls reach
-      ``OVERLOAD_RATE``, or it refused the slot just probed above the ceiling (then only the
-      probe is undone). Any other 429 is sporadic: the call itself waits its
+      ``OVERLOAD_RATE``; or they reach ``SEPARATED_RATE`` and every recent refusal had more
+      calls in flight than every recent success (a slot count, not chance); or it refused
+      the slot just probed above the ceiling (then only the probe is undone). Any other 429 is sporadic: the call itself waits its
       ``Retry-After`` and retries; the window stays.
     * **One reaction per overload wave.** Each admitted call remembers the reduction
       generation it started in. A 429 from a call started *before* the last reduction belongs
@@ -267,7 +271,13 @@ class AdaptiveLimiter:
 
     def _overloaded(self, slot: Slot) -> bool:
         rate = len(self._w429) / max(1, min(self._adm, self._window()))
-        return rate >= OVERLOAD_RATE
+        if rate >= OVERLOAD_RATE:
+            return True
+        # concurrency-bound: every recent refusal had more calls in flight than every recent
+        # success (random 429s fall at every level and never separate like this)
+        if rate >= SEPARATED_RATE and len(self._w429) >= 3 and len(self._wok) >= 3:
+            return min(b for _, b, _ in self._w429) > max(b for _, b in self._wok)
+        return False
 
     def _refuse_probe(self) -> None:
         """The slot probed above the ceiling was refused: back to the old ceiling, and wait
