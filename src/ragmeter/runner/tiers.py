@@ -277,7 +277,8 @@ def _generator_client(ctx: TierContext) -> Any:
                     max_tokens=cfg.max_tokens, seed=cfg.seed, timeout_s=cfg.timeout_s,
                     max_concurrency=cfg.max_concurrency, retry=cfg.retry,
                     language=cfg.language)
-    return GeneratorClient(gen_cfg)
+    # the counted generator judge: its calls show in the tier's stats like judge calls
+    return GeneratorClient(gen_cfg, judge=ctx.generator())
 
 
 def _embedder_name(ctx: TierContext) -> str | None:
