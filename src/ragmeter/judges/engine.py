@@ -356,10 +356,12 @@ class EndpointPool:
     """
 
     def __init__(self, limiters: Sequence[AdaptiveLimiter]):
-        self._cond = asyncio.Condition()
+        lock = asyncio.Lock()
+        self._cond = asyncio.Condition(lock)
         # waiting hedges: woken through their own condition, before any ordinary waiter
-        self._urgent = asyncio.Condition(self._cond._lock)  # type: ignore[attr-defined]
+        self._urgent = asyncio.Condition(lock)
         self._priority = 0
+        self._bg: set[asyncio.Task[None]] = set()
         self.members = list(limiters)
         for lim in self.members:
             lim._cond = self._cond
@@ -427,12 +429,29 @@ class EndpointPool:
                 self.members[idx].settle(slot, outcome, retry_after, now)
             if outcome != "stalled":
                 self._health(idx, outcome == "ok", failure, now)
-            free = max(1, sum(max(0, m.limit - m.in_flight) for m in self.members))
-            if self._priority:
-                self._urgent.notify(free)
-                free = max(0, free - self._priority)
-            if free:
-                self._cond.notify(free)
+            self._wake()
+
+    def release_nowait(self, idx: int, slot: Slot) -> None:
+        """Free the slot of a cancelled call (from a ``finally``) and wake waiters soon."""
+        self.members[idx].settle(slot, "stalled", None, 0.0)
+
+        async def wake() -> None:
+            async with self._cond:
+                self._wake()
+
+        with contextlib.suppress(RuntimeError):   # no loop any more: nobody is waiting
+            task = asyncio.get_running_loop().create_task(wake())
+            self._bg.add(task)
+            task.add_done_callback(self._bg.discard)
+
+    def _wake(self) -> None:
+        """Notify as many waiters as there are free slots, hedges first (lock held)."""
+        free = max(1, sum(max(0, m.limit - m.in_flight) for m in self.members))
+        if self._priority:
+            self._urgent.notify(free)
+            free = max(0, free - self._priority)
+        if free:
+            self._cond.notify(free)
 
     def _health(self, idx: int, ok: bool, failure: bool, now: float) -> None:
         h = self.health[idx]
@@ -852,6 +871,7 @@ class EngineJudge:
         twin: asyncio.Future[_Try] | None = None
         try:
             stalled = False
+            hedge = hedge and bool(getattr(state.backends[idx], "hedgeable", False))
             while hedge and self.config.hedge_after_p90 is not None and not task.done():
                 after = self._hedge_after()   # None while too few latencies were seen
                 elapsed = time.perf_counter() - t0
@@ -894,7 +914,7 @@ class EngineJudge:
             return _Try(comp, err, latency, idx)
         finally:
             if not slot.released:   # cancelled: give the slot back
-                pool.members[idx].settle(slot, "stalled", None, 0.0)
+                pool.release_nowait(idx, slot)
             for t in (task, twin):
                 if t is not None and not t.done():
                     t.cancel()

@@ -63,6 +63,7 @@ class OpenAIBackend:
     """Chat completions at ``{base_url}/chat/completions`` with optional JSON-schema output."""
 
     kind = "openai"
+    hedgeable = True   # a duplicate of a stalled HTTP call costs the server little
 
     def __init__(self, config: JudgeConfig, *, extra_body: Mapping[str, Any] | None = None,
                  endpoint: Endpoint | None = None):
