@@ -371,7 +371,7 @@ def judged(args: argparse.Namespace, out: dict[str, Any]) -> None:
             srv.close()
         st = judge.stats  # type: ignore[attr-defined]
         lost = max((n - len(set(m.sample_ids)) for m in result), default=n)
-        scored = {m.name: int(sum(1 for v in m.values if v == v)) for m in result}
+        scored = {m.metric: int(sum(1 for v in m.values if v == v)) for m in result}
         res[name] = {"wall_s": round(wall, 3), "lost": lost, "server_requests": s["requests"],
                      "injected": s["faults"], "scored_per_metric": scored,
                      "decisions": dict(getattr(st, 'decisions', {}))}

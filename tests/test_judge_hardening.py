@@ -338,3 +338,28 @@ def test_kill_9_then_resume_reasks_no_finished_call(tmp_path: Path) -> None:
         assert all(r.ok for r in replies)
         assert srv.stats()["requests"] == n - stored   # 0 finished calls asked again
         assert sum(r.cached for r in replies) == stored
+
+
+def test_generation_mock_run_then_dead_endpoint_scores_nothing(tmp_path: Path) -> None:
+    """The user-level story: judged metrics dry-run against the fake server with the real
+    model name, then the same config against an endpoint that is down: every value is
+    unscored (connection_error); nothing is replayed from the cache."""
+    import math
+
+    from ragmeter.data.sample import Sample
+    from ragmeter.generation.evaluate import evaluate_generation
+
+    samples = [Sample(id=f"q{i}", user_input=f"Where is {i}?", response=f"It is in {i}.",
+                      retrieved_contexts=[f"{i} is here."]) for i in range(5)]
+
+    def run(url: str) -> Any:
+        judge = make_judge(cfg(url, tmp_path))
+        return evaluate_generation(samples, ["answer_relevance"], judge=judge)[
+            "answer_relevance"]
+
+    with MockJudgeServer(MockConfig()) as srv:
+        first = run(srv.base_url)
+    assert not any(math.isnan(v) for v in first.values)
+    second = run(dead_url())
+    assert all(math.isnan(v) for v in second.values)
+    assert set(second.reasons.values()) == {"connection_error"}
