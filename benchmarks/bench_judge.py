@@ -103,7 +103,8 @@ def make_requests(samples: int, calls: int) -> list[JudgeRequest]:
 
 def run_once(base_url: str, reqs: list[JudgeRequest], concurrency: int, *,
              cache_dir: str | None = None, timeout_s: float = 30.0) -> tuple[float, Any, list]:
-    cfg = JudgeConfig(name="bench", backend="openai", base_url=base_url, model="mock",
+    # backend "mock": the fake server's replies are cached in its own namespace only
+    cfg = JudgeConfig(name="bench", backend="mock", base_url=base_url, model="mock",
                       api_key_env=None, max_concurrency=concurrency, timeout_s=timeout_s,
                       no_cache=cache_dir is None, cache_dir=cache_dir,
                       retry=RetryPolicy(initial=0.5, max=4.0, multiplier=2.0, max_retries=4))

@@ -557,6 +557,9 @@ class EngineJudge:
         # what the 429 reaction learned (plain numbers), per endpoint: kept across batches
         self._limits: list[LimiterMemory] | None = None
         self._latencies: deque[float] = deque(maxlen=128)
+        self._n_latencies = 0
+        self._hedge_at = -1
+        self._hedge_s: float | None = None
         self.stats = JudgeStats()
         self.last_stats = JudgeStats()
         # structured output is used until the server rejects it once; then never again
@@ -677,12 +680,17 @@ class EngineJudge:
         done = [sum(r is not None for r in replies)]
         inflight: dict[str, asyncio.Future[JudgeReply]] = {}
         tasks: set[asyncio.Future[None]] = set()
+        finished: list[asyncio.Future[None]] = []
         wake = asyncio.Event()
+
+        def on_done(task: asyncio.Future[None]) -> None:
+            finished.append(task)
+            wake.set()
 
         def spawn(coro: Any) -> None:
             task = asyncio.ensure_future(coro)
             tasks.add(task)
-            task.add_done_callback(lambda _t: wake.set())
+            task.add_done_callback(on_done)
 
         def deliver(i: int, rep: JudgeReply) -> None:
             replies[i] = rep
@@ -766,13 +774,13 @@ class EngineJudge:
             for k, idxs in todo.items():
                 spawn(one(k, idxs))
             while tasks:
-                wake.clear()
-                finished = [t for t in tasks if t.done()]
-                for t in finished:
+                if not finished:
+                    wake.clear()
+                    await wake.wait()
+                while finished:
+                    t = finished.pop()
                     tasks.discard(t)
                     t.result()  # a bug in a ``then`` callback surfaces here
-                if tasks and not finished:
-                    await wake.wait()
         finally:
             for t in tasks:
                 t.cancel()
@@ -837,10 +845,13 @@ class EngineJudge:
         factor = self.config.hedge_after_p90
         if factor is None or len(self._latencies) < HEDGE_MIN_SAMPLES:
             return None
-        lat = sorted(self._latencies)
-        p90 = lat[min(len(lat) - 1, int(0.9 * len(lat)))]
-        after = max(HEDGE_MIN_S, factor * p90)
-        return after if after < 0.8 * self.config.timeout_s else None
+        if self._hedge_at != self._n_latencies // 8:   # recomputed every 8 new latencies
+            self._hedge_at = self._n_latencies // 8
+            lat = sorted(self._latencies)
+            p90 = lat[min(len(lat) - 1, int(0.9 * len(lat)))]
+            after = max(HEDGE_MIN_S, factor * p90)
+            self._hedge_s = after if after < 0.8 * self.config.timeout_s else None
+        return self._hedge_s
 
     async def _raw(self, backend: Any, args: dict[str, Any]) -> tuple[Completion | None,
                                                                       BackendError | None]:
@@ -909,6 +920,7 @@ class EngineJudge:
                 retry_after = err.retry_after
             else:
                 self._latencies.append(latency)
+                self._n_latencies += 1
             await pool.release(idx, slot, outcome, retry_after,
                                failure=err is not None and err.reason in _FAILURES)
             return _Try(comp, err, latency, idx)
