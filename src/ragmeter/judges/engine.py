@@ -599,6 +599,10 @@ class EngineJudge:
 
     @property
     def endpoint_identity(self) -> str:
+        """Where replies come from, for the cache key. Every fake server is one source (its
+        replies depend on the request only), whatever port it was started on."""
+        if self.backend.kind == "mock":
+            return "mock"
         own = getattr(self.backend, "identity", None)
         return str(own) if own else self.config.endpoint_identity()
 
