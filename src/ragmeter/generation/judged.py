@@ -12,7 +12,8 @@ the sample has, and makes only the calls some metric needs:
    reference exists, usefulness yes/no (context precision);
 4. ``gen.answer/v1`` — answer relevance 0/1/2 and E2E usefulness 0/1/2.
 
-Calls 1, 3 and 4 of all samples go out in one ``ask_many``; calls 2 in a second. The full set of
+Calls 1, 3 and 4 of all samples go out in one ``ask_many``; a sample's call 2 is chained to its
+own call 1 (``JudgeRequest.then``) and starts as soon as that returns. The full set of
 eight metrics therefore costs ≤ 4 calls per sample (RAGAS: 13), plus at most one repair call
 per unparseable reply made by the judge engine.
 
@@ -40,7 +41,7 @@ metrics that needed that call, with the judge's reason; the other calls' metrics
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ragmeter.data.sample import Sample
@@ -48,6 +49,7 @@ from ragmeter.errors import ConfigError, MetricSpecError
 from ragmeter.generation import prompts as P
 from ragmeter.generation.context import GenerationContext, missing_field
 from ragmeter.judges.base import JudgeReply, JudgeRequest
+from ragmeter.judges.engine import ask_chained
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import MetricResult, SampleScore
 
@@ -247,45 +249,67 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlanResu
                 s.id, lang, binary=binary, question=s.user_input or "",
                 answer=s.response or "", reference=s.reference, relevance=ar, e2e=e2e)))
 
-    def ask(batch: list[tuple[SampleJudgement, JudgeRequest]]) -> list[JudgeReply]:
-        nonlocal n_requests
-        if not batch:
-            return []
-        replies = judge.ask_many([r for _, r in batch])
-        n_requests += len(batch)
-        for _, r in batch:
-            by_prompt[r.prompt_version] = by_prompt.get(r.prompt_version, 0) + 1
-            versions.add(r.prompt_version)
-        return list(replies)
-
-    for (j, req), rep in zip(first, ask(first), strict=True):
-        j.calls.append(_record(rep, req))
-        if not rep.ok:
-            j.failed[req.metric] = (rep.reason or "backend_error", rep.detail)
-            continue
-        _absorb(j, req, rep.data)
-
-    second: list[tuple[SampleJudgement, JudgeRequest]] = []
-    for s, j in zip(ctx.samples, judgements, strict=True):
+    def verify_of(s: Sample, j: SampleJudgement) -> JudgeRequest | None:
         checks = [c for c in _CHECKS if c in j.needs]
         if not checks or "claims" in j.failed:
-            continue
+            return None
         a_claims = j.answer_claims or []
         r_claims = j.reference_claims or []
         checks = [c for c in checks if (a_claims if c.startswith("answer") else r_claims)]
         if not checks:
-            continue
-        second.append((j, P.verify_request(
+            return None
+        return P.verify_request(
             s.id, _lang(ctx, s, binary), binary=binary, checks=checks, answer_claims=a_claims,
             reference_claims=r_claims, contexts=s.retrieved_contexts, reference=s.reference,
-            answer=s.response)))
-    for (j, req), rep in zip(second, ask(second), strict=True):
-        j.calls.append(_record(rep, req))
+            answer=s.response)
+
+    def take(j: SampleJudgement, req: JudgeRequest, rep: JudgeReply) -> None:
         if not rep.ok:
-            j.failed["verify"] = (rep.reason or "backend_error", rep.detail)
-            continue
+            j.failed[req.metric] = (rep.reason or "backend_error", rep.detail)
+            return
         _absorb(j, req, rep.data)
-    versions |= {P.VERIFY_BINARY if binary else P.VERIFY} if second else set()
+
+    # Per-sample chains: a sample's verify call is sent as soon as its own claims call
+    # returned (``then``), never after the slowest first call of all samples.
+    second: list[tuple[SampleJudgement, JudgeRequest]] = []
+    by_id = {s.id: s for s in ctx.samples}
+    chained: set[int] = set()
+
+    def after_claims(j: SampleJudgement, req: JudgeRequest) -> Any:
+        def then(rep: JudgeReply) -> list[JudgeRequest]:
+            take(j, req, rep)
+            v = verify_of(by_id[j.sample_id], j)
+            if v is None:
+                return []
+            second.append((j, v))
+            return [v]
+        return then
+
+    for n, (j, req) in enumerate(first):
+        if req.metric == "claims":
+            first[n] = (j, replace(req, then=after_claims(j, req)))
+            chained.add(n)
+    claimed = {first[n][0].sample_id for n in chained}
+    for s, j in zip(ctx.samples, judgements, strict=True):
+        if s.id not in claimed:       # claims need no call (demo judge) or none needed
+            v = verify_of(s, j)
+            if v is not None:
+                first.append((j, v))
+    replies = ask_chained(judge, [r for _, r in first]) if first else []
+    firsts, follow = replies[:len(first)], replies[len(first):]
+    for n, ((j, req), rep) in enumerate(zip(first, firsts, strict=True)):
+        j.calls.append(_record(rep, req))
+        if n not in chained:          # claims replies were taken when they arrived
+            take(j, req, rep)
+    for (j, req), rep in zip(second, follow, strict=True):
+        j.calls.append(_record(rep, req))
+        take(j, req, rep)
+    for _, r in [*first, *second]:
+        by_prompt[r.prompt_version] = by_prompt.get(r.prompt_version, 0) + 1
+        versions.add(r.prompt_version)
+    n_requests = len(first) + len(second)
+    has_verify = bool(second) or any(r.metric == "verify" for _, r in first)
+    versions |= {P.VERIFY_BINARY if binary else P.VERIFY} if has_verify else set()
     return JudgePlanResult(judgements, n_requests, by_prompt, binary,
                            ",".join(sorted(langs)) or "-", getattr(judge, "name", "judge"),
                            getattr(judge, "model", ""), versions)
