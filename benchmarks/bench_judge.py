@@ -11,6 +11,19 @@ and the ratio to the bound ``calls × latency / C``; then a cached rerun (must m
 and a run with ``--fault-rate`` injected faults (429 with Retry-After, 500, timeout, invalid
 JSON, truncated) where no sample may be lost: each is scored or unscored with its reason.
 
+``--only limiter``: the same requests at C=16 three times, one run each: fault-free; 20 %
+random HTTP 429 (``Retry-After: 1``); 5 % calls that hang past the timeout (``--timeout``).
+Printed: each wall, ``429 wall / fault-free wall`` (target ≤ 1.5) and ``(hang wall -
+fault-free wall) / timeout`` (target ≤ 1.5), and the engine's decisions.
+
+``--only pool``: ``--pool-requests`` requests at C=16 per endpoint against one fake server
+that answers 429 above 8 in flight, then against a pool of two such servers. Printed: the
+throughput ratio (target ≥ 1.8).
+
+``--only judged``: the full judged metric set (≤ 4 calls per sample) on ``--judged-samples``
+synthetic samples, fault-free and with ``--fault-rate`` mixed faults (429, 500, hang,
+invalid JSON, truncated). Printed: walls, ratio (target ≤ 3), lost samples (must be 0).
+
 ``--cap-scenario`` (or ``--only cap``): 50 samples × 4 calls at C=16, sent as two batches (150,
 then 50, like the generation plan) to one judge, against a server that answers HTTP 429
 (``Retry-After: 1``) above 8 in flight. Bound ``200 × latency / 8``; reported: median wall,
@@ -26,6 +39,7 @@ import os
 import statistics
 import tempfile
 import time
+import urllib.request
 from typing import Any
 
 from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, make_judge
@@ -60,14 +74,13 @@ class Server:
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
 
     def stats(self) -> dict[str, Any]:
-        import httpx
-
-        return dict(httpx.get(self.base_url[:-3] + "/stats", timeout=5).json())
+        with urllib.request.urlopen(self.base_url[:-3] + "/stats", timeout=5) as resp:
+            return dict(json.loads(resp.read()))
 
     def reset(self) -> None:
-        import httpx
-
-        httpx.post(self.base_url[:-3] + "/reset", timeout=5)
+        req = urllib.request.Request(self.base_url[:-3] + "/reset", data=b"", method="POST")
+        with urllib.request.urlopen(req, timeout=5):
+            pass
 
     def close(self) -> None:
         self.proc.terminate()
@@ -90,7 +103,8 @@ def make_requests(samples: int, calls: int) -> list[JudgeRequest]:
 
 def run_once(base_url: str, reqs: list[JudgeRequest], concurrency: int, *,
              cache_dir: str | None = None, timeout_s: float = 30.0) -> tuple[float, Any, list]:
-    cfg = JudgeConfig(name="bench", backend="openai", base_url=base_url, model="mock",
+    # backend "mock": the fake server's replies are cached in its own namespace only
+    cfg = JudgeConfig(name="bench", backend="mock", base_url=base_url, model="mock",
                       api_key_env=None, max_concurrency=concurrency, timeout_s=timeout_s,
                       no_cache=cache_dir is None, cache_dir=cache_dir,
                       retry=RetryPolicy(initial=0.5, max=4.0, multiplier=2.0, max_retries=4))
@@ -208,11 +222,13 @@ def cap_scenario(args: argparse.Namespace, out: dict[str, Any], server_cap: int 
                    "scored": sum(r.ok for r in replies),
                    "retries": st1.retries + st2.retries,
                    "cuts": [st1.concurrency_cuts, st2.concurrency_cuts],
-                   "batch_walls_s": [round(st1.wall_s, 3), round(st2.wall_s, 3)]}
+                   "batch_walls_s": [round(st1.wall_s, 3), round(st2.wall_s, 3)],
+                   "decisions": dict(getattr(st1, "decisions", {}))}
             runs.append(run)
             print(f"cap {server_cap}, C={concurrency}: {wall:.2f} s (ratio {wall / bound:.2f}); "
                   f"429s {run['http_429']}; retries {run['retries']}; cuts {run['cuts']}; "
-                  f"batches {run['batch_walls_s']}; scored {run['scored']}/{n}; lost {lost}")
+                  f"batches {run['batch_walls_s']}; scored {run['scored']}/{n}; lost {lost}; "
+                  f"decisions (batch 1) {run['decisions']}")
             assert lost == 0
         med = statistics.median(r["wall_s"] for r in runs)
         out["cap_scenario"] = {"server_cap": server_cap, "concurrency": concurrency,
@@ -224,6 +240,151 @@ def cap_scenario(args: argparse.Namespace, out: dict[str, Any], server_cap: int 
         srv.close()
 
 
+def _faulty(kinds: tuple[str, ...], rate: float, **extra: Any) -> dict[str, Any]:
+    return dict(fault_rate=rate, fault_kinds=kinds, **extra)
+
+
+def _timed(base_url: str, reqs: list[JudgeRequest], *, concurrency: int = 16,
+           timeout_s: float = 30.0, backend: str = "openai") -> tuple[float, Any, list]:
+    cfg = JudgeConfig(name="bench", backend=backend, base_url=base_url, model="mock",
+                      api_key_env=None, max_concurrency=concurrency, timeout_s=timeout_s,
+                      no_cache=True)  # the default RetryPolicy, as a user gets it
+    judge = make_judge(cfg)
+    t0 = time.perf_counter()
+    replies = judge.ask_many(reqs)
+    return time.perf_counter() - t0, judge.last_stats, replies  # type: ignore[attr-defined]
+
+
+def limiter(args: argparse.Namespace, reqs: list[JudgeRequest], out: dict[str, Any]) -> None:
+    """Fault-free vs 20 % random 429s vs 5 % hung calls, same requests, C=16."""
+    n = len(reqs)
+    res: dict[str, Any] = {"requests": n, "timeout_s": args.timeout, "concurrency": 16}
+    scenarios = [
+        ("fault_free", {}),
+        ("random_429", _faulty(("429",), 0.2, retry_after_s=1.0)),
+        ("hang", _faulty(("timeout",), 0.05, hang_s=10 * args.timeout)),
+    ]
+    for name, extra in scenarios:
+        srv = Server(args.latency_ms, seed=7, **extra)
+        try:
+            wall, st, replies = _timed(srv.base_url, reqs, timeout_s=args.timeout)
+            s = srv.stats()
+        finally:
+            srv.close()
+        lost = n - sum(1 for r in replies if r.ok or r.reason in UNSCORED_REASONS)
+        res[name] = {"wall_s": round(wall, 3), "scored": st.scored, "lost": lost,
+                     "server_requests": s["requests"], "injected": s["faults"],
+                     "peak_in_flight": st.peak_in_flight,
+                     "decisions": dict(getattr(st, 'decisions', {})), "unscored": dict(st.reasons)}
+        print(f"{name:10s}: {wall:6.2f} s; scored {st.scored}/{n}; lost {lost}; injected "
+              f"{s['faults']}; decisions {dict(getattr(st, 'decisions', {}))}")
+    base = res["fault_free"]["wall_s"]
+    r429 = res["random_429"]["wall_s"] / base
+    hang = (res["hang"]["wall_s"] - base) / args.timeout
+    res["ratio_429"] = round(r429, 3)
+    res["hang_extra_in_timeouts"] = round(hang, 3)
+    out["limiter"] = res
+    print(f"20 % random 429: {r429:.2f}x the fault-free wall (target <= 1.5)")
+    print(f"5 % hung calls: fault-free + {hang:.2f} x timeout (target <= 1.5)")
+
+
+def pool(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Throughput of one 8-slot server vs a pool of two."""
+    reqs = make_requests(args.pool_requests // 4, 4)
+    n = len(reqs)
+    kw = dict(max_concurrency=8, reject_over_cap=True, retry_after_s=1.0)
+    servers = [Server(args.latency_ms, seed=i, **kw) for i in range(2)]
+    try:
+        wall1, _, rep1 = _timed(servers[0].base_url, reqs)
+        for srv in servers:
+            srv.reset()
+        cfg = JudgeConfig(name="bench", backend="openai",
+                          base_url=tuple(srv.base_url for srv in servers), model="mock",
+                          api_key_env=None, max_concurrency=16, timeout_s=30.0, no_cache=True)
+        judge = make_judge(cfg)
+        t0 = time.perf_counter()
+        rep2 = judge.ask_many(reqs)
+        wall2 = time.perf_counter() - t0
+        st2 = judge.last_stats  # type: ignore[attr-defined]
+        per = [srv.stats() for srv in servers]
+    finally:
+        for srv in servers:
+            srv.close()
+    assert all(r.ok for r in rep1 + rep2)
+    ratio = wall1 / wall2
+    out["pool"] = {"requests": n, "one_server_wall_s": round(wall1, 3),
+                   "two_servers_wall_s": round(wall2, 3), "throughput_ratio": round(ratio, 3),
+                   "per_server_ok": [p["ok"] for p in per],
+                   "per_server_429": [p["rejected_over_cap"] for p in per],
+                   "decisions": dict(getattr(st2, 'decisions', {}))}
+    print(f"pool: one server {wall1:.2f} s ({n / wall1:.1f}/s), two servers {wall2:.2f} s "
+          f"({n / wall2:.1f}/s; ok per server {[p['ok'] for p in per]}); throughput "
+          f"{ratio:.2f}x (target >= 1.8)")
+
+
+def _judged_reply(body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
+    """Content of the fake judge for the judged metric prompts (valid ids and lengths)."""
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    here = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "generation"
+    if str(here) not in sys.path:
+        sys.path.insert(0, str(here))
+    from fake_judge import make_script  # the tests' scripted judge
+
+    global _SCRIPT
+    if _SCRIPT is None:
+        _SCRIPT = make_script()
+    return _SCRIPT(SimpleNamespace(schema=schema or {}, messages=body["messages"]))
+
+
+_SCRIPT: Any = None
+
+
+def judged(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """The full judged set on N samples: fault-free vs mixed faults."""
+    from ragmeter.data.sample import Sample
+    from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
+
+    n = args.judged_samples
+    samples = [Sample(id=f"s{i}", user_input=f"Where is city {i}?",
+                      response=f"City {i} is in country {i % 7}. It is large.",
+                      reference=f"City {i} is in country {i % 7}.",
+                      retrieved_contexts=[f"City {i} is in country {i % 7}. [rel=2] [useful]",
+                                          f"Cats purr {i}."]) for i in range(n)]
+    res: dict[str, Any] = {"samples": n, "timeout_s": args.timeout}
+    mixed = ("429", "500", "timeout", "invalid_json", "truncated")
+    for name, extra in (("fault_free", {}),
+                        ("mixed", _faulty(mixed, args.fault_rate, retry_after_s=1.0,
+                                          hang_s=10 * args.timeout))):
+        srv = Server(args.latency_ms, seed=3, reply_fn=_judged_reply, **extra)
+        try:
+            cfg = JudgeConfig(name="bench", backend="openai", base_url=srv.base_url,
+                              model="mock", api_key_env=None, timeout_s=args.timeout,
+                              no_cache=True)
+            judge = make_judge(cfg)
+            t0 = time.perf_counter()
+            result = evaluate_generation(samples, list(JUDGED_DEFAULT), judge=judge)
+            wall = time.perf_counter() - t0
+            s = srv.stats()
+        finally:
+            srv.close()
+        st = judge.stats  # type: ignore[attr-defined]
+        lost = max((n - len(set(m.sample_ids)) for m in result), default=n)
+        scored = {m.metric: int(sum(1 for v in m.values if v == v)) for m in result}
+        res[name] = {"wall_s": round(wall, 3), "lost": lost, "server_requests": s["requests"],
+                     "injected": s["faults"], "scored_per_metric": scored,
+                     "decisions": dict(getattr(st, 'decisions', {}))}
+        print(f"judged {name:10s}: {wall:6.2f} s; {s['requests']} requests; lost {lost}; "
+              f"injected {s['faults']}; decisions {dict(getattr(st, 'decisions', {}))}")
+    ratio = res["mixed"]["wall_s"] / res["fault_free"]["wall_s"]
+    res["ratio"] = round(ratio, 3)
+    out["judged"] = res
+    print(f"judged set, N={n}, {args.fault_rate:.0%} mixed faults: {ratio:.2f}x the "
+          f"fault-free wall (target <= 3), lost {res['mixed']['lost']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=200)
@@ -232,7 +393,12 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, nargs="+", default=[16, 64])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fault-rate", type=float, default=0.2)
-    ap.add_argument("--only", choices=["all", "speed", "faults", "cap"], default="all")
+    ap.add_argument("--only", nargs="+", default=["all"],
+                    choices=["all", "speed", "faults", "cap", "limiter", "pool", "judged"])
+    ap.add_argument("--timeout", type=float, default=3.0,
+                    help="per-call timeout of the limiter and judged scenarios (seconds)")
+    ap.add_argument("--pool-requests", type=int, default=400)
+    ap.add_argument("--judged-samples", type=int, default=500)
     ap.add_argument("--cap-scenario", action="store_true",
                     help="also 200 requests at C=16 against a 429-above-8-in-flight server")
     ap.add_argument("--json", default="", help="also write the figures to this file")
@@ -246,12 +412,19 @@ def main() -> None:
     out: dict[str, Any] = {"samples": args.samples, "calls_per_sample": args.calls,
                            "load_average": load,
                            "requests": n, "latency_ms": args.latency_ms, "runs": {}}
-    if args.only in ("all", "speed"):
+    only = set(args.only)
+    if only & {"all", "speed"}:
         speed(args, reqs, out)
-    if args.only in ("all", "faults"):
+    if only & {"all", "faults"}:
         faults(args, reqs, out)
-    if args.only == "cap" or args.cap_scenario:
+    if "cap" in only or args.cap_scenario:
         cap_scenario(args, out)
+    if "limiter" in only:
+        limiter(args, reqs, out)
+    if "pool" in only:
+        pool(args, out)
+    if "judged" in only:
+        judged(args, out)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)

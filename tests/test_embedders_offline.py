@@ -23,15 +23,27 @@ from ragmeter.retrieval.embedders import (
 
 @pytest.fixture(autouse=True)
 def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """HF offline, cache in tmp, and any attempt to open a network socket fails the test."""
+    """HF offline, cache in tmp, and any attempt to open a network socket (other than to a
+    test server on the loopback interface) fails the test."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
 
-    def no_network(self: socket.socket, address: Any) -> None:
+    def loopback(address: Any) -> bool:
+        return isinstance(address, tuple) and address[0] in ("127.0.0.1", "::1")
+
+    def no_network(self: socket.socket, address: Any) -> Any:
+        if loopback(address):
+            return real_connect(self, address)
+        raise AssertionError(f"network access attempted: {address!r}")
+
+    def no_network_ex(self: socket.socket, address: Any) -> Any:
+        if loopback(address):
+            return real_connect_ex(self, address)
         raise AssertionError(f"network access attempted: {address!r}")
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
-    monkeypatch.setattr(socket.socket, "connect_ex", no_network)
+    monkeypatch.setattr(socket.socket, "connect_ex", no_network_ex)
 
 
 RU = ("Где находится студенческое общежитие?",
@@ -124,10 +136,42 @@ def test_sentence_transformers_is_offline_only(monkeypatch: pytest.MonkeyPatch) 
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 
 
-def _mock_client(handler: Any) -> Any:
-    import httpx
+class _Server:
+    """A real local HTTP server whose POST replies come from ``handler(path, headers, body)``
+    returning ``(status, payload, extra_headers)``."""
 
-    return httpx.Client(transport=httpx.MockTransport(handler))
+    def __init__(self, handler: Any):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                n = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(n))
+                status, payload, extra = outer.handler(self.path, dict(self.headers), body)
+                data = (json.dumps(payload) if not isinstance(payload, str)
+                        else payload).encode()
+                self.send_response(status)
+                for k, v in {"Content-Type": "application/json", **extra}.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.handler = handler
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def test_openai_compatible_batches_orders_and_normalises(monkeypatch: pytest.MonkeyPatch,
@@ -135,53 +179,84 @@ def test_openai_compatible_batches_orders_and_normalises(monkeypatch: pytest.Mon
     monkeypatch.setenv("MY_EMB_KEY", "sk-secret-123")
     requests: list[dict[str, Any]] = []
 
-    def handler(request: Any) -> Any:
-        import httpx
-
-        body = json.loads(request.content)
-        requests.append({"url": str(request.url), "auth": request.headers.get("authorization"),
-                         "body": body})
+    def handler(path: str, headers: dict[str, str], body: Any) -> Any:
+        requests.append({"path": path, "auth": headers.get("Authorization"), "body": body})
         data = [{"index": i, "embedding": [float(len(t)), 3.0, 4.0]}
                 for i, t in enumerate(body["input"])]
-        return httpx.Response(200, json={"data": list(reversed(data))})
+        return 200, {"data": list(reversed(data))}, {}
 
-    emb = get_embedder("openai:text-emb-3", base_url="http://emb.local/v1",
-                       api_key_env="MY_EMB_KEY", batch_size=2, query_prefix="q: ",
-                       cache_dir=tmp_path / "c")
-    assert isinstance(emb, OpenAIEmbedder)
-    emb._client = _mock_client(handler)
-    out = emb.embed(["a", "bbbb", "cc", "d", "eeeeeeeeeeee"], "query")
-    assert len(requests) == 3 and [len(r["body"]["input"]) for r in requests] == [2, 2, 1]
-    assert requests[0]["url"] == "http://emb.local/v1/embeddings"
-    assert requests[0]["auth"] == "Bearer sk-secret-123"
-    assert requests[0]["body"] == {"model": "text-emb-3", "input": ["q: a", "q: bbbb"]}
-    want = np.array([[4.0, 3, 4], [7.0, 3, 4], [5.0, 3, 4], [4.0, 3, 4], [15.0, 3, 4]])
-    want /= np.linalg.norm(want, axis=1, keepdims=True)
-    assert out.dtype == np.float32 and np.allclose(out, want, atol=1e-6)
-    assert "sk-secret" not in emb.name and "sk-secret" not in repr(emb)
-    emb.embed(["a"], "query")
-    assert len(requests) == 3  # served from the cache
+    srv = _Server(handler)
+    try:
+        emb = get_embedder("openai:text-emb-3", base_url=srv.url,
+                           api_key_env="MY_EMB_KEY", batch_size=2, query_prefix="q: ",
+                           cache_dir=tmp_path / "c")
+        assert isinstance(emb, OpenAIEmbedder)
+        out = emb.embed(["a", "bbbb", "cc", "d", "eeeeeeeeeeee"], "query")
+        assert len(requests) == 3 and [len(r["body"]["input"]) for r in requests] == [2, 2, 1]
+        assert requests[0]["path"] == "/v1/embeddings"
+        assert requests[0]["auth"] == "Bearer sk-secret-123"
+        assert requests[0]["body"] == {"model": "text-emb-3", "input": ["q: a", "q: bbbb"]}
+        want = np.array([[4.0, 3, 4], [7.0, 3, 4], [5.0, 3, 4], [4.0, 3, 4], [15.0, 3, 4]])
+        want /= np.linalg.norm(want, axis=1, keepdims=True)
+        assert out.dtype == np.float32 and np.allclose(out, want, atol=1e-6)
+        assert "sk-secret" not in emb.name and "sk-secret" not in repr(emb)
+        emb.embed(["a"], "query")
+        assert len(requests) == 3  # served from the cache
+    finally:
+        srv.close()
 
 
 def test_openai_errors_are_clear_and_keyless(monkeypatch: pytest.MonkeyPatch) -> None:
-    import httpx
+    from ragmeter.judges.config import RetryPolicy
 
     monkeypatch.setenv("MY_EMB_KEY", "sk-secret-123")
-    monkeypatch.setattr("time.sleep", lambda _s: None)
     calls = {"n": 0}
 
-    def handler(request: Any) -> Any:
+    def handler(path: str, headers: dict[str, str], body: Any) -> Any:
         calls["n"] += 1
-        return httpx.Response(500 if calls["n"] == 1 else 401, text="bad key")
+        text = f"bad key {headers.get('Authorization')}"
+        return (500 if calls["n"] == 1 else 401), text, {}
 
-    emb = OpenAIEmbedder("m", base_url="http://emb.local/v1", api_key_env="MY_EMB_KEY",
-                         cache=False, max_retries=3)
-    emb._client = _mock_client(handler)
-    with pytest.raises(RagmeterError) as info:
-        emb.embed(["x"])
+    srv = _Server(handler)
+    try:
+        emb = OpenAIEmbedder("m", base_url=srv.url, api_key_env="MY_EMB_KEY", cache=False,
+                             max_retries=3, retry=RetryPolicy(initial=0.01, max=0.05))
+        with pytest.raises(RagmeterError) as info:
+            emb.embed(["x"])
+    finally:
+        srv.close()
     assert calls["n"] == 2  # 500 retried, 401 not
     assert "HTTP 401" in str(info.value) and "sk-secret" not in str(info.value)
-    monkeypatch.delenv("MY_EMB_KEY")
+
+
+def test_openai_embedder_honours_retry_after(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from ragmeter.judges.config import RetryPolicy
+
+    calls: list[float] = []
+
+    def handler(path: str, headers: dict[str, str], body: Any) -> Any:
+        calls.append(time.perf_counter())
+        if len(calls) == 1:
+            return 429, {"error": "slow down"}, {"Retry-After": "0.4"}
+        return 200, {"data": [{"index": 0, "embedding": [1.0, 0.0]}]}, {}
+
+    srv = _Server(handler)
+    try:
+        # the policy's own backoff would be 0.01 s: the server's Retry-After wins
+        emb = OpenAIEmbedder("m", base_url=srv.url, api_key_env=None, cache=False,
+                             retry=RetryPolicy(initial=0.01, max=0.05))
+        out = emb.embed(["x"])
+    finally:
+        srv.close()
+    assert out.shape == (1, 2) and len(calls) == 2
+    assert calls[1] - calls[0] >= 0.39
+
+
+def test_openai_embedder_needs_key_for_the_official_api(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MY_EMB_KEY", raising=False)
     official = OpenAIEmbedder("m", api_key_env="MY_EMB_KEY", cache=False)
     with pytest.raises(ConfigError, match="MY_EMB_KEY"):
         official.embed(["x"])

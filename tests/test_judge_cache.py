@@ -48,24 +48,36 @@ def test_key_ignores_labels_and_equal_effective_settings() -> None:
     assert request_hash(replace(REQ, metric="x")) == request_hash(REQ)
 
 
-def test_key_ignores_retries_timeouts_concurrency_url_and_key(tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch
-                                                              ) -> None:
+def test_key_ignores_retries_timeouts_concurrency_spelling_and_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("K1", "sk-one")
     monkeypatch.setenv("K2", "sk-two")
     a = JudgeConfig(name="a", backend="openai", base_url="http://127.0.0.1:1/v1", model="m",
                     api_key_env="K1", cache_dir=str(tmp_path))
-    b = a.with_(name="b", base_url="http://127.0.0.1:2/v1", api_key_env="K2", timeout_s=5,
+    # the same endpoint spelled differently, another key, other retries/timeouts/concurrency
+    b = a.with_(name="b", base_url="HTTP://127.0.0.1:1/v1/", api_key_env="K2", timeout_s=5,
                 max_concurrency=3, retry=RetryPolicy(initial=0.1, max=1, max_retries=9))
     assert make_judge(a).key_for(REQ) == make_judge(b).key_for(REQ)  # type: ignore[attr-defined]
-    c = a.with_(model="other")
-    assert make_judge(a).key_for(REQ) != make_judge(c).key_for(REQ)  # type: ignore[attr-defined]
+    # credentials in the URL are not part of the endpoint's identity
+    creds = a.with_(base_url="http://user:pw@127.0.0.1:1/v1", api_key_env=None)
+    assert make_judge(a).key_for(REQ) == make_judge(creds).key_for(REQ)  # type: ignore[attr-defined]
+    for other in (a.with_(model="other"), a.with_(base_url="http://127.0.0.1:2/v1"),
+                  a.with_(cache_namespace="staging")):
+        assert make_judge(a).key_for(REQ) != make_judge(other).key_for(REQ)  # type: ignore[attr-defined]
+    # the fake server never shares a namespace with a real endpoint at the same URL
+    mock = a.with_(backend="mock")
+    assert make_judge(a).key_for(REQ) != make_judge(mock).key_for(REQ)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("change", [dict(endpoint="http://b/v1"), dict(namespace="x")])
+def test_key_changes_with_endpoint_and_namespace(change: dict) -> None:
+    assert key(**change) != key()
 
 
 def test_identical_rerun_makes_zero_calls(tmp_path: Path) -> None:
     reqs = [replace(REQ, messages=({"role": "user", "content": f"q{i}"},)) for i in range(20)]
     with MockJudgeServer(MockConfig(latency_ms=5)) as srv:
-        cfg = JudgeConfig(name="c", backend="openai", base_url=srv.base_url, model="m",
+        cfg = JudgeConfig(name="c", backend="mock", base_url=srv.base_url, model="m",
                           api_key_env=None, cache_dir=str(tmp_path))
         first = make_judge(cfg).ask_many(reqs)
         n1 = srv.stats()["requests"]

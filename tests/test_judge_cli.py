@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,7 @@ def test_mock_judge_command_serves_until_stopped() -> None:
     import subprocess
     import sys
     import time
-
-    import httpx
+    import urllib.request
 
     proc = subprocess.Popen([sys.executable, "-m", "ragmeter.cli.app", "mock-judge", "--port",
                              "0", "--latency-ms", "0"], stderr=subprocess.PIPE, text=True)
@@ -76,7 +76,8 @@ def test_mock_judge_command_serves_until_stopped() -> None:
                            schema={"type": "object", "properties": {"n": {"type": "integer"}},
                                    "required": ["n"]}, prompt_version="dry@1")
         assert judge.ask_many([req])[0].ok
-        assert httpx.get(base[:-3] + "/stats", timeout=5).json()["requests"] == 1
+        with urllib.request.urlopen(base[:-3] + "/stats", timeout=5) as resp:
+            assert json.loads(resp.read())["requests"] == 1
     finally:
         proc.terminate()
         proc.wait(10)

@@ -10,6 +10,7 @@ import pytest
 from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, make_judge
 from ragmeter.judges.base import UNSCORED_REASONS
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer, find_schema
+from ragmeter.judges.parsing import example_instance
 
 SCHEMA = {
     "type": "object",
@@ -83,10 +84,24 @@ def test_invalid_reply_twice_is_unscored(fault: str, reason: str) -> None:
 
 
 def test_truncated_reply_is_detected() -> None:
-    replies, stats, _ = ask(MockConfig(script=["truncated"]))
+    replies, stats, _ = ask(MockConfig(script=["truncated", "truncated"]))
     assert replies[0].reason == "truncated"
     assert "finish_reason=length" in (replies[0].detail or "")
-    assert stats["requests"] == 1  # no pointless repair of a truncated reply
+    # retried once with twice the output budget, never repaired
+    assert stats["requests"] == 2 and replies[0].extra["truncation_retry"] is True
+
+
+def test_truncated_reply_retried_once_with_a_larger_budget() -> None:
+    seen: list[int] = []
+
+    def reply(body: dict, schema: dict | None) -> object:
+        seen.append(int(body["max_tokens"]))
+        return example_instance(SCHEMA, 0)
+
+    replies, _, judge = ask(MockConfig(script=["truncated"], reply_fn=reply))
+    assert replies[0].ok and replies[0].attempts == 2
+    assert judge.last_stats.decisions["truncation_retry"] == 1
+    assert len(seen) == 2 and seen[1] == 2 * seen[0]
 
 
 def test_refusal_is_unscored() -> None:

@@ -89,8 +89,10 @@ def test_same_wave_429s_cause_one_reduction() -> None:
         return lim
 
     lim = asyncio.run(scenario())
-    assert lim.cuts == 1 and lim.ignored == 7
-    # the first refused call had 8 others in flight: that is the estimate, not 16 // 2
+    # the first few 429s could be sporadic; once they are 40 % of the window they are
+    # overload: one cut, and the rest of the wave is ignored
+    assert lim.cuts == 1 and lim.sporadic + lim.ignored == 7
+    # the fewest in flight among the refused calls was 8: that is the estimate, not 16 // 2
     assert lim.limit == lim.ceiling == 8
     assert lim.paused_until == 0.0  # one wave: no hold, a lone wave only delays its retries
 
@@ -193,7 +195,7 @@ def test_learned_limit_persists_across_ask_many_calls() -> None:
         first = judge.ask_many([req(i) for i in range(40)])
         rejected_first = srv.stats()["rejected_over_cap"]
         learned = judge._limits  # type: ignore[attr-defined]
-        assert learned is not None and learned.ceiling <= 5
+        assert learned is not None and learned[0].ceiling <= 5
         srv.reset()
         second = judge.ask_many([req(i) for i in range(40, 80)])  # a new event loop
         stats = srv.stats()

@@ -96,19 +96,28 @@ tiers:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("alive", "key"), [(True, True), (False, True), (False, False)],
-                         ids=["succeeding", "failing", "failing-without-key"])
-def test_no_password_or_key_in_any_output(tmp_path: Path, alive: bool, key: bool) -> None:
+@pytest.mark.parametrize(("alive", "creds", "key"),
+                         [(True, True, False), (True, False, True), (False, True, False),
+                          (False, False, True), (True, True, True)],
+                         ids=["succeeding-url-credentials", "succeeding-key",
+                              "failing-url-credentials", "failing-key", "credentials-and-key"])
+def test_no_password_or_key_in_any_output(tmp_path: Path, alive: bool, creds: bool,
+                                          key: bool) -> None:
     from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 
     with MockJudgeServer(MockConfig()) as srv:
         port = srv.port if alive else 9  # port 9 (discard) is closed: every call fails
-        url = f"http://leakuser:{PASSWORD}@127.0.0.1:{port}/v1"
+        auth = f"leakuser:{PASSWORD}@" if creds else ""
+        url = f"http://{auth}127.0.0.1:{port}/v1"
         bench = _bench(tmp_path, url)
         store = f"sqlite:///{tmp_path / 'store.sqlite'}"
         outputs = [_cli("run", str(bench), "--store", store, "--run-id", "r1", cwd=tmp_path,
                         key=key)]
-    if alive:
+    if creds and key:  # never combined: a clear error naming both, and nothing leaks
+        assert outputs[0].returncode != 0
+        assert "credentials in the URL" in outputs[0].stderr, outputs[0].stderr
+        alive = False
+    elif alive:
         assert outputs[0].returncode == 0, outputs[0].stdout + outputs[0].stderr
     outputs += [
         _cli("report", "r1", "--store", store, "--out", "r1.html", cwd=tmp_path),
@@ -125,9 +134,9 @@ def test_no_password_or_key_in_any_output(tmp_path: Path, alive: bool, key: bool
 ]
     assert any(p.name == "progress.jsonl" for p in files)
     progress = next(p for p in files if p.name == "progress.jsonl").read_bytes()
-    if alive:  # the key went to the Authorization header, the URL credentials were dropped
+    if alive:  # the credentials went to the Authorization header
         assert b"_error" not in progress
-    if not alive:  # the error path ran: connection errors were recorded (masked)
+    elif not (creds and key):  # the error path ran: connection errors were recorded (masked)
         assert any(b"connection_error" in p.read_bytes() for p in files), files
     hits = [str(p) for p in files
             if PASSWORD.encode() in p.read_bytes() or API_KEY.encode() in p.read_bytes()]

@@ -1,10 +1,11 @@
 """Generator client: produce answers with an OpenAI-compatible chat endpoint.
 
-The HTTP layer is the judge engine's :class:`~ragmeter.judges.openai_http.OpenAIBackend`
-(same error taxonomy: ``rate_limited``, ``http_5xx``, ``timeout``, ...); this module adds the
-answer prompt, bounded concurrency and retries with exponential backoff. A failed generation
-never raises: the answer is ``None`` and its reason is kept, so the sample is reported
-unscored (``missing_field:response``) with the cause in ``metadata["generation_error"]``.
+Every generation is a text-mode request (:data:`~ragmeter.judges.engine.TEXT_SCHEMA`) on the
+judge engine, so it gets the engine's adaptive concurrency, ``Retry-After`` handling, retries
+within a budget, cache, and token/cost accounting (a runner's counting wrapper sees it like
+any judge call). A failed generation never raises: the answer is ``None`` and its reason is
+kept, so the sample is reported unscored (``missing_field:response``) with the cause in
+``metadata["generation_error"]``.
 
 Prompt ``gen.generate/v1`` (RU/EN by the question's language): answer only from the numbered,
 fenced context passages; say so when they do not contain the answer.
@@ -12,14 +13,15 @@ fenced context passages; say so when they do not contain the answer.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.errors import ConfigError
+from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
+from ragmeter.judges.engine import TEXT_SCHEMA
 from ragmeter.judges.prompts import fence, fence_many
 from ragmeter.text import detect_language
 
@@ -99,56 +101,63 @@ def render_messages(question: str, contexts: Sequence[str], language: str = "aut
 
 
 class GeneratorClient:
-    """Answers questions from contexts through an OpenAI-compatible chat endpoint."""
+    """Answers questions from contexts through the judge engine in text mode.
 
-    def __init__(self, config: GeneratorConfig, backend: Any | None = None):
+    ``judge`` (optional) is any judge built on the engine, e.g. the runner's counted generator
+    judge; by default one is built from ``config`` (cache off, so every run generates afresh
+    unless the caller passes a judge with a cache). ``backend`` replaces the HTTP backend of
+    that default judge (tests).
+    """
+
+    def __init__(self, config: GeneratorConfig, backend: Any | None = None, *,
+                 judge: Any | None = None):
         self.config = config
-        if backend is None:
-            from ragmeter.judges.openai_http import OpenAIBackend
+        if judge is None:
+            from ragmeter.judges.engine import EngineJudge
 
-            backend = OpenAIBackend(config.judge_config())
-        self.backend = backend
+            jcfg = config.judge_config().with_(no_cache=True)
+            if backend is None:
+                from ragmeter.judges.openai_http import make_backend
+
+                backend = make_backend(jcfg)
+            judge = EngineJudge(jcfg, backend, keep_prompts=False)
+        self.judge = judge
+
+    @property
+    def backend(self) -> Any:
+        return getattr(self.judge, "backend", None)
+
+    def requests(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[JudgeRequest]:
+        """The text-mode engine requests for ``(question, contexts)`` pairs."""
+        cfg = self.config
+        return [JudgeRequest(messages=tuple(render_messages(q, c, cfg.language)),
+                             schema=TEXT_SCHEMA, prompt_version=GENERATE_PROMPT,
+                             metric="generation", sample_id=str(i),
+                             max_tokens=cfg.max_tokens, temperature=cfg.temperature)
+                for i, (q, c) in enumerate(items)]
 
     def generate_many(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[Generation]:
         """Answers for ``(question, contexts)`` pairs, in order. Never raises for one failure."""
-        async def run() -> list[Generation]:
-            sem = asyncio.Semaphore(self.config.max_concurrency)
-            try:
-                return list(await asyncio.gather(*(self._one(q, c, sem) for q, c in items)))
-            finally:
-                await self.backend.aclose()
+        if not items:
+            return []
+        return [generation_of(r) for r in self.judge.ask_many(self.requests(items))]
 
-        return asyncio.run(run())
+    async def agenerate_many(self, items: Sequence[tuple[str, Sequence[str]]]
+                             ) -> list[Generation]:
+        if not items:
+            return []
+        return [generation_of(r) for r in await self.judge.aask_many(self.requests(items))]
 
-    async def _one(self, question: str, contexts: Sequence[str],
-                   sem: asyncio.Semaphore) -> Generation:
-        from ragmeter.judges.engine import BackendError
 
-        cfg = self.config
-        messages = render_messages(question, contexts, cfg.language)
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                async with sem:
-                    comp = await asyncio.wait_for(
-                        self.backend.complete(messages, None, max_tokens=cfg.max_tokens,
-                                              temperature=cfg.temperature, seed=cfg.seed),
-                        timeout=cfg.timeout_s)
-            except (BackendError, asyncio.TimeoutError) as exc:
-                reason = exc.reason if isinstance(exc, BackendError) else "timeout"
-                detail = exc.detail if isinstance(exc, BackendError) else "no reply in time"
-                retryable = isinstance(exc, asyncio.TimeoutError) or exc.retryable
-                if retryable and attempts <= cfg.retry.max_retries:
-                    await asyncio.sleep(cfg.retry.delay(attempts))
-                    continue
-                return Generation(None, reason, detail, attempts)
-            if comp.refusal:
-                return Generation(None, "refused", comp.refusal[:300], attempts)
-            if comp.finish_reason == "length":
-                return Generation(comp.text, "truncated", "finish_reason=length", attempts,
-                                  comp.tokens_in, comp.tokens_out)
-            if not comp.text or not comp.text.strip():
-                return Generation(None, "empty_input", "empty completion", attempts)
-            return Generation(comp.text.strip(), None, None, attempts, comp.tokens_in,
-                              comp.tokens_out)
+def generation_of(reply: JudgeReply) -> Generation:
+    """A :class:`Generation` from an engine reply (text mode)."""
+    attempts = reply.attempts
+    if reply.ok:
+        return Generation(str(reply.data), None, None, attempts, reply.tokens_in,
+                          reply.tokens_out)
+    if reply.reason == "truncated":  # kept: a cut answer is still an answer, marked as such
+        return Generation(reply.raw, "truncated", reply.detail, attempts, reply.tokens_in,
+                          reply.tokens_out)
+    if reply.reason == "parse_error" and not (reply.raw or "").strip():
+        return Generation(None, "empty_input", "empty completion", attempts)
+    return Generation(None, reply.reason, reply.detail, attempts)

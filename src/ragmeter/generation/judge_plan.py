@@ -14,8 +14,9 @@ the questions some metric needs, grouped into the calls that ask them
    reference exists, usefulness yes/no;
 4. ``gen.answer/v1`` — answer relevance 0/1/2 and end-to-end usefulness 0/1/2.
 
-Calls that depend on no other call (1, 3, 4) of all samples go out in one ``ask_many``; calls
-that need an earlier call's answers (2) in the next. The full set of eight built-in metrics
+Calls that depend on no other call (1, 3, 4) of all samples go out together; a call that needs an
+earlier call's answers (2) is chained to that sample's own earlier call and sent as soon as it
+returns (``JudgeRequest.then``), so one slow reply never holds back the other samples. The full set of eight built-in metrics
 therefore costs ≤ 4 calls per sample (RAGAS: 13), plus at most one repair call per unparseable
 reply made by the judge engine.
 
@@ -27,6 +28,7 @@ The metrics' formulas live in their rows.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.data.sample import Sample
@@ -65,22 +67,6 @@ def calls_of(questions: frozenset[str]) -> tuple[str, ...]:
     return tuple(c.kind for c in P.CALLS if c.kind in kinds)
 
 
-def _levels() -> list[list[P.Call]]:
-    """The calls grouped into batches: a call goes one batch after the calls it needs."""
-    by_kind = {c.kind: c for c in P.CALLS}
-    level: dict[str, int] = {}
-
-    def depth(c: P.Call) -> int:
-        if c.kind not in level:
-            level[c.kind] = 1 + max((depth(by_kind[a]) for a in c.after), default=-1)
-        return level[c.kind]
-
-    out: list[list[P.Call]] = [[] for _ in range(1 + max(map(depth, P.CALLS), default=0))]
-    for c in P.CALLS:
-        out[depth(c)].append(c)
-    return out
-
-
 def _lang(ctx: GenerationContext, sample: Sample, binary: bool) -> str:
     if binary:
         return "en"
@@ -99,6 +85,7 @@ def _record(kind: str, rep: JudgeReply, req: JudgeRequest) -> CallRecord:
 
 def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
     """Make the judge calls needed by ``metrics`` for every sample of ``ctx``."""
+    from ragmeter.judges.engine import ask_chained
     from ragmeter.metrics.judged import judged_row
 
     judge = ctx.judge
@@ -119,22 +106,44 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
         langs.append(_lang(ctx, s, binary))
     by_prompt: dict[str, int] = {}
     versions: dict[str, set[str]] = {}
-    n_requests = 0
-    for calls in _levels():
-        batch: list[tuple[SampleJudgement, P.Call, JudgeRequest]] = []
-        for s, j, lang in zip(ctx.samples, judgements, langs, strict=True):
-            for call in calls:
-                questions = frozenset(q for q in j.needs if P.QUESTIONS[q].call == call.kind)
-                if not questions or any(a in j.failed for a in call.after):
+    by_kind = {c.kind: c for c in P.CALLS}
+
+    def depth(c: P.Call) -> int:
+        return 1 + max((depth(by_kind[a]) for a in c.after), default=-1)
+
+    # independent calls first, then the calls that need them (the order of the stored details)
+    order = {c.kind: (depth(c), i) for i, c in enumerate(P.CALLS)}
+    sent: list[JudgeRequest] = []
+
+    def ready(s: Sample, j: SampleJudgement, lang: str, settled: set[str],
+              issued: set[str]) -> list[JudgeRequest]:
+        """This sample's calls whose earlier calls are all settled, as requests; calls with
+        nothing to ask (or answered without a call, e.g. a demo judge's sentence claims)
+        settle at once."""
+        out: list[JudgeRequest] = []
+        progress = True
+        while progress:
+            progress = False
+            for call in P.CALLS:
+                if call.kind in settled or call.kind in issued \
+                        or not all(a in settled for a in call.after):
                     continue
-                req = call.build(P.Ask(s, lang, binary, questions, j))
-                if req is not None:
-                    batch.append((j, call, req))
-        if not batch:
-            continue
-        replies = list(judge.ask_many([r for _, _, r in batch]))
-        n_requests += len(batch)
-        for (j, call, req), rep in zip(batch, replies, strict=True):
+                questions = frozenset(q for q in j.needs if P.QUESTIONS[q].call == call.kind)
+                req = None
+                if questions and not any(a in j.failed for a in call.after):
+                    req = call.build(P.Ask(s, lang, binary, questions, j))
+                if req is None:
+                    settled.add(call.kind)
+                    progress = True
+                    continue
+                issued.add(call.kind)
+                out.append(replace(req, then=on_reply(s, j, lang, call, req, settled, issued)))
+        sent.extend(out)
+        return out
+
+    def on_reply(s: Sample, j: SampleJudgement, lang: str, call: P.Call, req: JudgeRequest,
+                 settled: set[str], issued: set[str]) -> Any:
+        def then(rep: JudgeReply) -> list[JudgeRequest]:
             by_prompt[req.prompt_version] = by_prompt.get(req.prompt_version, 0) + 1
             versions.setdefault(call.kind, set()).add(req.prompt_version)
             j.calls.append(_record(call.kind, rep, req))
@@ -144,6 +153,20 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
                 j.failed[call.kind] = ("schema_error", "reply is not a JSON object")
             elif (problem := call.read(j, req, rep.data)) is not None:
                 j.failed[call.kind] = ("schema_error", problem)
+            settled.add(call.kind)
+            return ready(s, j, lang, settled, issued)
+        return then
+
+    first: list[JudgeRequest] = []
+    for s, j, lang in zip(ctx.samples, judgements, langs, strict=True):
+        first += ready(s, j, lang, set(), set())
+    if first:
+        # per-sample chains: a call that needs an earlier one (verify after claims) is sent as
+        # soon as that sample's own earlier call returned, never after the slowest call of all
+        ask_chained(judge, first)
+    for j in judgements:  # the same order whatever the replies' timing
+        j.calls.sort(key=lambda c: order[c.kind])
+    n_requests = len(sent)
     return JudgePlan(judgements, n_requests, by_prompt, binary,
                      ",".join(sorted(set(langs))) or "-", getattr(judge, "name", "judge"),
                      getattr(judge, "model", ""), versions)

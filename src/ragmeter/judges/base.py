@@ -7,7 +7,7 @@ one of :data:`UNSCORED_REASONS` or ``missing_field:<name>``) — never a silent 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -37,6 +37,12 @@ class JudgeRequest:
     sample_id: str = ""
     max_tokens: int | None = None
     temperature: float | None = None
+    #: follow-up requests once this one is answered (a per-sample chain: e.g. verify the
+    #: claims of a sample as soon as its own claims call returns). The engine runs them in
+    #: the same batch and returns their replies after the initial ones, in submission order.
+    #: Not part of the request's identity (cache key, hash, equality).
+    then: Callable[[JudgeReply], Sequence[JudgeRequest]] | None = field(
+        default=None, compare=False, repr=False)
 
 
 @dataclass

@@ -1,14 +1,20 @@
 """Persistent judge cache (stdlib sqlite3) and the stable request hash.
 
-The key covers everything that changes a model's output — backend kind, model, messages,
-schema, temperature, seed, max_tokens, prompt version — and nothing that does not (retries,
-timeouts, concurrency, base URL, API key). Only successful (scored) replies are stored.
+The key covers everything that can change a reply — the cache namespace, the endpoint
+identity (normalised base URL without credentials; sorted URLs for a pool), backend kind,
+model, messages, schema, temperature, seed, max_tokens, prompt version — and nothing that
+does not (retries, timeouts, concurrency, API key). The fake server has a namespace of its
+own, so its replies are never served to a real judge. Only successful (scored) replies are
+stored, each as soon as it arrives (group commits: a reply is acknowledged only after the
+transaction holding it committed, so ``kill -9`` loses no acknowledged reply).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -18,7 +24,10 @@ from typing import Any
 
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 
-CACHE_FORMAT = "1"
+log = logging.getLogger("ragmeter.judges")
+
+CACHE_FORMAT = "2"
+TABLE = "replies_v2"
 
 
 def _canonical(obj: Any) -> str:
@@ -38,7 +47,8 @@ def request_hash(request: JudgeRequest) -> str:
 
 
 def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: float,
-              seed: int | None, max_tokens: int) -> str:
+              seed: int | None, max_tokens: int, endpoint: str = "",
+              namespace: str = "default") -> str:
     """Cache key of ``request`` answered by ``backend``/``model`` with these sampling settings.
 
     The request's own ``temperature``/``max_tokens`` win over the judge defaults, exactly as
@@ -46,6 +56,8 @@ def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: f
     """
     payload = {
         "format": CACHE_FORMAT,
+        "namespace": namespace,
+        "endpoint": endpoint,
         "backend": backend,
         "model": model,
         "messages": [dict(m) for m in request.messages],
@@ -78,10 +90,10 @@ def reply_from_json(obj: Mapping[str, Any], cached: bool = False) -> JudgeReply:
 
 
 class JudgeCache:
-    """SQLite table ``replies(key, reply_json, created)`` in ``<dir>/judge_cache.sqlite``.
+    """SQLite table ``replies_v2`` in ``<dir>/judge_cache.sqlite`` (WAL).
 
     Thread-safe (one connection per thread); the async engine calls it through
-    ``asyncio.to_thread`` in batches so the event loop never blocks on disk.
+    ``asyncio.to_thread`` so the event loop never blocks on disk.
     """
 
     def __init__(self, directory: str | Path):
@@ -90,7 +102,8 @@ class JudgeCache:
         self._local = threading.local()
         self.directory.mkdir(parents=True, exist_ok=True)
         with self._conn() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, "
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, "
+                         "namespace TEXT NOT NULL, endpoint TEXT NOT NULL, model TEXT NOT NULL, "
                          "reply TEXT NOT NULL, created REAL NOT NULL)")
 
     def _conn(self) -> sqlite3.Connection:
@@ -98,6 +111,7 @@ class JudgeCache:
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30.0)
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a process crash loses no commit
             self._local.conn = conn
         return conn
 
@@ -109,29 +123,61 @@ class JudgeCache:
             chunk = keys[i:i + 500]
             marks = ",".join("?" * len(chunk))
             for key, text in conn.execute(
-                    f"SELECT key, reply FROM replies WHERE key IN ({marks})", chunk):
+                    f"SELECT key, reply FROM {TABLE} WHERE key IN ({marks})", chunk):
                 found[key] = reply_from_json(json.loads(text), cached=True)
         return found
 
-    def put_many(self, items: Iterable[tuple[str, JudgeReply]]) -> int:
+    def put_many(self, items: Iterable[tuple[str, JudgeReply]], *, namespace: str = "default",
+                 endpoint: str = "") -> int:
+        """Store the scored replies of ``items`` in one transaction; returns how many."""
         rows = []
         for k, r in items:
             if not r.ok:
                 continue
             obj = reply_to_json(r)
             obj["extra"] = {x: v for x, v in obj["extra"].items() if x != "messages"}
-            rows.append((k, json.dumps(obj, ensure_ascii=False), time.time()))
+            rows.append((k, namespace, endpoint, r.model or "",
+                         json.dumps(obj, ensure_ascii=False), time.time()))
         if rows:
             with self._conn() as conn:
-                conn.executemany("INSERT OR REPLACE INTO replies VALUES (?, ?, ?)", rows)
+                conn.executemany(f"INSERT OR REPLACE INTO {TABLE} VALUES (?, ?, ?, ?, ?, ?)",
+                                 rows)
         return len(rows)
 
     def __len__(self) -> int:
-        return int(self._conn().execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+        return int(self._conn().execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0])
 
-    def clear(self) -> None:
+    def info(self) -> dict[str, Any]:
+        """Size and contents by namespace, endpoint and model (for ``ragmeter cache info``)."""
+        conn = self._conn()
+        groups = [{"namespace": ns, "endpoint": ep, "model": m, "entries": int(n),
+                   "oldest": float(lo), "newest": float(hi)}
+                  for ns, ep, m, n, lo, hi in conn.execute(
+                      f"SELECT namespace, endpoint, model, COUNT(*), MIN(created), MAX(created) "
+                      f"FROM {TABLE} GROUP BY namespace, endpoint, model ORDER BY 1, 2, 3")]
+        legacy = 0
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name='replies'").fetchone():
+            legacy = int(conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+        size = sum(p.stat().st_size for p in self.directory.glob("judge_cache.sqlite*")
+                   if p.is_file())
+        return {"path": str(self.path), "bytes": size, "entries": len(self),
+                "groups": groups, "legacy_entries": legacy}
+
+    def clear(self, *, namespace: str | None = None, endpoint: str | None = None,
+              model: str | None = None) -> int:
+        """Delete replies (all, or those matching every given filter); returns how many.
+        Clearing everything also drops the table of the older cache format."""
+        where, args = [], []
+        for col, val in (("namespace", namespace), ("endpoint", endpoint), ("model", model)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                args.append(val)
+        sql = f"DELETE FROM {TABLE}" + (" WHERE " + " AND ".join(where) if where else "")
         with self._conn() as conn:
-            conn.execute("DELETE FROM replies")
+            n = conn.execute(sql, args).rowcount
+            if not where:
+                conn.execute("DROP TABLE IF EXISTS replies")
+        return int(n)
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -141,3 +187,48 @@ class JudgeCache:
 
     def __repr__(self) -> str:
         return f"JudgeCache({str(self.path)!r})"
+
+
+class CacheWriter:
+    """Write-through with group commits for one ``aask_many``.
+
+    ``await put(key, reply)`` returns once the transaction holding the reply committed;
+    replies that arrive while a commit runs are committed together in the next one.
+    """
+
+    def __init__(self, cache: JudgeCache, *, namespace: str, endpoint: str):
+        self.cache = cache
+        self.namespace = namespace
+        self.endpoint = endpoint
+        self._pending: list[tuple[str, JudgeReply, asyncio.Future[None]]] = []
+        self._task: asyncio.Task[None] | None = None
+        self.commits = 0
+        self.written = 0
+
+    async def put(self, key: str, reply: JudgeReply) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pending.append((key, reply, fut))
+        if self._task is None or self._task.done():
+            self._task = asyncio.ensure_future(self._run())
+        await asyncio.shield(fut)
+
+    async def _run(self) -> None:
+        while self._pending:
+            batch, self._pending = self._pending, []
+            try:
+                self.written += await asyncio.to_thread(
+                    self.cache.put_many, [(k, r) for k, r, _ in batch],
+                    namespace=self.namespace, endpoint=self.endpoint)
+                self.commits += 1
+                for _, _, f in batch:
+                    if not f.done():
+                        f.set_result(None)
+            except Exception as exc:  # a full disk must not lose the replies themselves
+                log.warning("judge cache write failed: %s", exc)
+                for _, _, f in batch:
+                    if not f.done():
+                        f.set_result(None)
+
+    async def drain(self) -> None:
+        if self._task is not None:
+            await asyncio.shield(self._task)

@@ -8,10 +8,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import ConfigError
 from ragmeter.secrets import register_secret
+
+if TYPE_CHECKING:
+    from ragmeter.judges.endpoints import Endpoint
 
 BACKENDS = ("openai", "gguf", "local-demo", "mock", "recorded", "scripted")
 LANGUAGES = ("auto", "ru", "en")
@@ -44,9 +47,11 @@ class JudgeConfig:
 
     name: str = "judge"
     backend: str = "openai"
-    base_url: str | None = None
+    #: one URL, or several (an endpoint pool: replicas serving the same model)
+    base_url: str | tuple[str, ...] | None = None
     model: str = ""
-    api_key_env: str | None = "OPENAI_API_KEY"
+    #: one variable, or several (one per URL, or several keys for one URL)
+    api_key_env: str | tuple[str, ...] | None = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int = 1000
     seed: int | None = 0
@@ -63,10 +68,41 @@ class JudgeConfig:
     threads: int | None = None
     structured_output: bool = True
     record_path: str | None = None
+    #: replies are cached per namespace: runs that must never share replies use different ones
+    cache_namespace: str = "default"
+    #: retry a truncated reply (finish_reason=length) once with this many times the budget
+    truncation_retry_factor: float = 2.0
+    #: start a duplicate of a call that has run far longer than usual (None: never)
+    hedge_after_p90: float | None = 3.0
     # e.g. OpenRouter's HTTP-Referer; a value "${NAME}" is read from the environment per call
     extra_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
 
+    def __repr__(self) -> str:
+        fields_ = ", ".join(f"{f.name}={self._shown(f.name)!r}" for f in fields(self)
+                            if f.repr)
+        return f"JudgeConfig({fields_})"
+
+    def _shown(self, name: str) -> Any:
+        value = getattr(self, name)
+        if name == "base_url" and value is not None:
+            from ragmeter.judges.endpoints import mask_url_credentials
+
+            if isinstance(value, tuple):
+                return tuple(mask_url_credentials(v) for v in value)
+            return mask_url_credentials(value)
+        return value
+
     def __post_init__(self) -> None:
+        for key in ("base_url", "api_key_env"):
+            value = getattr(self, key)
+            if isinstance(value, list):
+                value = tuple(value)
+            if isinstance(value, tuple):
+                if not value or not all(isinstance(v, str) and v for v in value):
+                    raise ConfigError(key, "must be a string or a non-empty list of strings")
+                if len(value) == 1:
+                    value = value[0]
+            object.__setattr__(self, key, value)
         if not self.name or not isinstance(self.name, str):
             raise ConfigError("name", "must be a non-empty string")
         if self.backend not in BACKENDS:
@@ -81,9 +117,18 @@ class JudgeConfig:
             raise ConfigError("gguf_path", "is required for backend 'gguf' (path to a .gguf file)")
         if self.backend == "recorded" and not self.record_path:
             raise ConfigError("record_path", "is required for backend 'recorded'")
-        if self.base_url is not None and not str(self.base_url).startswith(("http://", "https://")):
-            raise ConfigError("base_url", f"must start with http:// or https://, got "
-                              f"{self.base_url!r}")
+        for i, url in enumerate(self.base_urls()):
+            if not url.lower().startswith(("http://", "https://")):
+                from ragmeter.judges.endpoints import mask_url_credentials
+
+                where = "base_url" if len(self.base_urls()) == 1 else f"base_url[{i}]"
+                raise ConfigError(where, f"must start with http:// or https://, got "
+                                  f"{mask_url_credentials(url)!r}")
+        if not isinstance(self.cache_namespace, str) or not self.cache_namespace.strip():
+            raise ConfigError("cache_namespace", "must be a non-empty string")
+        _check_number("truncation_retry_factor", self.truncation_retry_factor, 1.0, None)
+        if self.hedge_after_p90 is not None:
+            _check_number("hedge_after_p90", self.hedge_after_p90, 1.0, None)
         _check_number("temperature", self.temperature, 0.0, 2.0)
         _check_int("max_tokens", self.max_tokens, 1)
         _check_number("timeout_s", self.timeout_s, 1e-3, None)
@@ -135,13 +180,39 @@ class JudgeConfig:
         """A copy with some fields changed (validated again)."""
         return replace(self, **changes)
 
-    def api_key(self) -> str | None:
-        """The API key from the environment (``None`` when unset). Never stored on the config."""
+    def base_urls(self) -> tuple[str, ...]:
+        if self.base_url is None:
+            return ()
+        return self.base_url if isinstance(self.base_url, tuple) else (self.base_url,)
+
+    def api_key_envs(self) -> tuple[str, ...]:
         if not self.api_key_env:
-            return None
-        value = os.environ.get(self.api_key_env)
-        register_secret(value)  # masked in every output from now on
-        return value or None
+            return ()
+        return (self.api_key_env if isinstance(self.api_key_env, tuple)
+                else (self.api_key_env,))
+
+    def endpoints(self) -> list[Endpoint]:
+        """The servers of this judge (several for a pool), credentials moved out of URLs."""
+        from ragmeter.judges.endpoints import make_endpoints
+
+        envs = self.api_key_envs()
+        return make_endpoints(self.base_urls(), envs,
+                              {k: bool(os.environ.get(k)) for k in envs})
+
+    def endpoint_identity(self) -> str:
+        """What the cache key records about where replies come from (sorted for a pool)."""
+        from ragmeter.judges.endpoints import endpoint_identity
+
+        return "|".join(sorted({endpoint_identity(u) for u in self.base_urls()}))
+
+    def api_key(self) -> str | None:
+        """The (first) API key from the environment (``None`` when unset); never stored."""
+        for env in self.api_key_envs():
+            value = os.environ.get(env)
+            if value:
+                register_secret(value)  # masked in every output from now on
+                return value
+        return None
 
     def headers(self) -> dict[str, str]:
         """``extra_headers`` with ``${NAME}`` values read from the environment."""

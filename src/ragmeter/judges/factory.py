@@ -21,12 +21,12 @@ def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
     """
     backend = config.backend
     if backend == "openai":
-        from ragmeter.judges.openai_http import OpenAIBackend
+        from ragmeter.judges.openai_http import make_backend
 
-        return EngineJudge(config, OpenAIBackend(config), **kwargs)
+        return EngineJudge(config, make_backend(config), **kwargs)
     if backend == "mock":
         from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
-        from ragmeter.judges.openai_http import OpenAIBackend
+        from ragmeter.judges.openai_http import make_backend
 
         server = None
         cfg = config
@@ -35,8 +35,9 @@ def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
             cfg = cfg.with_(base_url=server.base_url)
         if not cfg.model:
             cfg = cfg.with_(model="mock-judge")
-        judge = EngineJudge(cfg, OpenAIBackend(cfg), **kwargs)
-        judge.backend.kind = "mock"
+        backend_ = make_backend(cfg)
+        backend_.kind = "mock"  # its own cache namespace: never shared with a real endpoint
+        judge = EngineJudge(cfg, backend_, **kwargs)
         judge._mock_server = server  # type: ignore[attr-defined]  # keeps it alive
         return judge
     if backend == "gguf":

@@ -53,6 +53,11 @@ class MockConfig:
     reply_fn: Callable[[dict[str, Any], dict[str, Any] | None], Any] | None = None
     model: str = "mock-judge"
     require_api_key: str | None = None
+    #: the exact ``Authorization`` header to require (e.g. ``Basic ...``), else 401
+    require_authorization: str | None = None
+    #: mark replies with ``X-Ragmeter-Mock: 1`` (a real judge never caches marked replies);
+    #: off to stand in for a real endpoint in tests
+    mark_replies: bool = True
     reject_params: Sequence[str] = ()  # e.g. ("max_tokens", "seed"), answered like OpenAI's 400
 
     def __post_init__(self) -> None:
@@ -156,7 +161,8 @@ class MockJudgeServer:
         self._stop = asyncio.Event()
         if self.config.max_concurrency:
             self._sem = asyncio.Semaphore(self.config.max_concurrency)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app = web.Application(client_max_size=64 * 1024 * 1024,
+                              middlewares=[_mark_mock] if self.config.mark_replies else [])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
@@ -231,8 +237,10 @@ class MockJudgeServer:
         from aiohttp import web
 
         cfg = self.config
-        if (cfg.require_api_key is not None
-                and request.headers.get("Authorization") != f"Bearer {cfg.require_api_key}"):
+        want = (cfg.require_authorization if cfg.require_authorization is not None
+                else f"Bearer {cfg.require_api_key}" if cfg.require_api_key is not None
+                else None)
+        if want is not None and request.headers.get("Authorization") != want:
             with self._lock:
                 self._counters.requests += 1
                 self._counters.faults["401"] += 1
@@ -353,6 +361,15 @@ class MockJudgeServer:
             return "OK"
         seed = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
         return example_instance(schema, seed)
+
+
+async def _mark_mock(request: Any, handler: Any) -> Any:
+    resp = await handler(request)
+    resp.headers["X-Ragmeter-Mock"] = "1"  # a real judge never caches these replies
+    return resp
+
+
+_mark_mock.__middleware_version__ = 1  # type: ignore[attr-defined]
 
 
 def serve_forever(config: MockConfig, host: str = "127.0.0.1", port: int = 8765,

@@ -5,8 +5,10 @@ of that loop starts and closed when the last one ends, so no connection ever out
 loop (the cause of RAGAS's "Event loop is closed" retries). aiohttp rather than httpx: at 64
 requests in flight httpcore's connection pool is CPU-bound (quadratic request assignment;
 measured 6× the latency bound on 2 cores, aiohttp 1.2×). The API key is read from the
-environment at call time and only ever placed in the ``Authorization`` header; every error
-detail is redacted.
+environment at call time and only ever placed in the ``Authorization`` header; credentials
+written into a URL (``http://user:pass@host``) become a Basic ``Authorization`` header; every
+error detail is redacted. Several base URLs make a :class:`PoolBackend`: one member per
+endpoint, each with its own adaptive limit in the engine.
 """
 
 from __future__ import annotations
@@ -15,22 +17,26 @@ import asyncio
 import email.utils
 import json
 import logging
+import os
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.config import JudgeConfig, RetryPolicy
+from ragmeter.judges.endpoints import Endpoint, mask_url_credentials
 from ragmeter.judges.engine import BackendError, Completion
-from ragmeter.secrets import split_url_credentials
+
+#: the fake server marks its replies with this header; they are never cached for a real judge
+MOCK_HEADER = "X-Ragmeter-Mock"
 
 
 def redact(text: str, secrets: Sequence[str | None]) -> str:
-    """``text`` with every non-empty secret replaced by ``***``."""
+    """``text`` with every non-empty secret and every URL password replaced by ``***``."""
     for s in secrets:
         if s and len(s) >= 4:
             text = text.replace(s, "***")
-    return text
+    return mask_url_credentials(text)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -57,13 +63,19 @@ class OpenAIBackend:
     """Chat completions at ``{base_url}/chat/completions`` with optional JSON-schema output."""
 
     kind = "openai"
+    hedgeable = True   # a duplicate of a stalled HTTP call costs the server little
 
-    def __init__(self, config: JudgeConfig, *, extra_body: Mapping[str, Any] | None = None):
-        base = (config.base_url or "").rstrip("/")
+    def __init__(self, config: JudgeConfig, *, extra_body: Mapping[str, Any] | None = None,
+                 endpoint: Endpoint | None = None):
+        if endpoint is None:
+            eps = config.endpoints()
+            if len(eps) != 1:
+                raise ValueError("OpenAIBackend serves one endpoint; use make_backend()")
+            endpoint = eps[0]
+        self.endpoint = endpoint
+        base = endpoint.url.rstrip("/")
         if base.endswith("/chat/completions"):
             base = base[: -len("/chat/completions")]
-        # credentials in the URL go to the Authorization header, never into the URL
-        base, self._url_auth = split_url_credentials(base)
         self.url = base + "/chat/completions"
         self.model = config.model
         self.supports_schema = config.structured_output
@@ -77,7 +89,7 @@ class OpenAIBackend:
             weakref.WeakKeyDictionary())
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(url={self.url!r}, model={self.model!r})"
+        return f"OpenAIBackend(url={mask_url_credentials(self.url)!r}, model={self.model!r})"
 
     async def enter(self) -> None:
         """Called by the engine when an ``aask_many`` starts on the running loop."""
@@ -99,8 +111,8 @@ class OpenAIBackend:
         session = self._sessions.get(loop)
         if session is None or session.closed:
             cap = self._config.max_concurrency
-            session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=cap + 4, ttl_dns_cache=300),
+            session = aiohttp.ClientSession(  # room for hedged duplicates of stalled calls
+                connector=aiohttp.TCPConnector(limit=2 * cap + 4, ttl_dns_cache=300),
                 timeout=aiohttp.ClientTimeout(total=self._config.timeout_s,
                                               connect=min(10.0, self._config.timeout_s)),
             )
@@ -116,13 +128,17 @@ class OpenAIBackend:
         if session is not None and not session.closed:
             await session.close()
 
+    def _key(self) -> str | None:
+        env = self.endpoint.api_key_env
+        return (os.environ.get(env) or None) if env else None
+
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", **self._config.headers()}
-        key = self._config.api_key()
+        key = self._key()
         if key:
             headers["Authorization"] = f"Bearer {key}"
-        elif self._url_auth:
-            headers["Authorization"] = self._url_auth
+        elif self.endpoint.basic_auth:
+            headers["Authorization"] = self.endpoint.basic_auth
         return headers
 
     async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
@@ -171,7 +187,7 @@ class OpenAIBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
             }
-        secrets = [self._config.api_key()]
+        secrets = [self._key(), *self.endpoint.secrets()]
         import aiohttp
 
         try:
@@ -180,6 +196,7 @@ class OpenAIBackend:
                 status = resp.status
                 raw = await resp.read()
                 retry_after = resp.headers.get("retry-after")
+                mock = resp.headers.get(MOCK_HEADER) == "1"
         except asyncio.TimeoutError:
             raise BackendError("timeout", f"no reply from {self.url}", retryable=True) from None
         except aiohttp.ClientError as exc:
@@ -223,5 +240,98 @@ class OpenAIBackend:
             tokens_out=int(usage.get("completion_tokens") or 0),
             refusal=message.get("refusal") or None,
             model=str(payload.get("model") or self.model),
+            mock=mock,
         )
 
+
+class PoolBackend:
+    """Several endpoints serving one model: the engine gives each its own adaptive limit and
+    sends each call to the member with spare capacity (see ``EndpointPool``)."""
+
+    kind = "openai"
+
+    def __init__(self, config: JudgeConfig, members: Sequence[OpenAIBackend]):
+        self.members = list(members)
+        self.model = config.model
+        self.supports_schema = config.structured_output
+
+    def __repr__(self) -> str:
+        return f"PoolBackend({[m.endpoint.identity for m in self.members]!r})"
+
+    async def enter(self) -> None:
+        for m in self.members:
+            await m.enter()
+
+    async def exit(self) -> None:
+        for m in self.members:
+            await m.exit()
+
+    async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
+                       *, max_tokens: int, temperature: float,
+                       seed: int | None) -> Completion:
+        return await self.members[0].complete(messages, schema, max_tokens=max_tokens,
+                                              temperature=temperature, seed=seed)
+
+    async def aclose(self) -> None:
+        for m in self.members:
+            await m.aclose()
+
+
+def make_backend(config: JudgeConfig, **kwargs: Any) -> OpenAIBackend | PoolBackend:
+    """One :class:`OpenAIBackend`, or a :class:`PoolBackend` when the config lists several
+    base URLs or keys. Raises ConfigError for credentials in a URL plus an API key."""
+    eps = config.endpoints()
+    if len(eps) == 1:
+        return OpenAIBackend(config, endpoint=eps[0], **kwargs)
+    return PoolBackend(config, [OpenAIBackend(config, endpoint=e, **kwargs) for e in eps])
+
+
+
+class HTTPFailure(Exception):
+    """A JSON POST that failed after the retry policy: ``detail`` is redacted."""
+
+    def __init__(self, detail: str, status: int | None = None, attempts: int = 1):
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+        self.attempts = attempts
+
+
+async def post_json(url: str, body: Mapping[str, Any], headers: Mapping[str, str], *,
+                    policy: RetryPolicy, timeout_s: float,
+                    secrets: Sequence[str | None] = ()) -> Any:
+    """POST JSON and return the decoded reply, with the judge engine's retry policy:
+    429, 408, 409, 5xx, timeouts and connection errors are retried up to
+    ``policy.max_retries`` times, waiting the server's ``Retry-After`` when it sends one
+    (:func:`~ragmeter.judges.engine.retry_delay`), else the exponential backoff; any other
+    status fails at once. Used by clients outside the judge engine (the embedder)."""
+    import aiohttp
+
+    from ragmeter.judges.engine import retry_delay
+
+    last, status = "", None
+    timeout = aiohttp.ClientTimeout(total=timeout_s, connect=min(10.0, timeout_s))
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        for attempt in range(policy.max_retries + 1):
+            retry_after = None
+            try:
+                async with session.post(url, json=dict(body), headers=dict(headers)) as resp:
+                    status = resp.status
+                    raw = await resp.read()
+                    retry_after = parse_retry_after(resp.headers.get("retry-after"))
+                if status == 200:
+                    try:
+                        return json.loads(raw)
+                    except ValueError:
+                        last = f"reply is not JSON: {raw[:200]!r}"
+                        break
+                last = f"HTTP {status}: {raw.decode('utf-8', 'replace')[:300]}"
+                if status not in (408, 409, 429) and status < 500:
+                    break
+            except asyncio.TimeoutError:
+                last, status = f"no reply within {timeout_s:g} s", None
+            except aiohttp.ClientError as exc:
+                last, status = f"{type(exc).__name__}: {exc}", None
+            if attempt < policy.max_retries:
+                await asyncio.sleep(retry_delay(policy, attempt + 1, retry_after))
+    raise HTTPFailure(redact(last, secrets), status, attempt + 1)

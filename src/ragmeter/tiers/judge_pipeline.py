@@ -23,10 +23,8 @@ threshold and ROC AUC. Unscored items are excluded from every rate and counted b
 
 from __future__ import annotations
 
-import asyncio
 import math
 import re
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.judges.base import JudgeRequest
+from ragmeter.judges.engine import TEXT_SCHEMA
 from ragmeter.metrics.classification import Confusion, best_f1_threshold, threshold_sweep
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.stats import bootstrap_stat, roc_auc
@@ -250,90 +250,31 @@ class _Call:
     latency_s: float
 
 
-async def _call_backend(judge: Any, requests: list[tuple[dict[str, str], ...]]) -> list[_Call]:
-    """Plain-text calls through the judge engine's backend (no JSON parsing, no repair)."""
-    from ragmeter.judges.engine import BackendError
-
-    cfg = judge.config
-    sem = asyncio.Semaphore(cfg.max_concurrency)
-    policy = cfg.retry
-
-    async def one(msgs: tuple[dict[str, str], ...]) -> _Call:
-        latency = 0.0
-        retries = 0
-        while True:
-            async with sem:
-                t0 = time.perf_counter()
-                try:
-                    comp = await asyncio.wait_for(
-                        judge.backend.complete([dict(m) for m in msgs], None,
-                                               max_tokens=cfg.max_tokens,
-                                               temperature=cfg.temperature, seed=cfg.seed),
-                        timeout=cfg.timeout_s)
-                    err = None
-                except asyncio.TimeoutError:
-                    err = BackendError("timeout", f"no reply within {cfg.timeout_s:g} s",
-                                       retryable=True)
-                except BackendError as exc:
-                    err = exc
-                except Exception as exc:  # backend bug: unscored, not raised
-                    err = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
-                finally:
-                    latency += time.perf_counter() - t0
-            if err is None:
-                if getattr(comp, "finish_reason", None) == "length":
-                    return _Call(comp.text, "truncated", "finish_reason=length", latency)
-                return _Call(comp.text, None, None, latency)
-            if err.retryable and retries < policy.max_retries:
-                retries += 1
-                await asyncio.sleep(policy.delay(retries))
-                continue
-            return _Call(None, err.reason, err.detail, latency)
-
-    try:
-        return list(await asyncio.gather(*(one(m) for m in requests)))
-    finally:
-        await judge.backend.aclose()
+def production_requests(items: Sequence[PipelineItem], template: str) -> list[JudgeRequest]:
+    """Text-mode engine requests of the production prompt, one per item."""
+    return [JudgeRequest(messages=render_template(template, it), schema=TEXT_SCHEMA,
+                         prompt_version=f"production-judge/{_short_hash(template)}",
+                         metric="judge_pipeline", sample_id=it.id) for it in items]
 
 
 def call_production_judge(judge: Any, items: Sequence[PipelineItem], template: str
                           ) -> list[_Call]:
-    """Ask the production judge about every item (text mode)."""
+    """Ask the production judge about every item, in text mode, through the judge engine
+    (adaptive concurrency, Retry-After, retries within a budget, cache, accounting). Any
+    :class:`~ragmeter.judges.base.Judge` works; a reply's raw text is what gets parsed."""
     check_template(template)
-    msgs = [render_template(template, it) for it in items]
-    if hasattr(judge, "backend") and hasattr(judge, "config"):
-        import threading
+    replies = judge.ask_many(production_requests(items, template))
+    return [_call_of(rep) for rep in replies]
 
-        box: dict[str, Any] = {}
 
-        def run() -> None:
-            try:
-                box["v"] = asyncio.run(_call_backend(judge, msgs))
-            except BaseException as exc:  # pragma: no cover - surfaced below
-                box["e"] = exc
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(_call_backend(judge, msgs))
-        t = threading.Thread(target=run, daemon=True)
-        t.start()
-        t.join()
-        if "e" in box:
-            raise box["e"]
-        return list(box["v"])
-    # a generic Judge: ask with a string schema and use the raw reply text
-    from ragmeter.judges.base import JudgeRequest
-
-    reqs = [JudgeRequest(messages=m, schema={}, prompt_version="production-judge",
-                         metric="judge_pipeline", sample_id=it.id) for m, it in zip(msgs, items, strict=True)]
-    out = []
-    for rep in judge.ask_many(reqs):
-        raw = rep.raw if rep.raw is not None else (rep.data if isinstance(rep.data, str) else None)
-        transport = rep.reason not in (None, "parse_error", "schema_error")
-        out.append(_Call(None if transport else raw, rep.reason if transport else None,
-                         rep.detail, rep.latency_s))
-    return out
+def _call_of(rep: Any) -> _Call:
+    """The raw reply text, or the transport reason there is none (parsing is separate)."""
+    raw = rep.raw if rep.raw is not None else (rep.data if isinstance(rep.data, str) else None)
+    transport = rep.reason not in (None, "parse_error", "schema_error")
+    if rep.reason == "truncated":  # keep the cut text for the report
+        return _Call(raw, rep.reason, rep.detail, rep.latency_s)
+    return _Call(None if transport else raw, rep.reason if transport else None, rep.detail,
+                 rep.latency_s)
 
 
 def evaluate_judge_pipeline(
