@@ -275,9 +275,8 @@ def test_followups_start_when_their_own_reply_arrives() -> None:
 
 # -- generator through the engine ------------------------------------------------------------
 def test_generator_runs_on_the_engine_and_is_counted() -> None:
-    from ragmeter.tiers.context import CountingJudge, TierStats
-
     from ragmeter.generation.client import GeneratorClient, GeneratorConfig
+    from ragmeter.tiers.context import CountingJudge, TierStats
 
     with MockJudgeServer(MockConfig(script=["429", "truncated"], retry_after_s=0.01,
                                     reply_fn=lambda body, schema: "Paris.")) as srv:
