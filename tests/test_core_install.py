@@ -24,7 +24,7 @@ def core_env(tmp_path: Path) -> dict[str, str]:
     block = tmp_path / "block"
     block.mkdir()
     (block / "sitecustomize.py").write_text(
-        "import sys\nfor _m in %r:\n    sys.modules[_m] = None\n" % (EXTRA_MODULES,))
+        f"import sys\nfor _m in {EXTRA_MODULES!r}:\n    sys.modules[_m] = None\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = f"{block}{os.pathsep}{SRC}"
     env["RAGMETER_CACHE_DIR"] = str(tmp_path / "cache")
