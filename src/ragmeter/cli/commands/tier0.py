@@ -24,7 +24,7 @@ def tier0_command(
     chunk_size: int = typer.Option(800, "--chunk-size", help="Chunk budget (with --chunk)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed of the CIs."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
-    charts: Path = typer.Option(None, "--charts", help="Folder for tier0.png / tier0.svg."),  # noqa: B008
+    charts: Path = typer.Option(None, "--charts", help="Folder for the chart tier0.svg."),  # noqa: B008
 ) -> None:
     """Tier 0: cluster structure of labelled texts under one or more embedding models."""
     from rich.table import Table
@@ -33,7 +33,6 @@ def tier0_command(
         chunks_as_labelled,
         evaluate_embedding_quality,
         load_labelled_texts,
-        plot_tier0,
         tier0_table,
     )
 
@@ -60,7 +59,9 @@ def tier0_command(
     console.print("total_pairs = number of labelled texts; intra_cluster_sim averages "
                   "within-cluster pairs; singletons excluded from it (counted).")
     if charts is not None:
-        paths = plot_tier0(results, charts)
+        from ragmeter.reports.charts import tier0_chart
+
+        paths = tier0_chart(results, charts)
         console.print("charts: " + ", ".join(map(str, paths)))
     payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
                          default=str)
