@@ -37,7 +37,7 @@ from ragmeter.results.store import (
     new_run_id,
     utc_now,
 )
-from ragmeter.runner.config import BenchConfig, TierConfig
+from ragmeter.runner.config import BenchConfig, TierConfig, parse_tags
 from ragmeter.secrets import mask_text
 from ragmeter.tiers.context import TierContext, TierNotRunnable, TierStats
 from ragmeter.tiers.registry import Tier, canonical_tier, judged_tier_names
@@ -165,8 +165,12 @@ class RunPlan:
 
 def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
              limit: int | None = None, resume: str | None = None,
-             run_id: str | None = None) -> RunPlan:
-    """Decide run id, tiers and limit; on resume check the config is the one of that run."""
+             run_id: str | None = None, tags: Sequence[str] = ()) -> RunPlan:
+    """Decide run id, tiers and limit; on resume check the config is the one of that run.
+
+    The run's tags are the config's ``tags`` plus ``tags`` (``run --tag``); a resumed run keeps
+    its own and gains the new ones."""
+    extra_tags = parse_tags(list(tags), "--tag") if tags else ()
     if resume:
         run_dir = config.run_dir / resume
         meta_path = run_dir / "meta.json"
@@ -183,6 +187,7 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
             raise ConfigError("--limit", f"run '{resume}' was started with limit "
                               f"{meta.get('limit')}, got {limit}")
         chosen = [t for t in config.tiers if t.name in want]
+        meta["tags"] = list(dict.fromkeys([*meta.get("tags", []), *config.tags, *extra_tags]))
         return RunPlan(resume, run_dir, chosen, meta.get("limit"), True, meta)
     names = [t.name for t in config.tiers]
     chosen = list(config.tiers)
@@ -199,7 +204,8 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
     lim = limit if limit is not None else config.limit
     meta = {"run_id": rid, "name": config.name, "fingerprint": config.fingerprint(),
             "tiers": [t.name for t in chosen], "limit": lim, "created_at": utc_now(),
-            "git_commit": git_commit(config.base_dir)}
+            "git_commit": git_commit(config.base_dir),
+            "tags": list(dict.fromkeys([*config.tags, *extra_tags]))}
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     return RunPlan(rid, run_dir, chosen, lim, False, meta)
@@ -449,7 +455,7 @@ def build_stored_run(config: BenchConfig, plan: RunPlan, records: Mapping[str, T
             tiers[t.name] = TierRecord(t.name, "not_run", "not selected (--tier)")
     meta = {"run_dir": str(plan.run_dir), "limit": plan.limit,
             "demo_judges": demo_judges(config, tiers), "resumed": plan.resumed,
-            "k": list(config.k), "seed": config.seed}
+            "k": list(config.k), "seed": config.seed, "tags": list(plan.meta.get("tags", []))}
     return StoredRun(id=plan.run_id, created_at=plan.meta.get("created_at") or utc_now(),
                      name=config.name, signature=run_signature(config, plan),
                      config=config.masked(), git_commit=plan.meta.get("git_commit"),
@@ -461,14 +467,15 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
                   limit: int | None = None, resume: str | None = None,
                   run_id: str | None = None, store: str | None = None,
                   hook: ProgressHook | None = None, save: bool = True,
-                  on_plan: Callable[[str], Any] | None = None) -> StoredRun:
+                  on_plan: Callable[[str], Any] | None = None,
+                  tags: Sequence[str] = ()) -> StoredRun:
     """Run (or resume) a benchmark and save it to the results store; returns the stored run.
 
     On ``KeyboardInterrupt`` the partial run is saved with status ``interrupted`` (finished
     tiers, and the finished batches of the tier that was cut off as a ``partial`` tier) and the
     exception is re-raised; ``--resume`` finishes it.
     """
-    plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id)
+    plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id, tags=tags)
     if on_plan is not None:
         on_plan(plan.run_id)
     runner = BenchmarkRunner(config, plan, hook)
