@@ -25,6 +25,10 @@ def register(app: typer.Typer) -> None:
         user questions in SQLite, sessions, a labelled production-judge set). Judge tiers use the
         offline demo judge when ragmeter[local-judge] is installed, else they are reported as
         not run with the command that enables them.
+
+        Examples:
+
+          ragmeter demo --no-judge --limit 5 --out demo-report
         """
         from ragmeter.cli import common
         from ragmeter.demo.pipeline import run_demo

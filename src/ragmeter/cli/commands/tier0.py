@@ -26,7 +26,14 @@ def tier0_command(
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
     charts: Path = typer.Option(None, "--charts", help="Folder for the chart tier0.svg."),  # noqa: B008
 ) -> None:
-    """Tier 0: cluster structure of labelled texts under one or more embedding models."""
+    """Tier 0: cluster structure of labelled texts under one or more embedding models.
+
+    Examples:
+
+      ragmeter tier0 labelled.jsonl --charts charts
+
+      ragmeter tier0 kb.jsonl --label-field metadata.section --out tier0.json
+    """
     from rich.table import Table
 
     from ragmeter.tiers.tier0 import (
