@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -13,6 +14,8 @@ from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
 from ragmeter.stats import DEFAULT_SEED
+
+_log = logging.getLogger("ragmeter.generation")
 
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")
@@ -81,9 +84,12 @@ def evaluate_generation(
         assert m.spec.compute is not None  # every generation spec has one
         result.add(m.spec.compute(m, ctx))
         timings[str(m)] = round(time.perf_counter() - t0, 4)
+        _log.info("metric %s: %.3f s", m, timings[str(m)])
     result.meta["timings_s"] = timings
     if skipped:
         result.meta["skipped_metrics"] = skipped
+        for skip in skipped:
+            _log.info("metric %s skipped: %s", skip["metric"], skip["reason"])
     if "corpus" in ctx.cache:
         result.meta["corpus"] = ctx.cache["corpus"]
     plans = ctx.judged.plans

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -43,6 +44,8 @@ from ragmeter.tiers.context import TierContext, TierNotRunnable, TierStats
 from ragmeter.tiers.registry import Tier, canonical_tier, judged_tier_names
 
 ProgressHook = Callable[[str, str, dict[str, Any]], None]
+#: ``-v`` shows the main steps (tiers, datasets) with their times; ``-vv`` every batch
+_logger = logging.getLogger("ragmeter.runner")
 
 
 # --------------------------------------------------------------------------- progress log
@@ -250,7 +253,12 @@ class BenchmarkRunner:
         """The tier's samples: ``options.sample_ids`` (chosen from the whole dataset, in that
         order) or the dataset, then capped by ``--limit``/``limit`` and ``options.limit``."""
         if tier.dataset not in self._datasets:
+            t0 = time.perf_counter()
             samples, dh = load_dataset(self.config, tier.dataset)
+            if samples:
+                _logger.info("dataset %s: %d samples loaded in %.2f s (hash %s)",
+                             tier.dataset or "(first)", len(samples),
+                             time.perf_counter() - t0, dh[:12])
             ids = [s.id for s in samples]
             if len(set(ids)) != len(ids):
                 dup = next(i for i in ids if ids.count(i) > 1)
@@ -326,6 +334,8 @@ class BenchmarkRunner:
                                                   "stats": stats.to_dict()})
             return TierRecord(tier.name, done["status"], done.get("reason"), results,
                               stats.to_dict())
+        t0 = time.perf_counter()
+        _logger.info("tier %s: started", tier.name)
         try:
             samples, dh = self.samples_for(tier)
             self._remember(samples)
@@ -333,6 +343,8 @@ class BenchmarkRunner:
             if spec.per_sample:
                 results = self._run_batches(tier, spec, ctx, samples)
             else:
+                _logger.debug("tier %s: one pass over %d sample(s), options %s", tier.name,
+                              len(samples), tier.options)
                 self.hook(tier.name, "start", {"total": 1, "done": 0, "stats": stats})
                 results = _as_results(spec.run(ctx, samples, tier.options))
                 self.hook(tier.name, "advance", {"n": 1, "stats": stats})
@@ -354,6 +366,8 @@ class BenchmarkRunner:
             rec["annotations"] = ctx.take_annotations()
             self._annotate(rec["annotations"])
         self.log.append(rec)
+        _logger.info("tier %s: %s in %.2f s (%d result(s))%s", tier.name, status,
+                     time.perf_counter() - t0, len(results), f": {reason}" if reason else "")
         self.hook(tier.name, "end", {"status": status, "reason": reason, "stats": stats})
         return TierRecord(tier.name, status, reason, results, stats.to_dict())
 
@@ -379,7 +393,11 @@ class BenchmarkRunner:
         for start in range(0, len(todo), size):
             batch = todo[start:start + size]
             before = ctx.stats.to_dict()
+            tb = time.perf_counter()
             results = _as_results(spec.run(ctx, batch, tier.options))
+            _logger.debug("tier %s: batch of %d sample(s) (%d-%d of %d to do) in %.2f s",
+                          tier.name, len(batch), start + 1, start + len(batch), len(todo),
+                          time.perf_counter() - tb)
             ids = {s.id for s in batch}
             for r in results:
                 for m in r.results.values():
@@ -476,6 +494,9 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
     exception is re-raised; ``--resume`` finishes it.
     """
     plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id, tags=tags)
+    _logger.info("run %s%s: tiers %s, limit %s, folder %s", plan.run_id,
+                 " (resumed)" if plan.resumed else "", ", ".join(t.name for t in plan.tiers),
+                 plan.limit, plan.run_dir)
     if on_plan is not None:
         on_plan(plan.run_id)
     runner = BenchmarkRunner(config, plan, hook)
