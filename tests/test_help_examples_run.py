@@ -87,8 +87,17 @@ def judge() -> Iterator[MockJudgeServer]:
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory, judge: MockJudgeServer) -> Path:
-    """Files named as in the examples, a store with a run, and two results JSON files."""
-    d = tmp_path_factory.mktemp("examples")
+    """Files named as in the help examples, a store with a run, two results JSON files."""
+    return _make_folder(tmp_path_factory.mktemp("examples"), judge)
+
+
+@pytest.fixture(scope="module")
+def readme_folder(tmp_path_factory: pytest.TempPathFactory, judge: MockJudgeServer) -> Path:
+    """The same files for the README's command lines (a fresh folder: no example's output)."""
+    return _make_folder(tmp_path_factory.mktemp("readme"), judge)
+
+
+def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
     for name in ("qrels.txt", "run.txt", "run.json", "evalset.jsonl"):
         shutil.copy(FIX / "retrieval" / name, d / name)
     shutil.copy(FIX / "runner" / "corpus.jsonl", d / "corpus.jsonl")
@@ -166,15 +175,14 @@ def _serve(argv: list[str], folder: Path) -> None:
         proc.communicate(timeout=30)
 
 
-@pytest.mark.parametrize(("name", "example"), help_examples())
-def test_help_example_runs(name: str, example: str, folder: Path, judge: MockJudgeServer,
-                           monkeypatch: pytest.MonkeyPatch,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+def _run_example(example: str, folder: Path, judge: MockJudgeServer,
+                 monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(folder)
     monkeypatch.delenv("RAGMETER_STORE_URL", raising=False)
     if not os.environ.get("RAGMETER_CACHE_DIR"):  # a shared cache keeps the demo quick
         monkeypatch.setenv("RAGMETER_CACHE_DIR", str(folder / "cache"))
     argv = shlex.split(JUDGE_URL.sub(judge.base_url.rstrip("/"), example))[1:]
+    name = argv[0] if argv[0] not in ("judge", "runs") else " ".join(argv[:2])
     if name in SERVERS:
         _serve(argv, folder)
         return
@@ -182,3 +190,39 @@ def test_help_example_runs(name: str, example: str, folder: Path, judge: MockJud
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert code in GATES.get(name, {0}), f"{example} -> exit {code}\n{err[-2000:]}"
+
+
+@pytest.mark.parametrize(("name", "example"), help_examples())
+def test_help_example_runs(name: str, example: str, folder: Path, judge: MockJudgeServer,
+                           monkeypatch: pytest.MonkeyPatch,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    _run_example(example, folder, judge, monkeypatch, capsys)
+
+
+#: a README line with a placeholder the reader fills in (a run id of their own)
+PLACEHOLDER = re.compile(r"\bRUN_ID\b")
+
+
+def readme_lines() -> list[str]:
+    """``ragmeter ...`` lines of the README's bash blocks (``&&`` chains kept whole)."""
+    text = (ROOT / "README.md").read_text("utf-8")
+    out = []
+    for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+        for line in block.splitlines():
+            line = line.split("  #")[0].strip()
+            if line.startswith("ragmeter ") and " | " not in line and "..." not in line:
+                out.append(line)
+    return out
+
+
+def test_readme_has_command_lines() -> None:
+    lines = readme_lines()
+    assert len(lines) >= 10 and any(line.startswith("ragmeter view") for line in lines)
+
+
+@pytest.mark.parametrize("line", [x for x in readme_lines() if not PLACEHOLDER.search(x)])
+def test_readme_line_runs(line: str, readme_folder: Path, judge: MockJudgeServer,
+                          monkeypatch: pytest.MonkeyPatch,
+                          capsys: pytest.CaptureFixture[str]) -> None:
+    for part in line.split("&&"):
+        _run_example(part.strip(), readme_folder, judge, monkeypatch, capsys)
