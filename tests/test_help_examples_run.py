@@ -11,6 +11,7 @@ import re
 import shlex
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -138,7 +139,12 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
                             "-q"]) == 0
     finally:
         os.chdir(cwd)
-    shutil.copy(d / "ragmeter-results.sqlite", d / "results.sqlite")
+    # a consistent copy of the store (WAL pages included) for the examples naming results.sqlite
+    src, dst = sqlite3.connect(d / "ragmeter-results.sqlite"), sqlite3.connect(d / "results.sqlite")
+    with dst:
+        src.backup(dst)
+    src.close()
+    dst.close()
     return d
 
 
