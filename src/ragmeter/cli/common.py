@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -27,6 +28,8 @@ from rich.console import Console
 
 from ragmeter.errors import UsageError, WorkFailedError
 from ragmeter.results.records import IMPLICIT_COUNT
+
+_step_log = logging.getLogger("ragmeter.cli")
 
 #: width of plain (non-terminal) output: wide enough that no identifier is cut
 PLAIN_WIDTH = 240
@@ -57,6 +60,44 @@ def reset_state(**values: Any) -> CliState:
     global _STATE
     _STATE = CliState(**values)
     return _STATE
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
+    """Writes to the ``sys.stderr`` of the moment (tests and ``--json`` keep stdout clean)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+_LOG_HANDLER: logging.Handler | None = None
+
+
+def setup_logging(verbose: int) -> None:
+    """``-v``: ragmeter's main steps (files read, datasets, tiers, metrics) with their times on
+    stderr; ``-vv``: also per batch and per judge call. Secrets are masked. No ``-v``: only
+    warnings from ragmeter's loggers reach stderr (through Python's default handling)."""
+    global _LOG_HANDLER
+    logger = logging.getLogger("ragmeter")
+    if _LOG_HANDLER is not None:
+        logger.removeHandler(_LOG_HANDLER)
+        _LOG_HANDLER = None
+    if verbose <= 0:
+        logger.setLevel(logging.NOTSET)
+        return
+    from ragmeter.secrets import MaskingFilter, install_log_masking
+
+    install_log_masking()
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(relativeCreated)8.0f ms %(levelname)s "
+                                           "%(name)s: %(message)s"))
+    handler.addFilter(MaskingFilter())
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    _LOG_HANDLER = handler
 
 
 def _console(stderr: bool) -> Console:
@@ -313,8 +354,10 @@ def working(message: str) -> Iterator[None]:
         return
     console = err_console()
     if getattr(sys.stderr, "isatty", lambda: False)():
+        t0 = time.monotonic()
         with console.status(message):
             yield
+        _step_log.info("%s: done in %.2f s", message, time.monotonic() - t0)
         return
     interval = float(os.environ.get("RAGMETER_PROGRESS_INTERVAL", "10"))
     t0 = time.monotonic()
@@ -326,6 +369,7 @@ def working(message: str) -> Iterator[None]:
                           highlight=False, markup=False)
 
     console.print(f"progress: {message}", highlight=False, markup=False)
+    _step_log.info("%s: started", message)
     thread = threading.Thread(target=beat, daemon=True)
     thread.start()
     try:
@@ -335,3 +379,4 @@ def working(message: str) -> Iterator[None]:
         thread.join(timeout=1)
         console.print(f"progress: {message} done in {time.monotonic() - t0:.1f} s",
                       highlight=False, markup=False)
+        _step_log.info("%s: done in %.2f s", message, time.monotonic() - t0)

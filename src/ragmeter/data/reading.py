@@ -18,6 +18,7 @@ import ast
 import csv
 import io
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ ARRAY_KEYS = ("samples", "test_cases", "data", "examples", "items", "rows")
 #: largest CSV cell accepted (contexts can be long)
 CSV_FIELD_LIMIT = 64 * 1024 * 1024
 _TREC_LINE = re.compile(r"^\s*\S+\s+(?:0|Q0|q0)\s+\S+\s+-?\d+(?:\s|$)")
+
+
+_log = logging.getLogger("ragmeter.data")
 
 
 @dataclass
@@ -91,7 +95,9 @@ def read_bytes(path: str | Path) -> bytes:
 
 def read_text(path: str | Path) -> str:
     """The file's text (UTF-8, BOM dropped) with clear errors."""
-    return decode_text(read_bytes(path), str(path))
+    raw = read_bytes(path)
+    _log.debug("read %s (%d bytes)", path, len(raw))
+    return decode_text(raw, str(path))
 
 
 def has_lone_surrogate(obj: Any, _depth: int = 0) -> bool:
@@ -303,13 +309,20 @@ def looks_like_trec(text: str) -> bool:
 
 def read_table(path: str | Path) -> Table:
     """Read any supported container, detected by content."""
+    import time
+
     p = Path(path)
     source = str(p)
+    t0 = time.perf_counter()
     raw = read_bytes(p)
     if raw.startswith(b"PAR1"):
-        return _read_parquet(p, source)
-    text = decode_text(raw, source)
-    return parse_text(text, source)
+        table = _read_parquet(p, source)
+    else:
+        table = parse_text(decode_text(raw, source), source)
+    _log.info("read %s: %d record(s) from %s (%d bytes) in %.3f s%s", source,
+              len(table.records), table.container, len(raw), time.perf_counter() - t0,
+              f", {len(table.problems)} problem(s)" if table.problems else "")
+    return table
 
 
 def parse_text(text: str, source: str = "<data>") -> Table:

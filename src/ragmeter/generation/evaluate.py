@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, MissingExtraError
 from ragmeter.generation.context import GenerationContext
 from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
 from ragmeter.stats import DEFAULT_SEED
+
+_log = logging.getLogger("ragmeter.generation")
 
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")
@@ -20,6 +23,8 @@ DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity
 #: sample together).
 JUDGED_DEFAULT = tuple(row.name for row in JUDGED_ROWS)
 GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids")
+#: metrics that embed text; their ``model`` parameter names the embedder (an optional extra)
+EMBEDDING_METRICS = ("semantic_similarity", "answer_correctness")
 
 
 def evaluate_generation(
@@ -45,6 +50,7 @@ def evaluate_generation(
     """
     if language not in ("auto", "ru", "en"):
         raise ConfigError("language", f"unknown language {language!r}", ["auto", "ru", "en"])
+    defaulted = metrics is None
     if metrics is None:
         metrics = [*DEFAULT_METRICS, *(JUDGED_DEFAULT if judge is not None else ())]
     if isinstance(embedder, str):
@@ -57,15 +63,18 @@ def evaluate_generation(
         if m.spec.family not in GENERATION_FAMILIES:
             raise ConfigError("metrics", f"'{m}' is a {m.spec.family} metric, not a generation "
                               "metric", list(GENERATION_FAMILIES))
-    judged = [m for m in parsed if m.spec.family == "judged"]
-    if judged and judge is None:
-        raise ConfigError("judge", f"metrics {', '.join(map(str, judged))} need an LLM judge; "
-                          "pass judge=... (or --judge-url/--judge-model), or drop them")
     kwargs: dict[str, Any] = {}
     if callable(embedder):
         kwargs["embedder_factory"] = embedder
     ctx = GenerationContext(list(samples), seed=seed, judge=judge, language=language,
                             keep_prompts=keep_prompts, **kwargs)
+    skipped: list[dict[str, str]] = []
+    if defaulted:  # a default metric whose extra is not installed is skipped, not an error
+        parsed, skipped = _drop_unavailable(parsed, ctx)
+    judged = [m for m in parsed if m.spec.family == "judged"]
+    if judged and judge is None:
+        raise ConfigError("judge", f"metrics {', '.join(map(str, judged))} need an LLM judge; "
+                          "pass judge=... (or --judge-url/--judge-model), or drop them")
     ctx.judged.announced = tuple(judged)
     result = EvalResult(name, meta={"n_samples": len(ctx.samples), "seed": seed,
                                     "dataset": ctx.data_hash})
@@ -75,7 +84,12 @@ def evaluate_generation(
         assert m.spec.compute is not None  # every generation spec has one
         result.add(m.spec.compute(m, ctx))
         timings[str(m)] = round(time.perf_counter() - t0, 4)
+        _log.info("metric %s: %.3f s", m, timings[str(m)])
     result.meta["timings_s"] = timings
+    if skipped:
+        result.meta["skipped_metrics"] = skipped
+        for skip in skipped:
+            _log.info("metric %s skipped: %s", skip["metric"], skip["reason"])
     if "corpus" in ctx.cache:
         result.meta["corpus"] = ctx.cache["corpus"]
     plans = ctx.judged.plans
@@ -91,3 +105,21 @@ def evaluate_generation(
             "model": plans[0].judge_model, "demo": plans[0].binary,
         }
     return result
+
+
+def _drop_unavailable(parsed: list[Metric], ctx: GenerationContext
+                      ) -> tuple[list[Metric], list[dict[str, str]]]:
+    """Split default metrics into those that can run and those whose embedder's optional extra
+    is missing (``{"metric", "reason", "install"}`` each; the reason carries the pip line)."""
+    keep: list[Metric] = []
+    skipped: list[dict[str, str]] = []
+    for m in parsed:
+        if m.name in EMBEDDING_METRICS:
+            try:
+                ctx.embedder(str(m.get("model")))
+            except MissingExtraError as exc:
+                skipped.append({"metric": str(m), "reason": str(exc),
+                                "install": f"pip install 'ragmeter[{exc.extra}]'"})
+                continue
+        keep.append(m)
+    return keep, skipped

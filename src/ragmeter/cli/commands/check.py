@@ -27,7 +27,14 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL.")] = None,
     ) -> None:
-        """Check a run against thresholds; exit 1 with a table of what failed."""
+        """Check a run against thresholds; exit 1 with a table of what failed.
+
+        Examples:
+
+          ragmeter check results.json --min mrr=0.5 --min hit_rate@5=0.6
+
+          ragmeter check latest --config bench.yaml --use-ci-bound
+        """
         from ragmeter.errors import ConfigError
         from ragmeter.runner.gating import (
             check_thresholds,

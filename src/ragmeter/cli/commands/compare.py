@@ -31,7 +31,14 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL.")] = None,
     ) -> None:
-        """Compare B against A on the samples both scored; regressions in red."""
+        """Compare B against A on the samples both scored; regressions in red.
+
+        Examples:
+
+          ragmeter compare base.json new.json
+
+          ragmeter compare base.json new.json --fail-on-regression --md compare.md --json
+        """
         from ragmeter.errors import ConfigError, RagmeterError
         from ragmeter.runner.comparing import compare_runs
         from ragmeter.runner.sources import load_source

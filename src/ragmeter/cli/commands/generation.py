@@ -110,6 +110,12 @@ def register(app: typer.Typer) -> None:
                                          name=samples.stem)
         console = common.human_console()
         console.print(_table(result))
+        for skip in result.meta.get("skipped_metrics", ()):
+            if not common.state().quiet:
+                common.err_console().print(
+                    f"note: skipped {skip['metric']} (a default metric): {skip['reason']}. "
+                    "Name it in --metrics to make its absence an error.",
+                    highlight=False, markup=False)
         calls = result.meta.get("judge_calls")
         if calls:
             demo = " [bold yellow](DEMO judge: binary prompts, not a real grader)[/]" \

@@ -18,7 +18,12 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
         = False,
     ) -> None:
-        """Write a commented example benchmark config (edit it, then `ragmeter run PATH`)."""
+        """Write a commented example benchmark config (edit it, then `ragmeter run PATH`).
+
+        Examples:
+
+          ragmeter init my-bench.yaml
+        """
         from ragmeter.runner.example import example_config
 
         if path.exists() and not force:

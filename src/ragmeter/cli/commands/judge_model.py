@@ -29,7 +29,14 @@ def check_command(
                                  "`ragmeter mock-judge` server); old spelling --base-url."),
     no_cache: bool = typer.Option(True, "--no-cache/--cache", help="Bypass the cache."),
 ) -> None:
-    """Send a few yes/no probes to every judge in CONFIG and print replies and accounting."""
+    """Send a few yes/no probes to every judge in CONFIG and print replies and accounting.
+
+    Examples:
+
+      ragmeter judge check judge.yaml --n 2
+
+      ragmeter judge check judge.yaml --judge-url http://127.0.0.1:8765/v1
+    """
     from rich.console import Console
     from rich.table import Table
 
@@ -69,7 +76,12 @@ def demo_command(
     probe: bool = typer.Option(False, "--probe", help="Load the model and ask one question."),
     tiny: bool = typer.Option(False, "--tiny", help="Use the 0.5B test model (extra tiny-judge)."),
 ) -> None:
-    """Is the offline demonstration judge installed? With --probe, run it once."""
+    """Is the offline demonstration judge installed? With --probe, run it once.
+
+    Examples:
+
+      ragmeter judge demo
+    """
     from ragmeter.judges.gguf import DEMO_MODEL, TINY_MODEL, demo_judge_status, load_demo_judge
 
     spec = TINY_MODEL if tiny else DEMO_MODEL

@@ -28,7 +28,12 @@ def judge_quality_command(
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
 ) -> None:
-    """Judge quality: every item is judged N times with the cache off."""
+    """Judge quality: every item is judged N times with the cache off.
+
+    Examples:
+
+      ragmeter judge-quality qa.jsonl --judge-config judge.yaml --repeats 3 --limit 5
+    """
     from rich.table import Table
 
     from ragmeter.judges.config import load_judge_configs

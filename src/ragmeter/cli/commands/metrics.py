@@ -13,7 +13,14 @@ def metrics_command(
         "--family", help="Only this family (retrieval, lexical, judged, ux, ...).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List every metric: parameters with defaults, direction and formula."""
+    """List every metric: parameters with defaults, direction and formula.
+
+    Examples:
+
+      ragmeter metrics --family retrieval
+
+      ragmeter metrics --json
+    """
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

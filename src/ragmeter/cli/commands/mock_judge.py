@@ -32,6 +32,10 @@ def mock_judge_command(
     """Serve a fake OpenAI-compatible judge until Ctrl+C; GET /stats shows counters.
 
     Point a judge config at it with base_url http://127.0.0.1:PORT/v1 (any API key).
+
+    Examples:
+
+      ragmeter mock-judge --port 8766 --latency-ms 0
     """
     from ragmeter.judges.mock_server import FAULT_KINDS, MockConfig, serve_forever
 

@@ -23,7 +23,14 @@ def register(app: typer.Typer) -> None:
             "--lang", help="Report language: ru | en (default: the language of the data's "
                            "questions).")] = None,
     ) -> None:
-        """Write a self-contained HTML report or a Markdown summary for pull requests."""
+        """Write a self-contained HTML report or a Markdown summary for pull requests.
+
+        Examples:
+
+          ragmeter report latest --out report.html --lang en
+
+          ragmeter report latest --format md --out -
+        """
         from ragmeter.errors import ConfigError
         from ragmeter.reports.i18n import check_lang
         from ragmeter.runner.sources import load_source

@@ -50,7 +50,12 @@ def retrievers_command(
         "--skip-invalid", help="Skip bad evalset lines (they are counted).")] = False,
     no_charts: Annotated[bool, typer.Option("--no-charts", help="Write tables only.")] = False,
 ) -> None:
-    """Compare retrievers at several k: table (md/csv/json) with 95% CIs and charts."""
+    """Compare retrievers at several k: table (md/csv/json) with 95% CIs and charts.
+
+    Examples:
+
+      ragmeter retrievers --corpus corpus.jsonl --evalset questions.jsonl --out retrievers -r bm25,dense -k 1,3
+    """
 
     from ragmeter.data.evalset import load_evalset
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents

@@ -70,15 +70,29 @@ def register(app: typer.Typer) -> None:
         max_unscored: MaxUnscoredOpt = None,
         json_out: JsonOpt = False,
         check_judge: common.CheckJudgeOpt = False,
+        tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+            "--tag", help="Label the run (repeatable), added to the config's tags; `ragmeter "
+                          "view` and `ragmeter runs list` filter by it.")] = None,
     ) -> None:
-        """Run the tiers of a benchmark config and save the run to the results store."""
+        """Run the tiers of a benchmark config and save the run to the results store.
+
+        The run stores its tags (config `tags:` plus --tag) and the git commit of the config's
+        folder.
+
+        Examples:
+
+          ragmeter run bench.yaml
+
+          ragmeter run bench.yaml --tier retrieval --limit 20 --tag nightly --json
+        """
         from ragmeter.results.store import normalize_url
-        from ragmeter.runner.config import load_config
+        from ragmeter.runner.config import load_config, parse_tags
         from ragmeter.runner.engine import run_benchmark
         from ragmeter.runner.progress import RunProgress
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
+        tags = parse_tags(tag, "--tag") if tag else ()
         st = common.state()
         st.json = st.json or json_out
         quiet = quiet or st.quiet
@@ -108,7 +122,7 @@ def register(app: typer.Typer) -> None:
             with prog, _store_write_errors(url):
                 stored = run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
                                        run_id=run_id, store=url, hook=hook,
-                                       on_plan=on_plan)
+                                       on_plan=on_plan, tags=tags)
         except KeyboardInterrupt:
             rid = ids[0] if ids else (resume or run_id or "?")
             err.print(f"[yellow]interrupted[/]; finished batches saved as run {rid} (status "

@@ -35,7 +35,14 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON (one object per run "
                                                              "with its metrics).")] = False,
     ) -> None:
-        """Runs, newest first, with their key metrics (mean and 95% CI)."""
+        """Runs, newest first, with their key metrics (mean and 95% CI).
+
+        Examples:
+
+          ragmeter runs list
+
+          ragmeter runs list --name retrieval-bench --json
+        """
         import json
 
         from ragmeter.results.store import ResultStore
@@ -91,7 +98,12 @@ def register(app: typer.Typer) -> None:
                                                    "'latest' or a results JSON file.")],
         store: StoreOpt = None,
     ) -> None:
-        """Tiers, metrics with 95% CIs, and the signature of one run."""
+        """Tiers, metrics with 95% CIs, and the signature of one run.
+
+        Examples:
+
+          ragmeter runs show latest
+        """
         from ragmeter.reports.bands import classify
         from ragmeter.runner.sources import load_source
 
@@ -129,7 +141,12 @@ def register(app: typer.Typer) -> None:
         = False,
         store: StoreOpt = None,
     ) -> None:
-        """Export a run: JSON (full, re-loadable), CSV or Parquet (flat rows)."""
+        """Export a run: JSON (full, re-loadable), CSV or Parquet (flat rows).
+
+        Examples:
+
+          ragmeter runs export latest --format csv --out run.csv
+        """
         from ragmeter.errors import ConfigError
         from ragmeter.results.store import EXPORT_FORMATS, ResultStore
 

@@ -24,16 +24,22 @@ def tier0_command(
     chunk_size: int = typer.Option(800, "--chunk-size", help="Chunk budget (with --chunk)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed of the CIs."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
-    charts: Path = typer.Option(None, "--charts", help="Folder for tier0.png / tier0.svg."),  # noqa: B008
+    charts: Path = typer.Option(None, "--charts", help="Folder for the chart tier0.svg."),  # noqa: B008
 ) -> None:
-    """Tier 0: cluster structure of labelled texts under one or more embedding models."""
+    """Tier 0: cluster structure of labelled texts under one or more embedding models.
+
+    Examples:
+
+      ragmeter tier0 labelled.jsonl --charts charts
+
+      ragmeter tier0 kb.jsonl --label-field metadata.section --out tier0.json
+    """
     from rich.table import Table
 
     from ragmeter.tiers.tier0 import (
         chunks_as_labelled,
         evaluate_embedding_quality,
         load_labelled_texts,
-        plot_tier0,
         tier0_table,
     )
 
@@ -60,7 +66,9 @@ def tier0_command(
     console.print("total_pairs = number of labelled texts; intra_cluster_sim averages "
                   "within-cluster pairs; singletons excluded from it (counted).")
     if charts is not None:
-        paths = plot_tier0(results, charts)
+        from ragmeter.reports.charts import tier0_chart
+
+        paths = tier0_chart(results, charts)
         console.print("charts: " + ", ".join(map(str, paths)))
     payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
                          default=str)

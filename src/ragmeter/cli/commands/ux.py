@@ -26,7 +26,14 @@ def ux_command(
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
-    """UX tier: semantic-cache potential, context preservation, multi-turn consistency."""
+    """UX tier: semantic-cache potential, context preservation, multi-turn consistency.
+
+    Examples:
+
+      ragmeter ux --cache cache.jsonl --queries queries.jsonl --threshold auto
+
+      ragmeter ux --sessions sessions.jsonl --json
+    """
     from rich.table import Table
 
     from ragmeter.errors import ConfigError
