@@ -85,7 +85,7 @@ class Mix:
         if n < 0:
             raise ConfigError("n", f"must be >= 0, got {n}")
         exact = [(k, w * n) for k, w in self.weights]
-        base = {k: int(math.floor(x)) for k, x in exact}
+        base = {k: math.floor(x) for k, x in exact}
         left = n - sum(base.values())
         by_rem = sorted(exact, key=lambda kx: -(kx[1] - math.floor(kx[1])))
         for k, _ in by_rem[:left]:

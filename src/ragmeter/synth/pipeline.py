@@ -16,6 +16,7 @@ Stages, in order (each records what it removed):
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,6 @@ from ragmeter.retrieval.corpus import Document, load_corpus
 from ragmeter.synth.asking import ask_stage
 from ragmeter.synth.cost import Budget, CostEstimate, approx_tokens, estimate_cost
 from ragmeter.synth.filters import (
-    PASS,
     FilterSettings,
     Verdict,
     check_format,
@@ -145,27 +145,31 @@ def _generation_request(kind: str, chunk_ids: Sequence[str], examples: Sequence[
     tpl = GENERATORS[kind]
     common = {"metric": "synth.generate", "sample_id": slot_id}
     if kind == "negative":
-        return tpl.request(lang, max_tokens=MAX_TOKENS["generate"],  # type: ignore[no-any-return]
+        return tpl.request(lang, max_tokens=MAX_TOKENS["generate"],
                            examples=[chunks[c].text for c in examples], **common)
     if kind == "multi_chunk":
-        return tpl.request(lang, max_tokens=MAX_TOKENS["generate"],  # type: ignore[no-any-return]
+        return tpl.request(lang, max_tokens=MAX_TOKENS["generate"],
                            passage_a=chunks[chunk_ids[0]].text,
                            passage_b=chunks[chunk_ids[1]].text, **common)
     budget = MAX_TOKENS["generate_conversational" if kind == "conversational" else "generate"]
-    return tpl.request(lang, max_tokens=budget,  # type: ignore[no-any-return]
+    return tpl.request(lang, max_tokens=budget,
                        passage=chunks[chunk_ids[0]].text, **common)
 
 
 def _check_request(item: Item, chunks: dict[str, Chunk], lang: str,
                    fragments: Sequence[str]) -> JudgeRequest:
-    common = {"metric": "synth.check", "sample_id": item.slot_id,
-              "max_tokens": MAX_TOKENS["check"]}
+    common: dict[str, Any] = {"metric": "synth.check", "sample_id": item.slot_id,
+                              "max_tokens": MAX_TOKENS["check"]}
+    req: JudgeRequest
     if item.kind == "negative":
-        return CHECKS["unanswered"].request(  # type: ignore[no-any-return]
-            lang, question=item.question, fragments=list(fragments), **common)
-    return CHECKS["supported"].request(  # type: ignore[no-any-return]
-        lang, question=item.check_question, answer=item.answer or "",
-        fragments=[chunks[c].text for c in item.chunk_ids], **common)
+        req = CHECKS["unanswered"].request(lang, question=item.question,
+                                           fragments=list(fragments), **common)
+    else:
+        req = CHECKS["supported"].request(lang, question=item.check_question,
+                                          answer=item.answer or "",
+                                          fragments=[chunks[c].text for c in item.chunk_ids],
+                                          **common)
+    return req
 
 
 # -- estimate ----------------------------------------------------------------------------------
@@ -397,10 +401,9 @@ def generate_testset(corpus: str | Path | Sequence[Document], *, generator: Judg
     if log_path is None:
         import tempfile
 
-        tmp = tempfile.NamedTemporaryFile(prefix="ragmeter-synth-", suffix=".jsonl",
-                                          delete=False)
-        tmp.close()
-        log_path = Path(tmp.name)
+        fd, name = tempfile.mkstemp(prefix="ragmeter-synth-", suffix=".jsonl")
+        os.close(fd)
+        log_path = Path(name)
         fresh = True
     log = ProgressLog(log_path, {"settings_hash": settings_hash, **setup.settings},
                       resume=resume, overwrite=fresh)
