@@ -364,3 +364,43 @@ def test_cli_run_with_the_mock_server_reports_and_fails_when_nothing_survives(
     r = _cli("--corpus", str(CORPUS), "--generator-backend", "mock", "--n", "6",
              "--out", str(out), cwd=tmp_path)
     assert r.returncode == 2 and "--resume" in r.stderr
+
+
+def test_budget_admits_until_a_limit_would_be_passed() -> None:
+    from ragmeter.synth.cost import Budget
+
+    b = Budget(max_calls=3)
+    assert b.admit() and b.admit()
+    b.settle(1, 0.0)
+    assert b.admit()            # 1 done + 2 in flight = 3
+    assert not b.admit() and "max-calls 3" in (b.stopped or "")
+    c = Budget(max_cost=1.0, per_call_cost=0.4)
+    assert c.admit() and c.admit()      # 0.8 reserved
+    assert not c.admit()                # 1.2 would pass 1.0
+    c.settle(1, 0.1)
+    assert c.admit()                    # 0.1 spent + 0.8 reserved
+    with pytest.raises(ConfigError):
+        Budget(max_calls=-1)
+
+
+def test_a_dead_generator_stops_early_instead_of_failing_every_call() -> None:
+    from ragmeter.judges import BackendError
+
+    def dead(req: object) -> dict[str, str]:
+        raise BackendError("connection_error", "refused")
+
+    j = judge(ScriptedGenerator(), max_concurrency=1)
+    j.scripted.fn = dead
+    ts = generate_testset(CORPUS, generator=j, n=12, seed=1)
+    assert ts.stopped and "keeps failing" in ts.stopped
+    assert j.scripted.calls <= 10 < 18
+    assert not ts.items
+    reasons = Counter(it.reason for it in ts.rejected)
+    assert reasons["generator_unscored"] >= 8 and reasons["not_generated"] >= 8
+
+
+def test_a_judge_config_is_accepted_as_the_generator() -> None:
+    cfg = JudgeConfig(name="gen", backend="openai", base_url="http://127.0.0.1:9/v1",
+                      model="some-model", price_in=0.5, price_out=1.5)
+    est = estimate_testset(CORPUS, generator=cfg, n=6, seed=1)
+    assert est.cost is not None and est.calls >= 8

@@ -31,6 +31,7 @@ class StageResult:
     asked: int = 0
     reused: int = 0
     not_asked: int = 0
+    stopped: str | None = None
 
 
 def ask_stage(judge: Judge, stage: str, requests: Sequence[tuple[str, JudgeRequest]],
@@ -57,8 +58,14 @@ def ask_stage(judge: Judge, stage: str, requests: Sequence[tuple[str, JudgeReque
 
         async def one(key: str, h: str, req: JudgeRequest) -> None:
             async with gate:
-                if len(fatal) >= FAIL_FAST_AFTER or not budget.admit():
+                if len(fatal) >= FAIL_FAST_AFTER:
                     result.not_asked += 1
+                    result.stopped = (f"the generator keeps failing ({len(fatal)} replies: "
+                                      f"{', '.join(sorted(set(fatal)))})")
+                    return
+                if not budget.admit():
+                    result.not_asked += 1
+                    result.stopped = budget.stopped
                     return
                 try:
                     rep = (await judge.aask_many([req]))[0]

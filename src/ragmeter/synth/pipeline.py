@@ -216,12 +216,14 @@ def _prices(judge: Judge) -> tuple[float, float]:
     return 0.0, 0.0
 
 
-def estimate_testset(corpus: str | Path | Sequence[Document], *, generator: Judge, n: int = 50,
+def estimate_testset(corpus: str | Path | Sequence[Document], *,
+                     generator: Judge | JudgeConfig, n: int = 50,
                      mix: str | dict[str, float] | Mix | None = None, language: str = "auto",
                      seed: int = 0, chunking: ChunkingParams | None = None,
                      filters: FilterSettings | None = None,
                      oversample: float = 1.25) -> CostEstimate:
     """Planned calls, tokens and cost of :func:`generate_testset`; nothing is sent."""
+    generator = _judge(generator)
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
                     seed=seed, chunking=chunking, oversample=oversample)
     p_in, p_out = _prices(generator)
@@ -233,9 +235,9 @@ def _text(value: Any) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def _apply_generation(item: Item, rep: JudgeReply | None) -> None:
+def _apply_generation(item: Item, rep: JudgeReply | None, stopped: str | None) -> None:
     if rep is None:
-        item.drop("generation", Verdict("not_generated", "the budget stopped the run first"))
+        item.drop("generation", Verdict("not_generated", f"not asked: {stopped}"))
         return
     item.generator = {"model": rep.model, "prompt_version": rep.extra.get("prompt_version"),
                       "cached": rep.cached}
@@ -328,9 +330,10 @@ def _retrieve_for_negatives(items: Sequence[Item], setup: Setup, fs: FilterSetti
         it.retrieved_ids = [h.chunk_id for h in hs]
 
 
-def _apply_check(item: Item, rep: JudgeReply | None, fs: FilterSettings) -> None:
+def _apply_check(item: Item, rep: JudgeReply | None, fs: FilterSettings,
+                 stopped: str | None = None) -> None:
     if rep is None:
-        item.drop("answerability", Verdict("not_checked", "the budget stopped the run first"))
+        item.drop("answerability", Verdict("not_checked", f"not asked: {stopped}"))
         return
     if not rep.ok or not isinstance(rep.data, dict):
         item.drop("answerability", Verdict("check_unscored",
@@ -368,7 +371,16 @@ def _trim(items: Sequence[Item], targets: dict[str, int]) -> None:
             it.passed("trim")
 
 
-def generate_testset(corpus: str | Path | Sequence[Document], *, generator: Judge, n: int = 50,
+def _judge(generator: Judge | JudgeConfig) -> Judge:
+    if isinstance(generator, JudgeConfig):
+        from ragmeter.judges.factory import make_judge
+
+        return make_judge(generator)
+    return generator
+
+
+def generate_testset(corpus: str | Path | Sequence[Document], *,
+                     generator: Judge | JudgeConfig, n: int = 50,
                      mix: str | dict[str, float] | Mix | None = None, language: str = "auto",
                      seed: int = 0, chunking: ChunkingParams | None = None,
                      filters: FilterSettings | None = None, oversample: float = 1.25,
@@ -385,6 +397,7 @@ def generate_testset(corpus: str | Path | Sequence[Document], *, generator: Judg
     written then holds what was finished, and :attr:`Testset.stopped` says why).
     """
     t0 = time.perf_counter()
+    generator = _judge(generator)
     fs = filters or FilterSettings()
     ident = generator_identity(generator)
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
@@ -438,8 +451,9 @@ def generate_testset(corpus: str | Path | Sequence[Document], *, generator: Judg
 
         gen = ask_stage(generator, "generate", setup.requests, log, budget, stats,
                         on_reply=tick("generate", len(setup.requests)))
+        stopped = gen.stopped
         for it in items:
-            _apply_generation(it, gen.replies.get(it.slot_id))
+            _apply_generation(it, gen.replies.get(it.slot_id), stopped)
         _apply_local_filters(items, setup.by_id, setup.language, fs)
         dedup_info = _apply_dedup(items, fs)
         checked = 0
@@ -458,9 +472,10 @@ def generate_testset(corpus: str | Path | Sequence[Document], *, generator: Judg
             chk = ask_stage(generator, "check", reqs, log, budget, stats,
                             on_reply=tick("check", len(reqs)))
             checked, check_reused = len(reqs), chk.reused
+            stopped = stopped or chk.stopped
             by_slot = {it.slot_id: it for it in pending}
             for key, _ in reqs:
-                _apply_check(by_slot[key], chk.replies.get(key), fs)
+                _apply_check(by_slot[key], chk.replies.get(key), fs, chk.stopped)
         _trim(items, setup.plan.targets)
         signature = {
             **ident, "prompt_version": PROMPT_SET_VERSION, "prompts": prompt_versions(),
@@ -478,11 +493,10 @@ def generate_testset(corpus: str | Path | Sequence[Document], *, generator: Judg
         rejected = [it for it in items if not it.alive]
         report = build_report(items, setup, stats=stats, estimate=estimate,
                               resumed={"generate": gen.reused, "check": check_reused},
-                              checked=checked, stopped=budget.stopped,
+                              checked=checked, stopped=stopped,
                               wall_s=time.perf_counter() - t0)
         report["progress_file"] = str(log_path) if progress_path is not None else None
-        return Testset(kept, rejected, report, signature, setup.by_id, estimate,
-                       budget.stopped)
+        return Testset(kept, rejected, report, signature, setup.by_id, estimate, stopped)
     finally:
         log.close()
         if progress_path is None:
