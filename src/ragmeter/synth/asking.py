@@ -18,9 +18,10 @@ from ragmeter.judges.stats import JudgeStats
 from ragmeter.synth.cost import Budget
 from ragmeter.synth.progress import ProgressLog
 
-#: replies a whole stage may lose to the same transport failure before it stops early
+#: failed replies in a row (after the engine's own retries) before a stage stops early
 FAIL_FAST_AFTER = 8
-_FATAL = frozenset({"http_4xx", "connection_error"})
+_FATAL = frozenset({"http_4xx", "http_5xx", "connection_error", "timeout", "rate_limited",
+                    "backend_error"})
 
 
 @dataclass
@@ -58,14 +59,13 @@ def ask_stage(judge: Judge, stage: str, requests: Sequence[tuple[str, JudgeReque
 
         async def one(key: str, h: str, req: JudgeRequest) -> None:
             async with gate:
-                if len(fatal) >= FAIL_FAST_AFTER:
+                if result.stopped is None and len(fatal) >= FAIL_FAST_AFTER:
+                    result.stopped = (f"the generator keeps failing ({len(fatal)} failed "
+                                      f"replies in a row: {', '.join(sorted(set(fatal)))})")
+                # a stop is final: no call is sent after it, even if a limit frees up again
+                if result.stopped is not None or not budget.admit():
                     result.not_asked += 1
-                    result.stopped = (f"the generator keeps failing ({len(fatal)} replies: "
-                                      f"{', '.join(sorted(set(fatal)))})")
-                    return
-                if not budget.admit():
-                    result.not_asked += 1
-                    result.stopped = budget.stopped
+                    result.stopped = result.stopped or budget.stopped
                     return
                 try:
                     rep = (await judge.aask_many([req]))[0]
@@ -79,6 +79,8 @@ def ask_stage(judge: Judge, stage: str, requests: Sequence[tuple[str, JudgeReque
                 result.asked += 1
                 if not rep.ok and rep.reason in _FATAL:
                     fatal.append(rep.reason or "")
+                elif rep.ok:
+                    fatal.clear()   # only failures in a row count
                 if on_reply is not None:
                     on_reply(key, rep)
 
