@@ -213,6 +213,18 @@ def test_unsupported_answers_are_dropped_by_the_checker() -> None:
     assert all(it.kind == "definition" for it in ts.items)
 
 
+def test_negatives_checked_against_hybrid_retrieval_record_what_was_retrieved() -> None:
+    gen = ScriptedGenerator()
+    ts = generate_testset(CORPUS, generator=judge(gen), n=3, seed=4, mix="negative=1",
+                          filters=FilterSettings(negative_retriever="hybrid", negative_k=3))
+    assert ts.items
+    for it in ts.items:
+        got = it.checks["answerability"]
+        assert got["answered"] == "no" and 1 <= len(got["retrieved"]) <= 3
+        assert it.to_sample(ts.chunks, "x").gold_chunk_ids == []
+    assert ts.signature["filters"]["negative_retriever"] == "hybrid"
+
+
 def test_english_corpus_gets_english_prompts_and_questions() -> None:
     docs = [Document(f"d{i}", text) for i, text in enumerate([
         "The reading room opens at 9 am on weekdays and at 11 am on Saturdays. It is closed "
@@ -337,6 +349,16 @@ def test_cli_estimate_errors_and_exit_codes(tmp_path: Path) -> None:
              "--estimate", "--price-in", "1", "--price-out", "2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "nothing sent" in r.stdout and "cost: about" in r.stdout
+    cfg = tmp_path / "judges.yaml"
+    cfg.write_text("judges:\n  - {name: a, backend: mock}\n  - {name: b, backend: openai, "
+                   "base_url: 'http://127.0.0.1:9/v1', model: m, price_in: 1, price_out: 3}\n",
+                   encoding="utf-8")
+    r = _cli("--corpus", str(CORPUS), "--generator-config", str(cfg), "--generator-name", "b",
+             "--n", "10", "--estimate", cwd=tmp_path)
+    assert r.returncode == 0 and "cost: about" in r.stdout, r.stdout + r.stderr
+    r = _cli("--corpus", str(CORPUS), "--generator-config", str(cfg), "--generator-name", "c",
+             "--estimate", cwd=tmp_path)
+    assert r.returncode == 2 and "generator-name" in r.stderr
     r = _cli("--corpus", str(CORPUS), "--generator-backend", "mock", "--mix", "fact=1,x=1",
              "--out", str(tmp_path / "e.jsonl"), cwd=tmp_path)
     assert r.returncode == 2 and "mix.x" in r.stderr and "Traceback" not in r.stderr
