@@ -426,3 +426,17 @@ def test_a_judge_config_is_accepted_as_the_generator() -> None:
                       model="some-model", price_in=0.5, price_out=1.5)
     est = estimate_testset(CORPUS, generator=cfg, n=6, seed=1)
     assert est.cost is not None and est.calls >= 8
+
+
+def test_a_separate_checker_answers_the_checks_and_is_signed() -> None:
+    gen, chk = ScriptedGenerator(), ScriptedGenerator(multi_chunk="one_chunk")
+    checker = ScriptedJudge(chk, config=JudgeConfig(
+        name="checker", backend="scripted", model="checker-model", no_cache=True,
+        api_key_env=None), model="checker-model")
+    ts = generate_testset(CORPUS, generator=judge(gen), checker=checker, n=8, seed=1,
+                          mix="fact=1,multi_chunk=1")
+    assert not any(k.startswith("check") for k in gen.calls)
+    assert set(chk.calls) <= {"check_supported", "check_unanswered"} and chk.calls
+    assert ts.signature["checker_model"] == "checker-model"
+    assert all(it.kind == "fact" for it in ts.items)
+    assert any(it.reason == "one_chunk_suffices" for it in ts.rejected)

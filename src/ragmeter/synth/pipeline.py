@@ -178,10 +178,12 @@ def _messages_tokens(req: JudgeRequest) -> int:
 
 
 def plan_estimate(setup: Setup, filters: FilterSettings, *, price_in: float = 0.0,
-                  price_out: float = 0.0, skip: set[str] | None = None) -> CostEstimate:
+                  price_out: float = 0.0, check_prices: tuple[float, float] | None = None,
+                  skip: set[str] | None = None) -> CostEstimate:
     """Upper bound of calls/tokens: every slot generated and every item checked.
 
-    ``skip`` holds generation keys already finished (a resumed run does not ask them again).
+    ``check_prices`` are the checker's prices when it is not the generator; ``skip`` holds
+    generation keys already finished (a resumed run does not ask them again).
     """
     skip = skip or set()
     gen_calls = gen_in = gen_out = 0
@@ -201,12 +203,20 @@ def plan_estimate(setup: Setup, filters: FilterSettings, *, price_in: float = 0.
             chk_in += (chk_prompt + 120
                        + sum(approx_tokens(t) for t in texts))
             chk_out += EXPECTED_OUT["check"]
-    return estimate_cost(gen_calls + chk_calls, gen_in + chk_in, gen_out + chk_out,
-                         price_in=price_in, price_out=price_out,
-                         breakdown={"generate": {"calls": gen_calls, "tokens_in": gen_in,
-                                                 "tokens_out": gen_out},
-                                    "check": {"calls": chk_calls, "tokens_in": chk_in,
-                                              "tokens_out": chk_out}})
+    c_in, c_out = check_prices if check_prices is not None else (price_in, price_out)
+    gen = estimate_cost(gen_calls, gen_in, gen_out, price_in=price_in, price_out=price_out)
+    chk = estimate_cost(chk_calls, chk_in, chk_out, price_in=c_in, price_out=c_out)
+    parts = [p for p in (gen, chk) if p.calls]
+    cost = (None if any(p.cost is None for p in parts) or not parts
+            else sum(p.cost or 0.0 for p in parts))
+    total = estimate_cost(gen_calls + chk_calls, gen_in + chk_in, gen_out + chk_out,
+                          price_in=price_in, price_out=price_out,
+                          breakdown={"generate": {"calls": gen_calls, "tokens_in": gen_in,
+                                                  "tokens_out": gen_out},
+                                     "check": {"calls": chk_calls, "tokens_in": chk_in,
+                                               "tokens_out": chk_out}})
+    total.cost = cost
+    return total
 
 
 def _prices(judge: Judge) -> tuple[float, float]:
@@ -220,14 +230,16 @@ def estimate_testset(corpus: str | Path | Sequence[Document], *,
                      generator: Judge | JudgeConfig, n: int = 50,
                      mix: str | dict[str, float] | Mix | None = None, language: str = "auto",
                      seed: int = 0, chunking: ChunkingParams | None = None,
-                     filters: FilterSettings | None = None,
-                     oversample: float = 1.25) -> CostEstimate:
+                     filters: FilterSettings | None = None, oversample: float = 1.25,
+                     checker: Judge | JudgeConfig | None = None) -> CostEstimate:
     """Planned calls, tokens and cost of :func:`generate_testset`; nothing is sent."""
     generator = _judge(generator)
+    check = _judge(checker) if checker is not None else generator
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
                     seed=seed, chunking=chunking, oversample=oversample)
     p_in, p_out = _prices(generator)
-    return plan_estimate(setup, filters or FilterSettings(), price_in=p_in, price_out=p_out)
+    return plan_estimate(setup, filters or FilterSettings(), price_in=p_in, price_out=p_out,
+                         check_prices=_prices(check))
 
 
 # -- generation --------------------------------------------------------------------------------
@@ -387,26 +399,35 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
                      progress_path: str | Path | None = None, resume: bool = False,
                      fresh: bool = False, max_calls: int | None = None,
                      max_cost: float | None = None,
+                     checker: Judge | JudgeConfig | None = None,
                      progress: Progress | None = None) -> Testset:
     """Generate a checked synthetic test set from ``corpus`` with ``generator`` (any judge).
 
     ``progress_path`` logs every reply the moment it arrives; with ``resume=True`` the
     finished calls of an earlier (crashed or stopped) run are reused, not asked again. Without
     a path the log is a temporary file removed at the end, and the run cannot be resumed.
-    ``max_calls`` / ``max_cost`` stop new calls once the next could pass the limit (the set
+    ``checker`` answers the answerability checks (default: the generator; a different model
+    avoids a model approving its own questions). ``max_calls`` / ``max_cost`` stop new calls once the next could pass the limit (the set
     written then holds what was finished, and :attr:`Testset.stopped` says why).
     """
     t0 = time.perf_counter()
     generator = _judge(generator)
+    check_judge = _judge(checker) if checker is not None else generator
     fs = filters or FilterSettings()
     ident = generator_identity(generator)
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
                     seed=seed, chunking=chunking, oversample=oversample)
     p_in, p_out = _prices(generator)
-    if max_cost is not None and p_in == 0 and p_out == 0:
-        raise ConfigError("max_cost", "the generator has no prices, so a cost limit cannot be "
-                          "honoured; set price_in/price_out (per 1M tokens) in its config, or "
-                          "use --max-calls")
+    c_prices = _prices(check_judge)
+    if max_cost is not None:
+        unpriced = [who for who, prices in (("generator", (p_in, p_out)),
+                                            ("checker", c_prices if fs.answerability
+                                             else (1.0, 1.0)))
+                    if prices == (0.0, 0.0)]
+        if unpriced:
+            raise ConfigError("max_cost", f"the {unpriced[0]} has no prices, so a cost limit "
+                              "cannot be honoured; set price_in/price_out (per 1M tokens) in "
+                              "its config (or --price-in/--price-out), or use --max-calls")
     settings_hash = dataset_hash([setup.settings])
     from ragmeter.synth.progress import ProgressLog
 
@@ -421,11 +442,12 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
     log = ProgressLog(log_path, {"settings_hash": settings_hash, **setup.settings},
                       resume=resume, overwrite=fresh)
     try:
-        estimate = plan_estimate(setup, fs, price_in=p_in, price_out=p_out)
+        estimate = plan_estimate(setup, fs, price_in=p_in, price_out=p_out,
+                                 check_prices=c_prices)
         gen_left = [k for k, r in setup.requests if log.get("generate", k, _hash(r)) is None]
         log.reused = 0
-        gen_cost = estimate_cost(len(gen_left), 0, 0, price_in=p_in, price_out=p_out)
         per_call = ((estimate.cost or 0.0) / estimate.calls) if estimate.calls else 0.0
+        gen_cost = estimate_cost(len(gen_left), 0, 0, price_in=p_in, price_out=p_out)
         gen_cost.cost = per_call * len(gen_left) if estimate.cost is not None else None
         if max_calls is not None and len(gen_left) > max_calls:
             raise ConfigError("max_calls", f"the plan needs {len(gen_left)} generation calls "
@@ -469,8 +491,8 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
                 fragments = [setup.by_id[c].text for c in it.retrieved_ids]
                 reqs.append((it.slot_id, _check_request(it, setup.by_id, setup.language,
                                                         fragments)))
-            chk = ask_stage(generator, "check", reqs, log, budget, stats,
-                            on_reply=tick("check", len(reqs)))
+            chk = ask_stage(check_judge, f"check@{check_judge.model}", reqs, log, budget,
+                            stats, on_reply=tick("check", len(reqs)))
             checked, check_reused = len(reqs), chk.reused
             stopped = stopped or chk.stopped
             by_slot = {it.slot_id: it for it in pending}
@@ -478,7 +500,8 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
                 _apply_check(by_slot[key], chk.replies.get(key), fs, chk.stopped)
         _trim(items, setup.plan.targets)
         signature = {
-            **ident, "prompt_version": PROMPT_SET_VERSION, "prompts": prompt_versions(),
+            **ident, "checker_model": check_judge.model,
+            "prompt_version": PROMPT_SET_VERSION, "prompts": prompt_versions(),
             "seed": seed, "corpus_hash": setup.corpus_hash,
             "chunking": setup.chunking.signature_fields(), "language": setup.language,
             "n": n, "mix": setup.settings["mix"], "oversample": oversample,

@@ -112,6 +112,11 @@ def register(app: typer.Typer) -> None:
             "--price-out", help="Output price per 1M tokens (overrides the config).")] = None,
         concurrency: Annotated[Optional[int], typer.Option(  # noqa: UP045
             "--concurrency", help="Most calls in flight.")] = None,
+        checker_config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--checker-config", help="Judge config file of the answerability checker "
+            "(default: the generator checks its own items).")] = None,
+        checker_name: Annotated[Optional[str], typer.Option(  # noqa: UP045
+            "--checker-name", help="Which judge of --checker-config.")] = None,
         estimate: Annotated[bool, typer.Option(
             "--estimate", help="Print planned calls, tokens and cost; send nothing.")] = False,
         max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
@@ -174,9 +179,16 @@ def register(app: typer.Typer) -> None:
                                model=generator_model, key_env=generator_key_env,
                                record=generator_record, gguf_path=gguf_path, price_in=price_in,
                                price_out=price_out, concurrency=concurrency, language=language)
+        checker = None
+        if checker_config is not None:
+            checker = make_generator(config=checker_config, name=checker_name,
+                                     backend="openai", url=None, model=None, key_env=None,
+                                     record=None, gguf_path=None, price_in=None,
+                                     price_out=None, concurrency=concurrency,
+                                     language=language)
         common: dict[str, Any] = {"generator": judge, "n": n, "mix": mix, "language": language,
                                   "seed": seed, "chunking": chunking, "filters": filters,
-                                  "oversample": oversample}
+                                  "oversample": oversample, "checker": checker}
         if estimate:
             render_estimate(estimate_testset(corpus, **common), console)
             return
