@@ -407,8 +407,9 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
     finished calls of an earlier (crashed or stopped) run are reused, not asked again. Without
     a path the log is a temporary file removed at the end, and the run cannot be resumed.
     ``checker`` answers the answerability checks (default: the generator; a different model
-    avoids a model approving its own questions). ``max_calls`` / ``max_cost`` stop new calls once the next could pass the limit (the set
-    written then holds what was finished, and :attr:`Testset.stopped` says why).
+    avoids a model approving its own questions). ``max_calls`` / ``max_cost`` stop new calls
+    once the next could pass the limit (the set written then holds what was finished, and
+    :attr:`Testset.stopped` says why).
     """
     t0 = time.perf_counter()
     generator = _judge(generator)
