@@ -70,6 +70,8 @@ def test_mix_parses_weights_and_splits_counts() -> None:
     "Что упомянуто выше про оплату?", "Что следует из приведённого отрывка?",
     "According to the table, how much is it?", "What does this passage say about fees?",
     "Which deadlines are mentioned above?", "What is stated in the text about parking?",
+    "Какая услуга в базе знаний даёт доступ к курсам?",
+    "Which service in the knowledge base handles refunds?",
 ])
 def test_passage_dependent_questions_are_caught(question: str) -> None:
     assert passage_reference(question) is not None

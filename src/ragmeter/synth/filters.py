@@ -84,6 +84,11 @@ PASSAGE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("ru", re.compile(r"(?<!\w)(?:упомянут\w*|описан\w*|указан\w*|сказан\w*|приведен\w*)\s+"
                       r"(?:выше|ниже)", re.I)),
     ("ru", re.compile(r"(?<!\w)(?:упомянут\w*|описанн\w*|указанн\w*)\s+в\s+" + _RU_ANY, re.I)),
+    # the question talks about the knowledge base instead of asking about its subject
+    ("ru", re.compile(r"(?<!\w)(?:в|во|из|по|согласно)\s+(?:" + _RU_DEMO + r"\s+)?"
+                      r"баз[аеыу]\s+знаний", re.I)),
+    ("en", re.compile(r"\b(?:in|from|according\s+to)\s+(?:the|this|your)\s+knowledge\s+base\b",
+                      re.I)),
     ("en", re.compile(r"\b(?:in|from|according\s+to|based\s+on|per)\s+(?:the|this|that|these|"
                       r"given|provided|above|following)\s+(?:given\s+|provided\s+|above\s+)?"
                       r"(?:text|passage|excerpt|table|document|context|paragraph|section|"
