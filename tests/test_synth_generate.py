@@ -101,6 +101,9 @@ def test_format_checks_give_reasons() -> None:
     assert check_format("fact", "А? Б? В? Когда открыт бассейн?", "x", p, "ru",
                         fs).reason == "several_questions"
     assert check_format("negative", "Можно ли прийти с собакой?", None, p, "ru", fs).ok
+    assert check_format("colloquial", "Скажите, пожалуйста, когда открыт бассейн?", "x", p,
+                        "ru", fs).reason == "not_colloquial"
+    assert check_format("colloquial", "бассейн щас открыт или как", "x", p, "ru", fs).ok
     assert check_format("conversational", "а там что", "x", p, "ru", fs,
                         n_turns=0).reason == "dialogue_too_short"
 

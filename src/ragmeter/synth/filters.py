@@ -147,6 +147,10 @@ def check_format(kind: str, question: str, answer: str | None, passages: Sequenc
         if len(answer) > settings.max_answer_chars:
             return Verdict("answer_too_long", f"{len(answer)} chars > "
                            f"{settings.max_answer_chars}")
+    if kind == "colloquial" and q[:1].isupper() and q.endswith("?") and (
+            "," in q or len(words) >= 10):
+        # capitalised, ending in "?", and punctuated or long: written, not typed in a chat
+        return Verdict("not_colloquial", "capitalised, punctuated question: reads as formal")
     if kind == "conversational" and n_turns < 1:
         return Verdict("dialogue_too_short", "no earlier turn before the last question")
     got = detect_language(q)
