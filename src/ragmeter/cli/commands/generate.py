@@ -10,6 +10,8 @@ import typer
 from ragmeter.errors import ConfigError, MissingExtraError
 
 GENERATOR_BACKENDS = ("openai", "mock", "local-demo", "tiny-demo", "gguf", "recorded")
+#: per-call timeout of local GGUF generators (seconds)
+LOCAL_TIMEOUT_S = 900.0
 
 
 def make_generator(*, config: Path | None, name: str | None, backend: str, url: str | None,
@@ -48,14 +50,18 @@ def make_generator(*, config: Path | None, name: str | None, backend: str, url: 
         if not status.available:
             raise MissingExtraError(TINY_MODEL.dist_prefix + "*", TINY_MODEL.extra,
                                     f"the tiny demo model ({status.reason})")
+        # a local model on a busy CPU can take minutes per call: a short timeout only makes
+        # the engine retry behind the call still running in llama.cpp
         base = JudgeConfig(name="tiny-demo", backend="local-demo", api_key_env=None,
-                           language=language if language != "auto" else "auto",
-                           max_tokens=600, n_ctx=4096)
+                           language=language, max_tokens=600, n_ctx=4096,
+                           timeout_s=LOCAL_TIMEOUT_S)
         return make_demo_judge(base.with_(**changes), spec=TINY_MODEL)
     if backend == "openai" and not url:
         raise ConfigError("generator-url", "give --generator-url and --generator-model (any "
                           "OpenAI-compatible endpoint), a --generator-config judge file, or "
                           "--generator-backend local-demo / tiny-demo / mock")
+    if backend in ("local-demo", "gguf"):
+        changes.setdefault("timeout_s", LOCAL_TIMEOUT_S)
     cfg = JudgeConfig(name="generator", backend=backend, base_url=url, model=model or "",
                       api_key_env=key_env, record_path=record, gguf_path=gguf_path,
                       language=language, **changes)
