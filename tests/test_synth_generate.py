@@ -145,7 +145,7 @@ def test_clean_run_meets_targets_and_writes_every_format(tmp_path: Path) -> None
     assert rep["counts"]["kept"] == rep["counts"]["target"]
     assert rep["n_kept"] == 12 and len(ts.items) == 12
     assert ts.signature["generator_model"] == "scripted"
-    assert ts.signature["prompt_version"] == "synth-prompts/v1"
+    assert ts.signature["prompt_version"] == "synth-prompts/v2"
     assert ts.signature["seed"] == 1 and ts.signature["language"] == "ru"
     assert len(ts.signature["corpus_hash"]) == 12
     for it in ts.items:
@@ -228,6 +228,16 @@ def test_negatives_checked_against_hybrid_retrieval_record_what_was_retrieved() 
         assert got["answered"] == "no" and 1 <= len(got["retrieved"]) <= 3
         assert it.to_sample(ts.chunks, "x").gold_chunk_ids == []
     assert ts.signature["filters"]["negative_retriever"] == "hybrid"
+
+
+def test_implausible_negatives_are_dropped() -> None:
+    gen = ScriptedGenerator(negative="implausible")
+    ts = generate_testset(CORPUS, generator=judge(gen), n=3, seed=4, mix="fact=1,negative=2")
+    negs = [it for it in [*ts.items, *ts.rejected] if it.kind == "negative"]
+    checked = [it for it in negs if it.dropped_by == "answerability"
+               or "answerability" in it.checks]
+    assert checked and all(it.reason == "implausible_negative" for it in checked)
+    assert ts.report["rejections"]["answerability"]["implausible_negative"] == len(checked)
 
 
 def test_english_corpus_gets_english_prompts_and_questions() -> None:

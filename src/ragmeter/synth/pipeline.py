@@ -359,7 +359,11 @@ def _apply_check(item: Item, rep: JudgeReply | None, fs: FilterSettings,
                 "answered_by_corpus", f"retrieved {', '.join(item.retrieved_ids)}"
                 + (f": {why}" if why else "")))
             return
-        item.passed("answerability", {"answered": "no", "retrieved": list(item.retrieved_ids)})
+        if d.get("plausible") != "yes":
+            item.drop("answerability", Verdict("implausible_negative", why))
+            return
+        item.passed("answerability", {"answered": "no", "plausible": "yes",
+                                      "retrieved": list(item.retrieved_ids)})
         return
     if d.get("supported") != "yes":
         item.drop("answerability", Verdict("not_supported", why))
@@ -486,9 +490,7 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
             pending = [it for it in items if it.alive]
             reqs: list[tuple[str, JudgeRequest]] = []
             for it in pending:
-                if it.kind == "negative" and not it.retrieved_ids:
-                    it.passed("answerability", {"answered": "no", "retrieved": []})
-                    continue
+                # a negative with no retrieved chunk is still asked: is it plausible at all?
                 fragments = [setup.by_id[c].text for c in it.retrieved_ids]
                 reqs.append((it.slot_id, _check_request(it, setup.by_id, setup.language,
                                                         fragments)))

@@ -14,7 +14,7 @@ from typing import Any
 from ragmeter.judges.prompts import PromptTemplate
 
 #: version of the whole prompt set; part of every generated set's signature
-PROMPT_SET_VERSION = "synth-prompts/v1"
+PROMPT_SET_VERSION = "synth-prompts/v2"
 
 _STR = {"type": "string"}
 _YES_NO = {"type": "string", "enum": ["yes", "no"]}
@@ -228,21 +228,27 @@ CHECK_SUPPORTED = PromptTemplate(
 )
 
 CHECK_UNANSWERED = PromptTemplate(
-    name="synth.check_unanswered", version="1",
+    name="synth.check_unanswered", version="2",
     system={
         "ru": (
             "Ты строгий проверяющий. Даны вопрос и фрагменты, которые поисковая система нашла "
             "по нему в базе знаний. Реши, содержится ли в этих фрагментах ответ на вопрос "
-            "(answered: yes/no). Частичный, но полезный ответ — тоже yes."),
+            "(answered: yes/no); частичный, но полезный ответ — тоже yes. Реши также, мог бы "
+            "живой пользователь этой базы знаний задать такой вопрос: он по её теме, понятен и "
+            "осмыслен, а не про саму базу или её содержимое (plausible: yes/no)."),
         "en": (
             "You are a strict checker. You get a question and the passages a search system "
             "found for it in a knowledge base. Decide whether these passages answer the "
-            "question (answered: yes/no). A partial but useful answer also counts as yes."),
+            "question (answered: yes/no); a partial but useful answer also counts as yes. Also "
+            "decide whether a real user of this knowledge base could ask it: on its topic, "
+            "clear and meaningful, not about the knowledge base or its contents as such "
+            "(plausible: yes/no)."),
     },
     user={"ru": "Вопрос:\n{question}\n\nНайденные фрагменты:\n{fragments}",
           "en": "Question:\n{question}\n\nRetrieved passages:\n{fragments}"},
-    schema={"title": "synth.check_unanswered@1", "type": "object",
-            "properties": {"answered": _YES_NO, "reason": _STR}, "required": ["answered"]},
+    schema={"title": "synth.check_unanswered@2", "type": "object",
+            "properties": {"answered": _YES_NO, "plausible": _YES_NO, "reason": _STR},
+            "required": ["answered", "plausible"]},
 )
 
 GENERATORS: dict[str, PromptTemplate] = {
