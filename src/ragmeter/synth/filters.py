@@ -175,7 +175,7 @@ class DuplicateOf:
 
 def lexical_sets(texts: Sequence[str]) -> list[frozenset[str]]:
     """Stemmed, stopword-free word sets (the BM25 analyzer, Russian and English stemming)."""
-    from ragmeter.retrieval.text import Analyzer
+    from ragmeter.text import Analyzer
 
     an = Analyzer("auto", stopwords=True)
     return [frozenset(an.tokens(t)) or frozenset(_WORDS.findall(t.lower())) for t in texts]
