@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import numpy as np
 
 from ragmeter.errors import DataError, RecordProblem
 
@@ -176,3 +179,182 @@ def save_run(run: Mapping[str, Mapping[str, float]], path: str | Path, *,
         for rank, (d, s) in enumerate(ranked, start=1):
             lines.append(f"{q} Q0 {d} {rank} {s!r} {tag}")
     p.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+
+
+# --- Streaming a TREC run: consecutive lines of one query form a group ------------------------
+
+#: Bytes read at a time by :func:`iter_run_blocks` (a query longer than this is read whole).
+RUN_BLOCK_BYTES = 16 * 1024 * 1024
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[list(b" \t\r\n\v\f")] = True
+
+
+class RunNotGrouped(Exception):
+    """A TREC run whose lines of one query are not consecutive (it cannot be streamed)."""
+
+
+@dataclass
+class RunBlock:
+    """Complete query groups of a TREC run, in file order (ids kept as UTF-8 bytes).
+
+    Group ``g`` is query ``qids[g]`` with entries ``starts[g]:starts[g + 1]`` of ``docs`` /
+    ``scores`` / ``lines`` (1-based line numbers).
+    """
+
+    qids: list[bytes]
+    starts: np.ndarray
+    docs: list[bytes]
+    scores: np.ndarray
+    lines: np.ndarray
+
+
+def _fast_columns(chunk: bytes) -> tuple[list[bytes], list[bytes], list[bytes]] | None:
+    """``(qids, docs, scores)`` when every line of ``chunk`` has exactly 6 columns, else None."""
+    n_lines = chunk.count(b"\n")
+    toks = chunk.split()
+    if len(toks) != 6 * n_lines or not n_lines:
+        return None
+    if b"#" in chunk and any(q[:1] == b"#" for q in toks[0::6]):  # comment lines
+        return None
+    raw = np.frombuffer(chunk, dtype=np.uint8)
+    space = _SPACE[raw]
+    starts = ~space
+    starts[1:] &= space[:-1]
+    ends = np.flatnonzero(raw == 10)
+    line_starts = np.concatenate(([0], ends[:-1] + 1))
+    per_line = np.add.reduceat(starts, line_starts, dtype=np.int32)
+    if not bool(np.all(per_line == 6)):
+        return None
+    return toks[0::6], toks[2::6], toks[4::6]
+
+
+def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[RecordProblem]
+                  ) -> tuple[list[bytes], list[bytes], list[bytes], list[int]]:
+    """Line by line: comments (``#``), blank lines, trailing columns; bad lines → ``problems``."""
+    qids: list[bytes] = []
+    docs: list[bytes] = []
+    scores: list[bytes] = []
+    lines: list[int] = []
+    for lineno, line in enumerate(chunk.split(b"\n"), start=first_line):
+        parts = line.split()
+        if not parts or parts[0].startswith(b"#"):
+            continue
+        if len(parts) < 5:
+            problems.append(RecordProblem(source, lineno, None, "expected 5 columns 'qid Q0 docid "
+                                          f"rank score [tag]', got {len(parts)}"))
+            continue
+        qids.append(parts[0])
+        docs.append(parts[2])
+        scores.append(parts[4])
+        lines.append(lineno)
+    return qids, docs, scores, lines
+
+
+def _scores(raw: list[bytes], lines: np.ndarray, source: str,
+            problems: list[RecordProblem]) -> tuple[np.ndarray, np.ndarray]:
+    """Scores as float64 and a mask of the valid ones (bad ones → ``problems``)."""
+    try:
+        values = np.fromiter(map(float, raw), dtype=np.float64, count=len(raw))
+        ok = ~np.isnan(values)
+    except ValueError:
+        values = np.zeros(len(raw))
+        ok = np.ones(len(raw), dtype=bool)
+        for i, r in enumerate(raw):
+            try:
+                values[i] = float(r)
+                ok[i] = values[i] == values[i]
+            except ValueError:
+                ok[i] = False
+    for i in np.flatnonzero(~ok).tolist():
+        problems.append(RecordProblem(source, int(lines[i]), "score",
+                                      f"must be a number, got {raw[i].decode('utf-8', 'replace')!r}"))
+    return values, ok
+
+
+def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
+                    problems: list[RecordProblem] | None = None) -> Iterator[RunBlock]:
+    """Stream a TREC run file as blocks of complete query groups, reading ``block_bytes`` at a time.
+
+    Accepts what :func:`load_run` accepts in TREC form (``#`` comment lines, blank lines, columns
+    after the score, a UTF-8 byte-order mark). Bad lines are appended to ``problems`` (the caller
+    raises them; with no list given they raise a :class:`DataError` at the end) and skipped.
+    Raises :class:`RunNotGrouped` as soon as a query's lines turn out not to be consecutive.
+    """
+    source = str(path)
+    own = problems is None
+    found: list[RecordProblem] = [] if problems is None else problems
+    try:
+        fh = Path(path).open("rb")
+    except FileNotFoundError:
+        raise DataError(RecordProblem(source, None, None, "file not found")) from None
+    finished: set[bytes] = set()
+    with fh:
+        carry = b""
+        line_base = 1
+        first = True
+        eof = False
+        while not eof:
+            data = fh.read(block_bytes)
+            if first:
+                data = data.removeprefix(b"\xef\xbb\xbf")
+                first = False
+            eof = not data
+            buf = carry + data
+            if eof:
+                if not buf:
+                    break
+                if not buf.endswith(b"\n"):
+                    buf += b"\n"
+                cut = len(buf)
+            else:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = buf
+                    continue
+            chunk, carry = buf[:cut], buf[cut:]
+            fast = _fast_columns(chunk)
+            if fast is not None:
+                qids, docs, raw = fast
+                lines = np.arange(line_base, line_base + len(qids), dtype=np.int64)
+            else:
+                qids, docs, raw, line_list = _slow_columns(chunk, line_base, source, found)
+                lines = np.asarray(line_list, dtype=np.int64)
+            n_chunk_lines = chunk.count(b"\n")
+            if not qids:
+                line_base += n_chunk_lines
+                continue
+            keys = np.array(qids)
+            starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1))
+            if not eof:  # the last group may go on in the next block: read it again there
+                last = int(starts[-1])
+                if last == 0:
+                    carry = chunk + carry
+                    continue
+                back = int(lines[last]) - line_base
+                ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+                offset = int(ends[back - 1]) + 1 if back else 0
+                carry = chunk[offset:] + carry
+                line_base += back
+                qids, docs, raw, lines = qids[:last], docs[:last], raw[:last], lines[:last]
+                starts = starts[:-1]
+            else:
+                line_base += n_chunk_lines
+            group_qids = [qids[i] for i in starts.tolist()]
+            for q in group_qids:
+                if q in finished:
+                    raise RunNotGrouped(f"{source}: the lines of query "
+                                        f"'{q.decode('utf-8', 'replace')}' are not consecutive")
+                finished.add(q)
+            scores, ok = _scores(raw, lines, source, found)
+            if not bool(ok.all()):
+                keep = np.flatnonzero(ok)
+                qid_arr = keys[:len(raw)][keep]
+                docs = [docs[i] for i in keep.tolist()]
+                scores, lines = scores[keep], lines[keep]
+                starts = (np.concatenate(([0], np.flatnonzero(qid_arr[1:] != qid_arr[:-1]) + 1))
+                          if qid_arr.size else np.zeros(0, dtype=np.int64))
+                group_qids = [bytes(qid_arr[i]) for i in starts.tolist()]
+            yield RunBlock(group_qids, np.append(starts, len(docs)).astype(np.int64), docs,
+                           scores, lines)
+    if own and found:
+        raise DataError(found)
