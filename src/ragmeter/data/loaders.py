@@ -20,13 +20,13 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragmeter.data.sample import QUESTION_TYPES, Sample
-from ragmeter.errors import DataError, RecordProblem
+from ragmeter.errors import ConfigError, DataError, RecordProblem
 
 STR_FIELDS = ("user_input", "response", "reference", "type")
 STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
@@ -312,3 +312,147 @@ def load_samples(path: str | Path, *, skip_invalid: bool = False,
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return LoadResult(samples=samples, source=source, lines=lines, skipped=problems,
                       n_records=len(records) + n_unreadable)
+
+
+# --- Streaming: records one at a time, with per-record size limits ------------------------------
+
+#: Longest accepted JSON Lines record, in bytes (override: ``RAGMETER_MAX_RECORD_BYTES``).
+MAX_RECORD_BYTES = 32 * 1024 * 1024
+#: Most items accepted in one list field of a record (override: ``RAGMETER_MAX_LIST_ITEMS``).
+MAX_LIST_ITEMS = 500_000
+_STREAMED_SUFFIXES = (".csv", ".tsv", ".json")
+
+
+def record_limits() -> tuple[int, int]:
+    """``(max record bytes, max list items)``: the defaults or the environment's overrides."""
+    import os
+
+    def env(name: str, default: int) -> int:
+        raw = os.environ.get(name)
+        if raw is None or raw.strip() == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(name, f"must be a positive integer, got {raw!r}") from None
+        if value < 1:
+            raise ConfigError(name, f"must be a positive integer, got {raw!r}")
+        return value
+
+    return (env("RAGMETER_MAX_RECORD_BYTES", MAX_RECORD_BYTES),
+            env("RAGMETER_MAX_LIST_ITEMS", MAX_LIST_ITEMS))
+
+
+def record_limit_problems(record: Any, source: str, line: int | None,
+                          max_items: int | None = None) -> list[RecordProblem]:
+    """A :class:`RecordProblem` for every list field longer than ``max_items``."""
+    if not isinstance(record, Mapping):
+        return []
+    limit = record_limits()[1] if max_items is None else max_items
+    out = []
+    for key, value in record.items():
+        if isinstance(value, (list, dict)) and len(value) > limit:
+            out.append(RecordProblem(source, line, str(key), (
+                f"has {len(value):,} items, more than the limit of {limit:,} per field "
+                "(raise it with RAGMETER_MAX_LIST_ITEMS if this is intended)")))
+    return out
+
+
+class SampleStream:
+    """Samples of a file, one at a time; :attr:`result` holds what was skipped once consumed.
+
+    JSON Lines files are read line by line (memory stays bounded by one record); other formats
+    are parsed whole first. With ``skip_invalid=False`` every problem is raised together as one
+    :class:`DataError` after the last record (so the caller's partial work is discarded).
+    """
+
+    def __init__(self, path: str | Path, *, skip_invalid: bool = False,
+                 validate: Validator | None = None, max_record_bytes: int | None = None,
+                 max_list_items: int | None = None) -> None:
+        self.path = Path(path)
+        self.skip_invalid = skip_invalid
+        self.validate = validate
+        default_bytes, default_items = record_limits()
+        self.max_bytes = max_record_bytes or default_bytes
+        self.max_items = max_list_items or default_items
+        self.result = LoadResult(samples=[], source=str(path))
+
+    def _records(self, problems: list[RecordProblem]) -> Iterator[tuple[int | None, Any]]:
+        source = str(self.path)
+        if self.path.suffix.lower() in _STREAMED_SUFFIXES:
+            records, found = read_records(self.path)
+            problems.extend(found)
+            yield from records
+            return
+        try:
+            fh = self.path.open("rb")
+        except FileNotFoundError:
+            raise DataError(RecordProblem(source, None, None, "file not found")) from None
+        with fh:
+            lineno = 0
+            while True:
+                raw = fh.readline(self.max_bytes + 1)
+                if not raw:
+                    break
+                lineno += 1
+                if lineno == 1:
+                    raw = raw.removeprefix(b"\xef\xbb\xbf")
+                if len(raw) > self.max_bytes and not raw.endswith(b"\n"):
+                    size = len(raw)
+                    while raw and not raw.endswith(b"\n"):  # skip the rest of the line
+                        raw = fh.readline(1024 * 1024)
+                        size += len(raw)
+                    problems.append(RecordProblem(source, lineno, None, (
+                        f"record of {size:,} bytes is longer than the limit of "
+                        f"{self.max_bytes:,} (raise it with RAGMETER_MAX_RECORD_BYTES if "
+                        "this is intended)")))
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    yield lineno, json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    problems.append(RecordProblem(source, lineno, None, f"invalid JSON: {exc.msg}"))
+                except UnicodeDecodeError as exc:
+                    problems.append(RecordProblem(source, lineno, None, f"not UTF-8 text: {exc}"))
+                except RecursionError:
+                    problems.append(RecordProblem(source, lineno, None, "JSON nested too deeply"))
+
+    def __iter__(self) -> Iterator[Sample]:
+        source = str(self.path)
+        problems: list[RecordProblem] = []
+        from_csv = self.path.suffix.lower() in (".csv", ".tsv")
+        seen: dict[str, int | None] = {}
+        n_records = 0
+        for index, (line, rec) in enumerate(self._records(problems)):
+            n_records += 1
+            probs = record_limit_problems(rec, source, line, self.max_items)
+            sample = None
+            if not probs:
+                sample, probs = record_to_sample(rec, source=source, line=line, index=index,
+                                                 from_csv=from_csv)
+            if sample is not None and self.validate is not None:
+                probs = [RecordProblem(source, line, f, m) for f, m in self.validate(sample, rec)]
+            if sample is not None and not probs and sample.id in seen:
+                first = seen[sample.id]
+                where = f"line {first}" if first is not None else "an earlier record"
+                probs = [RecordProblem(source, line, "id",
+                                       f"duplicate id '{sample.id}' (first on {where})")]
+            if probs or sample is None:
+                problems.extend(probs)
+                continue
+            seen[sample.id] = line
+            yield sample
+        n_unreadable = len({p.line for p in problems if p.field is None})
+        if problems and not self.skip_invalid:
+            raise DataError(problems, hint="fix the lines above, or pass skip_invalid=True "
+                                           "(--skip-invalid) to skip them and count them")
+        problems.sort(key=lambda p: (p.line is None, p.line or 0))
+        self.result.skipped = problems
+        self.result.n_records = n_records + n_unreadable
+
+
+def iter_samples(path: str | Path, *, skip_invalid: bool = False,
+                 validate: Validator | None = None) -> SampleStream:
+    """Samples of ``path`` as a stream (see :class:`SampleStream`); iterate it once."""
+    return SampleStream(path, skip_invalid=skip_invalid, validate=validate)
