@@ -184,9 +184,10 @@ def save_run(run: Mapping[str, Mapping[str, float]], path: str | Path, *,
 # --- Streaming a TREC run: consecutive lines of one query form a group ------------------------
 
 #: Bytes read at a time by :func:`iter_run_blocks` (a query longer than this is read whole).
-RUN_BLOCK_BYTES = 16 * 1024 * 1024
-_SPACE = np.zeros(256, dtype=bool)
-_SPACE[list(b" \t\r\n\v\f")] = True
+RUN_BLOCK_BYTES = 8 * 1024 * 1024
+#: Longest query or document id accepted in a streamed run, in bytes (longer: an input error).
+MAX_ID_BYTES = 1024
+_FAST_ID_BYTES = 64  # ids up to this long take the vectorised parse
 
 
 class RunNotGrouped(Exception):
@@ -195,45 +196,77 @@ class RunNotGrouped(Exception):
 
 @dataclass
 class RunBlock:
-    """Complete query groups of a TREC run, in file order (ids kept as UTF-8 bytes).
+    """Complete query groups of a TREC run, in file order.
 
-    Group ``g`` is query ``qids[g]`` with entries ``starts[g]:starts[g + 1]`` of ``docs`` /
+    Ids are NumPy byte-string arrays (UTF-8, no Python object per line). Group ``g`` is query
+    ``qids[g]`` (bytes) with entries ``starts[g]:starts[g + 1]`` of ``line_qids`` / ``docs`` /
     ``scores`` / ``lines`` (1-based line numbers).
     """
 
     qids: list[bytes]
     starts: np.ndarray
-    docs: list[bytes]
+    line_qids: np.ndarray
+    docs: np.ndarray
     scores: np.ndarray
     lines: np.ndarray
 
 
-def _fast_columns(chunk: bytes) -> tuple[list[bytes], list[bytes], list[bytes]] | None:
-    """``(qids, docs, scores)`` when every line of ``chunk`` has exactly 6 columns, else None."""
-    n_lines = chunk.count(b"\n")
-    toks = chunk.split()
-    if len(toks) != 6 * n_lines or not n_lines:
-        return None
-    if b"#" in chunk and any(q[:1] == b"#" for q in toks[0::6]):  # comment lines
-        return None
+def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
+    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded)."""
+    cols = np.arange(width)
+    idx = np.minimum(start[:, None] + cols, raw.size - 1)
+    mat = np.where(cols < (end - start)[:, None], raw[idx], 0).astype(np.uint8)
+    return np.ascontiguousarray(mat).view(f"S{width}").ravel()
+
+
+def _vector_columns(chunk: bytes, first_line: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(qids, docs, scores, lines)`` of ``chunk`` parsed with array operations.
+
+    None when a line needs the line-by-line path: fewer than 5 columns, a bad score, an id
+    longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
+    """
     raw = np.frombuffer(chunk, dtype=np.uint8)
-    space = _SPACE[raw]
-    starts = ~space
-    starts[1:] &= space[:-1]
-    ends = np.flatnonzero(raw == 10)
-    line_starts = np.concatenate(([0], ends[:-1] + 1))
-    per_line = np.add.reduceat(starts, line_starts, dtype=np.int32)
-    if not bool(np.all(per_line == 6)):
+    space = (raw == 32) | ((raw >= 9) & (raw <= 13))  # what bytes.split() splits on
+    begin = ~space
+    begin[1:] &= space[:-1]
+    ts = np.flatnonzero(begin)
+    del begin
+    finish = ~space
+    finish[:-1] &= space[1:]
+    te = np.flatnonzero(finish) + 1
+    del finish, space
+    if not ts.size:
+        return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
+    newlines = np.flatnonzero(raw == 10)
+    first = np.searchsorted(ts, np.concatenate(([0], newlines[:-1])))  # first token of a line
+    counts = np.diff(np.append(first, ts.size))
+    used = counts > 0
+    used[used] &= raw[ts[first[used]]] != ord("#")
+    data = np.flatnonzero(used)
+    f = first[data]
+    if bool(np.any(counts[data] < 5)):
         return None
-    return toks[0::6], toks[2::6], toks[4::6]
+    qs, qe, ds, de, ss, se = ts[f], te[f], ts[f + 2], te[f + 2], ts[f + 4], te[f + 4]
+    wq, wd, ws = (int((e - s).max()) for s, e in ((qs, qe), (ds, de), (ss, se)))
+    if max(wq, wd, ws) > _FAST_ID_BYTES:
+        return None
+    try:
+        scores = _gather(raw, ss, se, ws).astype(np.float64)
+    except ValueError:
+        return None
+    if bool(np.isnan(scores).any()):
+        return None
+    return (_gather(raw, qs, qe, wq), _gather(raw, ds, de, wd), scores,
+            data.astype(np.int64) + first_line)
 
 
 def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[RecordProblem]
-                  ) -> tuple[list[bytes], list[bytes], list[bytes], list[int]]:
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Line by line: comments (``#``), blank lines, trailing columns; bad lines → ``problems``."""
     qids: list[bytes] = []
     docs: list[bytes] = []
-    scores: list[bytes] = []
+    scores: list[float] = []
     lines: list[int] = []
     for lineno, line in enumerate(chunk.split(b"\n"), start=first_line):
         parts = line.split()
@@ -243,32 +276,24 @@ def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[Rec
             problems.append(RecordProblem(source, lineno, None, "expected 5 columns 'qid Q0 docid "
                                           f"rank score [tag]', got {len(parts)}"))
             continue
+        if len(parts[0]) > MAX_ID_BYTES or len(parts[2]) > MAX_ID_BYTES:
+            problems.append(RecordProblem(source, lineno, "docid" if len(parts[0]) <= MAX_ID_BYTES
+                                          else "qid", f"id longer than {MAX_ID_BYTES} bytes"))
+            continue
+        try:
+            value = float(parts[4])
+            if value != value:
+                raise ValueError
+        except ValueError:
+            problems.append(RecordProblem(source, lineno, "score", "must be a number, got "
+                                          f"{parts[4].decode('utf-8', 'replace')!r}"))
+            continue
         qids.append(parts[0])
         docs.append(parts[2])
-        scores.append(parts[4])
+        scores.append(value)
         lines.append(lineno)
-    return qids, docs, scores, lines
-
-
-def _scores(raw: list[bytes], lines: np.ndarray, source: str,
-            problems: list[RecordProblem]) -> tuple[np.ndarray, np.ndarray]:
-    """Scores as float64 and a mask of the valid ones (bad ones → ``problems``)."""
-    try:
-        values = np.fromiter(map(float, raw), dtype=np.float64, count=len(raw))
-        ok = ~np.isnan(values)
-    except ValueError:
-        values = np.zeros(len(raw))
-        ok = np.ones(len(raw), dtype=bool)
-        for i, r in enumerate(raw):
-            try:
-                values[i] = float(r)
-                ok[i] = values[i] == values[i]
-            except ValueError:
-                ok[i] = False
-    for i in np.flatnonzero(~ok).tolist():
-        problems.append(RecordProblem(source, int(lines[i]), "score",
-                                      f"must be a number, got {raw[i].decode('utf-8', 'replace')!r}"))
-    return values, ok
+    return (np.array(qids or [b""])[:len(qids)], np.array(docs or [b""])[:len(docs)],
+            np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64))
 
 
 def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
@@ -279,9 +304,9 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
     after the score, a UTF-8 byte-order mark). Bad lines are appended to ``problems`` (the caller
     raises them; with no list given they raise a :class:`DataError` at the end) and skipped.
     Raises :class:`RunNotGrouped` as soon as a query's lines turn out not to be consecutive.
+    Memory stays bounded by a block (plus the longest query).
     """
     source = str(path)
-    own = problems is None
     found: list[RecordProblem] = [] if problems is None else problems
     try:
         fh = Path(path).open("rb")
@@ -312,19 +337,14 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
                     carry = buf
                     continue
             chunk, carry = buf[:cut], buf[cut:]
-            fast = _fast_columns(chunk)
-            if fast is not None:
-                qids, docs, raw = fast
-                lines = np.arange(line_base, line_base + len(qids), dtype=np.int64)
-            else:
-                qids, docs, raw, line_list = _slow_columns(chunk, line_base, source, found)
-                lines = np.asarray(line_list, dtype=np.int64)
-            n_chunk_lines = chunk.count(b"\n")
-            if not qids:
-                line_base += n_chunk_lines
+            parsed = _vector_columns(chunk, line_base)
+            if parsed is None:
+                parsed = _slow_columns(chunk, line_base, source, found)
+            qids, docs, scores, lines = parsed
+            if not qids.size:
+                line_base += chunk.count(b"\n")
                 continue
-            keys = np.array(qids)
-            starts = np.concatenate(([0], np.flatnonzero(keys[1:] != keys[:-1]) + 1))
+            starts = np.concatenate(([0], np.flatnonzero(qids[1:] != qids[:-1]) + 1))
             if not eof:  # the last group may go on in the next block: read it again there
                 last = int(starts[-1])
                 if last == 0:
@@ -332,29 +352,19 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
                     continue
                 back = int(lines[last]) - line_base
                 ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-                offset = int(ends[back - 1]) + 1 if back else 0
-                carry = chunk[offset:] + carry
+                carry = chunk[int(ends[back - 1]) + 1 if back else 0:] + carry
                 line_base += back
-                qids, docs, raw, lines = qids[:last], docs[:last], raw[:last], lines[:last]
+                qids, docs, scores, lines = qids[:last], docs[:last], scores[:last], lines[:last]
                 starts = starts[:-1]
             else:
-                line_base += n_chunk_lines
-            group_qids = [qids[i] for i in starts.tolist()]
+                line_base += chunk.count(b"\n")
+            group_qids = [bytes(q) for q in qids[starts].tolist()]
             for q in group_qids:
                 if q in finished:
                     raise RunNotGrouped(f"{source}: the lines of query "
                                         f"'{q.decode('utf-8', 'replace')}' are not consecutive")
                 finished.add(q)
-            scores, ok = _scores(raw, lines, source, found)
-            if not bool(ok.all()):
-                keep = np.flatnonzero(ok)
-                qid_arr = keys[:len(raw)][keep]
-                docs = [docs[i] for i in keep.tolist()]
-                scores, lines = scores[keep], lines[keep]
-                starts = (np.concatenate(([0], np.flatnonzero(qid_arr[1:] != qid_arr[:-1]) + 1))
-                          if qid_arr.size else np.zeros(0, dtype=np.int64))
-                group_qids = [bytes(qid_arr[i]) for i in starts.tolist()]
-            yield RunBlock(group_qids, np.append(starts, len(docs)).astype(np.int64), docs,
+            yield RunBlock(group_qids, np.append(starts, qids.size).astype(np.int64), qids, docs,
                            scores, lines)
-    if own and found:
+    if problems is None and found:
         raise DataError(found)

@@ -264,24 +264,22 @@ class _QrelsSource:
 class _RunFileSource:
     """Qrels and a TREC run file read group by group: the run is never held in memory.
 
-    Each query's lines (consecutive in the file) are matched against the qrels as they are read;
-    only relevant cells are kept. Raises :class:`RunNotGrouped` when the file is not grouped by
-    query (the caller then loads it whole).
+    Each query's lines (consecutive in the file) are matched against the qrels as they are read,
+    with array operations over a block of lines; only relevant cells are kept. Raises
+    :class:`RunNotGrouped` when the file is not grouped by query (the caller then loads it whole).
     """
 
     def __init__(self, qrels: Qrels, path: Path, ties: str, doc_of: Callable[[str], str],
                  keys: Sequence[tuple[str, str]]):
-        for level, match in keys:
+        for _, match in keys:
             if match == "text":
                 raise ConfigError("match", "text matching needs samples with retrieved_contexts "
                                   "and reference_contexts, not qrels/run", list(MATCHES))
         judged = positive_judgments(qrels)
         self.qids = judged.qids
         index = {q.encode("utf-8"): i for i, q in enumerate(self.qids)}
-        pos_b: list[dict[bytes, int]] = [{} for _ in self.qids]
-        for qi, doc, g in zip(judged.q.tolist(), judged.docs, judged.grades.tolist(), strict=True):
-            pos_b[qi][doc.encode("utf-8")] = g
         known = {q.encode("utf-8") for q in qrels}
+        lookup = _JudgedKeys(judged)
         nq = len(self.qids)
         n_ret = np.zeros(nq, dtype=np.int64)
         cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -291,54 +289,39 @@ class _RunFileSource:
         not_in_qrels = 0
         single = ties == "trec"
         for block in iter_run_blocks(path, problems=problems):
-            starts = block.starts.tolist()
-            docs, lines = block.docs, block.lines
-            scores = block.scores.astype(np.float32) if single else block.scores
-            hq: list[int] = []
-            hpos: list[int] = []
-            hg: list[int] = []
-            rows_of: list[int] = []
-            for g, qid in enumerate(block.qids):
-                a, b = starts[g], starts[g + 1]
-                group = docs[a:b]
-                members = set(group)
-                if len(members) != b - a:
-                    problems.extend(_repeats(group, lines[a:b], qid, str(path)))
-                qi = index.get(qid)
-                if qi is None:
-                    not_in_qrels += qid not in known
-                    continue
-                n_ret[qi] = b - a
-                rows_of.append(qi)
-                for doc, grade in pos_b[qi].items():
-                    if doc in members:
-                        hq.append(g)
-                        hpos.append(a + group.index(doc))
-                        hg.append(grade)
-                if want_doc:
-                    doc_rows[qi] = _doc_cells(group, scores[a:b], qrels[self.qids[qi]], ties,
-                                              doc_of)
-            if not hq:
-                continue
             lens = np.diff(block.starts)
-            hq_a = np.asarray(hq, dtype=np.int64)
-            hp_a = np.asarray(hpos, dtype=np.int64)
-            order = np.argsort(hq_a, kind="stable")
-            hq_a, hp_a, hg_a = hq_a[order], hp_a[order], np.asarray(hg, dtype=np.int64)[order]
+            gid = np.repeat(np.arange(lens.size), lens)
+            problems.extend(_repeats(block, gid, str(path)))
+            qmap = np.fromiter((index.get(q, -1) for q in block.qids), dtype=np.int64,
+                               count=len(block.qids))
+            not_in_qrels += sum(1 for q, i in zip(block.qids, qmap.tolist(), strict=True)
+                                if i < 0 and q not in known)
+            seen = qmap >= 0
+            n_ret[qmap[seen]] = lens[seen]
+            scores = block.scores.astype(np.float32) if single else block.scores
+            if want_doc:
+                starts = block.starts.tolist()
+                for g in np.flatnonzero(seen).tolist():
+                    qi = int(qmap[g])
+                    a, b = starts[g], starts[g + 1]
+                    doc_rows[qi] = _doc_cells(block.docs[a:b].tolist(), scores[a:b],
+                                              qrels[self.qids[qi]], ties, doc_of)
+            grades = lookup.grades(block.line_qids, block.docs)
+            hits = np.flatnonzero(grades > 0)
+            if not hits.size:
+                continue
+            hq = gid[hits]
+            docs, starts_a = block.docs, block.starts
 
-            def tie(j: int, g: int, tied: np.ndarray, hp_a: np.ndarray = hp_a,
-                    docs: list[bytes] = docs, starts: list[int] = starts) -> int:
-                p = int(hp_a[j]) - starts[g]
+            def tie(j: int, g: int, tied: np.ndarray, hits: np.ndarray = hits,
+                    docs: np.ndarray = docs, starts_a: np.ndarray = starts_a) -> int:
+                line = int(hits[j])
                 if single:
-                    doc = docs[int(hp_a[j])]
-                    return sum(1 for t in tied.tolist() if docs[starts[g] + t] > doc)
-                return int(np.count_nonzero(tied < p))
+                    return int(np.count_nonzero(docs[int(starts_a[g]) + tied] > docs[line]))
+                return int(np.count_nonzero(tied < line - int(starts_a[g])))
 
-            ranks = rank_hits(scores, lens, hq_a, scores[hp_a], tie)
-            qmap = np.full(len(block.qids), -1, dtype=np.int64)
-            for g, qid in enumerate(block.qids):
-                qmap[g] = index.get(qid, -1)
-            cells.append((qmap[hq_a], ranks, hg_a))
+            ranks = rank_hits(scores, lens, hq, scores[hits], tie)
+            cells.append((qmap[hq], ranks, grades[hits]))
         if problems:
             raise DataError(problems)
         cat = (lambda i: np.concatenate([c[i] for c in cells]) if cells  # noqa: E731
@@ -359,16 +342,62 @@ class _RunFileSource:
         return _Population(list(self.qids), rows, [], counts)
 
 
-def _repeats(group: list[bytes], lines: np.ndarray, qid: bytes, source: str) -> list[RecordProblem]:
-    first: dict[bytes, int] = {}
+class _JudgedKeys:
+    """Positive judgments as sorted fixed-width ``qid + docid`` byte keys, for array lookups."""
+
+    def __init__(self, judged: Any) -> None:
+        q = np.array([judged.qids[i].encode("utf-8") for i in judged.q.tolist()] or [b""])
+        d = np.array([doc.encode("utf-8") for doc in judged.docs] or [b""])
+        self.wq, self.wd = max(q.itemsize, 1), max(d.itemsize, 1)
+        keys = self._keys(q, d)[:judged.q.size]
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.values = keys[order], judged.grades[order]
+
+    def _keys(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+        qm = q.astype(f"S{self.wq}").view(np.uint8).reshape(-1, self.wq)
+        dm = d.astype(f"S{self.wd}").view(np.uint8).reshape(-1, self.wd)
+        return np.ascontiguousarray(np.hstack([qm, dm])).view(f"S{self.wq + self.wd}").ravel()
+
+    def grades(self, q: np.ndarray, d: np.ndarray) -> np.ndarray:
+        """Grade of each (query, doc) line; 0 when not judged relevant."""
+        out = np.zeros(q.size, dtype=np.int64)
+        if not self.keys.size or not q.size:
+            return out
+        fits = (np.strings.str_len(q) <= self.wq) & (np.strings.str_len(d) <= self.wd)
+        keys = self._keys(q, d)
+        pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        match = fits & (self.keys[pos] == keys)
+        out[match] = self.values[pos[match]]
+        return out
+
+
+_HASH_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9,
+                       0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
+                       0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
+
+
+def _repeats(block: Any, gid: np.ndarray, source: str) -> list[RecordProblem]:
+    """A problem for every doc id repeated within one query of ``block`` (hash, then exact)."""
+    docs = block.docs
+    n = docs.size
+    if n < 2:
+        return []
+    width = -(-docs.itemsize // 8) * 8
+    mat = docs.astype(f"S{width}").view(np.uint64).reshape(n, width // 8)
+    mult = np.resize(_HASH_MULT, mat.shape[1])
+    with np.errstate(over="ignore"):
+        h = (mat * mult).sum(axis=1, dtype=np.uint64) ^ (gid.astype(np.uint64) * _HASH_MULT[0])
+    order = np.argsort(h, kind="stable")
+    same = np.flatnonzero(h[order][1:] == h[order][:-1])
     out = []
-    for doc, line in zip(group, lines.tolist(), strict=True):
-        if doc in first:
-            d, q = doc.decode("utf-8", "replace"), qid.decode("utf-8", "replace")
-            out.append(RecordProblem(source, line, "docid", f"doc id '{d}' repeated for query "
-                                     f"'{q}' (first on line {first[doc]})"))
-        else:
-            first[doc] = line
+    for k in same.tolist():
+        i, j = sorted((int(order[k]), int(order[k + 1])))
+        if gid[i] == gid[j] and docs[i] == docs[j]:
+            d = bytes(docs[i]).decode("utf-8", "replace")
+            q = block.qids[int(gid[i])].decode("utf-8", "replace")
+            out.append(RecordProblem(source, int(block.lines[j]), "docid",
+                                     f"doc id '{d}' repeated for query '{q}' (first on line "
+                                     f"{int(block.lines[i])})"))
     return out
 
 
