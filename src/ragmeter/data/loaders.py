@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.grades import grade_problem
 from ragmeter.data.sample import QUESTION_TYPES, Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 
@@ -251,6 +252,10 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
     if grades is not None and (not isinstance(grades, Mapping) or not all(
             isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
         bad("gold_grades", "must be an object {id: integer grade}")
+    elif grades is not None:
+        for doc, g in grades.items():
+            if grade_problem(g) is not None:
+                bad("gold_grades", f"doc '{doc}': {grade_problem(g)}")
     meta = values.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         bad("metadata", f"must be an object, got {type(meta).__name__}")

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ragmeter.data.grades import grade_problem
 from ragmeter.errors import DataError, RecordProblem
 
 Qrels = dict[str, dict[str, int]]
@@ -63,6 +64,9 @@ def _parse_trec(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[s
         try:
             if kind == "qrels":
                 value = int(raw)
+                if grade_problem(value) is not None:
+                    problems.append(RecordProblem(source, lineno, "rel", str(grade_problem(value))))
+                    continue
             else:
                 value = float(raw)
                 if math.isnan(value):
@@ -123,6 +127,11 @@ def validate_mapping(data: Any, source: str, kind: Literal["qrels", "run"]) -> d
                 ok = isinstance(value, int) and not isinstance(value, bool)
                 if not ok and isinstance(value, float) and value.is_integer():
                     value, ok = int(value), True
+                if ok and grade_problem(value) is not None:
+                    problems.append(RecordProblem(source, None, f"{qid}/{docid}",
+                                                  f"query '{qid}', doc '{docid}': "
+                                                  f"{grade_problem(value)}"))
+                    continue
             else:
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and not math.isnan(value)
@@ -236,14 +245,17 @@ def _vector_columns(chunk: bytes, first_line: int
     finish[:-1] &= space[1:]
     te = np.flatnonzero(finish) + 1
     del finish, space
+    nothing = np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
     if not ts.size:
-        return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
+        return nothing
     newlines = np.flatnonzero(raw == 10)
     first = np.searchsorted(ts, np.concatenate(([0], newlines[:-1])))  # first token of a line
     counts = np.diff(np.append(first, ts.size))
     used = counts > 0
     used[used] &= raw[ts[first[used]]] != ord("#")
     data = np.flatnonzero(used)
+    if not data.size:
+        return nothing
     f = first[data]
     if bool(np.any(counts[data] < 5)):
         return None
@@ -319,11 +331,11 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
         first = True
         eof = False
         while not eof:
-            data = fh.read(block_bytes)
+            data = fh.read(max(block_bytes, 3) if first else block_bytes)
+            eof = not data
             if first:
                 data = data.removeprefix(b"\xef\xbb\xbf")
                 first = False
-            eof = not data
             buf = carry + data
             if eof:
                 if not buf:

@@ -142,8 +142,8 @@ _REGISTRY: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, tuple[str, Mapping[str, ParamValue]]] = {}
 _LOADED = False
 _PATTERN = re.compile(
-    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+))?\s*"
-    r"(?:\((?P<params>[^()]*)\))?\s*$"
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+)\s*)?"
+    r"(?:\((?P<params>[^()]*)\)\s*)?$"  # no adjacent overlapping quantifiers: linear
 )
 
 

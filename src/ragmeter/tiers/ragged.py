@@ -11,7 +11,7 @@ each chunk's values back to the original query order.
 A dense row only needs to reach the last non-zero cell (everything after it is 0 for every
 metric), and when every metric asked has a cutoff, only the largest cutoff.
 
-Grades must fit a signed 32-bit integer (:data:`MAX_GRADE`): larger ones are refused with a
+Grades must fit a signed 32-bit integer (:data:`ragmeter.data.grades.MAX_GRADE`): larger ones are refused with a
 :class:`DataError` naming the query and the document, never wrapped.
 """
 
@@ -23,23 +23,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ragmeter.data.grades import MAX_GRADE, grade_problem
 from ragmeter.errors import DataError, RecordProblem
 from ragmeter.metrics.retrieval import RankArrays
 
-#: Largest accepted relevance grade (int32): a bigger one is an input error, not a wrap-around.
-MAX_GRADE = 2**31 - 1
 #: Dense cells per chunk (rows × depth) when metrics are computed chunk by chunk.
 CHUNK_CELLS = 2_000_000
-
-
-def grade_problem(grade: object) -> str | None:
-    """Why ``grade`` is not a usable relevance grade, or None when it is."""
-    if isinstance(grade, bool) or not isinstance(grade, int):
-        return f"must be an integer grade, got {grade!r}"
-    if grade > MAX_GRADE or grade < -MAX_GRADE - 1:
-        return (f"grade {grade} is out of range (relevance grades must lie within "
-                f"±{MAX_GRADE}, a signed 32-bit integer)")
-    return None
 
 
 def check_grades(golds: Sequence[Mapping[str, int]], qids: Sequence[str] | None = None,

@@ -58,8 +58,9 @@ DEFAULT_METRICS: tuple[str, ...] = (
     "precision@5", "precision@10", "ndcg@5", "ndcg@10", "map",
 )
 MATCHES = ("id", "text")
+# no two adjacent quantifiers can match the same characters: linear on any input
 _KLIST = re.compile(r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*@\s*(?P<ks>[0-9][0-9,\s]*)"
-                    r"(?P<rest>\(.*\))?\s*$")
+                    r"(?P<rest>\(.*\)\s*)?$")
 
 
 def expand_metrics(items: Sequence[str | Metric]) -> list[Metric]:
