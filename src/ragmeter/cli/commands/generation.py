@@ -61,7 +61,12 @@ def register(app: typer.Typer) -> None:
         skip_invalid: Annotated[bool, typer.Option(
             "--skip-invalid", help="Skip bad records (listed) instead of failing.")] = False,
         out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-            "--out", "-o", help="Write the full results (per sample) as JSON.")] = None,
+            "--out", "-o", help="Write the full results (per sample) as JSON; per-sample "
+            "records are also appended to OUT.samples.jsonl batch by batch as they finish.")
+        ] = None,
+        batch_size: Annotated[int, typer.Option(
+            "--batch-size", help="Samples scored per batch when writing --out incrementally.",
+            min=1)] = 256,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons."""
         from rich.console import Console
@@ -81,9 +86,16 @@ def register(app: typer.Typer) -> None:
                 model=judge_model or "", api_key_env=judge_key_env, language=language,
                 record_path=judge_record))
         metric_list = _split_metrics(metrics) if metrics else None
-        result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
-                                     seed=seed, language=language, keep_prompts=keep_prompts,
-                                     name=samples.stem)
+        sink = SampleSink(out) if out is not None else None
+        try:
+            result = evaluate_generation(
+                items, metric_list, judge=judge, embedder=embedder, seed=seed,
+                language=language, keep_prompts=keep_prompts, name=samples.stem,
+                batch_size=batch_size if sink is not None else None,
+                on_batch=sink.write if sink is not None else None)
+        finally:
+            if sink is not None:
+                sink.close()
         console = Console()
         console.print(_table(result))
         calls = result.meta.get("judge_calls")
@@ -95,6 +107,33 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             out.write_text(result.to_json(), encoding="utf-8")
             console.print(f"wrote {out}")
+
+
+class SampleSink:
+    """Appends per-sample records of each finished batch to ``OUT.samples.jsonl`` (flushed)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out.with_name(out.stem + ".samples.jsonl")
+        self.fh = self.path.open("w", encoding="utf-8")
+
+    def write(self, part: Any) -> None:
+        import json
+
+        rows: dict[str, dict[str, Any]] = {}
+        for key, r in part.results.items():
+            for rec in r.records():
+                row = rows.setdefault(rec.sample_id, {"id": rec.sample_id, "values": {},
+                                                      "unscored": {}})
+                if rec.value is None:
+                    row["unscored"][key] = rec.reason
+                else:
+                    row["values"][key] = rec.value
+        for row in rows.values():
+            self.fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.fh.close()
 
 
 def _split_metrics(items: list[str]) -> list[str]:
