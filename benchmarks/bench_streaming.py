@@ -57,7 +57,7 @@ def write_trec(folder: Path, n_queries: int, depth: int, seed: int = 0) -> tuple
                 q = a + i
                 row = docs[i]
                 seen: set[int] = set()
-                for rank, (d, s) in enumerate(zip(row.tolist(), scores[i].tolist()), start=1):
+                for rank, (d, s) in enumerate(zip(row.tolist(), scores[i].tolist(), strict=False), start=1):
                     if d in seen:
                         d = 2_000_000 + rank
                     seen.add(d)
@@ -112,7 +112,7 @@ def build_trec_eval(src: Path, work: Path) -> Path | None:
     if not (src / "Makefile").is_file():
         print(f"trec_eval: SKIPPED (no source at {src}; set --trec-eval-src or TREC_EVAL_SRC)")
         return None
-    if shutil.which("make") is None or shutil.which("cc") is None and shutil.which("gcc") is None:
+    if shutil.which("make") is None or (shutil.which("cc") is None and shutil.which("gcc") is None):
         print("trec_eval: SKIPPED (no make / C compiler on this machine)")
         return None
     dest = work / "trec_eval_src"

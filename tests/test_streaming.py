@@ -68,7 +68,7 @@ def test_chunks_give_the_values_of_one_dense_matrix():
 def test_one_huge_ranking_among_many_is_not_padded(tmp_path):
     # 20,000 queries of 10 ids and one of 100,000: padding would need a 20,001 x 100,000 matrix
     code = textwrap.dedent("""
-        import resource, sys
+        import sys
         from ragmeter.data.sample import Sample
         from ragmeter.tiers.retrieval_eval import evaluate_retrieval
         samples = [Sample(id=f"q{i}", retrieved_ids=[f"d{j}" for j in range(10)],
@@ -77,7 +77,8 @@ def test_one_huge_ranking_among_many_is_not_padded(tmp_path):
                               gold_chunk_ids=["x99998"]))
         r = evaluate_retrieval(samples, metrics=["ndcg", "mrr", "map", "recall@10"])
         assert abs(r["mrr"].values[-1] - 1 / 99999) < 1e-12
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        # VmHWM: this process image's peak (ru_maxrss would keep the forking parent's peak)
+        print(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
@@ -100,7 +101,7 @@ q4 Q0 b 2 0.25 t
 q4 Q0 c 3 0.25 t
 """
 # the same run without comments, byte-order mark, extra or missing columns
-RUN_CLEAN = "".join(" ".join((line.split() + ["t"])[:6]) + "\n" for line in RUN.lstrip("\ufeff")
+RUN_CLEAN = "".join(" ".join(([*line.split(), "t"])[:6]) + "\n" for line in RUN.lstrip("\ufeff")
                     .splitlines() if line.strip() and not line.startswith("#"))
 QRELS = "q1 0 b 1\nq1 0 c 2\nq2 0 d 3\nq2 0 x 1\nq4 0 c 1\nq4 0 a 2\nq5 0 a 1\nq6 0 a 0\n"
 
@@ -176,8 +177,8 @@ def test_streamed_samples_equal_loaded_samples(tmp_path):
     got = [s.to_dict() for s in stream]
     assert got == [s.to_dict() for s in load_samples(path).samples]
     assert stream.result.n_records == len(recs) and not stream.result.skipped
-    a = evaluate_retrieval(iter_samples(path), metrics=METRICS + ["ndcg@3(level=doc)"])
-    b = evaluate_retrieval(load_samples(path).samples, metrics=METRICS + ["ndcg@3(level=doc)"])
+    a = evaluate_retrieval(iter_samples(path), metrics=[*METRICS, "ndcg@3(level=doc)"])
+    b = evaluate_retrieval(load_samples(path).samples, metrics=[*METRICS, "ndcg@3(level=doc)"])
     assert _values(a) == _values(b) and a.meta == b.meta
 
 
@@ -210,10 +211,10 @@ def test_evalset_cli_memory_is_bounded(tmp_path):
                 "gold_doc_ids": [f"doc{i % 977}"], "type": "fact",
                 "retrieved_ids": [f"doc{(i + j) % 977}#{j}" for j in range(10)],
                 "notes": "n" * 200}) + "\n")
-    code = ("import resource, sys; from ragmeter.cli.app import main; sys.argv = ['ragmeter', "
+    code = ("import sys; from ragmeter.cli.app import main; sys.argv = ['ragmeter', "
             f"'retrieval', '--evalset', {str(path)!r}, '--metrics', 'mrr,ndcg@10'];\n"
             "try:\n    main()\nexcept SystemExit as e:\n    assert not e.code, e.code\n"
-            "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+            "print('PEAK', open('/proc/self/status').read().split('VmHWM:')[1].split()[0])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin",
                               "COLUMNS": "200"})

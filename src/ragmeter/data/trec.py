@@ -321,7 +321,7 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
     source = str(path)
     found: list[RecordProblem] = [] if problems is None else problems
     try:
-        fh = Path(path).open("rb")
+        fh = Path(path).open("rb")  # noqa: SIM115 - closed by the with below
     except FileNotFoundError:
         raise DataError(RecordProblem(source, None, None, "file not found")) from None
     finished: set[bytes] = set()

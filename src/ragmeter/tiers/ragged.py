@@ -80,7 +80,7 @@ class RelRows:
         """Per query: dense columns needed (last non-zero cell + 1, and the ideal width)."""
         w = self.n_rel.copy()
         for q, p in ((self.q, self.pos), (self.hit_q, self.hit_pos), (self.cover_q, self.cover_pos)):
-            if q is not None and q.size:
+            if q is not None and p is not None and q.size:
                 np.maximum.at(w, q, p + 1)
         return w
 
@@ -217,7 +217,7 @@ class RowsBuilder:
         self.add_cells(n_ret, rel, [1] * len(rel))
 
     def build(self) -> RelRows:
-        def a(x: array) -> np.ndarray:  # type: ignore[type-arg]
+        def a(x: array[int]) -> np.ndarray:
             return np.frombuffer(x, dtype=np.int64).copy() if len(x) else np.zeros(0, np.int64)
 
         rows = RelRows(a(self.n_ret), a(self.q), a(self.pos), a(self.grade), a(self.gold_q),

@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.data.hashing import dataset_hash as _hash_records
 from ragmeter.data.hashing import SHORT_LEN, canonical_json, pairs_hash
+from ragmeter.data.hashing import dataset_hash as _hash_records
 from ragmeter.data.sample import Sample
 from ragmeter.data.trec import Qrels, Run, RunNotGrouped, iter_run_blocks, load_run
 from ragmeter.errors import ConfigError, DataError, MetricSpecError, RecordProblem
@@ -332,8 +332,8 @@ class _RunFileSource:
             builder = RowsBuilder()
             for qi, q in enumerate(self.qids):
                 builder.add_gold(_grades(list(qrels[q]), qrels[q], doc_of), q)
-                n, pos, grades = doc_rows.get(qi, (0, [], []))
-                builder.add_cells(n, pos, grades)
+                n, positions, doc_grades = doc_rows.get(qi, (0, [], []))
+                builder.add_cells(n, positions, doc_grades)
             self.rows["doc"] = builder.build()
         self.counts = {"no_relevant": judged.n_no_relevant, "not_in_qrels": not_in_qrels}
 
@@ -486,7 +486,7 @@ def evaluate_retrieval(
         source = _run_file_source(qrels, Path(run), ties, unit, keys)
         data = dataset_hash or pairs_hash(qrels)
         ranking = "score"
-    elif qrels is not None and run is not None:
+    elif qrels is not None and isinstance(run, Mapping):
         source = _QrelsSource(qrels, run, ties, unit)
         data = dataset_hash or pairs_hash(qrels)
         ranking = "score"
