@@ -12,7 +12,7 @@ RSS as the kernel reports them; medians over ``--repeat`` runs):
    message. Targets: ragmeter ≥ 3× faster than trec_eval, peak RSS ≤ trec_eval's.
 2. **Evalset → metrics**: generated evalset files of ``--evalset-lines`` lines (100k, 300k, 1M by
    default; 10 retrieved ids, 2 gold documents per question) through ``ragmeter retrieval
-   --evalset``. Targets: peak RSS under 2 GiB at 1M lines, and linear time (seconds per 100k
+   --evalset`` with five metrics (each with its bootstrap CI). Targets: peak RSS under 2 GiB at 1M lines, and linear time (seconds per 100k
    lines roughly constant).
 
     python benchmarks/bench_streaming.py                       # full sizes (several minutes)
@@ -37,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 MEASURES = {"ndcg@10": "ndcg_cut_10", "mrr": "recip_rank", "recall@10": "recall_10",
             "precision@10": "P_10", "map": "map"}
+EVALSET_METRICS = "hit_rate@1,mrr,recall@10,ndcg@10,map"
 TREC_ARGS = ["-m", "ndcg_cut.10", "-m", "recip_rank", "-m", "recall.10", "-m", "P.10",
              "-m", "map"]
 
@@ -61,7 +62,9 @@ def write_trec(folder: Path, n_queries: int, depth: int, seed: int = 0) -> tuple
                     if d in seen:
                         d = 2_000_000 + rank
                     seen.add(d)
-                    lines.append(f"q{q} Q0 d{d} {rank} {s:.6f} bench\n")
+                    # 3 decimals: ties happen (resolved by doc id, as trec_eval does) but
+                    # distinct scores stay distinct in single precision too
+                    lines.append(f"q{q} Q0 d{d} {rank} {s:.3f} bench\n")
                 picks = {f"d{row[p]}": int(rng.integers(0, 3))
                          for p in rng.integers(0, depth, size=4).tolist()}
                 picks[f"x{q}"] = 1  # a relevant document never retrieved
@@ -202,7 +205,8 @@ def evalset_scenario(args: argparse.Namespace, work: Path) -> None:
     for n in sizes:
         path = work / f"evalset_{n}.jsonl"
         write_evalset(path, n)
-        res = [timed(ragmeter_cmd("--evalset", str(path)), env=env) for _ in range(args.repeat)]
+        res = [timed(ragmeter_cmd("--evalset", str(path), "--metrics", EVALSET_METRICS), env=env)
+               for _ in range(args.repeat)]
         wall = statistics.median(t for t, _, _ in res)
         rss = statistics.median(m for _, m, _ in res)
         rows.append((n, wall, rss))
