@@ -383,6 +383,7 @@ class SampleStream:
         self.result = LoadResult(samples=[], source=str(path))
 
     def _records(self, problems: list[RecordProblem]) -> Iterator[tuple[int | None, Any]]:
+        """``(line, record)`` pairs; each unreadable line adds one problem to ``problems``."""
         source = str(self.path)
         if self.path.suffix.lower() in _STREAMED_SUFFIXES:
             records, found = read_records(self.path)
@@ -429,7 +430,8 @@ class SampleStream:
         from_csv = self.path.suffix.lower() in (".csv", ".tsv")
         seen: dict[str, int | None] = {}
         n_records = 0
-        for index, (line, rec) in enumerate(self._records(problems)):
+        unreadable: list[RecordProblem] = []
+        for index, (line, rec) in enumerate(self._records(unreadable)):
             n_records += 1
             probs = record_limit_problems(rec, source, line, self.max_items)
             sample = None
@@ -448,7 +450,8 @@ class SampleStream:
                 continue
             seen[sample.id] = line
             yield sample
-        n_unreadable = len({p.line for p in problems if p.field is None})
+        n_unreadable = len(unreadable)
+        problems.extend(unreadable)
         if problems and not self.skip_invalid:
             raise DataError(problems, hint="fix the lines above, or pass skip_invalid=True "
                                            "(--skip-invalid) to skip them and count them")
