@@ -113,7 +113,13 @@ _GOLD_KEYS = ("id", "user_input", "gold_doc_ids", "gold_chunk_ids", "gold_grades
 
 
 def _gold_record(s: Sample) -> dict[str, Any]:
-    return {k: v for k, v in s.to_dict().items() if k in _GOLD_KEYS}
+    """The gold fields of ``s`` as ``Sample.to_dict`` gives them (without copying the rest)."""
+    out: dict[str, Any] = {}
+    for k in _GOLD_KEYS:
+        v = getattr(s, k)
+        if v is not None and v != {}:
+            out[k] = v
+    return out
 
 
 def _gold_hash_samples(samples: Sequence[Sample]) -> str:
