@@ -308,9 +308,10 @@ def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[Rec
             np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64))
 
 
-def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
+def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
                     problems: list[RecordProblem] | None = None) -> Iterator[RunBlock]:
-    """Stream a TREC run file as blocks of complete query groups, reading ``block_bytes`` at a time.
+    """Stream a TREC run file as blocks of complete query groups, ``block_bytes`` read at a time
+    (default :data:`RUN_BLOCK_BYTES`).
 
     Accepts what :func:`load_run` accepts in TREC form (``#`` comment lines, blank lines, columns
     after the score, a UTF-8 byte-order mark). Bad lines are appended to ``problems`` (the caller
@@ -319,6 +320,7 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int = RUN_BLOCK_BYTES,
     Memory stays bounded by a block (plus the longest query).
     """
     source = str(path)
+    block_bytes = block_bytes or RUN_BLOCK_BYTES
     found: list[RecordProblem] = [] if problems is None else problems
     try:
         fh = Path(path).open("rb")  # noqa: SIM115 - closed by the with below
