@@ -158,21 +158,27 @@ def _read_jsonl(text: str, source: str) -> Table:
         line = line.rstrip("\r")
         if not line.strip():
             continue
-        try:
-            obj, dupes = _loads(line)
-        except json.JSONDecodeError as exc:
-            t.problems.append(RecordProblem(source, lineno, None,
-                                            f"invalid JSON at column {exc.colno}: {exc.msg}"))
-            continue
-        except RecursionError:
-            t.problems.append(RecordProblem(source, lineno, None, "JSON nested too deeply"))
-            continue
-        probs = _record_problems(source, lineno, obj, dupes)
+        obj, probs = parse_json_line(line, source, lineno)
         if probs:
             t.problems.extend(probs)
             continue
         t.records.append((lineno, obj))
     return t
+
+
+def parse_json_line(line: str, source: str, lineno: int | None
+                    ) -> tuple[Any, list[RecordProblem]]:
+    """One JSON Lines record: ``(object, [])``, or ``(None, problems)`` for invalid JSON, a key
+    repeated in one object, a lone surrogate or nesting too deep."""
+    try:
+        obj, dupes = _loads(line)
+    except json.JSONDecodeError as exc:
+        return None, [RecordProblem(source, lineno, None,
+                                    f"invalid JSON at column {exc.colno}: {exc.msg}")]
+    except RecursionError:
+        return None, [RecordProblem(source, lineno, None, "JSON nested too deeply")]
+    probs = _record_problems(source, lineno, obj, dupes)
+    return (None, probs) if probs else (obj, [])
 
 
 def _json_items(text: str, start: int) -> list[tuple[int, Any, list[str]]] | None:

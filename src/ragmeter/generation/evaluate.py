@@ -37,6 +37,10 @@ def evaluate_generation(
     language: str = "auto",
     keep_prompts: bool = False,
     name: str = "generation",
+    batch_size: int | None = None,
+    on_batch: Callable[[EvalResult], None] | None = None,
+    data_hash: str | None = None,
+    embedders: dict[str, Any] | None = None,
 ) -> EvalResult:
     """Score generation metrics on ``samples`` and return one :class:`EvalResult`.
 
@@ -47,7 +51,17 @@ def evaluate_generation(
     :func:`ragmeter.retrieval.embedders.get_embedder`); a string picks the default model of
     ``semantic_similarity`` when the metric list does not name one. ``keep_prompts`` stores
     rendered prompts and raw replies in per-sample details.
+
+    ``batch_size``: score the samples ``batch_size`` at a time and call ``on_batch`` with each
+    batch's result as soon as it is done (so per-sample records can be written incrementally);
+    the returned result covers every sample, with the same signatures as an unbatched run.
+    ``data_hash`` / ``embedders``: the dataset hash and loaded embedders to use (batches share
+    them).
     """
+    if batch_size is not None:
+        return _in_batches(list(samples), batch_size, on_batch, metrics=metrics, judge=judge,
+                           embedder=embedder, seed=seed, language=language,
+                           keep_prompts=keep_prompts, name=name)
     if language not in ("auto", "ru", "en"):
         raise ConfigError("language", f"unknown language {language!r}", ["auto", "ru", "en"])
     defaulted = metrics is None
@@ -66,6 +80,10 @@ def evaluate_generation(
     kwargs: dict[str, Any] = {}
     if callable(embedder):
         kwargs["embedder_factory"] = embedder
+    if data_hash:
+        kwargs["data_hash"] = data_hash
+    if embedders is not None:
+        kwargs["embedders"] = embedders
     ctx = GenerationContext(list(samples), seed=seed, judge=judge, language=language,
                             keep_prompts=keep_prompts, **kwargs)
     skipped: list[dict[str, str]] = []
@@ -123,3 +141,48 @@ def _drop_unavailable(parsed: list[Metric], ctx: GenerationContext
                 continue
         keep.append(m)
     return keep, skipped
+
+
+def _in_batches(samples: list[Sample], batch_size: int,
+                on_batch: Callable[[EvalResult], None] | None, **kwargs: Any) -> EvalResult:
+    """Evaluate ``batch_size`` samples at a time; merge the batches into one result."""
+    from ragmeter.data.hashing import dataset_hash
+    from ragmeter.results.records import MetricResult
+
+    if batch_size < 1:
+        raise ConfigError("batch_size", f"must be a positive integer, got {batch_size}")
+    data = dataset_hash(samples)
+    shared: dict[str, Any] = {}
+    parts: list[EvalResult] = []
+    for start in range(0, max(1, len(samples)), batch_size):
+        part = evaluate_generation(samples[start:start + batch_size], data_hash=data,
+                                   embedders=shared, **kwargs)
+        if on_batch is not None:
+            on_batch(part)
+        parts.append(part)
+    first = parts[0]
+    merged = EvalResult(first.name, meta=dict(first.meta))
+    merged.meta["n_samples"] = len(samples)
+    for key, r in first.results.items():
+        counts: dict[str, int] = {}
+        for part in parts:
+            for c, v in part.results[key].counts.items():
+                counts[c] = counts.get(c, 0) + v
+        merged.add(MetricResult.from_scores(
+            key, (rec for part in parts for rec in part.results[key].records()), r.signature,
+            counts=counts, higher_is_better=r.higher_is_better, seed=r.seed, n_boot=r.n_boot))
+    timings: dict[str, float] = {}
+    for part in parts:
+        for k, v in part.meta.get("timings_s", {}).items():
+            timings[k] = round(timings.get(k, 0.0) + v, 4)
+    merged.meta["timings_s"] = timings
+    calls = [p.meta["judge_calls"] for p in parts if "judge_calls" in p.meta]
+    if calls:
+        total = sum(c["total"] for c in calls)
+        by_prompt: dict[str, int] = {}
+        for c in calls:
+            for k, v in c["by_prompt"].items():
+                by_prompt[k] = by_prompt.get(k, 0) + v
+        merged.meta["judge_calls"] = {**calls[0], "total": total, "by_prompt": by_prompt,
+                                      "per_sample": total / max(1, len(samples))}
+    return merged

@@ -11,9 +11,9 @@ import typer
 from rich.console import Console
 
 from ragmeter.cli import common
-from ragmeter.data.evalset import load_evalset
+from ragmeter.data.evalset import check_evalset_sample
 from ragmeter.data.formats import parse_map
-from ragmeter.data.loaders import LoadResult, load_samples
+from ragmeter.data.loaders import LoadResult, iter_samples
 from ragmeter.data.trec import load_qrels, load_run
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.metrics.registry import (
@@ -153,14 +153,14 @@ def retrieval(
     ks = _parse_ks(k)
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
-    run_data = load_run(run) if run is not None else None
     skipped = 0
     if qrels is not None:
         if evalset is not None or samples is not None:
             raise ConfigError("qrels", "give --qrels with --run, or --evalset/--samples")
-        if run_data is None:
+        if run is None:
             raise ConfigError("run", "--qrels needs --run")
-        result = evaluate_retrieval(qrels=load_qrels(qrels), run=run_data, metrics=metric_list,
+        # the run file is streamed query by query (loaded whole only when not grouped)
+        result = evaluate_retrieval(qrels=load_qrels(qrels), run=run, metrics=metric_list,
                                     ties=ties, match=match, seed=seed,
                                     name=name or (run.stem if run else "run"),
                                     score_threshold=score_threshold, doc_of=doc_of)
@@ -169,18 +169,17 @@ def retrieval(
             raise ConfigError("evalset", "give --evalset or --samples, not both")
         path = evalset or samples
         assert path is not None  # for the type checker; guarded above
-        loaded = (load_evalset(path, skip_invalid=skip_invalid) if evalset is not None
-                  else load_samples(path, skip_invalid=skip_invalid, format=data_format,
-                                    column_map=cmap))
-        _report_skipped(loaded, console)
-        if run_data is None and not any(s.retrieved_ids or s.retrieved_contexts
-                                        for s in loaded.samples):
-            raise ConfigError("run", f"{path} has no ranking (no record has retrieved_ids or retrieved_contexts): "
-                              "give --run FILE, or add retrieved_ids to the records")
-        skipped = loaded.n_skipped
-        result = evaluate_retrieval(loaded.samples, run=run_data, metrics=metric_list, ties=ties,
+        run_data = load_run(run) if run is not None else None
+        # samples are streamed: each record becomes its relevance cells and is dropped
+        loaded = iter_samples(path, skip_invalid=skip_invalid,
+                              validate=check_evalset_sample if evalset is not None else None,
+                              format=data_format if evalset is None else "auto",
+                              column_map=cmap)
+        result = evaluate_retrieval(loaded, run=run_data, metrics=metric_list, ties=ties,
                                     match=match, seed=seed, score_threshold=score_threshold,
                                     name=name or (run.stem if run else path.stem), doc_of=doc_of)
+        _report_skipped(loaded.result, console)
+        skipped = loaded.result.n_skipped
     else:
         raise ConfigError("input", "give --qrels FILE --run FILE, or --evalset FILE [--run FILE]")
     if skipped:
