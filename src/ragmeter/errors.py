@@ -73,9 +73,13 @@ class ConfigError(RagmeterError):
 class UsageError(RagmeterError):
     """A bad command-line option value or combination; names the option."""
 
-    def __init__(self, option: str, message: str):
+    def __init__(self, option: str, message: str, allowed: list[str] | None = None):
         self.option = option
-        super().__init__(f"option '{option}': {message}" if option else message)
+        self.allowed = allowed
+        msg = f"option '{option}': {message}" if option else message
+        if allowed:
+            msg += f" (allowed: {', '.join(map(str, allowed))})"
+        super().__init__(msg)
 
 
 class WorkFailedError(RagmeterError):

@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
             "--store", help="Results store URL.")] = None,
     ) -> None:
         """Check a run against thresholds; exit 1 with a table of what failed."""
-        from ragmeter.errors import ConfigError
+        from ragmeter.errors import UsageError
         from ragmeter.runner.gating import (
             check_thresholds,
             gate_passed,
@@ -50,7 +50,7 @@ def register(app: typer.Typer) -> None:
 
                 thresholds = thresholds_from_mapping(raw)
         if not thresholds:
-            raise ConfigError("--min/--max", "no thresholds: pass --min/--max, --config, or "
+            raise UsageError("--min/--max", "no thresholds: pass --min/--max, --config, or "
                               "run with a config that has 'thresholds'")
         src = load_source(run, store)
         rows = check_thresholds(src.results, thresholds, use_ci_bound=use_ci_bound)
