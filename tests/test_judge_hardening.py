@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, UsageError
 from ragmeter.judges import (
     JudgeCache,
     JudgeConfig,
@@ -112,7 +112,7 @@ def test_cache_cli_info_and_clear(tmp_path: Path) -> None:
     r = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path), "--yes"])
     assert r.exit_code == 0 and len(JudgeCache(tmp_path)) == 0
     r = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path / "none")])
-    assert isinstance(r.exception, ConfigError) and "no judge cache" in str(r.exception)
+    assert isinstance(r.exception, UsageError) and "no judge cache" in str(r.exception)
 
 
 # -- limiter -------------------------------------------------------------------------------------
