@@ -33,7 +33,7 @@ def test_split_and_build_metrics() -> None:
     assert [str(m) for m in build_metrics(None, [3], "doc")] == [
         "hit_rate@3(level=doc)", "mrr(level=doc)", "recall@3(level=doc)",
         "precision@3(level=doc)", "ndcg@3(level=doc)", "map(level=doc)"]
-    with pytest.raises(ConfigError, match="level"):
+    with pytest.raises(UsageError, match="level"):
         build_metrics(None, None, "page")
 
 

@@ -64,7 +64,8 @@ class ConfigError(RagmeterError):
     def __init__(self, key: str, message: str, allowed: list[str] | None = None):
         self.key = key
         self.allowed = allowed
-        msg = f"config key '{key}': {message}"
+        # a command-line option (``--min``) is named as the option the user typed
+        msg = f"{'option' if key.startswith('-') else 'config key'} '{key}': {message}"
         if allowed:
             msg += f" (allowed: {', '.join(map(str, allowed))})"
         super().__init__(msg)

@@ -69,7 +69,8 @@ class PlainConsole(Console):
             from rich.measure import Measurement
             from rich.table import Table
 
-            need = max((Measurement.get(self, self.options, o).maximum
+            unbounded = self.options.update_width(100_000)
+            need = max((Measurement.get(self, unbounded, o).maximum
                         for o in objects if isinstance(o, Table)), default=0)
             if need > self.width:
                 old = self.width
