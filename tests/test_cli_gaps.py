@@ -359,3 +359,11 @@ def test_breaker_stays_closed_after_a_success() -> None:
         return time.monotonic() - t0
 
     assert asyncio.run(sleep_is_cut()) < 5
+
+
+def test_init_json_and_existing_path(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    target = tmp_path / "bench.yaml"
+    code, out, _ = run(capsys, "--json", "init", str(target))
+    assert code == 0 and json.loads(out) == {"path": str(target)} and target.is_file()
+    code, _, err = run(capsys, "init", str(target))
+    assert code == EXIT_USAGE and "--force" in err and "config key" not in err

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ragmeter.cli.app import app
 from ragmeter.cli.commands.retrieval import build_metrics, split_metric_list
-from ragmeter.errors import ConfigError, DataError, UsageError
+from ragmeter.errors import DataError, UsageError
 from ragmeter.results.records import EvalResult
 
 FIX = Path(__file__).parent / "fixtures" / "retrieval"

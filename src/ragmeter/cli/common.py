@@ -64,7 +64,7 @@ class PlainConsole(Console):
     than the console is printed at its natural width (piped output is read by programs and
     people scrolling, not by an 80-column window)."""
 
-    def print(self, *objects: Any, **kwargs: Any) -> None:  # type: ignore[override]
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         if not self.is_terminal and objects:
             from rich.measure import Measurement
             from rich.table import Table

@@ -19,11 +19,14 @@ def register(app: typer.Typer) -> None:
         = False,
     ) -> None:
         """Write a commented example benchmark config (edit it, then `ragmeter run PATH`)."""
-        from ragmeter.cli.common import writing_out
+        from ragmeter.cli import common
         from ragmeter.runner.example import example_config
 
         if path.exists() and not force:
             raise UsageError("PATH", f"{path} exists; pass --force to overwrite it")
-        with writing_out(path) as p:
+        with common.writing_out(path) as p:
             p.write_text(example_config(), encoding="utf-8")
+        if common.state().json:
+            common.emit_json({"path": str(path)})
+            return
         typer.echo(f"wrote {path} — edit datasets/corpus/judges, then: ragmeter run {path}")
