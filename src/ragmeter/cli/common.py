@@ -60,9 +60,9 @@ def reset_state(**values: Any) -> CliState:
 
 
 class PlainConsole(Console):
-    """A console that never cuts a table when it does not write to a terminal: a table wider
-    than the console is printed at its natural width (piped output is read by programs and
-    people scrolling, not by an 80-column window)."""
+    """A console that never cuts a table's words when it does not write to a terminal: a table
+    whose identifiers and headers do not fit is printed wider, so that none is cut with "…"
+    (piped output is read by programs and people scrolling, not by an 80-column window)."""
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if not self.is_terminal and objects:
@@ -70,7 +70,8 @@ class PlainConsole(Console):
             from rich.table import Table
 
             unbounded = self.options.update_width(100_000)
-            need = max((Measurement.get(self, unbounded, o).maximum
+            # the minimum width keeps every word (id, header) whole; prose still wraps
+            need = max((Measurement.get(self, unbounded, o).minimum
                         for o in objects if isinstance(o, Table)), default=0)
             if need > self.width:
                 old = self.width

@@ -14,10 +14,10 @@ def metrics_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """List every metric: parameters with defaults, direction and formula."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    from ragmeter.cli import common
     from ragmeter.errors import ConfigError
     from ragmeter.metrics.reference import metric_reference
     from ragmeter.metrics.registry import list_specs
@@ -37,7 +37,7 @@ def metrics_command(
         table.add_row(e["name"], e["family"], e["cutoff"],
                       "↑" if e["direction"].startswith("higher") else "↓", escape(params),
                       escape(e["formula"]))
-    Console().print(table)
+    common.human_console().print(table)
 
 
 def register(app: typer.Typer) -> None:
