@@ -18,13 +18,13 @@ def metrics_command(
     from rich.table import Table
 
     from ragmeter.cli import common
-    from ragmeter.errors import ConfigError
+    from ragmeter.errors import UsageError
     from ragmeter.metrics.reference import metric_reference
     from ragmeter.metrics.registry import list_specs
 
     entries = metric_reference(family)
     if not entries:
-        raise ConfigError("family", f"no metric family {family!r}",
+        raise UsageError("--family", f"no metric family {family!r}",
                           sorted({s.family for s in list_specs()}))
     if as_json:
         typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
