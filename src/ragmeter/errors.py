@@ -65,7 +65,8 @@ class ConfigError(RagmeterError):
     def __init__(self, key: str, message: str, allowed: list[str] | None = None):
         self.key = key
         self.allowed = allowed
-        msg = f"config key '{key}': {message}"
+        # a command-line option (``--min``) is named as the option the user typed
+        msg = f"{'option' if key.startswith('-') else 'config key'} '{key}': {message}"
         if allowed:
             msg += f" (allowed: {', '.join(map(str, allowed))})"
         super().__init__(msg)
@@ -74,9 +75,13 @@ class ConfigError(RagmeterError):
 class UsageError(RagmeterError):
     """A bad command-line option value or combination; names the option."""
 
-    def __init__(self, option: str, message: str):
+    def __init__(self, option: str, message: str, allowed: list[str] | None = None):
         self.option = option
-        super().__init__(f"option '{option}': {message}" if option else message)
+        self.allowed = allowed
+        msg = f"option '{option}': {message}" if option else message
+        if allowed:
+            msg += f" (allowed: {', '.join(map(str, allowed))})"
+        super().__init__(msg)
 
 
 class WorkFailedError(RagmeterError):

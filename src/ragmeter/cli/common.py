@@ -100,11 +100,36 @@ def setup_logging(verbose: int) -> None:
     _LOG_HANDLER = handler
 
 
+class PlainConsole(Console):
+    """A console that never cuts a table's words when it does not write to a terminal: a table
+    whose identifiers and headers do not fit is printed wider, so that none is cut with "…"
+    (piped output is read by programs and people scrolling, not by an 80-column window)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.is_terminal and objects:
+            from rich.measure import Measurement
+            from rich.table import Table
+
+            unbounded = self.options.update_width(100_000)
+            # the minimum width keeps every word (id, header) whole; prose still wraps
+            need = max((Measurement.get(self, unbounded, o).minimum
+                        for o in objects if isinstance(o, Table)), default=0)
+            if need > self.width:
+                old = self.width
+                self.width = need
+                try:
+                    super().print(*objects, **kwargs)
+                finally:
+                    self.width = old
+                return
+        super().print(*objects, **kwargs)
+
+
 def _console(stderr: bool) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     isatty = getattr(stream, "isatty", lambda: False)()
     width = None if isatty or os.environ.get("COLUMNS") else PLAIN_WIDTH
-    return Console(stderr=stderr, width=width, file=stream, soft_wrap=not isatty)
+    return PlainConsole(stderr=stderr, width=width, file=stream, soft_wrap=not isatty)
 
 
 def human_console() -> Console:
@@ -126,20 +151,35 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def is_stdout(out: Path | str | None) -> bool:
+    """``--out -``: the document goes to stdout."""
+    return out is not None and str(out) == "-"
+
+
+@contextlib.contextmanager
+def writing_out(path: Path | str) -> Iterator[Path]:
+    """Create the parent folders of an output file and turn any failure to write it (missing
+    or read-only folder, no permission, disk full) into exit 3 naming the file — the one rule
+    for every command's ``--out``."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        yield p
+    except OSError as exc:
+        raise WorkFailedError(f"cannot write {p}: {exc.strerror or exc}") from None
+
+
 def write_text_out(text: str, out: Path | str | None, console: Console | None = None) -> None:
-    """Write ``text`` to ``out``; ``-`` means stdout. Creates parent folders."""
+    """Write ``text`` to ``out``; ``-`` means stdout. Creates parent folders; a file that cannot
+    be written is a work failure (exit 3)."""
     if out is None:
         return
-    if str(out) == "-":
+    if is_stdout(out):
         sys.stdout.write(text.rstrip("\n") + "\n")
         sys.stdout.flush()
         return
-    p = Path(out)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+    with writing_out(out) as p:
         p.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise WorkFailedError(f"cannot write {p}: {exc.strerror or exc}") from None
     if console is not None and not _STATE.quiet:
         console.print(f"wrote {p}", highlight=False, markup=False)
 
@@ -241,7 +281,7 @@ CheckJudgeOpt = Annotated[bool, typer.Option(
 #: old spellings of judge options → the one spelling (applied where the command has the new one)
 JUDGE_ALIASES = {"--base-url": "--judge-url", "--model": "--judge-model",
                  "--api-key-env": "--judge-key-env", "--concurrency": "--judge-concurrency",
-                 "--timeout": "--judge-timeout"}
+                 "--timeout": "--judge-timeout", "--repeats": "--n-repeats"}
 
 
 def judge_config_from_options(*, url: str | None, model: str | None, key_env: str | None,

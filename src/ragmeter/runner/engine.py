@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError
+from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, UsageError
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.store import (
     ResultStore,
@@ -187,7 +187,7 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
         if tiers:
             want = [canonical_tier(t) for t in tiers]
         if limit is not None and limit != meta.get("limit"):
-            raise ConfigError("--limit", f"run '{resume}' was started with limit "
+            raise UsageError("--limit", f"run '{resume}' was started with limit "
                               f"{meta.get('limit')}, got {limit}")
         chosen = [t for t in config.tiers if t.name in want]
         meta["tags"] = list(dict.fromkeys([*meta.get("tags", []), *config.tags, *extra_tags]))
@@ -198,7 +198,7 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
         wanted = [canonical_tier(t) for t in tiers]
         for t in wanted:
             if t not in names:
-                raise ConfigError("--tier", f"tier {t!r} is not in the config", names)
+                raise UsageError("--tier", f"tier {t!r} is not in the config", names)
         chosen = [t for t in config.tiers if t.name in wanted]
     rid = run_id or new_run_id()
     run_dir = config.run_dir / rid
@@ -469,7 +469,7 @@ def build_stored_run(config: BenchConfig, plan: RunPlan, records: Mapping[str, T
     for t in config.tiers:
         if t.name in records:
             tiers[t.name] = records[t.name]
-        elif status == "complete":
+        elif status in ("complete", "failed"):
             tiers[t.name] = TierRecord(t.name, "not_run", "not selected (--tier)")
     meta = {"run_dir": str(plan.run_dir), "limit": plan.limit,
             "demo_judges": demo_judges(config, tiers), "resumed": plan.resumed,
@@ -510,7 +510,9 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
                                            runner.used_samples, "interrupted")
                 ResultStore(url).save_run(partial)
         raise
-    run = build_stored_run(config, plan, records, runner.used_samples, "complete")
+    # a run with an errored tier is stored as failed, so the registry never shows it as fine
+    status = "failed" if any(r.status == "error" for r in records.values()) else "complete"
+    run = build_stored_run(config, plan, records, runner.used_samples, status)
     if save:
         ResultStore(url).save_run(run)
     return run

@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
 
           ragmeter check latest --config bench.yaml --use-ci-bound
         """
-        from ragmeter.errors import ConfigError
+        from ragmeter.errors import UsageError
         from ragmeter.runner.gating import (
             check_thresholds,
             gate_passed,
@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
 
                 thresholds = thresholds_from_mapping(raw)
         if not thresholds:
-            raise ConfigError("--min/--max", "no thresholds: pass --min/--max, --config, or "
+            raise UsageError("--min/--max", "no thresholds: pass --min/--max, --config, or "
                               "run with a config that has 'thresholds'")
         src = load_source(run, store)
         rows = check_thresholds(src.results, thresholds, use_ci_bound=use_ci_bound)

@@ -15,7 +15,8 @@ def judge_quality_command(
                                 "context (or contexts)."),
     judge_config: Path = typer.Option(..., "--judge-config", help="Judge config YAML/JSON "  # noqa: B008
                                       "(one judge or a 'judges' list: one result per judge)."),
-    repeats: int = typer.Option(2, "-n", "--repeats", help="Calls per item (>= 2)."),
+    repeats: int = typer.Option(2, "-n", "--n-repeats", help="Calls per item (>= 2); the "
+                                "config key is n_repeats."),
     delta: float = typer.Option(0.5, "--delta", help="Consistency tolerance on the judge "
                                 "scale: |s1 - s2| <= delta (max - min for n > 2)."),
     base_url: common.JudgeUrlOpt = None,

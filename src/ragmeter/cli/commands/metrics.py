@@ -21,17 +21,17 @@ def metrics_command(
 
       ragmeter metrics --json
     """
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    from ragmeter.errors import ConfigError
+    from ragmeter.cli import common
+    from ragmeter.errors import UsageError
     from ragmeter.metrics.reference import metric_reference
     from ragmeter.metrics.registry import list_specs
 
     entries = metric_reference(family)
     if not entries:
-        raise ConfigError("family", f"no metric family {family!r}",
+        raise UsageError("--family", f"no metric family {family!r}",
                           sorted({s.family for s in list_specs()}))
     if as_json:
         typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
@@ -44,7 +44,7 @@ def metrics_command(
         table.add_row(e["name"], e["family"], e["cutoff"],
                       "↑" if e["direction"].startswith("higher") else "↓", escape(params),
                       escape(e["formula"]))
-    Console().print(table)
+    common.human_console().print(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -15,7 +15,7 @@ from ragmeter.data.evalset import check_evalset_sample
 from ragmeter.data.formats import parse_map
 from ragmeter.data.loaders import LoadResult, iter_samples
 from ragmeter.data.trec import load_qrels, load_run
-from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.errors import DataError, RecordProblem, UsageError
 from ragmeter.metrics.registry import (
     Metric,
     make_metric,
@@ -34,7 +34,7 @@ BY_QUERY_LIMIT = 200
 def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list[Metric]:
     """The metric list of a command line: defaults, ``-k`` expansion and ``--level``."""
     if level not in LEVELS:
-        raise ConfigError("level", f"unknown level '{level}'", list(LEVELS))
+        raise UsageError("--level", f"unknown level '{level}'", list(LEVELS))
     if metrics is None:
         if ks:
             kl = ",".join(map(str, ks))
@@ -45,7 +45,7 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
     else:
         items = []
         if not split_metric_list(metrics):
-            raise ConfigError("metrics", f"no metric named in {metrics!r}")
+            raise UsageError("--metrics", f"no metric named in {metrics!r}")
         for raw in split_metric_list(metrics):
             if "@" not in raw and ks and needs_cutoff(raw):
                 name, _, params = raw.partition("(")
@@ -73,9 +73,9 @@ def _parse_ks(k: str | None) -> list[int] | None:
     try:
         ks = [int(x) for x in k.replace(" ", "").split(",") if x]
     except ValueError:
-        raise ConfigError("k", f"expected comma-separated positive integers, got '{k}'") from None
+        raise UsageError("-k", f"expected comma-separated positive integers, got '{k}'") from None
     if not ks or any(x < 1 for x in ks):
-        raise ConfigError("k", f"expected comma-separated positive integers, got '{k}'")
+        raise UsageError("-k", f"expected comma-separated positive integers, got '{k}'")
     return ks
 
 
@@ -156,9 +156,9 @@ def retrieval(
     skipped = 0
     if qrels is not None:
         if evalset is not None or samples is not None:
-            raise ConfigError("qrels", "give --qrels with --run, or --evalset/--samples")
+            raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
         if run is None:
-            raise ConfigError("run", "--qrels needs --run")
+            raise UsageError("--run", "--qrels needs --run")
         # the run file is streamed query by query (loaded whole only when not grouped)
         result = evaluate_retrieval(qrels=load_qrels(qrels), run=run, metrics=metric_list,
                                     ties=ties, match=match, seed=seed,
@@ -166,7 +166,7 @@ def retrieval(
                                     score_threshold=score_threshold, doc_of=doc_of)
     elif evalset is not None or samples is not None:
         if evalset is not None and samples is not None:
-            raise ConfigError("evalset", "give --evalset or --samples, not both")
+            raise UsageError("--evalset", "give --evalset or --samples, not both")
         path = evalset or samples
         assert path is not None  # for the type checker; guarded above
         run_data = load_run(run) if run is not None else None
@@ -181,7 +181,7 @@ def retrieval(
         _report_skipped(loaded.result, console)
         skipped = loaded.result.n_skipped
     else:
-        raise ConfigError("input", "give --qrels FILE --run FILE, or --evalset FILE [--run FILE]")
+        raise UsageError("", "give --qrels FILE --run FILE, or --evalset FILE [--run FILE]")
     if skipped:
         result.meta["skipped_invalid"] = skipped
         for r in result:
@@ -192,7 +192,7 @@ def retrieval(
     common.finish_result(result, out, console)
     if csv_path is not None:
         rows = per_query_rows(result)
-        with csv_path.open("w", encoding="utf-8", newline="") as fh:
+        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=["query", *result.results])
             writer.writeheader()
             for row in rows:

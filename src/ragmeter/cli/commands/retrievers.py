@@ -80,7 +80,8 @@ def retrievers_command(
                                         chunking=params, embedder=embedder, language=language)
     comparison.meta.update({"corpus_path": str(corpus), "evalset_path": str(evalset),
                             "n_skipped": len(loaded.skipped)})
-    files = comparison.write(out, charts=not no_charts)
+    with common.writing_out(out) as out_path:
+        files = comparison.write(out_path, charts=not no_charts)
     console.print(comparison.rich_table())
     for warning in comparison.warnings():
         console.print(f"[yellow]{warning}[/yellow]")

@@ -11,7 +11,7 @@ import typer
 
 from ragmeter.cli import common
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
-from ragmeter.errors import ConfigError, GateFailedError, WorkFailedError
+from ragmeter.errors import GateFailedError, RagmeterError, WorkFailedError
 
 
 def preflight(cfg: object, url: str) -> None:
@@ -21,10 +21,11 @@ def preflight(cfg: object, url: str) -> None:
 
     try:
         ResultStore(url)
-    except ConfigError:
-        raise
+    except RagmeterError:
+        raise  # already says "cannot open results store URL: why"
     except Exception as exc:
-        raise ConfigError("store", f"cannot open results store {mask_url(url)}: {exc}") from None
+        raise RagmeterError(f"cannot open results store {mask_url(url)}: "
+                            f"{type(exc).__name__}: {exc}") from None
     for ds in getattr(cfg, "datasets", []):
         load_dataset(cfg, ds.name)  # type: ignore[arg-type]
 
@@ -32,7 +33,6 @@ def preflight(cfg: object, url: str) -> None:
 @contextmanager
 def _store_write_errors(url: str) -> Iterator[None]:
     """A failure to save the finished run is exit 3 (the run stays resumable)."""
-    from ragmeter.errors import RagmeterError
     from ragmeter.results.store import mask_url
 
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
-from ragmeter.errors import ConfigError
+from ragmeter.errors import UsageError
 
 
 def tier0_command(
@@ -44,10 +44,10 @@ def tier0_command(
     )
 
     if kind not in ("symmetric", "passage", "query"):
-        raise ConfigError("--kind", f"unknown kind {kind!r}", ["symmetric", "passage", "query"])
+        raise UsageError("--kind", f"unknown kind {kind!r}", ["symmetric", "passage", "query"])
     names = [e.strip() for e in embedders.split(",") if e.strip()]
     if not names:
-        raise ConfigError("--embedders", "give at least one embedder")
+        raise UsageError("--embedders", "give at least one embedder")
     texts = (chunks_as_labelled(data, chunk_size_chars=chunk_size) if chunk
              else load_labelled_texts(data, label_field=label_field))
     with common.working("embedding and clustering"):
