@@ -60,7 +60,7 @@ def simulate(sc: Scenario, *, sims: int = 1000, seed: int = 0, level: float = 0.
     keys = rng.random(shape)
     kth = np.partition(keys, sc.n_labelled - 1, axis=1)[:, sc.n_labelled - 1:sc.n_labelled]
     lab = keys <= kth
-    est, lo, hi = ppi_mean_batch(f, lab, y, level=level, discrete=sc.kind == "binary")
+    _est, lo, hi = ppi_mean_batch(f, lab, y, level=level, discrete=sc.kind == "binary")
     covered = (lo <= truth) & (truth <= hi)
     # the naive judge-only interval (normal, over all N judge values) for contrast
     fm = f.mean(axis=1)

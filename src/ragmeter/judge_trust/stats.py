@@ -197,7 +197,7 @@ def flip_stats(scores: np.ndarray, threshold: float) -> tuple[np.ndarray, np.nda
     S = np.asarray(scores, dtype=np.float64)
     ok = ~np.isnan(S)
     m = ok.sum(axis=0)
-    above = ((S >= threshold) & ok).sum(axis=0)
+    above = ((threshold <= S) & ok).sum(axis=0)
     below = m - above
     pairs = m * (m - 1) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -215,7 +215,7 @@ def verdict_flip_rate(verdicts: np.ndarray) -> np.ndarray:
     pairs = m * (m - 1) / 2.0
     same = np.zeros(V.shape[1])
     for v in np.unique(V[ok]):
-        c = ((V == v) & ok).sum(axis=0)
+        c = ((v == V) & ok).sum(axis=0)
         same += c * (c - 1) / 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(m >= 2, 1.0 - same / np.where(pairs > 0, pairs, 1.0), np.nan)
@@ -382,7 +382,7 @@ def labels_needed(est: PPIEstimate, target_width: float) -> LabelPlan:
         return LabelPlan(target_width, est.width, est.n_labelled, None, None,
                          "not reachable by labelling more of these items: the judge's own "
                          "spread over the N items is already wider; evaluate more samples")
-    n_need = int(math.ceil(est.var_rect / budget))
+    n_need = math.ceil(est.var_rect / budget)
     if n_need > est.n_all:
         return LabelPlan(target_width, est.width, est.n_labelled, None, None,
                          f"needs about {n_need} labels, more than the {est.n_all} items; "
