@@ -57,7 +57,7 @@ def count_tokens(text: str) -> int:
         return 0
     cyr = len(_CYR.findall(text))
     rest = len(text) - cyr
-    return int(math.ceil(cyr / CHARS_PER_TOKEN[0] + rest / CHARS_PER_TOKEN[1]))
+    return math.ceil(cyr / CHARS_PER_TOKEN[0] + rest / CHARS_PER_TOKEN[1])
 
 
 def request_tokens(req: JudgeRequest) -> int:
@@ -265,7 +265,7 @@ def estimate_requests(requests: Sequence[JudgeRequest], config: Any | None = Non
 
 
 # --------------------------------------------------------------------------- budget
-class BudgetExhausted(KeyboardInterrupt):  # noqa: N818 - reads as what happened
+class BudgetExhausted(KeyboardInterrupt):
     """A budget was reached: the run stops like an interruption (partial results kept,
     resumable), not like a failure that per-tier error handling would swallow.
 
@@ -361,12 +361,11 @@ class BudgetJudge:
         while len(out) < len(reqs):
             part = reqs[len(out):len(out) + self.chunk]
             n, why = self._allowed(part)
-            if n:
-                got = self.inner.ask_many(part[:n])
-                self._account(got)
-                out.extend(got)
-            if why is not None:
-                raise self.budget.stop(why)
+            if n == 0:
+                raise self.budget.stop(why or "max_calls")
+            got = self.inner.ask_many(part[:n])
+            self._account(got)  # cached replies cost nothing: the loop goes on
+            out.extend(got)
         return out
 
     async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
@@ -375,12 +374,11 @@ class BudgetJudge:
         while len(out) < len(reqs):
             part = reqs[len(out):len(out) + self.chunk]
             n, why = self._allowed(part)
-            if n:
-                got = await self.inner.aask_many(part[:n])
-                self._account(got)
-                out.extend(got)
-            if why is not None:
-                raise self.budget.stop(why)
+            if n == 0:
+                raise self.budget.stop(why or "max_calls")
+            got = await self.inner.aask_many(part[:n])
+            self._account(got)  # cached replies cost nothing: the loop goes on
+            out.extend(got)
         return out
 
 
@@ -452,6 +450,61 @@ def print_estimates(estimates: Sequence[Estimate], echo: Any = print) -> None:
              f"{_money(sum(e.cost for e in estimates))}")
 
 
+def run_with_cost_control(work: Any, *, estimate: bool = False, max_cost: float | None = None,
+                          max_calls: int | None = None, title: str = "",
+                          echo: Any = None) -> Any:
+    """Run ``work()`` for a CLI command with ``--estimate`` / ``--max-cost`` / ``--max-calls``.
+
+    With ``estimate`` the work runs against planning stand-ins, the estimate is printed and
+    ``None`` returned. With a budget, a :class:`BudgetExhausted` stop is printed and turned
+    into exit code 3 (the judge cache keeps what was paid for; run again to continue).
+    """
+    import typer
+
+    if echo is None:
+        from rich.console import Console
+
+        echo = Console().print
+    if estimate:
+        with estimate_scope() as planned:
+            work()
+        if title:
+            echo(title)
+        print_estimates([summarise(j) for j in planned], echo)
+        return None
+    budget = Budget(max_cost, max_calls)
+    try:
+        with budget_scope(budget):
+            return work()
+    except BudgetExhausted as stop:
+        echo(stop.message())
+        raise typer.Exit(3) from None
+
+
+def estimate_run(config: Any, *, tiers: Sequence[str] | None = None, limit: int | None = None,
+                 echo: Any = None) -> list[Estimate]:
+    """``ragmeter run --estimate``: plan a benchmark config with planning stand-ins for every
+    judge (progress log in a temporary directory, nothing stored) and print the estimate."""
+    import dataclasses
+    import tempfile
+    from pathlib import Path
+
+    from ragmeter.runner.engine import run_benchmark
+
+    if echo is None:
+        from rich.console import Console
+
+        echo = Console().print
+    with tempfile.TemporaryDirectory(prefix="ragmeter-estimate-") as tmp:
+        cfg = dataclasses.replace(config, run_dir=Path(tmp))
+        with estimate_scope() as planned:
+            run_benchmark(cfg, tiers=tiers, limit=limit, save=False)
+    estimates = [summarise(j) for j in planned]
+    echo(f"estimate for {getattr(config, 'name', 'run')}: nothing was sent or stored")
+    print_estimates(estimates, echo)
+    return estimates
+
+
 def record_stop(store_url: str | None, run_id: str, stop: BudgetExhausted) -> None:
     """Record a budget stop on a stored (interrupted) run: ``meta["budget_stop"]``."""
     from ragmeter.results.store import ResultStore
@@ -464,7 +517,27 @@ def record_stop(store_url: str | None, run_id: str, stop: BudgetExhausted) -> No
     store.save_run(run)
 
 
-__all__ = ["CHARS_PER_TOKEN", "LATENCY_MODEL", "MESSAGE_OVERHEAD", "Budget", "BudgetExhausted",
-           "BudgetJudge", "Estimate", "EstimatingJudge", "PlannedCall", "budget_scope",
-           "budgeted", "count_tokens", "estimate_requests", "estimate_scope", "minimal_instance",
-           "planned_judge", "print_estimates", "record_stop", "request_tokens", "summarise"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "LATENCY_MODEL",
+    "MESSAGE_OVERHEAD",
+    "Budget",
+    "BudgetExhausted",
+    "BudgetJudge",
+    "Estimate",
+    "EstimatingJudge",
+    "PlannedCall",
+    "budget_scope",
+    "budgeted",
+    "count_tokens",
+    "estimate_requests",
+    "estimate_run",
+    "estimate_scope",
+    "minimal_instance",
+    "planned_judge",
+    "print_estimates",
+    "record_stop",
+    "request_tokens",
+    "run_with_cost_control",
+    "summarise",
+]

@@ -62,6 +62,13 @@ def register(app: typer.Typer) -> None:
             "--skip-invalid", help="Skip bad records (listed) instead of failing.")] = False,
         out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
             "--out", "-o", help="Write the full results (per sample) as JSON.")] = None,
+        estimate: Annotated[bool, typer.Option(
+            "--estimate", help="Print planned judge calls, tokens, cost and time; send "
+                               "nothing.")] = False,
+        max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
+            "--max-cost", help="Stop before the judge spends more than this.")] = None,
+        max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
+            "--max-calls", help="Stop before making more than N judge calls.")] = None,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons."""
         from rich.console import Console
@@ -71,19 +78,29 @@ def register(app: typer.Typer) -> None:
 
         loaded = load_samples(samples, skip_invalid=skip_invalid)
         items = list(loaded.samples)
-        judge = None
-        if judge_url or judge_backend != "openai":
-            from ragmeter.judges.config import JudgeConfig
-            from ragmeter.judges.factory import make_judge
-
-            judge = make_judge(JudgeConfig(
-                name="judge", backend=judge_backend, base_url=judge_url,
-                model=judge_model or "", api_key_env=judge_key_env, language=language,
-                record_path=judge_record))
         metric_list = _split_metrics(metrics) if metrics else None
-        result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
-                                     seed=seed, language=language, keep_prompts=keep_prompts,
-                                     name=samples.stem)
+
+        def work() -> Any:
+            judge = None
+            if judge_url or judge_backend != "openai":
+                from ragmeter.judges.config import JudgeConfig
+                from ragmeter.judges.factory import make_judge
+
+                judge = make_judge(JudgeConfig(
+                    name="judge", backend=judge_backend, base_url=judge_url,
+                    model=judge_model or "", api_key_env=judge_key_env, language=language,
+                    record_path=judge_record))
+            return evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
+                                       seed=seed, language=language, keep_prompts=keep_prompts,
+                                       name=samples.stem)
+
+        from ragmeter.cost import run_with_cost_control
+
+        result = run_with_cost_control(work, estimate=estimate, max_cost=max_cost,
+                                       max_calls=max_calls,
+                                       title=f"generation: {len(items)} samples")
+        if result is None:
+            return
         console = Console()
         console.print(_table(result))
         calls = result.meta.get("judge_calls")

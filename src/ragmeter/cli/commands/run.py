@@ -28,6 +28,14 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
         check: Annotated[bool, typer.Option(
             "--check", help="Gate on the config's thresholds (exit 1 on failure).")] = False,
+        estimate: Annotated[bool, typer.Option(
+            "--estimate", help="Print planned judge calls, tokens, cost and time; send "
+                               "nothing, store nothing.")] = False,
+        max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
+            "--max-cost", help="Stop (resumable) before the judges spend more than this.")
+        ] = None,
+        max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
+            "--max-calls", help="Stop (resumable) before more than N judge calls.")] = None,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store."""
         from ragmeter.results.store import mask_url, normalize_url
@@ -36,6 +44,14 @@ def register(app: typer.Typer) -> None:
         from ragmeter.runner.progress import RunProgress
 
         cfg = load_config(config)
+        if estimate:
+            from ragmeter.cost import estimate_run
+
+            estimate_run(cfg, tiers=tier or None, limit=limit)
+            return
+        from ragmeter.cost import Budget, BudgetExhausted, budget_scope, record_stop
+
+        budget = Budget(max_cost, max_calls)
         err = Console(stderr=True)
         out = Console()
         url = normalize_url(store or cfg.store)
@@ -50,10 +66,16 @@ def register(app: typer.Typer) -> None:
             err.print(f"run id: [bold]{rid}[/]", highlight=False)
 
         try:
-            with prog:
+            with prog, budget_scope(budget):
                 stored = run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
                                        run_id=run_id, store=url, hook=hook,
                                        on_plan=on_plan)
+        except BudgetExhausted as stop:
+            rid = ids[0] if ids else (resume or run_id or "?")
+            record_stop(url, rid, stop)
+            err.print(f"[yellow]{stop.message()}[/]; continue with: ragmeter run {config} "
+                      f"--resume {rid}", highlight=False)
+            raise typer.Exit(3) from None
         except KeyboardInterrupt:
             rid = ids[0] if ids else (resume or run_id or "?")
             err.print(f"[yellow]interrupted[/]; continue with: ragmeter run {config} "
