@@ -25,7 +25,7 @@ from ragmeter.judge_trust.bench import (
 from ragmeter.judge_trust.card import card_from_values, compare_cards, metric_card
 from ragmeter.judge_trust.labels import labels_from_records, load_labels
 from ragmeter.judge_trust.ppi import paired_metric_ppi, ppi_estimates
-from ragmeter.judge_trust.simulate import Scenario, default_scenarios, simulate
+from ragmeter.judge_trust.simulate import default_scenarios, simulate
 from ragmeter.judges import ScriptedJudge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,7 +92,7 @@ def test_ppi_single_matches_batch_and_reduces_to_human_mean_when_all_labelled() 
     lab = np.zeros(300, bool)
     lab[rng.choice(300, 60, replace=False)] = True
     one = S.ppi_mean(f, f[lab], y[lab], discrete=True)
-    est, lo, hi = S.ppi_mean_batch(f[None], lab[None], y[None], discrete=True)
+    est, lo, _hi = S.ppi_mean_batch(f[None], lab[None], y[None], discrete=True)
     assert one.estimate == pytest.approx(est[0]) and one.ci_low == pytest.approx(lo[0])
     assert one.estimate == pytest.approx(f.mean() + (y[lab] - f[lab]).mean())
     full = S.ppi_mean(f, f, y)
@@ -181,7 +181,7 @@ def test_labels_loader_formats_scales_and_errors(tmp_path: Path) -> None:
     dup = tmp_path / "dup.jsonl"
     dup.write_text(json.dumps({"sample_id": "q1", "metric": "f", "label": 1}) + "\n"
                    + json.dumps({"sample_id": "q1", "metric": "f", "label": 0}) + "\n")
-    with pytest.raises(DataError, match="dup.jsonl:2 field 'sample_id': duplicate"):
+    with pytest.raises(DataError, match=r"dup\.jsonl:2 field 'sample_id': duplicate"):
         load_labels(dup)
 
 

@@ -204,7 +204,7 @@ class EstimatingJudge:
         try:
             from ragmeter.judges.cache import cache_key
 
-            cfg = self.config
+            cfg: Any = self.config
             backend = "gguf" if cfg.backend == "local-demo" else cfg.backend
             key = cache_key(req, backend=backend, model=cfg.model, temperature=cfg.temperature,
                             seed=cfg.seed, max_tokens=cfg.max_tokens)
@@ -246,7 +246,7 @@ def summarise(judge: EstimatingJudge, config: Any | None = None) -> Estimate:
     wall = sum(per_call) / conc if per_call else 0.0
     by: dict[str, dict[str, int]] = {}
     for c in judge.calls:
-        d = by.setdefault(c.prompt_version.split("#")[0], Counter())  # type: ignore[arg-type]
+        d = by.setdefault(c.prompt_version.split("#")[0], Counter())
         d["calls"] += 1
         d["tokens_in"] += c.tokens_in
         d["tokens_out"] += c.tokens_out

@@ -152,7 +152,8 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
             continue
         seen.add(sid)
         items.append(BenchItem(sid, str(rec.get("lang") or "ru"), task,
-                               str(rec.get("kind") or ""), label, rec.get("question"),
+                               str(rec.get("kind") or ""), label,  # type: ignore[arg-type]
+                               rec.get("question"),
                                rec.get("context"), rec.get("answer"), rec.get("reference")))
     if problems:
         raise DataError(problems)
@@ -215,7 +216,7 @@ def reply_value(item: BenchItem, reply: JudgeReply) -> tuple[float | None, str |
     """The judge's verdict on 0–1, or ``(None, reason)`` when unscored."""
     if not reply.ok:
         return None, reply.reason or "backend_error"
-    d = reply.data
+    d: Any = reply.data
     try:
         if item.task in ("faithfulness", "factual_correctness"):
             key = "in_context" if item.task == "faithfulness" else "in_reference"

@@ -167,14 +167,14 @@ def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) 
             continue
         lab = Label(str(rec["sample_id"]).strip(), str(rec["metric"]).strip(), raw,
                     str(rec.get("system") or ""), str(rec.get("rater") or ""), source, line)
-        key = (lab.system, lab.sample_id, lab.metric, lab.rater)
-        if key in seen:
+        ukey = (lab.system, lab.sample_id, lab.metric, lab.rater)
+        if ukey in seen:
             problems.append(RecordProblem(source, line, "sample_id", f"duplicate label for "
                                           f"sample {lab.sample_id!r}, metric {lab.metric!r}"
                                           + (f", rater {lab.rater!r}" if lab.rater else "")
-                                          + f" (first on line {seen[key]})"))
+                                          + f" (first on line {seen[ukey]})"))
             continue
-        seen[key] = line
+        seen[ukey] = line
         rows.append((lab, scale, implied))
     by_metric: dict[str, list[tuple[Label, str | None, str | None]]] = defaultdict(list)
     for row in rows:

@@ -27,8 +27,8 @@ def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
 
     planned = planned_judge(config)
     if planned is not None:
-        return planned  # type: ignore[no-any-return]
-    return budgeted(_build(config, **kwargs))  # type: ignore[no-any-return]
+        return planned
+    return budgeted(_build(config, **kwargs))
 
 
 def _build(config: JudgeConfig, **kwargs: Any) -> Judge:
