@@ -285,7 +285,8 @@ class BudgetExhausted(KeyboardInterrupt):
         what = (f"--max-cost {self.max_cost:g}" if self.limit == "max_cost"
                 else f"--max-calls {self.max_calls}")
         return (f"stopped by {what}: {self.calls} calls made, {_money(self.spent)} spent; "
-                "replies so far are cached, so running again continues from here")
+                "replies so far stay in the judge cache (when it is on), so running again "
+                "continues from here")
 
     def to_dict(self) -> dict[str, Any]:
         return {"limit": self.limit, "spent": self.spent, "calls": self.calls,
