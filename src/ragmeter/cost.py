@@ -15,7 +15,8 @@ for other text (:data:`CHARS_PER_TOKEN`, calibrated against the ``prompt_tokens`
 bundled Qwen2.5 GGUF judge reported for the benchmark prompts; BPE tokenizers of other
 families land within about ±25 %). Each message adds :data:`MESSAGE_OVERHEAD` tokens.
 Output tokens are the size of a minimal valid reply plus a one-sentence reason where the
-schema has one; the upper bound is ``max_tokens`` per call.
+schema has one (:data:`TEXT_REPLY_TOKENS` for free-text replies such as generated answers);
+the upper bound is ``max_tokens`` per call.
 
 **Budget** (``--max-cost``, ``--max-calls``): :class:`BudgetJudge` wraps a judge, sends
 requests in chunks and stops before the next chunk would pass the limit, raising
@@ -43,6 +44,8 @@ CHARS_PER_TOKEN = (2.9, 3.7)
 MESSAGE_OVERHEAD = 4
 #: a one-sentence reason in a reply, in characters
 REASON_CHARS = 90
+#: expected length of a free-text reply (a generated answer), in tokens
+TEXT_REPLY_TOKENS = 200
 #: seconds per call = base + tokens_out / rate (+ tokens_in / prefill for local models)
 LATENCY_MODEL: dict[str, dict[str, float]] = {
     "remote": {"base": 0.6, "out_tok_s": 60.0, "in_tok_s": 0.0},
@@ -188,7 +191,10 @@ class EstimatingJudge:
         data = minimal_instance(req.schema) if req.schema.get("type") != "string" else "x"
         text = json.dumps(data, ensure_ascii=False) if not isinstance(data, str) else data
         max_tokens = int(req.max_tokens or getattr(self.config, "max_tokens", 1000) or 1000)
-        t_out = min(count_tokens(text) + 2, max_tokens)
+        if req.schema.get("type") == "string":  # free text: a generated answer
+            t_out = min(TEXT_REPLY_TOKENS, max_tokens)
+        else:
+            t_out = min(count_tokens(text) + 2, max_tokens)
         if h in self._seen:  # the engine sends identical requests once
             return JudgeReply(data=data, raw=text, model=self.model, cached=True)
         self._seen.add(h)
