@@ -178,7 +178,13 @@ def bench_labels(items: Sequence[BenchItem]) -> LabelSet:
     return labels_from_records(recs, "judge-benchmark")
 
 
-def item_request(item: BenchItem, *, binary: bool) -> JudgeRequest:
+#: reply budget per benchmark call: a verdict plus a one-sentence reason fits easily; a weak
+#: model that rambles on is cut off and its reply is unscored ``truncated``
+MAX_TOKENS = 200
+
+
+def item_request(item: BenchItem, *, binary: bool,
+                 max_tokens: int | None = MAX_TOKENS) -> JudgeRequest:
     """The judge request ragmeter's metric would send for this item (zero-shot)."""
     from ragmeter.generation import prompts as P
 
@@ -203,7 +209,7 @@ def item_request(item: BenchItem, *, binary: bool) -> JudgeRequest:
         req = GATE_PROMPT.request(lang, metric="production_gate", sample_id=item.id,
                                   question=item.question, context=item.context,
                                   answer=item.answer)
-    return replace(req, metric=item.task)
+    return replace(req, metric=item.task, max_tokens=max_tokens)
 
 
 def _yes(v: Any) -> float | None:
@@ -270,7 +276,8 @@ class BenchRun:
 
 
 def run_bench(judge: Any, items: Sequence[BenchItem], *, repeats: int = 1,
-              binary: bool | None = None, seed: int = 42, n_boot: int = 1000) -> BenchRun:
+              binary: bool | None = None, seed: int = 42, n_boot: int = 1000,
+              max_tokens: int | None = MAX_TOKENS) -> BenchRun:
     """Ask ``judge`` about every item (``repeats`` times, each repeat a fresh call) and
     build its card; with ``repeats ≥ 2`` the card carries flip rates."""
     if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
@@ -278,7 +285,7 @@ def run_bench(judge: Any, items: Sequence[BenchItem], *, repeats: int = 1,
     if not items:
         raise ConfigError("items", "no benchmark items selected")
     use_binary = bool(getattr(judge, "demo", False)) if binary is None else binary
-    base = [item_request(it, binary=use_binary) for it in items]
+    base = [item_request(it, binary=use_binary, max_tokens=max_tokens) for it in items]
     reqs = [b if repeats == 1 else replace(b, prompt_version=f"{b.prompt_version}#r{r + 1}")
             for r in range(repeats) for b in base]
     replies = judge.ask_many(reqs)
