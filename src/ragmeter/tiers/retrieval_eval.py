@@ -128,7 +128,9 @@ class _SamplesSource:
         digest = hashlib.sha256()
         n_ranked = 0
         for i, s in enumerate(samples):
-            if s.retrieved_ids or s.retrieved_contexts or (run is not None and s.id in run):
+            # an empty list is a ranking (nothing found); a missing field is none
+            if s.retrieved_ids is not None or s.retrieved_contexts is not None \
+                    or (run is not None and s.id in run):
                 n_ranked += 1
             if s.id in seen:
                 problems.append(RecordProblem("<samples>", None, "id",
