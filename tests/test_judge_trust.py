@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragmeter import stats as S
 from ragmeter.errors import DataError
-from ragmeter.judge_trust import stats as S
 from ragmeter.judge_trust.bench import (
     GRADED,
     TASKS,
@@ -47,9 +47,9 @@ def test_kappa_spearman_auc_match_reference_implementations() -> None:
     assert S.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
     pos = rng.random(60) < 0.4
     sc = rng.random(60).round(1) + pos * 0.3
-    assert S.auc(sc, pos) == pytest.approx(skm.roc_auc_score(pos, sc))
+    assert S.roc_auc(pos, sc) == pytest.approx(skm.roc_auc_score(pos, sc))
     assert S.spearman(np.ones(5), np.arange(5)) is None
-    assert S.auc(sc, np.ones(60, bool)) is None
+    assert S.roc_auc(np.ones(60, bool), sc) is None
 
 
 def test_flip_stats_hand_computed() -> None:

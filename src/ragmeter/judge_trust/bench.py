@@ -38,9 +38,9 @@ import numpy as np
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.judge_trust.card import JudgeCard, card_from_values
 from ragmeter.judge_trust.labels import LabelSet, labels_from_records
-from ragmeter.judge_trust.stats import flip_stats, verdict_flip_rate
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.prompts import PromptTemplate, register_prompt
+from ragmeter.stats import flip_stats, verdict_flip_rate
 
 TASKS = ("faithfulness", "factual_correctness", "answer_relevance", "context_relevance",
          "production_gate")
