@@ -17,7 +17,7 @@ from html import escape
 from typing import Any
 
 from ragmeter.judge_trust.card import JudgeCard, MetricCard
-from ragmeter.judge_trust.runs import TIER
+from ragmeter.judge_trust.runs import stored_cards
 from ragmeter.reports.i18n import t
 
 #: the statistics of a card's table, in order (``bias`` is shown with its direction)
@@ -32,20 +32,6 @@ def _f(x: float | None, digits: int = 3) -> str:
 
 def _ci(lo: float | None, hi: float | None) -> str:
     return "" if lo is None or hi is None else f"[{_f(lo)}, {_f(hi)}]"
-
-
-def stored_cards(run: Any) -> list[tuple[JudgeCard, dict[str, Any]]]:
-    """Every card stored with ``run`` and the prediction-powered estimates stored beside it
-    (``metric → PPI dict``, empty when none)."""
-    rec = run.tiers.get(TIER)
-    if rec is None:
-        return []
-    out = []
-    for res in rec.results:
-        if "judge_card" in res.meta:
-            out.append((JudgeCard.from_dict(res.meta["judge_card"]),
-                        dict(res.meta.get("ppi") or {})))
-    return out
 
 
 def _scale(m: MetricCard, lang: str) -> str:
@@ -170,5 +156,4 @@ def judges_table(runs: Sequence[Any], lang: str, stat: str = "kappa") -> str:
             f"</thead><tbody>{body}</tbody></table>")
 
 
-__all__ = ["CARD_COLUMNS", "card_html", "card_markdown", "card_section", "judges_table",
-           "stored_cards"]
+__all__ = ["CARD_COLUMNS", "card_html", "card_markdown", "card_section", "judges_table"]

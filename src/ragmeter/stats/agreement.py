@@ -17,7 +17,7 @@ from typing import Literal
 
 import numpy as np
 
-from ragmeter.stats.resampling import DEFAULT_N_BOOT, DEFAULT_SEED
+from ragmeter.stats.resampling import DEFAULT_N_BOOT, DEFAULT_SEED, bootstrap_stat
 
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 
@@ -74,22 +74,16 @@ def krippendorff_alpha(matrix: np.ndarray, level: Level = "nominal") -> float:
 def krippendorff_alpha_ci(matrix: np.ndarray, level: Level = "interval", *,
                           seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_N_BOOT,
                           ) -> tuple[float | None, float | None]:
-    """95 % percentile bootstrap CI of :func:`krippendorff_alpha`, resampling units (columns);
-    resamples where alpha is undefined are dropped; ``(None, None)`` with fewer than 2 units."""
+    """95 % percentile bootstrap CI of :func:`krippendorff_alpha`, resampling units (columns)
+    with :func:`~ragmeter.stats.resampling.bootstrap_stat`; resamples where alpha is undefined
+    are dropped; ``(None, None)`` with fewer than 2 units or no defined alpha."""
     m = np.asarray(matrix, dtype=np.float64)
     units = m.shape[1]
     if units < 2:
         return (None, None)
-    rng = np.random.default_rng(seed)
-    vals = []
-    for _ in range(n_boot):
-        a = krippendorff_alpha(m[:, rng.integers(0, units, units)], level)
-        if not np.isnan(a):
-            vals.append(a)
-    if not vals:
-        return (None, None)
-    lo, hi = np.quantile(vals, [0.025, 0.975])
-    return float(lo), float(hi)
+    est = bootstrap_stat(lambda idx: krippendorff_alpha(m[:, idx], level), units, seed=seed,
+                         n_boot=n_boot, min_defined=0.0)
+    return est.ci_low, est.ci_high
 
 
 def cohen_kappa(a: np.ndarray, b: np.ndarray, *, categories: np.ndarray | None = None,

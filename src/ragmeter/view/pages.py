@@ -465,7 +465,8 @@ def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
 
 def judges_page(runs: Sequence[StoredRun], lang: str, stat: str = "kappa") -> str:
     """Judge cards of several runs side by side (ranked per metric), then each card in full."""
-    from ragmeter.reports.judge_card import card_html, judges_table, stored_cards
+    from ragmeter.judge_trust.runs import stored_cards
+    from ragmeter.reports.judge_card import card_html, judges_table
 
     full = "".join(f'<h3><a href="{escape(run_href(r.id, lang))}">{escape(r.name)} · '
                    f"<code>{escape(r.id)}</code></a></h3>"
