@@ -264,3 +264,53 @@ def join_names(names: list[str], lang: str, limit: int = 3) -> str:
         rest = f"{more} more" if lang != "ru" else f"ещё {more}"
         return ", ".join(names[:limit]) + f" {t('and', lang)} " + rest
     return ", ".join(names[:-1]) + f" {t('and', lang)} " + names[-1]
+
+
+# judge cards (reports/judge_card.py): kept in one block so they read together
+TEXT.update({
+    "jc_title": ("Judge card", "Карточка судьи"),
+    "jc_intro": (
+        "How well the judge agrees with human labels, per judged metric, on the labelled "
+        "samples: each statistic with its 95% bootstrap confidence interval and n.",
+        "Насколько судья согласен с разметкой людей по каждой судейской метрике на размеченных "
+        "примерах: каждая статистика с 95% бутстреп-доверительным интервалом и n."),
+    "jc_judge": ("Judge", "Судья"),
+    "jc_model": ("model", "модель"),
+    "jc_demo": ("demo judge", "демо-судья"),
+    "jc_scale": ("labels", "разметка"),
+    "jc_scale_binary": ("yes/no", "да/нет"),
+    "jc_scale_ordinal": ("0/1/2", "0/1/2"),
+    "jc_scale_continuous": ("0–1", "0–1"),
+    "jc_unscored": ("unscored", "без оценки"),
+    "jc_accuracy": ("accuracy", "точность"),
+    "jc_kappa": ("Cohen's κ", "κ Коэна"),
+    "jc_kappa_cohen": ("plain", "обычная"),
+    "jc_kappa_quadratic": ("quadratic", "квадратичная"),
+    "jc_spearman": ("Spearman ρ", "ρ Спирмена"),
+    "jc_mae": ("MAE", "MAE"),
+    "jc_tpr": ("TPR", "TPR"),
+    "jc_tnr": ("TNR", "TNR"),
+    "jc_bias": ("bias (judge − human)", "смещение (судья − человек)"),
+    "jc_bias_lenient": ("lenient", "мягкий"),
+    "jc_bias_strict": ("strict", "строгий"),
+    "jc_bias_none_detected": ("none detected", "не обнаружено"),
+    "jc_bias_unknown": ("unknown", "неизвестно"),
+    "jc_auc": ("AUC", "AUC"),
+    "jc_separation": ("separation", "разделение"),
+    "jc_ppi_title": ("Bias-corrected estimates", "Оценки с поправкой на смещение"),
+    "jc_ppi_intro": (
+        "Prediction-powered estimate: the judge mean over all samples plus the mean "
+        "human − judge correction on the labelled ones, with its 95% interval.",
+        "Оценка с опорой на предсказания: среднее судьи по всем примерам плюс средняя поправка "
+        "«человек − судья» на размеченных, с 95% интервалом."),
+    "jc_raw_mean": ("judge mean", "среднее судьи"),
+    "jc_ppi_estimate": ("corrected", "с поправкой"),
+    "jc_correction": ("correction", "поправка"),
+    "jc_labelled": ("labelled / all", "размечено / всего"),
+    "jc_none": ("No run in this store holds a judge card.",
+                "Ни в одном запуске этого хранилища нет карточки судьи."),
+    "jc_compare_intro": (
+        "Judge cards of the stored runs side by side, ranked per metric by {stat}.",
+        "Карточки судей из сохранённых запусков рядом, по каждой метрике в порядке {stat}."),
+    "judges": ("Judges", "Судьи"),
+})

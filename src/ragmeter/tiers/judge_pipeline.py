@@ -38,7 +38,7 @@ from ragmeter.judges.base import JudgeRequest
 from ragmeter.judges.engine import TEXT_SCHEMA
 from ragmeter.metrics.classification import Confusion, best_f1_threshold, threshold_sweep
 from ragmeter.results.records import EvalResult, MetricResult, Signature
-from ragmeter.stats import bootstrap_stat, roc_auc
+from ragmeter.stats import bootstrap_stat, f1_vec, roc_auc
 from ragmeter.tiers.context import TierContext, TierNotRunnable
 from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
@@ -359,8 +359,11 @@ def evaluate_judge_pipeline(
                                  "unscored": len(reasons)}, seed=seed, n_boot=n_boot))
     conf = Confusion.of(gold[ok], pred[ok])
     res.meta["confusion"] = conf.as_dict()
-    lo, hi = bootstrap_stat(gold[ok], pred[ok], "f1", seed=seed, n_boot=n_boot)
-    res.meta["f1"] = {"value": conf.f1, "ci_low": lo, "ci_high": hi, "n_boot": n_boot,
+    g_ok, p_ok = gold[ok], pred[ok]
+    f1_ci = bootstrap_stat(lambda idx: f1_vec(g_ok[idx], p_ok[idx]), int(g_ok.size), seed=seed,
+                           n_boot=n_boot, batched=True, min_defined=0.0)
+    res.meta["f1"] = {"value": conf.f1, "ci_low": f1_ci.ci_low, "ci_high": f1_ci.ci_high,
+                      "n_boot": n_boot,
                       "seed": seed}
     if lat:
         la = np.asarray(lat)
@@ -377,8 +380,9 @@ def evaluate_judge_pipeline(
         g, s = gold[have], sc[have]
         sweep = threshold_sweep(g, s)
         auc = roc_auc(g, s)
-        alo, ahi = bootstrap_stat(g, s, "auc", seed=seed, n_boot=n_boot) if auc is not None \
-            else (None, None)
+        auc_ci = bootstrap_stat(lambda idx: roc_auc(g[idx], s[idx]), int(g.size), seed=seed,
+                                n_boot=n_boot, min_defined=0.0)
+        alo, ahi = auc_ci.ci_low, auc_ci.ci_high
         res.meta["threshold_sweep"] = sweep
         res.meta["best_f1_threshold"] = best_f1_threshold(sweep)
         res.meta["roc_auc"] = {"value": auc, "ci_low": alo, "ci_high": ahi,

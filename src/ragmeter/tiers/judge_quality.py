@@ -51,7 +51,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.results.records import EvalResult, MetricResult, Signature
-from ragmeter.stats import cohen_kappa, krippendorff_alpha_ci
+from ragmeter.stats import cohen_kappa, flip_stats, krippendorff_alpha_ci
 from ragmeter.stats import krippendorff_alpha as _alpha
 from ragmeter.text import detect_language
 from ragmeter.tiers.context import TierContext
@@ -367,7 +367,6 @@ def _add_flip_rates(res: EvalResult, samples: Sequence[Sample], miss: list[str |
                     scale: tuple[float, float], threshold: float, seed: int,
                     n_boot: int) -> None:
     """Per-item flip rate and threshold crossing between repeats (flaky verdicts)."""
-    from ragmeter.judge_trust.stats import flip_stats
 
     n_items = len(samples)
     S = np.full((n_repeats, n_items), np.nan)
