@@ -318,20 +318,27 @@ def check_judge_reachable(cfg: Any) -> None:
     """Send one tiny request; raise a usage error (exit 2) naming the endpoint if it fails."""
     if cfg is None or getattr(cfg, "backend", "") != "openai":
         return
-    import httpx
+    import urllib.error
+    import urllib.request
 
     url = str(cfg.base_url).rstrip("/") + "/models"
     headers = dict(cfg.headers()) if hasattr(cfg, "headers") else {}
+    status = 200
     try:
-        resp = httpx.get(url, headers=headers, timeout=min(10.0, cfg.timeout_s))
-    except httpx.HTTPError as exc:
+        req = urllib.request.Request(url, headers=headers, method="GET")
+        with urllib.request.urlopen(req, timeout=min(10.0, cfg.timeout_s)):
+            pass
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
         raise UsageError("--judge-url", f"judge endpoint {_mask(str(cfg.base_url))} not reachable: "
-                          f"{type(exc).__name__}: {_mask(str(exc))}") from None
-    if resp.status_code in (401, 403):
+                          f"{type(exc).__name__}: {_mask(str(reason))}") from None
+    if status in (401, 403):
         raise UsageError("--judge-key-env", f"judge endpoint refused the key "
-                          f"(HTTP {resp.status_code})")
-    if resp.status_code >= 500:
-        raise UsageError("--judge-url", f"judge endpoint answers HTTP {resp.status_code}")
+                          f"(HTTP {status})")
+    if status >= 500:
+        raise UsageError("--judge-url", f"judge endpoint answers HTTP {status}")
 
 
 def _mask(text: str) -> str:
