@@ -68,7 +68,7 @@ def evaluate_generation(
                             keep_prompts=keep_prompts, **kwargs)
     ctx.judged.announced = tuple(judged)
     result = EvalResult(name, meta={"n_samples": len(ctx.samples), "seed": seed,
-                                    "dataset": ctx.data_hash})
+                                    "dataset": ctx.data_hash, "outputs": ctx.outputs_hash})
     timings: dict[str, float] = {}
     for m in parsed:
         t0 = time.perf_counter()

@@ -223,9 +223,10 @@ def evaluate_judge_quality(
     if not judge_list:
         raise ConfigError("judges", "at least one judge is needed")
     build = build_request or (lambda s, r: faithfulness_request(s, r, language))
-    from ragmeter.data.hashing import dataset_hash
+    from ragmeter.data.hashing import dataset_hash, gold_hash
 
-    dh = dataset or dataset_hash(s.to_dict() for s in samples)
+    dh = dataset or gold_hash(samples)  # gold fields only; the judged outputs are hashed apart
+    oh = dataset_hash([s.id, s.response, s.retrieved_contexts] for s in samples)
     miss = [missing_field(s, required_fields) for s in samples]
     todo = [i for i, m in enumerate(miss) if m is None]
     out: list[EvalResult] = []
@@ -238,14 +239,15 @@ def evaluate_judge_quality(
                               "(otherwise the engine answers all repeats with one call)")
         replies = judge.ask_many(reqs) if reqs else []
         out.append(_judge_result(samples, miss, todo, replies, judge, n_repeats, delta, scale,
-                                 dh, seed, n_boot, reqs[0].prompt_version if reqs else None))
+                                 dh, seed, n_boot, reqs[0].prompt_version if reqs else None,
+                                 outputs=oh))
     return out
 
 
 def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[int],
                   replies: list[JudgeReply], judge: Judge, n_repeats: int, delta: float,
                   scale: tuple[float, float], dh: str, seed: int, n_boot: int,
-                  prompt_version: str | None) -> EvalResult:
+                  prompt_version: str | None, outputs: str | None = None) -> EvalResult:
     n_items = len(samples)
     ids = [s.id for s in samples]
     S = np.full((n_repeats, n_items), np.nan)
@@ -274,7 +276,7 @@ def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[
                 lat_ids.append(f"{ids[i]}#r{r + 1}")
     model = getattr(judge, "model", "") or getattr(judge, "name", "judge")
     sig = dict(judge=getattr(judge, "name", "judge"), model=model, repeats=n_repeats,
-               data=dh, seed=seed, prompt=(prompt_version or "").split("#")[0] or None,
+               data=dh, outputs=outputs, seed=seed, prompt=(prompt_version or "").split("#")[0] or None,
                scale=f"{scale[0]:g}-{scale[1]:g}")
     res = EvalResult(name=f"{getattr(judge, 'name', 'judge')}:{model}",
                      meta={"tier": "judge_quality", "judge": getattr(judge, "name", "judge"),

@@ -30,8 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragmeter.data.hashing import dataset_hash as _hash_records
-from ragmeter.data.hashing import pairs_hash
+from ragmeter.data.hashing import gold_hash, pairs_hash
 from ragmeter.data.sample import Sample
 from ragmeter.data.trec import Qrels, Run
 from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -76,9 +75,7 @@ def _grades(ids: Sequence[str] | None, grades: Mapping[str, int] | None,
 
 
 def _gold_hash_samples(samples: Sequence[Sample]) -> str:
-    keep = ("id", "user_input", "gold_doc_ids", "gold_chunk_ids", "gold_grades",
-            "reference_contexts", "type")
-    return _hash_records({k: v for k, v in s.to_dict().items() if k in keep} for s in samples)
+    return gold_hash(samples)
 
 
 class _SamplesSource:
