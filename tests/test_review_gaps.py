@@ -56,3 +56,32 @@ def test_generation_context_hashes_gold_and_outputs_apart() -> None:
     b = [Sample(id="1", user_input="q", reference="r", response="y")]
     assert GenerationContext(a).data_hash == GenerationContext(b).data_hash == gold_hash(a)
     assert GenerationContext(a).outputs_hash != GenerationContext(b).outputs_hash
+
+
+# 2. the production-judge accuracy band, in both languages ---------------------------------------
+
+DEMO = Path(__file__).parents[1] / "src" / "ragmeter" / "demo" / "data"
+
+
+def test_judge_pipeline_accuracy_band_applies_and_is_translated(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from ragmeter.reports.bands import classify, find_band
+
+    band = find_band("cls_accuracy", "judge_pipeline")
+    assert band is not None and band.label == "Accuracy (judge pipeline)"
+    assert classify("cls_accuracy", 0.9, "judge_pipeline") == "good"
+    assert find_band("cls_accuracy", "generation") is None  # a plain accuracy has no row
+    assert band.title("ru") != band.label and band.title("en") == band.label
+
+    res = tmp_path / "jp.json"
+    code, _, err = run(capsys, "judge-pipeline", str(DEMO / "judge_pipeline.jsonl"),
+                       "--out", str(res))
+    assert code == 0, err
+    for lang in ("ru", "en"):
+        page = tmp_path / f"{lang}.html"
+        code, _, err = run(capsys, "report", str(res), "--lang", lang, "--out", str(page))
+        assert code == 0, err
+        html = page.read_text(encoding="utf-8")
+        assert band.title(lang) in html
+        assert 'class="band mid"' in html  # accuracy 0.875 of the demo predictions: "good"
+    assert "Accuracy (judge pipeline)" not in (tmp_path / "ru.html").read_text(encoding="utf-8")

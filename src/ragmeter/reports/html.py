@@ -84,7 +84,7 @@ def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool =
         return ""
     b = find_band(metric, tier)
     cls = {"excellent": "ok", "good": "mid", "needs attention": "bad"}[band]
-    tip = (f"{b.label}: " + t("band_rule", lang, hi=f"{b.excellent_above:g}",
+    tip = (f"{b.title(lang)}: " + t("band_rule", lang, hi=f"{b.excellent_above:g}",
                               lo=f"{b.attention_below:g}")) if b else ""
     return f'<span class="band {cls}" title="{escape(tip)}">{escape(t(band, lang))}</span>'
 
@@ -294,7 +294,7 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
 
 def _bands_legend(lang: str) -> str:
     items = "".join(
-        f"<li><b>{escape(b.label)}</b>: "
+        f"<li><b>{escape(b.title(lang))}</b>: "
         f"{escape(t('band_rule', lang, hi=f'{b.excellent_above:g}', lo=f'{b.attention_below:g}'))}"
         "</li>" for b in BANDS)
     return (f'<details class=bands><summary>{t("bands", lang)}</summary>'
