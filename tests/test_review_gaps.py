@@ -85,3 +85,21 @@ def test_judge_pipeline_accuracy_band_applies_and_is_translated(
         assert band.title(lang) in html
         assert 'class="band mid"' in html  # accuracy 0.875 of the demo predictions: "good"
     assert "Accuracy (judge pipeline)" not in (tmp_path / "ru.html").read_text(encoding="utf-8")
+
+
+# 3. no silent zeros at the front door -----------------------------------------------------------
+
+def test_front_door_rejects_evalset_without_ranking() -> None:
+    import ragmeter
+    from ragmeter.data.sample import Sample
+    from ragmeter.errors import DataError
+
+    evalset = ragmeter.load_samples(DEMO / "evalset.jsonl").samples
+    with pytest.raises(DataError, match="retrieved_ids"):
+        ragmeter.evaluate_retrieval(evalset, metrics=["hit_rate@1", "mrr"])
+    # one query without a ranking among others keeps the documented policy: scored 0, counted
+    ranked = [Sample(id="a", user_input="q", gold_chunk_ids=["d1"], retrieved_ids=["d1"]),
+              Sample(id="b", user_input="q", gold_chunk_ids=["d2"])]
+    res = ragmeter.evaluate_retrieval(ranked, metrics=["hit_rate@1"])
+    mr = res["hit_rate@1"]
+    assert mr.mean == 0.5 and len(mr.sample_ids) == 2

@@ -248,6 +248,17 @@ def evaluate_retrieval(
         if qrels is not None:
             raise ConfigError("qrels", "give either samples or qrels, not both")
         _check_unique_ids(samples)
+        if samples and run is None and all(
+                s.retrieved_ids is None and (match != "text" or s.retrieved_contexts is None)
+                for s in samples):
+            # no ranking at all (the field is absent everywhere; an empty list is a ranking that
+            # found nothing) would score every query 0: a table of zeros, not a measurement
+            field = "retrieved_contexts" if match == "text" else "retrieved_ids"
+            raise DataError(
+                RecordProblem("<samples>", None, field,
+                              f"no sample has {field}: there is no ranking to evaluate"),
+                hint="pass run=load_run(...) or add retrieved_ids to the records; a query "
+                     "missing from a ranking that has others scores 0 and is counted")
         source = _SamplesSource(samples, run, ties, unit)
         data = dataset_hash or _gold_hash_samples(samples)
         ranking = "score" if run is not None else "list"
