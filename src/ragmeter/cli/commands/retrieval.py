@@ -114,6 +114,10 @@ def retrieval(
         "--evalset", help="Evalset-format file (jsonl/json/csv), strict rules.")] = None,
     samples: Annotated[Path | None, typer.Option(
         "--samples", help="Generic samples file (RAGAS or evalset-format field names).")] = None,
+    beir: Annotated[Path | None, typer.Option(
+        "--beir", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); the ranking "
+                       "comes from --run (BEIR results JSON or TREC).")] = None,
+    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
     k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
@@ -155,7 +159,20 @@ def retrieval(
     metric_list = build_metrics(metrics, ks, level)
     run_data = load_run(run) if run is not None else None
     skipped = 0
-    if qrels is not None:
+    if beir is not None:
+        if qrels is not None or evalset is not None or samples is not None:
+            raise ConfigError("beir", "give --beir DIR with --run, without --qrels/--evalset/"
+                              "--samples")
+        if run_data is None:
+            raise ConfigError("run", "--beir needs --run (BEIR results JSON or a TREC run)")
+        from ragmeter.data.beir import load_beir
+
+        load_beir(beir, split)  # checks the whole folder: corpus, queries, qrels
+        result = evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"),
+                                    run=run_data, metrics=metric_list, ties=ties, match=match,
+                                    seed=seed, name=name or (run.stem if run else "run"),
+                                    score_threshold=score_threshold, doc_of=doc_of)
+    elif qrels is not None:
         if evalset is not None or samples is not None:
             raise ConfigError("qrels", "give --qrels with --run, or --evalset/--samples")
         if run_data is None:
