@@ -152,3 +152,38 @@ def test_retrieval_and_retrievers_take_a_beir_folder(
     assert code == 0, err
     table = json.loads((tmp_path / "o" / "comparison.json").read_text(encoding="utf-8"))
     assert "bm25" in json.dumps(table) and "level=doc" in json.dumps(table)
+
+
+# 5. one id scheme for records without an id -------------------------------------------------------
+
+def test_ids_by_record_index_in_every_container(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from ragmeter.data.loaders import from_records, load_samples
+
+    rows = [{"user_input": "Когда сессия?", "response": "В январе.", "reference": "В январе.",
+             "retrieved_contexts": ["Сессия в январе."]},
+            {"user_input": "Where?", "response": "B.", "reference": "Building B.",
+             "retrieved_contexts": ["It's in building B."]}]
+    df = pd.DataFrame(rows)
+    files = {"jsonl": tmp_path / "r.jsonl", "csv": tmp_path / "r.csv",
+             "json": tmp_path / "r.json", "parquet": tmp_path / "r.parquet"}
+    df.to_json(files["jsonl"], orient="records", lines=True, force_ascii=False)
+    df.to_csv(files["csv"], index=False)  # list cells as Python reprs, like RAGAS's to_csv
+    files["json"].write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    pytest.importorskip("pyarrow")
+    df.to_parquet(files["parquet"])
+    ids = {name: [s.id for s in load_samples(f).samples] for name, f in files.items()}
+    ids["records"] = [s.id for s in from_records(rows).samples]
+    assert all(v == ["#0", "#1"] for v in ids.values()), ids
+
+
+def test_line_numbers_stay_in_errors(tmp_path: Path) -> None:
+    from ragmeter.data.loaders import load_samples
+    from ragmeter.errors import DataError
+
+    f = tmp_path / "bad.jsonl"
+    f.write_text('{"user_input": "q"}\n\n{"user_input": 3}\n', encoding="utf-8")
+    with pytest.raises(DataError) as e:
+        load_samples(f)
+    assert e.value.problems[0].line == 3

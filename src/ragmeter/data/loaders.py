@@ -77,9 +77,13 @@ _csv_obj = cell_obj
 
 
 def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = None,
-                     index: int = 0, from_csv: bool = False, by_index: bool = False
+                     index: int = 0, from_csv: bool = False, by_index: bool = True
                      ) -> tuple[Sample | None, list[RecordProblem]]:
-    """Validate one record and build its :class:`Sample`; returns ``(None, problems)`` if bad."""
+    """Validate one record and build its :class:`Sample`; returns ``(None, problems)`` if bad.
+
+    A record without an id gets ``#<index>`` whatever its container (``by_index`` is accepted
+    for older callers and has no effect).
+    """
     problems: list[RecordProblem] = []
 
     def bad(fld: str | None, msg: str) -> None:
@@ -118,7 +122,7 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
 
     sid = values.get("id")
     if sid is None:
-        sid = f"line{line}" if line is not None and not by_index else f"#{index}"
+        sid = f"#{index}"  # the record index in every container; line numbers are for errors
     elif isinstance(sid, bool) or not isinstance(sid, (str, int)):
         bad("id", f"must be a string, got {type(sid).__name__}")
     elif str(sid).strip() == "":
@@ -196,8 +200,9 @@ def load_samples(path: str | Path, *, skip_invalid: bool = False,
     ``validate(sample, record)`` adds ``(field, msg)`` checks. Raises one :class:`DataError`
     listing every problem, unless ``skip_invalid`` (then bad records are skipped and listed in
     ``LoadResult.skipped``). Duplicate ids are problems of the later record. Records without an
-    id get ``line<N>`` in JSON Lines/CSV and ``#<index>`` in a JSON array or Parquet file, so a
-    reformatted JSON file keeps its ids.
+    id get ``#<index>`` (0-based record index) in every container — JSON Lines, JSON, CSV,
+    Parquet, records — so the same data written as JSONL or CSV, or reformatted, keeps its ids;
+    line numbers only appear in error messages.
     """
     table = read_table(path)
     return load_table(table, skip_invalid=skip_invalid, validate=validate, format=format,
@@ -246,7 +251,6 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     if column_map:
         check_map(column_map, records, source)
     fmt = detect_format(records) if format == "auto" else format
-    by_index = table.container in ("json", "parquet", "records")
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
@@ -254,7 +258,7 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
         if isinstance(rec, Mapping):
             rec = apply_format(rec, fmt, column_map, tabular=table.tabular)
         sample, probs = record_to_sample(rec, source=source, line=line, index=index,
-                                         from_csv=table.tabular, by_index=by_index)
+                                         from_csv=table.tabular)
         if sample is not None and validate is not None:
             probs = [RecordProblem(source, line, f, m) for f, m in validate(sample, rec)]
         if sample is not None and not probs and sample.id in seen:

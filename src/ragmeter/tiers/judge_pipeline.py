@@ -168,7 +168,6 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
 
     table = read_table(path)
     records, problems = table.records, list(table.problems)
-    by_index = table.container in ("json", "parquet")  # [contact] stable ids of JSON arrays
     src = str(path)
     items: list[PipelineItem] = []
     seen: set[str] = set()
@@ -199,8 +198,7 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
                 score = None
             else:
                 score = float(score)
-        sid = str(rec.get("id", f"line{line}" if line is not None and not by_index
-                          else f"#{idx}"))
+        sid = str(rec.get("id", f"#{idx}"))  # record index in every container
         if sid in seen:
             problems.append(RecordProblem(src, line, "id", f"duplicate id '{sid}'"))
         seen.add(sid)

@@ -120,7 +120,7 @@ def load_judge_items(path: str | Any) -> list[Sample]:
                                               + (" or a list of texts" if role == "context"
                                                  else "")))
             vals[role] = v
-        sid = str(rec.get("id", f"line{line}" if line is not None else f"#{idx}"))
+        sid = str(rec.get("id", f"#{idx}"))  # record index in every container
         if sid in seen:
             problems.append(RecordProblem(str(path), line, "id", f"duplicate id '{sid}'"))
         seen.add(sid)
