@@ -187,3 +187,44 @@ def test_line_numbers_stay_in_errors(tmp_path: Path) -> None:
     with pytest.raises(DataError) as e:
         load_samples(f)
     assert e.value.problems[0].line == 3
+
+
+# 6. an explicit format never silently remaps another tool's fields ------------------------------
+
+DEEPEVAL_ROWS = [{"input": "Когда сессия?", "actual_output": "В январе.",
+                  "expected_output": "Сессия в январе.", "context": ["Зимняя сессия: январь."]}]
+
+
+@pytest.mark.parametrize(("rows", "fmt", "likely"), [
+    (DEEPEVAL_ROWS, "samples", "deepeval"),
+    (DEEPEVAL_ROWS, "hf", "deepeval"),
+    (DEEPEVAL_ROWS, "evalset", "deepeval"),
+    ([{"user_input": "q", "response": "a", "retrieved_contexts": ["c"]}], "evalset", "ragas"),
+    ([{"question": "q", "chunk_id": "c1", "chunk_text": "t", "answer": "a"}], "samples",
+     "synthetic"),
+])
+def test_explicit_format_on_another_layout_names_the_likely_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: list[dict[str, object]],
+        fmt: str, likely: str) -> None:
+    from ragmeter.data.loaders import load_dataset_file, load_samples
+    from ragmeter.errors import DataError
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    for load in (load_samples, load_dataset_file):
+        with pytest.raises(DataError, match=f"--format {likely}"):
+            load(f, format=fmt)
+    code, _, err = run(capsys, "generation", "--samples", str(f), "--format", fmt,
+                       "--metrics", "rouge_1")
+    assert code == EXIT_USAGE and f"--format {likely}" in err
+
+
+def test_deepeval_context_stays_gold_under_its_own_format(tmp_path: Path) -> None:
+    from ragmeter.data.loaders import load_samples
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(DEEPEVAL_ROWS, ensure_ascii=False), encoding="utf-8")
+    for fmt in ("deepeval", "auto"):
+        s = load_samples(f, format=fmt).samples[0]
+        assert s.reference_contexts == ["Зимняя сессия: январь."] and s.retrieved_contexts is None
+        assert s.user_input == "Когда сессия?" and not s.metadata

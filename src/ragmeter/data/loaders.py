@@ -24,6 +24,7 @@ from typing import Any
 from ragmeter.data.formats import (
     FORMATS,
     apply_format,
+    check_explicit_format,
     check_map,
     detect_format,
     other_kind_hint,
@@ -250,6 +251,8 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     n_unreadable = len(problems)
     if column_map:
         check_map(column_map, records, source)
+    if format != "auto":
+        check_explicit_format(format, records, source)
     fmt = detect_format(records) if format == "auto" else format
     samples: list[Sample] = []
     lines: list[int | None] = []
@@ -303,6 +306,8 @@ def load_dataset_file(path: str | Path, *, format: str = "auto", skip_invalid: b
     fmt = format
     if fmt == "auto":
         fmt = detect_format(table.records)
+    elif fmt == "evalset":  # loaded below as "samples" with the evalset rules
+        check_explicit_format(fmt, table.records, table.source)
     validate = check_evalset_sample if fmt == "evalset" else None
     return load_table(table, skip_invalid=skip_invalid, validate=validate,
                       format="samples" if fmt == "evalset" else fmt, column_map=column_map)
