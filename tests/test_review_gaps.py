@@ -228,3 +228,29 @@ def test_deepeval_context_stays_gold_under_its_own_format(tmp_path: Path) -> Non
         s = load_samples(f, format=fmt).samples[0]
         assert s.reference_contexts == ["Зимняя сессия: январь."] and s.retrieved_contexts is None
         assert s.user_input == "Когда сессия?" and not s.metadata
+
+
+# 7. the data language travels with the results --------------------------------------------------
+
+def test_reports_from_results_json_follow_the_recorded_language(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import ragmeter
+    from ragmeter.data.sample import Sample
+
+    ru = [Sample(id="1", user_input="Когда начинается зимняя сессия?", reference="В январе.",
+                 response="В январе.", retrieved_ids=["d1"], gold_chunk_ids=["d1"])]
+    assert ragmeter.evaluate_generation(ru, metrics=["rouge_1"]).meta["lang"] == "ru"
+    assert ragmeter.evaluate_retrieval(ru, metrics=["mrr"]).meta["lang"] == "ru"
+
+    f = _jsonl(tmp_path / "allru.jsonl", [{"user_input": "Где находится библиотека?",
+                                           "reference": "В корпусе Б.", "response": "В корпусе Б."}])
+    res = tmp_path / "allru.json"
+    code, _, err = run(capsys, "generation", "--samples", str(f), "--metrics", "rouge_1",
+                       "--out", str(res))
+    assert code == 0, err
+    page = tmp_path / "r.html"
+    code, _, err = run(capsys, "report", str(res), "--out", str(page))
+    assert code == 0, err
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>\n<html lang=ru>")
+    code, _, err = run(capsys, "report", str(res), "--lang", "en", "--out", str(page))
+    assert code == 0 and "<html lang=en>" in page.read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
 from ragmeter.stats import DEFAULT_SEED
+from ragmeter.text import detect_language
 
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")
@@ -68,7 +69,8 @@ def evaluate_generation(
                             keep_prompts=keep_prompts, **kwargs)
     ctx.judged.announced = tuple(judged)
     result = EvalResult(name, meta={"n_samples": len(ctx.samples), "seed": seed,
-                                    "dataset": ctx.data_hash, "outputs": ctx.outputs_hash})
+                                    "dataset": ctx.data_hash, "outputs": ctx.outputs_hash,
+                                    "lang": detect_language(s.user_input for s in ctx.samples)})
     timings: dict[str, float] = {}
     for m in parsed:
         t0 = time.perf_counter()

@@ -32,7 +32,7 @@ from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.reports.decision import TierDecision, decide
-from ragmeter.reports.i18n import check_lang, detect_lang, t
+from ragmeter.reports.i18n import check_lang, detect_lang, results_lang, t
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
@@ -569,8 +569,13 @@ def _page(title: str, body: str, data: Mapping[str, Any], lang: str = "en",
 
 
 def run_lang(run: StoredRun) -> str:
-    """The language of a run's data (its questions; system names when there are none)."""
+    """The language of a run's data: its questions; without samples (a results JSON file) the
+    language recorded in the results' meta; system names when there is neither."""
     texts = [str(s.get("user_input") or "") for s in run.samples.values()]
+    if not any(texts):
+        recorded = results_lang(r for rec in run.tiers.values() for r in rec.results)
+        if recorded:
+            return recorded
     return detect_lang(texts or [run.name])
 
 

@@ -262,6 +262,18 @@ def detect_lang(texts: Iterable[str]) -> str:
     return "ru" if cyr > lat else "en"
 
 
+def results_lang(results: Iterable[object]) -> str | None:
+    """The data language recorded in results' ``meta["lang"]`` when they were computed (the
+    most frequent one), or ``None`` when no result carries one — a results JSON file has no
+    samples to detect it from."""
+    votes: dict[str, int] = {}
+    for res in results:
+        lang = (getattr(res, "meta", None) or {}).get("lang")
+        if lang in LANGS:
+            votes[lang] = votes.get(lang, 0) + 1
+    return max(sorted(votes), key=lambda k: votes[k]) if votes else None
+
+
 def join_names(names: list[str], lang: str, limit: int = 3) -> str:
     if len(names) <= 1:
         return "".join(names)

@@ -277,6 +277,10 @@ def evaluate_retrieval(
         "policies": {"missing_from_run": "scored 0, counted", "no_relevant": "excluded, counted",
                      "not_in_qrels": "ignored, counted", "negative": "reported separately"},
     })
+    if samples:  # the data's language, for reports built from this result alone
+        from ragmeter.text import detect_language
+
+        result.meta["lang"] = detect_language(s.user_input for s in samples)
     cache: dict[tuple[str, str], _Population] = {}
     for m in parsed:
         if m.name in NEGATIVE_METRICS:
