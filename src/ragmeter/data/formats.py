@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ragmeter.errors import DataError, RecordProblem, UsageError
+from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 
 FORMATS = ("auto", "samples", "ragas", "deepeval", "hf", "synthetic", "evalset")
 
@@ -148,8 +148,8 @@ def check_map(column_map: Mapping[str, str], records: Sequence[tuple[int | None,
     keys = _keys(records, n=len(records))
     missing = [s for s in column_map.values() if s not in keys]
     if missing and records:
-        raise UsageError("--map", f"column(s) {', '.join(map(repr, missing))} not found in "
-                                  f"{source} (columns: {', '.join(sorted(keys)[:40])})")
+        raise ConfigError("column_map", f"column(s) {', '.join(map(repr, missing))} not found "
+                                        f"in {source} (columns: {', '.join(sorted(keys)[:40])})")
 
 
 def apply_format(rec: Mapping[str, Any], fmt: str, column_map: Mapping[str, str] | None = None,

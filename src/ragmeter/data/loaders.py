@@ -32,7 +32,7 @@ from ragmeter.data.formats import (
 )
 from ragmeter.data.reading import Table, cell_list, cell_obj, read_table
 from ragmeter.data.sample import QUESTION_TYPES, Sample
-from ragmeter.errors import DataError, RecordProblem, UsageError
+from ragmeter.errors import ConfigError, DataError, RecordProblem
 
 STR_FIELDS = ("user_input", "response", "reference", "type")
 STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
@@ -245,7 +245,7 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
                format: str = "auto", column_map: Mapping[str, str] | None = None) -> LoadResult:
     """Validate the records of a :class:`~ragmeter.data.reading.Table` into samples."""
     if format not in FORMATS:
-        raise UsageError("--format", f"unknown format {format!r} (allowed: {', '.join(FORMATS)})")
+        raise ConfigError("format", f"unknown format {format!r}", list(FORMATS))
     source = table.source
     records, problems = table.records, list(table.problems)
     n_unreadable = len(problems)

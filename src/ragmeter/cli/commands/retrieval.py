@@ -22,6 +22,7 @@ from ragmeter.metrics.registry import (
     needs_cutoff,
     parse_metrics,
     split_metric_list,
+    with_cutoffs,
 )
 from ragmeter.metrics.retrieval import RANKING_METRICS
 from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
@@ -48,8 +49,7 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
             raise ConfigError("metrics", f"no metric named in {metrics!r}")
         for raw in split_metric_list(metrics):
             if "@" not in raw and ks and needs_cutoff(raw):
-                name, _, params = raw.partition("(")
-                raw = f"{name.strip()}@{','.join(map(str, ks))}" + (f"({params}" if params else "")
+                raw = with_cutoffs(raw, ks)
             items.append(raw)
     parsed = parse_metrics(items)
     out: list[Metric] = []
