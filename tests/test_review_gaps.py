@@ -6,7 +6,9 @@ do not silently remap another tool's fields, and the data language kept in resul
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,6 +58,28 @@ def test_generation_context_hashes_gold_and_outputs_apart() -> None:
     b = [Sample(id="1", user_input="q", reference="r", response="y")]
     assert GenerationContext(a).data_hash == GenerationContext(b).data_hash == gold_hash(a)
     assert GenerationContext(a).outputs_hash != GenerationContext(b).outputs_hash
+
+
+def test_ux_sessions_hash_questions_as_data_and_answers_as_outputs() -> None:
+    import numpy as np
+
+    from ragmeter.tiers.ux import Session, evaluate_sessions
+
+    class Fixed:
+        name = "fixed"
+        dim = 3
+
+        def embed(self, texts: Sequence[str], kind: Any = "symmetric") -> Any:
+            return np.array([[1.0, float(len(t)), 0.0] for t in texts]) / np.sqrt(
+                1.0 + np.array([[len(t) ** 2] for t in texts], dtype=float))
+
+    sigs = []
+    answer_sets: list[list[str | None]] = [["a1", "a2", "a3"], ["b1", "b2", "b33"]]
+    for answers in answer_sets:
+        res = evaluate_sessions([Session("s", ["q1", "q22", "q333"], answers)], Fixed())
+        sigs.append(res["context_preservation"].signature)
+    assert sigs[0].get("data") == sigs[1].get("data")
+    assert sigs[0].get("outputs") != sigs[1].get("outputs")
 
 
 # 2. the production-judge accuracy band, in both languages ---------------------------------------
