@@ -15,7 +15,7 @@ from ragmeter.data.evalset import load_evalset
 from ragmeter.data.formats import parse_map
 from ragmeter.data.loaders import LoadResult, load_samples
 from ragmeter.data.trec import load_qrels, load_run
-from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 from ragmeter.metrics.registry import (
     Metric,
     make_metric,
@@ -161,10 +161,10 @@ def retrieval(
     skipped = 0
     if beir is not None:
         if qrels is not None or evalset is not None or samples is not None:
-            raise ConfigError("beir", "give --beir DIR with --run, without --qrels/--evalset/"
-                              "--samples")
+            raise UsageError("--beir", "give --beir DIR with --run, without --qrels/--evalset/"
+                             "--samples")
         if run_data is None:
-            raise ConfigError("run", "--beir needs --run (BEIR results JSON or a TREC run)")
+            raise UsageError("--run", "--beir needs --run (BEIR results JSON or a TREC run)")
         from ragmeter.data.beir import load_beir
 
         load_beir(beir, split)  # checks the whole folder: corpus, queries, qrels

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ragmeter.cli import common
-from ragmeter.errors import ConfigError, RecordProblem
+from ragmeter.errors import ConfigError, RecordProblem, UsageError
 
 #: ``retrievers --beir``: BEIR qrels judge documents, so every metric is at document level
 BEIR_METRICS = ("hit_rate@{k}(level=doc)", "precision@{k}(level=doc)", "recall@{k}(level=doc)",
@@ -74,7 +74,7 @@ def retrievers_command(
     metrics: tuple[str, ...] = DEFAULT_METRICS
     if beir is not None:
         if corpus is not None or evalset is not None:
-            raise ConfigError("beir", "give --beir DIR, or --corpus and --evalset, not both")
+            raise UsageError("--beir", "give --beir DIR, or --corpus and --evalset, not both")
         from ragmeter.data.beir import load_beir
         from ragmeter.retrieval.corpus import Document
 
@@ -83,7 +83,7 @@ def retrievers_command(
         skipped: list[RecordProblem] = []
         metrics = BEIR_METRICS  # BEIR judges documents, not chunks
     elif corpus is None or evalset is None:
-        raise ConfigError("corpus", "give --corpus FILE and --evalset FILE, or --beir DIR")
+        raise UsageError("--corpus", "give --corpus FILE and --evalset FILE, or --beir DIR")
     else:
         docs = load_corpus(corpus)
         loaded = load_evalset(evalset, skip_invalid=skip_invalid)
