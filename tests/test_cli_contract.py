@@ -247,3 +247,40 @@ def test_readme_examples_parse(example: str) -> None:
         if tok.startswith("-") and tok != "-":
             assert tok.split("=")[0] in opts, f"{example}: unknown option {tok}"
     cmd.make_context(sub, rest, resilient_parsing=True)
+
+
+def test_demo_out_dash_is_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for argv in (["demo", "--out", "-"], ["demo", "-o", "-", "--no-judge"]):
+        code, out, err = run(capsys, *argv)
+        assert code == EXIT_USAGE, err
+        assert "--out" in err and "folder" in err and not out.strip()
+        assert not (tmp_path / "-").exists()
+    (tmp_path / "afile").write_text("x", encoding="utf-8")
+    code, _, err = run(capsys, "demo", "--out", "afile", "--no-judge")
+    assert code == EXIT_USAGE and "is a file" in err
+
+
+def test_verbose_logs_main_steps_with_times(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    cfg = tmp_path / "bench.yaml"
+    cfg.write_text("name: t\nstore: r.sqlite\ntiers:\n  - name: judge_pipeline\n"
+                   f"    options: {{items: {DEMO / 'judge_pipeline.jsonl'}}}\n")
+    code, out, err = run(capsys, "run", str(cfg), "-q", "--json")
+    assert code == 0 and "INFO ragmeter" not in err
+    code, out, err = run(capsys, "-v", "run", str(cfg), "--json")
+    assert code == 0, err
+    json.loads(out)  # logging never touches stdout
+    assert re.search(r"INFO ragmeter\.runner: tier judge_pipeline: ok in \d+\.\d\d s", err), err
+    assert "INFO ragmeter.runner: run " in err
+    assert re.search(r"INFO ragmeter\.data: read .*judge_pipeline\.jsonl: 40 record", err), err
+    samples = FIX / "runner" / "samples.jsonl"
+    code, _, err = run(capsys, "generation", "--samples", str(samples), "-m", "rouge_l", "-v")
+    assert code == 0, err
+    assert re.search(r"INFO ragmeter\.generation: metric rouge_l: \d+\.\d{3} s", err), err
+    assert re.search(r"INFO ragmeter\.cli: scoring \d+ samples: done in", err), err
+    code, _, err = run(capsys, "-vv", "run", str(cfg))
+    assert code == 0 and "DEBUG ragmeter" in err
+    code, _, err = run(capsys, "generation", "--samples", str(samples), "-m", "rouge_l")
+    assert code == 0 and "INFO ragmeter" not in err  # the next invocation is quiet again

@@ -38,8 +38,9 @@ def test_demo_runs_every_tier_and_reports_missing_judge(tmp_path: Path, monkeypa
     names = {p.name for p in out.files}
     for expected in ("report.html", "summary.md", "comparison.md", "comparison.csv",
                      "hit_at_k_bars.svg", "hit_vs_k.svg",
-                     "tier0.png", "judge_pipeline_confusion.svg"):
+                     "tier0.svg", "judge_pipeline_confusion.svg"):
         assert expected in names, expected
+    assert not [p for p in out.files if p.suffix == ".png"]  # one chart engine: SVG
     for p in out.files:
         assert p.is_file() and p.stat().st_size > 0, p
     html = (tmp_path / "demo" / "report.html").read_text(encoding="utf-8")

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli.app import app
-from ragmeter.errors import ConfigError
+from ragmeter.errors import UsageError
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 
 runner = CliRunner()
@@ -24,7 +24,7 @@ def test_mock_judge_help_lists_options() -> None:
 
 def test_mock_judge_rejects_unknown_fault() -> None:
     out = runner.invoke(app, ["mock-judge", "--faults", "429,meteor"])
-    assert isinstance(out.exception, ConfigError) and "--faults" in str(out.exception)
+    assert isinstance(out.exception, UsageError) and "--faults" in str(out.exception)
 
 
 def test_judge_check_against_fake_server(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_judge_demo_status_runs() -> None:
 @pytest.mark.parametrize("bad", ["--fault-rate=1.5", "--port=70000"])
 def test_mock_judge_validates_numbers(bad: str) -> None:
     out = runner.invoke(app, ["mock-judge", bad])
-    assert isinstance(out.exception, ConfigError)
+    assert isinstance(out.exception, UsageError)
 
 
 def test_mock_judge_command_serves_until_stopped() -> None:

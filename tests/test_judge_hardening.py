@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, UsageError
 from ragmeter.judges import (
     JudgeCache,
     JudgeConfig,
@@ -112,7 +112,7 @@ def test_cache_cli_info_and_clear(tmp_path: Path) -> None:
     r = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path), "--yes"])
     assert r.exit_code == 0 and len(JudgeCache(tmp_path)) == 0
     r = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path / "none")])
-    assert isinstance(r.exception, ConfigError) and "no judge cache" in str(r.exception)
+    assert isinstance(r.exception, UsageError) and "no judge cache" in str(r.exception)
 
 
 # -- limiter -------------------------------------------------------------------------------------
@@ -328,8 +328,11 @@ def test_kill_9_then_resume_reasks_no_finished_call(tmp_path: Path) -> None:
         assert stored >= acknowledged       # every acknowledged reply was committed
         assert stored < n                   # killed mid-batch
         srv.reset()
+        # no hedging here: a hedged duplicate of a slow unfinished call (the machine may be
+        # loaded) is an extra request, though not a re-asked finished one
         judge = make_judge(JudgeConfig(name="k", backend="mock", base_url=srv.base_url,
-                                       model="m", api_key_env=None, cache_dir=str(cache)))
+                                       model="m", api_key_env=None, cache_dir=str(cache),
+                                       hedge_after_p90=None))
         schema = {"type": "object", "properties": {"v": {"type": "integer"}},
                   "required": ["v"]}
         replies = judge.ask_many([JudgeRequest(messages=({"role": "user", "content": f"q{i}"},),

@@ -132,7 +132,8 @@ def test_judge_mode_over_http_fake_server(tmp_path: Path) -> None:
     assert res.meta["latency_ms"]["p50"] >= 5.0
     assert res["cls_accuracy"].signature.get("model") == "mistral-prod"
     paths = plot_confusion(res, tmp_path)
-    assert all(p.exists() and p.stat().st_size > 1000 for p in paths)
+    assert [p.name for p in paths] == ["judge_pipeline_confusion.svg"]  # SVG, one engine
+    assert "<svg" in paths[0].read_text("utf-8")
 
 
 def test_judge_mode_item_missing_answer_not_sent(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from ragmeter.cli.app import app
 from ragmeter.cli.commands.retrieval import build_metrics, split_metric_list
-from ragmeter.errors import ConfigError, DataError
+from ragmeter.errors import DataError, UsageError
 from ragmeter.results.records import EvalResult
 
 FIX = Path(__file__).parent / "fixtures" / "retrieval"
@@ -33,7 +33,7 @@ def test_split_and_build_metrics() -> None:
     assert [str(m) for m in build_metrics(None, [3], "doc")] == [
         "hit_rate@3(level=doc)", "mrr(level=doc)", "recall@3(level=doc)",
         "precision@3(level=doc)", "ndcg@3(level=doc)", "map(level=doc)"]
-    with pytest.raises(ConfigError, match="level"):
+    with pytest.raises(UsageError, match="level"):
         build_metrics(None, None, "page")
 
 
@@ -112,7 +112,7 @@ def test_bad_input_raises_data_error() -> None:
     r = invoke("--samples", str(FIX / "bad_samples.jsonl"))
     assert isinstance(r.exception, DataError)
     r = invoke("--qrels", str(FIX / "qrels.txt"))
-    assert isinstance(r.exception, ConfigError)
+    assert isinstance(r.exception, UsageError)
 
 
 def test_entry_point_exit_code_and_message() -> None:

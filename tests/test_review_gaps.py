@@ -60,6 +60,20 @@ def test_generation_context_hashes_gold_and_outputs_apart() -> None:
     assert GenerationContext(a).outputs_hash != GenerationContext(b).outputs_hash
 
 
+def test_batched_generation_keeps_gold_data_and_whole_outputs_hashes() -> None:
+    import ragmeter
+    from ragmeter.data.hashing import gold_hash, outputs_hash
+    from ragmeter.data.sample import Sample
+
+    samples = [Sample(id=str(i), user_input=f"q{i}", reference="a b c", response=f"a {i}")
+               for i in range(5)]
+    whole = ragmeter.evaluate_generation(samples, metrics=["rouge_1"])["rouge_1"].signature
+    batched = ragmeter.evaluate_generation(samples, metrics=["rouge_1"], batch_size=2)
+    sig = batched["rouge_1"].signature
+    assert sig.get("data") == whole.get("data") == gold_hash(samples)
+    assert sig.get("outputs") == whole.get("outputs") == outputs_hash(samples)
+
+
 def test_ux_sessions_hash_questions_as_data_and_answers_as_outputs() -> None:
     import numpy as np
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +65,8 @@ class ConfigError(RagmeterError):
     def __init__(self, key: str, message: str, allowed: list[str] | None = None):
         self.key = key
         self.allowed = allowed
-        msg = f"config key '{key}': {message}"
+        # a command-line option (``--min``) is named as the option the user typed
+        msg = f"{'option' if key.startswith('-') else 'config key'} '{key}': {message}"
         if allowed:
             msg += f" (allowed: {', '.join(map(str, allowed))})"
         super().__init__(msg)
@@ -73,9 +75,13 @@ class ConfigError(RagmeterError):
 class UsageError(RagmeterError):
     """A bad command-line option value or combination; names the option."""
 
-    def __init__(self, option: str, message: str):
+    def __init__(self, option: str, message: str, allowed: list[str] | None = None):
         self.option = option
-        super().__init__(f"option '{option}': {message}" if option else message)
+        self.allowed = allowed
+        msg = f"option '{option}': {message}" if option else message
+        if allowed:
+            msg += f" (allowed: {', '.join(map(str, allowed))})"
+        super().__init__(msg)
 
 
 class WorkFailedError(RagmeterError):
@@ -127,8 +133,73 @@ def require(module: str, extra: str, purpose: str = "") -> object:
         raise MissingExtraError(module, extra, purpose) from exc
 
 
+#: Most nodes a YAML file may expand to once its aliases are followed (an "alias bomb" of a few
+#: lines can otherwise expand to 10^8 nodes when the config is walked or written out).
+YAML_MAX_NODES = 1_000_000
+#: Deepest nesting accepted in a YAML file.
+YAML_MAX_DEPTH = 200
+
+
+def yaml_expansion_problem(obj: object, limit: int = YAML_MAX_NODES) -> str | None:
+    """Why a parsed YAML document is refused (too large once expanded, too deep, recursive)."""
+    reason: list[str] = []
+
+    def note(text: str) -> None:
+        if not reason:
+            reason.append(text)
+
+    total = yaml_expanded_size(obj, limit, note)
+    if reason:
+        return reason[0]
+    if total > limit:
+        return (f"expands to more than {limit:,} nodes once its aliases (&anchor / *alias) are "
+                "followed; write the repeated parts out or make the file smaller")
+    return None
+
+
+def yaml_expanded_size(obj: object, limit: int = YAML_MAX_NODES,
+                       note: Callable[[str], None] | None = None) -> int:
+    """Nodes ``obj`` has once every alias is expanded, counted in time linear in distinct nodes.
+
+    PyYAML shares one object for every use of an alias; the expanded size is computed with a
+    memo by object identity, so a bomb is measured without being expanded. Stops counting above
+    ``limit``; a recursive alias (a node containing itself) counts as unbounded.
+    """
+    memo: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: object, depth: int) -> int:
+        if not isinstance(node, (dict, list)):
+            return 1
+        ident = id(node)
+        if ident in memo:
+            return memo[ident]
+        if ident in active or depth > YAML_MAX_DEPTH:
+            if note is not None:
+                note("contains a recursive alias (a node that contains itself)"
+                     if ident in active else f"nests deeper than {YAML_MAX_DEPTH} levels")
+            return limit + 1
+        active.add(ident)
+        total = 1
+        items = list(node.items()) if isinstance(node, dict) else [(None, v) for v in node]
+        for k, v in items:
+            total += (1 if k is not None else 0) + size(v, depth + 1)
+            if total > limit:
+                break
+        active.discard(ident)
+        memo[ident] = total
+        return total
+
+    return size(obj, 0)
+
+
 def read_yaml_file(path: object, key: str = "config") -> object:
-    """Parse a YAML (or JSON) file; a missing or malformed file raises :class:`ConfigError`."""
+    """Parse a YAML (or JSON) file; a missing or malformed file raises :class:`ConfigError`.
+
+    A file whose aliases expand to more than :data:`YAML_MAX_NODES` nodes, that nests deeper
+    than :data:`YAML_MAX_DEPTH` or whose aliases refer to themselves is refused with a
+    :class:`ConfigError` naming the file.
+    """
     from pathlib import Path
 
     import yaml
@@ -146,11 +217,15 @@ def read_yaml_file(path: object, key: str = "config") -> object:
         raise ConfigError(key, f"{p}:{line} is not UTF-8 text (byte 0x"
                                f"{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8") from None
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise ConfigError(key, f"{p} is not valid YAML/JSON: {exc}") from None
     except RecursionError:
-        raise ConfigError(key, f"{p} is nested too deeply") from None
+        raise ConfigError(key, f"{p} nests deeper than {YAML_MAX_DEPTH} levels") from None
+    problem = yaml_expansion_problem(data)
+    if problem is not None:
+        raise ConfigError(key, f"{p} {problem}")
+    return data
 
 
 def _unique_key_loader() -> type:
@@ -162,6 +237,8 @@ def _unique_key_loader() -> type:
         def construct_mapping(self, node: Any, deep: bool = False) -> dict:
             seen: dict[object, int] = {}
             for key_node, _ in getattr(node, "value", []):
+                if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` merges, never repeats
+                    continue
                 try:
                     k = self.construct_object(key_node, deep=deep)
                     hash(k)

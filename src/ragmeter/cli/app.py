@@ -86,7 +86,9 @@ def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="Print the version and exit."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of internal errors."),
-    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="More detail on stderr."),
+    verbose: int = typer.Option(0, "--verbose", "-v", count=True, help="Log the main steps "
+                                "(files read, datasets, tiers, metrics) with their times on "
+                                "stderr; -vv adds per-batch times and judge retries."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, only results and "
                                                              "errors."),
     json_: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
@@ -97,11 +99,7 @@ def _root(
     st.verbose = max(st.verbose, verbose)
     st.quiet = st.quiet or quiet
     st.json = st.json or json_
-    if st.verbose:
-        import logging
-
-        logging.basicConfig(level=logging.INFO if st.verbose == 1 else logging.DEBUG,
-                            stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    common.setup_logging(st.verbose)
 
 
 def _load_commands() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
@@ -29,6 +30,8 @@ from ragmeter.data.formats import FORMATS
 from ragmeter.errors import UsageError, WorkFailedError
 from ragmeter.results.records import IMPLICIT_COUNT
 from ragmeter.secrets import mask
+
+_step_log = logging.getLogger("ragmeter.cli")
 
 #: width of plain (non-terminal) output: wide enough that no identifier is cut
 PLAIN_WIDTH = 240
@@ -61,11 +64,74 @@ def reset_state(**values: Any) -> CliState:
     return _STATE
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ignore]
+    """Writes to the ``sys.stderr`` of the moment (tests and ``--json`` keep stdout clean)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+_LOG_HANDLER: logging.Handler | None = None
+
+
+def setup_logging(verbose: int) -> None:
+    """``-v``: ragmeter's main steps (files read, datasets, tiers, metrics) with their times on
+    stderr; ``-vv``: also per batch and per judge call. Secrets are masked. No ``-v``: only
+    warnings from ragmeter's loggers reach stderr (through Python's default handling)."""
+    global _LOG_HANDLER
+    logger = logging.getLogger("ragmeter")
+    if _LOG_HANDLER is not None:
+        logger.removeHandler(_LOG_HANDLER)
+        _LOG_HANDLER = None
+    if verbose <= 0:
+        logger.setLevel(logging.NOTSET)
+        return
+    from ragmeter.secrets import MaskingFilter, install_log_masking
+
+    install_log_masking()
+    handler = _StderrHandler()
+    handler.setFormatter(logging.Formatter("%(relativeCreated)8.0f ms %(levelname)s "
+                                           "%(name)s: %(message)s"))
+    handler.addFilter(MaskingFilter())
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO if verbose == 1 else logging.DEBUG)
+    _LOG_HANDLER = handler
+
+
+class PlainConsole(Console):
+    """A console that never cuts a table's words when it does not write to a terminal: a table
+    whose identifiers and headers do not fit is printed wider, so that none is cut with "…"
+    (piped output is read by programs and people scrolling, not by an 80-column window)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.is_terminal and objects:
+            from rich.measure import Measurement
+            from rich.table import Table
+
+            unbounded = self.options.update_width(100_000)
+            # the minimum width keeps every word (id, header) whole; prose still wraps
+            need = max((Measurement.get(self, unbounded, o).minimum
+                        for o in objects if isinstance(o, Table)), default=0)
+            if need > self.width:
+                old = self.width
+                self.width = need
+                try:
+                    super().print(*objects, **kwargs)
+                finally:
+                    self.width = old
+                return
+        super().print(*objects, **kwargs)
+
+
 def _console(stderr: bool) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     isatty = getattr(stream, "isatty", lambda: False)()
     width = None if isatty or os.environ.get("COLUMNS") else PLAIN_WIDTH
-    return Console(stderr=stderr, width=width, file=stream, soft_wrap=not isatty)
+    return PlainConsole(stderr=stderr, width=width, file=stream, soft_wrap=not isatty)
 
 
 def human_console() -> Console:
@@ -87,20 +153,35 @@ def emit_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+def is_stdout(out: Path | str | None) -> bool:
+    """``--out -``: the document goes to stdout."""
+    return out is not None and str(out) == "-"
+
+
+@contextlib.contextmanager
+def writing_out(path: Path | str) -> Iterator[Path]:
+    """Create the parent folders of an output file and turn any failure to write it (missing
+    or read-only folder, no permission, disk full) into exit 3 naming the file — the one rule
+    for every command's ``--out``."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        yield p
+    except OSError as exc:
+        raise WorkFailedError(f"cannot write {p}: {exc.strerror or exc}") from None
+
+
 def write_text_out(text: str, out: Path | str | None, console: Console | None = None) -> None:
-    """Write ``text`` to ``out``; ``-`` means stdout. Creates parent folders."""
+    """Write ``text`` to ``out``; ``-`` means stdout. Creates parent folders; a file that cannot
+    be written is a work failure (exit 3)."""
     if out is None:
         return
-    if str(out) == "-":
+    if is_stdout(out):
         sys.stdout.write(text.rstrip("\n") + "\n")
         sys.stdout.flush()
         return
-    p = Path(out)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+    with writing_out(out) as p:
         p.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise WorkFailedError(f"cannot write {p}: {exc.strerror or exc}") from None
     if console is not None and not _STATE.quiet:
         console.print(f"wrote {p}", highlight=False, markup=False)
 
@@ -210,7 +291,7 @@ CheckJudgeOpt = Annotated[bool, typer.Option(
 #: old spellings of judge options → the one spelling (applied where the command has the new one)
 JUDGE_ALIASES = {"--base-url": "--judge-url", "--model": "--judge-model",
                  "--api-key-env": "--judge-key-env", "--concurrency": "--judge-concurrency",
-                 "--timeout": "--judge-timeout"}
+                 "--timeout": "--judge-timeout", "--repeats": "--n-repeats"}
 
 
 def judge_config_from_options(*, url: str | None, model: str | None, key_env: str | None,
@@ -315,8 +396,10 @@ def working(message: str) -> Iterator[None]:
         return
     console = err_console()
     if getattr(sys.stderr, "isatty", lambda: False)():
+        t0 = time.monotonic()
         with console.status(message):
             yield
+        _step_log.info("%s: done in %.2f s", message, time.monotonic() - t0)
         return
     interval = float(os.environ.get("RAGMETER_PROGRESS_INTERVAL", "10"))
     t0 = time.monotonic()
@@ -328,6 +411,7 @@ def working(message: str) -> Iterator[None]:
                           highlight=False, markup=False)
 
     console.print(f"progress: {message}", highlight=False, markup=False)
+    _step_log.info("%s: started", message)
     thread = threading.Thread(target=beat, daemon=True)
     thread.start()
     try:
@@ -337,3 +421,4 @@ def working(message: str) -> Iterator[None]:
         thread.join(timeout=1)
         console.print(f"progress: {message} done in {time.monotonic() - t0:.1f} s",
                       highlight=False, markup=False)
+        _step_log.info("%s: done in %.2f s", message, time.monotonic() - t0)

@@ -15,8 +15,10 @@ CSV list fields are JSON arrays (``["a","b"]``) or ``|``-separated (``a|b``); em
 from __future__ import annotations
 
 import difflib
+import itertools
+import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,8 @@ from ragmeter.data.formats import (
     other_kind_hint,
     plain_value,
 )
-from ragmeter.data.reading import Table, cell_list, cell_obj, read_table
+from ragmeter.data.grades import grade_problem
+from ragmeter.data.reading import Table, cell_list, cell_obj, parse_json_line, read_table
 from ragmeter.data.sample import QUESTION_TYPES, Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 
@@ -163,8 +166,10 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
     if grades is not None and (not isinstance(grades, Mapping) or not all(
             isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
         bad("gold_grades", "must be an object {id: integer grade}")
-    elif grades is not None and any(not -(2**31) < g < 2**31 for g in grades.values()):
-        bad("gold_grades", "grade out of range (|grade| < 2^31)")
+    elif grades is not None:
+        for doc, g in grades.items():
+            if grade_problem(g) is not None:
+                bad("gold_grades", f"doc '{doc}': {grade_problem(g)}")
     meta = values.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         bad("metadata", f"must be an object, got {type(meta).__name__}")
@@ -311,3 +316,197 @@ def load_dataset_file(path: str | Path, *, format: str = "auto", skip_invalid: b
     validate = check_evalset_sample if fmt == "evalset" else None
     return load_table(table, skip_invalid=skip_invalid, validate=validate,
                       format="samples" if fmt == "evalset" else fmt, column_map=column_map)
+
+
+# --- Streaming: records one at a time, with per-record size limits ------------------------------
+
+#: Longest accepted JSON Lines record, in bytes (override: ``RAGMETER_MAX_RECORD_BYTES``).
+MAX_RECORD_BYTES = 32 * 1024 * 1024
+#: Most items accepted in one list field of a record (override: ``RAGMETER_MAX_LIST_ITEMS``).
+MAX_LIST_ITEMS = 500_000
+#: records looked at to detect the layout of a streamed file (``format="auto"``)
+DETECT_RECORDS = 200
+
+
+def record_limits() -> tuple[int, int]:
+    """``(max record bytes, max list items)``: the defaults or the environment's overrides."""
+    import os
+
+    def env(name: str, default: int) -> int:
+        raw = os.environ.get(name)
+        if raw is None or raw.strip() == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(name, f"must be a positive integer, got {raw!r}") from None
+        if value < 1:
+            raise ConfigError(name, f"must be a positive integer, got {raw!r}")
+        return value
+
+    return (env("RAGMETER_MAX_RECORD_BYTES", MAX_RECORD_BYTES),
+            env("RAGMETER_MAX_LIST_ITEMS", MAX_LIST_ITEMS))
+
+
+def record_limit_problems(record: Any, source: str, line: int | None,
+                          max_items: int | None = None) -> list[RecordProblem]:
+    """A :class:`RecordProblem` for every list field longer than ``max_items``."""
+    if not isinstance(record, Mapping):
+        return []
+    limit = record_limits()[1] if max_items is None else max_items
+    out = []
+    for key, value in record.items():
+        if isinstance(value, (list, dict)) and len(value) > limit:
+            out.append(RecordProblem(source, line, str(key), (
+                f"has {len(value):,} items, more than the limit of {limit:,} per field "
+                "(raise it with RAGMETER_MAX_LIST_ITEMS if this is intended)")))
+    return out
+
+
+class SampleStream:
+    """Samples of a file, one at a time; :attr:`result` holds what was skipped once consumed.
+
+    JSON Lines files are read line by line (memory stays bounded by one record); other formats
+    are parsed whole first. With ``skip_invalid=False`` every problem is raised together as one
+    :class:`DataError` after the last record (so the caller's partial work is discarded).
+    """
+
+    def __init__(self, path: str | Path, *, skip_invalid: bool = False,
+                 validate: Validator | None = None, max_record_bytes: int | None = None,
+                 max_list_items: int | None = None, format: str = "auto",
+                 column_map: Mapping[str, str] | None = None) -> None:
+        if format not in FORMATS:
+            raise ConfigError("format", f"unknown format {format!r}", list(FORMATS))
+        self.path = Path(path)
+        self.format = format
+        self.column_map = dict(column_map) if column_map else None
+        self.container = "jsonl"
+        self.skip_invalid = skip_invalid
+        self.validate = validate
+        default_bytes, default_items = record_limits()
+        self.max_bytes = max_record_bytes or default_bytes
+        self.max_items = max_list_items or default_items
+        self.result = LoadResult(samples=[], source=str(path))
+
+    def _records(self, problems: list[RecordProblem]) -> Iterator[tuple[int | None, Any]]:
+        """``(line, record)`` pairs; each unreadable line adds one problem to ``problems``."""
+        source = str(self.path)
+        self.container = _sniff_container(self.path)
+        if self.container != "jsonl":  # JSON arrays, CSV/TSV, Parquet: parsed whole
+            table = read_table(self.path)
+            self.container = table.container
+            problems.extend(table.problems)
+            yield from table.records
+            return
+        try:
+            fh = self.path.open("rb")
+        except FileNotFoundError:
+            raise DataError(RecordProblem(source, None, None, "file not found")) from None
+        with fh:
+            lineno = 0
+            while True:
+                raw = fh.readline(self.max_bytes + 1)
+                if not raw:
+                    break
+                lineno += 1
+                if lineno == 1:
+                    raw = raw.removeprefix(b"\xef\xbb\xbf")
+                if len(raw) > self.max_bytes and not raw.endswith(b"\n"):
+                    size = len(raw)
+                    while raw and not raw.endswith(b"\n"):  # skip the rest of the line
+                        raw = fh.readline(1024 * 1024)
+                        size += len(raw)
+                    problems.append(RecordProblem(source, lineno, None, (
+                        f"record of {size:,} bytes is longer than the limit of "
+                        f"{self.max_bytes:,} (raise it with RAGMETER_MAX_RECORD_BYTES if "
+                        "this is intended)")))
+                    continue
+                if not raw.strip():
+                    continue
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    problems.append(RecordProblem(source, lineno, None, (
+                        f"not UTF-8 text (byte 0x{raw[exc.start:exc.start + 1].hex()}); "
+                        "save the file as UTF-8")))
+                    continue
+                obj, found = parse_json_line(text, source, lineno)
+                if found:
+                    problems.extend(found)
+                    continue
+                yield lineno, obj
+
+    def __iter__(self) -> Iterator[Sample]:
+        source = str(self.path)
+        problems: list[RecordProblem] = []
+        seen: dict[str, int | None] = {}
+        n_records = 0
+        unreadable: list[RecordProblem] = []
+        records = self._records(unreadable)
+        # the layout (RAGAS, DeepEval, evalset, ...) is detected on the first records
+        head = list(itertools.islice(records, DETECT_RECORDS))
+        if self.column_map:
+            check_map(self.column_map, head, source)
+        if self.format != "auto":
+            check_explicit_format(self.format, head, source)
+        fmt = detect_format(head) if self.format == "auto" else self.format
+        tabular = self.container in ("csv", "tsv")
+        for index, (line, rec) in enumerate(itertools.chain(head, records)):
+            n_records += 1
+            probs = record_limit_problems(rec, source, line, self.max_items)
+            sample = None
+            if not probs:
+                if isinstance(rec, Mapping):
+                    rec = apply_format(rec, fmt, self.column_map, tabular=tabular)
+                sample, probs = record_to_sample(rec, source=source, line=line, index=index,
+                                                 from_csv=tabular)
+            if sample is not None and self.validate is not None:
+                probs = [RecordProblem(source, line, f, m) for f, m in self.validate(sample, rec)]
+            if sample is not None and not probs and sample.id in seen:
+                first = seen[sample.id]
+                where = f"line {first}" if first is not None else "an earlier record"
+                probs = [RecordProblem(source, line, "id",
+                                       f"duplicate id '{sample.id}' (first on {where})")]
+            if probs or sample is None:
+                problems.extend(probs)
+                continue
+            seen[sample.id] = line
+            yield sample
+        n_unreadable = len(unreadable)
+        problems.extend(unreadable)
+        if problems and not self.skip_invalid:
+            raise DataError(problems, hint="fix the lines above, or pass skip_invalid=True "
+                                           "(--skip-invalid) to skip them and count them")
+        problems.sort(key=lambda p: (p.line is None, p.line or 0))
+        self.result.skipped = problems
+        self.result.n_records = n_records + n_unreadable
+
+
+def iter_samples(path: str | Path, *, skip_invalid: bool = False,
+                 validate: Validator | None = None, format: str = "auto",
+                 column_map: Mapping[str, str] | None = None) -> SampleStream:
+    """Samples of ``path`` as a stream (see :class:`SampleStream`); iterate it once. The
+    layout and column map work as in :func:`load_samples`."""
+    return SampleStream(path, skip_invalid=skip_invalid, validate=validate, format=format,
+                        column_map=column_map)
+
+
+def _sniff_container(path: Path) -> str:
+    """``jsonl`` when the file's first non-blank line is one whole JSON value (streamed line by
+    line); anything else is read whole by :func:`~ragmeter.data.reading.read_table`."""
+    try:
+        with path.open("rb") as fh:
+            for raw in fh:
+                raw = raw.removeprefix(b"\xef\xbb\xbf").strip()
+                if not raw:
+                    continue
+                if raw[:1] != b"{":
+                    return "other"
+                try:
+                    json.loads(raw)
+                except (ValueError, RecursionError):
+                    return "other"
+                return "jsonl"
+    except FileNotFoundError:
+        raise DataError(RecordProblem(str(path), None, None, "file not found")) from None
+    return "other"

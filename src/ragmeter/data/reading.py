@@ -18,6 +18,7 @@ import ast
 import csv
 import io
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +31,9 @@ ARRAY_KEYS = ("samples", "test_cases", "data", "examples", "items", "rows")
 #: largest CSV cell accepted (contexts can be long)
 CSV_FIELD_LIMIT = 64 * 1024 * 1024
 _TREC_LINE = re.compile(r"^\s*\S+\s+(?:0|Q0|q0)\s+\S+\s+-?\d+(?:\s|$)")
+
+
+_log = logging.getLogger("ragmeter.data")
 
 
 @dataclass
@@ -91,7 +95,9 @@ def read_bytes(path: str | Path) -> bytes:
 
 def read_text(path: str | Path) -> str:
     """The file's text (UTF-8, BOM dropped) with clear errors."""
-    return decode_text(read_bytes(path), str(path))
+    raw = read_bytes(path)
+    _log.debug("read %s (%d bytes)", path, len(raw))
+    return decode_text(raw, str(path))
 
 
 def has_lone_surrogate(obj: Any, _depth: int = 0) -> bool:
@@ -152,21 +158,27 @@ def _read_jsonl(text: str, source: str) -> Table:
         line = line.rstrip("\r")
         if not line.strip():
             continue
-        try:
-            obj, dupes = _loads(line)
-        except json.JSONDecodeError as exc:
-            t.problems.append(RecordProblem(source, lineno, None,
-                                            f"invalid JSON at column {exc.colno}: {exc.msg}"))
-            continue
-        except RecursionError:
-            t.problems.append(RecordProblem(source, lineno, None, "JSON nested too deeply"))
-            continue
-        probs = _record_problems(source, lineno, obj, dupes)
+        obj, probs = parse_json_line(line, source, lineno)
         if probs:
             t.problems.extend(probs)
             continue
         t.records.append((lineno, obj))
     return t
+
+
+def parse_json_line(line: str, source: str, lineno: int | None
+                    ) -> tuple[Any, list[RecordProblem]]:
+    """One JSON Lines record: ``(object, [])``, or ``(None, problems)`` for invalid JSON, a key
+    repeated in one object, a lone surrogate or nesting too deep."""
+    try:
+        obj, dupes = _loads(line)
+    except json.JSONDecodeError as exc:
+        return None, [RecordProblem(source, lineno, None,
+                                    f"invalid JSON at column {exc.colno}: {exc.msg}")]
+    except RecursionError:
+        return None, [RecordProblem(source, lineno, None, "JSON nested too deeply")]
+    probs = _record_problems(source, lineno, obj, dupes)
+    return (None, probs) if probs else (obj, [])
 
 
 def _json_items(text: str, start: int) -> list[tuple[int, Any, list[str]]] | None:
@@ -303,13 +315,20 @@ def looks_like_trec(text: str) -> bool:
 
 def read_table(path: str | Path) -> Table:
     """Read any supported container, detected by content."""
+    import time
+
     p = Path(path)
     source = str(p)
+    t0 = time.perf_counter()
     raw = read_bytes(p)
     if raw.startswith(b"PAR1"):
-        return _read_parquet(p, source)
-    text = decode_text(raw, source)
-    return parse_text(text, source)
+        table = _read_parquet(p, source)
+    else:
+        table = parse_text(decode_text(raw, source), source)
+    _log.info("read %s: %d record(s) from %s (%d bytes) in %.3f s%s", source,
+              len(table.records), table.container, len(raw), time.perf_counter() - t0,
+              f", {len(table.problems)} problem(s)" if table.problems else "")
+    return table
 
 
 def parse_text(text: str, source: str = "<data>") -> Table:

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
+from ragmeter.data.grades import grade_problem
 from ragmeter.errors import DataError, RecordProblem
 
 Qrels = dict[str, dict[str, int]]
@@ -71,9 +75,8 @@ def _parse_trec(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[s
         try:
             if kind == "qrels":
                 value = int(raw)
-                if not -GRADE_LIMIT < value < GRADE_LIMIT:
-                    problems.append(RecordProblem(source, lineno, "rel",
-                                                  f"grade {raw} out of range (|grade| < 2^31)"))
+                if grade_problem(value) is not None:
+                    problems.append(RecordProblem(source, lineno, "rel", str(grade_problem(value))))
                     continue
             else:
                 value = float(raw)
@@ -142,8 +145,11 @@ def validate_mapping(data: Any, source: str, kind: Literal["qrels", "run"]) -> d
                 ok = isinstance(value, int) and not isinstance(value, bool)
                 if not ok and isinstance(value, float) and value.is_integer():
                     value, ok = int(value), True
-                if ok and not -GRADE_LIMIT < value < GRADE_LIMIT:
-                    ok = False
+                if ok and grade_problem(value) is not None:
+                    problems.append(RecordProblem(source, None, f"{qid}/{docid}",
+                                                  f"query '{qid}', doc '{docid}': "
+                                                  f"{grade_problem(value)}"))
+                    continue
             else:
                 ok = isinstance(value, (int, float)) and not isinstance(value, bool) \
                     and not math.isnan(value)
@@ -200,3 +206,213 @@ def save_run(run: Mapping[str, Mapping[str, float]], path: str | Path, *,
         for rank, (d, s) in enumerate(ranked, start=1):
             lines.append(f"{q} Q0 {d} {rank} {s!r} {tag}")
     p.write_text("\n".join(lines) + ("\n" if lines else ""), encoding="utf-8")
+
+
+# --- Streaming a TREC run: consecutive lines of one query form a group ------------------------
+
+#: Bytes read at a time by :func:`iter_run_blocks` (a query longer than this is read whole).
+RUN_BLOCK_BYTES = 8 * 1024 * 1024
+#: Longest query or document id accepted in a streamed run, in bytes (longer: an input error).
+MAX_ID_BYTES = 1024
+_FAST_ID_BYTES = 64  # ids up to this long take the vectorised parse
+
+
+class RunNotGrouped(Exception):
+    """A TREC run whose lines of one query are not consecutive (it cannot be streamed)."""
+
+
+@dataclass
+class RunBlock:
+    """Complete query groups of a TREC run, in file order.
+
+    Ids are NumPy byte-string arrays (UTF-8, no Python object per line). Group ``g`` is query
+    ``qids[g]`` (bytes) with entries ``starts[g]:starts[g + 1]`` of ``line_qids`` / ``docs`` /
+    ``scores`` / ``lines`` (1-based line numbers).
+    """
+
+    qids: list[bytes]
+    starts: np.ndarray
+    line_qids: np.ndarray
+    docs: np.ndarray
+    scores: np.ndarray
+    lines: np.ndarray
+
+
+def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
+    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded)."""
+    cols = np.arange(width)
+    idx = np.minimum(start[:, None] + cols, raw.size - 1)
+    mat = np.where(cols < (end - start)[:, None], raw[idx], 0).astype(np.uint8)
+    return np.ascontiguousarray(mat).view(f"S{width}").ravel()
+
+
+def _vector_columns(chunk: bytes, first_line: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(qids, docs, scores, lines)`` of ``chunk`` parsed with array operations.
+
+    None when a line needs the line-by-line path: fewer than 5 columns, a bad score, an id
+    longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
+    """
+    raw = np.frombuffer(chunk, dtype=np.uint8)
+    space = (raw == 32) | ((raw >= 9) & (raw <= 13))  # what bytes.split() splits on
+    begin = ~space
+    begin[1:] &= space[:-1]
+    ts = np.flatnonzero(begin)
+    del begin
+    finish = ~space
+    finish[:-1] &= space[1:]
+    te = np.flatnonzero(finish) + 1
+    del finish, space
+    nothing = np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
+    if not ts.size:
+        return nothing
+    newlines = np.flatnonzero(raw == 10)
+    first = np.searchsorted(ts, np.concatenate(([0], newlines[:-1])))  # first token of a line
+    counts = np.diff(np.append(first, ts.size))
+    used = counts > 0
+    used[used] &= raw[ts[first[used]]] != ord("#")
+    data = np.flatnonzero(used)
+    if not data.size:
+        return nothing
+    f = first[data]
+    if bool(np.any(counts[data] < 5)):
+        return None
+    qs, qe, ds, de, ss, se = ts[f], te[f], ts[f + 2], te[f + 2], ts[f + 4], te[f + 4]
+    wq, wd, ws = (int((e - s).max()) for s, e in ((qs, qe), (ds, de), (ss, se)))
+    if max(wq, wd, ws) > _FAST_ID_BYTES:
+        return None
+    try:
+        scores = _gather(raw, ss, se, ws).astype(np.float64)
+    except ValueError:
+        return None
+    if bool(np.isnan(scores).any()):
+        return None
+    return (_gather(raw, qs, qe, wq), _gather(raw, ds, de, wd), scores,
+            data.astype(np.int64) + first_line)
+
+
+def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[RecordProblem]
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Line by line: comments (``#``), blank lines, trailing columns; bad lines → ``problems``."""
+    qids: list[bytes] = []
+    docs: list[bytes] = []
+    scores: list[float] = []
+    lines: list[int] = []
+    for lineno, line in enumerate(chunk.split(b"\n"), start=first_line):
+        parts = line.split()
+        if not parts or parts[0].startswith(b"#"):
+            continue
+        if len(parts) < 5:
+            problems.append(RecordProblem(source, lineno, None, "expected 5 columns 'qid Q0 docid "
+                                          f"rank score [tag]', got {len(parts)}"))
+            continue
+        if len(parts[0]) > MAX_ID_BYTES or len(parts[2]) > MAX_ID_BYTES:
+            problems.append(RecordProblem(source, lineno, "docid" if len(parts[0]) <= MAX_ID_BYTES
+                                          else "qid", f"id longer than {MAX_ID_BYTES} bytes"))
+            continue
+        try:
+            value = float(parts[4])
+            if value != value:
+                raise ValueError
+        except ValueError:
+            problems.append(RecordProblem(source, lineno, "score", "must be a number, got "
+                                          f"{parts[4].decode('utf-8', 'replace')!r}"))
+            continue
+        qids.append(parts[0])
+        docs.append(parts[2])
+        scores.append(value)
+        lines.append(lineno)
+    return (np.array(qids or [b""])[:len(qids)], np.array(docs or [b""])[:len(docs)],
+            np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64))
+
+
+def _check_text(chunk: bytes, source: str, line_base: int) -> None:
+    """A run file is UTF-8 text: NUL bytes or invalid UTF-8 are an error naming the line."""
+    nul = chunk.find(b"\x00")
+    if nul >= 0:
+        raise DataError(RecordProblem(source, line_base + chunk.count(b"\n", 0, nul), None,
+                                      "NUL byte: a binary file, not a TREC run"))
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = line_base + chunk.count(b"\n", 0, exc.start)
+        raise DataError(RecordProblem(
+            source, line, None, f"not UTF-8 text (byte 0x{chunk[exc.start:exc.start + 1].hex()}"
+                                "); save the file as UTF-8")) from None
+
+
+def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
+                    problems: list[RecordProblem] | None = None) -> Iterator[RunBlock]:
+    """Stream a TREC run file as blocks of complete query groups, ``block_bytes`` read at a time
+    (default :data:`RUN_BLOCK_BYTES`).
+
+    Accepts what :func:`load_run` accepts in TREC form (``#`` comment lines, blank lines, columns
+    after the score, a UTF-8 byte-order mark). Bad lines are appended to ``problems`` (the caller
+    raises them; with no list given they raise a :class:`DataError` at the end) and skipped.
+    Raises :class:`RunNotGrouped` as soon as a query's lines turn out not to be consecutive.
+    Memory stays bounded by a block (plus the longest query).
+    """
+    source = str(path)
+    block_bytes = block_bytes or RUN_BLOCK_BYTES
+    found: list[RecordProblem] = [] if problems is None else problems
+    try:
+        fh = Path(path).open("rb")  # noqa: SIM115 - closed by the with below
+    except FileNotFoundError:
+        raise DataError(RecordProblem(source, None, None, "file not found")) from None
+    finished: set[bytes] = set()
+    with fh:
+        carry = b""
+        line_base = 1
+        first = True
+        eof = False
+        while not eof:
+            data = fh.read(max(block_bytes, 3) if first else block_bytes)
+            eof = not data
+            if first:
+                data = data.removeprefix(b"\xef\xbb\xbf")
+                first = False
+            buf = carry + data
+            if eof:
+                if not buf:
+                    break
+                if not buf.endswith(b"\n"):
+                    buf += b"\n"
+                cut = len(buf)
+            else:
+                cut = buf.rfind(b"\n") + 1
+                if cut == 0:
+                    carry = buf
+                    continue
+            chunk, carry = buf[:cut], buf[cut:]
+            _check_text(chunk, source, line_base)
+            parsed = _vector_columns(chunk, line_base)
+            if parsed is None:
+                parsed = _slow_columns(chunk, line_base, source, found)
+            qids, docs, scores, lines = parsed
+            if not qids.size:
+                line_base += chunk.count(b"\n")
+                continue
+            starts = np.concatenate(([0], np.flatnonzero(qids[1:] != qids[:-1]) + 1))
+            if not eof:  # the last group may go on in the next block: read it again there
+                last = int(starts[-1])
+                if last == 0:
+                    carry = chunk + carry
+                    continue
+                back = int(lines[last]) - line_base
+                ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+                carry = chunk[int(ends[back - 1]) + 1 if back else 0:] + carry
+                line_base += back
+                qids, docs, scores, lines = qids[:last], docs[:last], scores[:last], lines[:last]
+                starts = starts[:-1]
+            else:
+                line_base += chunk.count(b"\n")
+            group_qids = [bytes(q) for q in qids[starts].tolist()]
+            for q in group_qids:
+                if q in finished:
+                    raise RunNotGrouped(f"{source}: the lines of query "
+                                        f"'{q.decode('utf-8', 'replace')}' are not consecutive")
+                finished.add(q)
+            yield RunBlock(group_qids, np.append(starts, qids.size).astype(np.int64), qids, docs,
+                           scores, lines)
+    if problems is None and found:
+        raise DataError(found)

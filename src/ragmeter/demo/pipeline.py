@@ -106,8 +106,8 @@ def _retriever_comparison(cfg: BenchConfig, out: Path, limit: int | None) -> lis
 
 
 def _tier_charts(stored: Any, out: Path) -> list[Path]:
-    """PNG/SVG charts of Tier 0 and the production judge's confusion matrix."""
-    from ragmeter.tiers import judge_pipeline, tier0
+    """SVG charts of Tier 0 and the production judge's confusion matrix (the report's engine)."""
+    from ragmeter.reports.charts import confusion_chart, tier0_chart
 
     files: list[Path] = []
     results = stored.results()
@@ -116,8 +116,8 @@ def _tier_charts(stored: Any, out: Path) -> list[Path]:
 
     t0 = of("tier0")
     if t0:
-        files.extend(Path(p) for p in tier0.plot_tier0(t0, out))
+        files.extend(Path(p) for p in tier0_chart(t0, out))
     jp = of("judge_pipeline")
     if jp:
-        files.extend(Path(p) for p in judge_pipeline.plot_confusion(jp[0], out))
+        files.extend(Path(p) for p in confusion_chart(jp[0], out))
     return files

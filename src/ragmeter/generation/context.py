@@ -43,13 +43,12 @@ class GenerationContext:
     cache: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from ragmeter.data.hashing import dataset_hash, gold_hash
+        from ragmeter.data.hashing import gold_hash, outputs_hash
 
         if not self.data_hash:  # gold fields only: a new system output keeps the dataset's identity
             self.data_hash = gold_hash(self.samples)
         if not self.outputs_hash:  # what the system produced, hashed apart from the gold data
-            self.outputs_hash = dataset_hash(
-                [s.id, s.response, s.retrieved_contexts] for s in self.samples)
+            self.outputs_hash = outputs_hash(self.samples)
 
     def embedder(self, name: str) -> Any:
         if name not in self.embedders:

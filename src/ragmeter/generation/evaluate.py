@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, MissingExtraError
 from ragmeter.generation.context import GenerationContext
 from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
@@ -15,12 +16,16 @@ from ragmeter.results.records import EvalResult
 from ragmeter.stats import DEFAULT_SEED
 from ragmeter.text import detect_language
 
+_log = logging.getLogger("ragmeter.generation")
+
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")
 #: The full judged set, one per row of :mod:`ragmeter.metrics.judged` (≤ 4 judge calls per
 #: sample together).
 JUDGED_DEFAULT = tuple(row.name for row in JUDGED_ROWS)
 GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids")
+#: metrics that embed text; their ``model`` parameter names the embedder (an optional extra)
+EMBEDDING_METRICS = ("semantic_similarity", "answer_correctness")
 
 
 def evaluate_generation(
@@ -33,6 +38,11 @@ def evaluate_generation(
     language: str = "auto",
     keep_prompts: bool = False,
     name: str = "generation",
+    batch_size: int | None = None,
+    on_batch: Callable[[EvalResult], None] | None = None,
+    data_hash: str | None = None,
+    embedders: dict[str, Any] | None = None,
+    outputs_hash: str | None = None,
 ) -> EvalResult:
     """Score generation metrics on ``samples`` and return one :class:`EvalResult`.
 
@@ -43,9 +53,20 @@ def evaluate_generation(
     :func:`ragmeter.retrieval.embedders.get_embedder`); a string picks the default model of
     ``semantic_similarity`` when the metric list does not name one. ``keep_prompts`` stores
     rendered prompts and raw replies in per-sample details.
+
+    ``batch_size``: score the samples ``batch_size`` at a time and call ``on_batch`` with each
+    batch's result as soon as it is done (so per-sample records can be written incrementally);
+    the returned result covers every sample, with the same signatures as an unbatched run.
+    ``data_hash`` / ``outputs_hash`` / ``embedders``: the gold-fields dataset hash, the hash of
+    the system outputs and the loaded embedders to use (batches share them).
     """
+    if batch_size is not None:
+        return _in_batches(list(samples), batch_size, on_batch, metrics=metrics, judge=judge,
+                           embedder=embedder, seed=seed, language=language,
+                           keep_prompts=keep_prompts, name=name)
     if language not in ("auto", "ru", "en"):
         raise ConfigError("language", f"unknown language {language!r}", ["auto", "ru", "en"])
+    defaulted = metrics is None
     if metrics is None:
         metrics = [*DEFAULT_METRICS, *(JUDGED_DEFAULT if judge is not None else ())]
     if isinstance(embedder, str):
@@ -58,15 +79,24 @@ def evaluate_generation(
         if m.spec.family not in GENERATION_FAMILIES:
             raise ConfigError("metrics", f"'{m}' is a {m.spec.family} metric, not a generation "
                               "metric", list(GENERATION_FAMILIES))
+    kwargs: dict[str, Any] = {}
+    if callable(embedder):
+        kwargs["embedder_factory"] = embedder
+    if data_hash:
+        kwargs["data_hash"] = data_hash
+    if outputs_hash:
+        kwargs["outputs_hash"] = outputs_hash
+    if embedders is not None:
+        kwargs["embedders"] = embedders
+    ctx = GenerationContext(list(samples), seed=seed, judge=judge, language=language,
+                            keep_prompts=keep_prompts, **kwargs)
+    skipped: list[dict[str, str]] = []
+    if defaulted:  # a default metric whose extra is not installed is skipped, not an error
+        parsed, skipped = _drop_unavailable(parsed, ctx)
     judged = [m for m in parsed if m.spec.family == "judged"]
     if judged and judge is None:
         raise ConfigError("judge", f"metrics {', '.join(map(str, judged))} need an LLM judge; "
                           "pass judge=... (or --judge-url/--judge-model), or drop them")
-    kwargs: dict[str, Any] = {}
-    if callable(embedder):
-        kwargs["embedder_factory"] = embedder
-    ctx = GenerationContext(list(samples), seed=seed, judge=judge, language=language,
-                            keep_prompts=keep_prompts, **kwargs)
     ctx.judged.announced = tuple(judged)
     result = EvalResult(name, meta={"n_samples": len(ctx.samples), "seed": seed,
                                     "dataset": ctx.data_hash, "outputs": ctx.outputs_hash,
@@ -77,7 +107,12 @@ def evaluate_generation(
         assert m.spec.compute is not None  # every generation spec has one
         result.add(m.spec.compute(m, ctx))
         timings[str(m)] = round(time.perf_counter() - t0, 4)
+        _log.info("metric %s: %.3f s", m, timings[str(m)])
     result.meta["timings_s"] = timings
+    if skipped:
+        result.meta["skipped_metrics"] = skipped
+        for skip in skipped:
+            _log.info("metric %s skipped: %s", skip["metric"], skip["reason"])
     if "corpus" in ctx.cache:
         result.meta["corpus"] = ctx.cache["corpus"]
     plans = ctx.judged.plans
@@ -93,3 +128,67 @@ def evaluate_generation(
             "model": plans[0].judge_model, "demo": plans[0].binary,
         }
     return result
+
+
+def _drop_unavailable(parsed: list[Metric], ctx: GenerationContext
+                      ) -> tuple[list[Metric], list[dict[str, str]]]:
+    """Split default metrics into those that can run and those whose embedder's optional extra
+    is missing (``{"metric", "reason", "install"}`` each; the reason carries the pip line)."""
+    keep: list[Metric] = []
+    skipped: list[dict[str, str]] = []
+    for m in parsed:
+        if m.name in EMBEDDING_METRICS:
+            try:
+                ctx.embedder(str(m.get("model")))
+            except MissingExtraError as exc:
+                skipped.append({"metric": str(m), "reason": str(exc),
+                                "install": f"pip install 'ragmeter[{exc.extra}]'"})
+                continue
+        keep.append(m)
+    return keep, skipped
+
+
+def _in_batches(samples: list[Sample], batch_size: int,
+                on_batch: Callable[[EvalResult], None] | None, **kwargs: Any) -> EvalResult:
+    """Evaluate ``batch_size`` samples at a time; merge the batches into one result."""
+    from ragmeter.data.hashing import gold_hash, outputs_hash
+    from ragmeter.results.records import MetricResult
+
+    if batch_size < 1:
+        raise ConfigError("batch_size", f"must be a positive integer, got {batch_size}")
+    data, outputs = gold_hash(samples), outputs_hash(samples)
+    shared: dict[str, Any] = {}
+    parts: list[EvalResult] = []
+    for start in range(0, max(1, len(samples)), batch_size):
+        part = evaluate_generation(samples[start:start + batch_size], data_hash=data,
+                                   outputs_hash=outputs, embedders=shared, **kwargs)
+        if on_batch is not None:
+            on_batch(part)
+        parts.append(part)
+    first = parts[0]
+    merged = EvalResult(first.name, meta=dict(first.meta))
+    merged.meta["n_samples"] = len(samples)
+    merged.meta["lang"] = detect_language(s.user_input for s in samples)
+    for key, r in first.results.items():
+        counts: dict[str, int] = {}
+        for part in parts:
+            for c, v in part.results[key].counts.items():
+                counts[c] = counts.get(c, 0) + v
+        merged.add(MetricResult.from_scores(
+            key, (rec for part in parts for rec in part.results[key].records()), r.signature,
+            counts=counts, higher_is_better=r.higher_is_better, seed=r.seed, n_boot=r.n_boot))
+    timings: dict[str, float] = {}
+    for part in parts:
+        for k, v in part.meta.get("timings_s", {}).items():
+            timings[k] = round(timings.get(k, 0.0) + v, 4)
+    merged.meta["timings_s"] = timings
+    calls = [p.meta["judge_calls"] for p in parts if "judge_calls" in p.meta]
+    if calls:
+        total = sum(c["total"] for c in calls)
+        by_prompt: dict[str, int] = {}
+        for c in calls:
+            for k, v in c["by_prompt"].items():
+                by_prompt[k] = by_prompt.get(k, 0) + v
+        merged.meta["judge_calls"] = {**calls[0], "total": total, "by_prompt": by_prompt,
+                                      "per_sample": total / max(1, len(samples))}
+    return merged

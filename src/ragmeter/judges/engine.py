@@ -66,13 +66,17 @@ class BackendError(Exception):
     """
 
     def __init__(self, reason: str, detail: str = "", *, retryable: bool = False,
-                 retry_after: float | None = None, status: int | None = None):
+                 retry_after: float | None = None, status: int | None = None,
+                 unreachable: bool = False):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
         self.retryable = retryable
         self.retry_after = retry_after
         self.status = status
+        #: no connection could be made at all (refused, unknown host, no route): counted by
+        #: the batch's circuit breaker (:class:`Breaker`)
+        self.unreachable = unreachable
 
 
 class Backend(Protocol):
@@ -477,6 +481,55 @@ class EndpointPool:
         return sum(h.ejections for h in self.health)
 
 
+#: refused connections in a row on every endpoint (with no success in the batch) that open the
+#: circuit: the rest of the batch fails at once instead of sleeping through its retries
+BREAKER_AFTER = 3
+
+
+class Breaker:
+    """Circuit breaker of one ``aask_many`` batch.
+
+    When every endpoint of the judge has refused ``after`` connections in a row and no call of
+    the batch has succeeded, the endpoint is taken as down: every remaining call (and every
+    retry sleeping in backoff) ends at once as ``connection_error`` with the detail
+    "endpoint unreachable: ...". Any other outcome on an endpoint resets its count, and a
+    single success keeps the breaker closed for the rest of the batch (a flaky server is
+    retried, a dead one is not waited for)."""
+
+    def __init__(self, n_endpoints: int, after: int = BREAKER_AFTER):
+        self.after = after
+        self.refused = [0] * max(1, n_endpoints)
+        self.succeeded = False
+        self.detail: str | None = None
+        self._open = asyncio.Event()
+
+    @property
+    def tripped(self) -> bool:
+        return self.detail is not None
+
+    def record(self, idx: int, err: BackendError | None) -> None:
+        if self.tripped:
+            return
+        if err is None:
+            self.succeeded = True
+            return
+        if not err.unreachable:
+            self.refused[idx] = 0
+            return
+        self.refused[idx] += 1
+        if not self.succeeded and min(self.refused) >= self.after:
+            self.detail = (f"endpoint unreachable: {err.detail} (every endpoint refused "
+                           f"{self.after} connections in a row; the remaining calls were not "
+                           "sent)")
+            self._open.set()
+            log.info("judge circuit open: %s", self.detail)
+
+    async def sleep(self, delay: float) -> None:
+        """Back off ``delay`` seconds, or less if the breaker opens meanwhile."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._open.wait(), delay)
+
+
 class RetryBudget:
     """Retries left for a whole run; shared by every call of one ``aask_many``."""
 
@@ -676,6 +729,7 @@ class EngineJudge:
         writer = (CacheWriter(cache, namespace=self.namespace,
                               endpoint=self.endpoint_identity) if cache is not None else None)
         policy = self.config.retry
+        breaker = Breaker(len(pool.members))
         n_calls = len({k for k, r in zip(keys, replies, strict=True) if r is None})
         budget = RetryBudget(policy.budget if policy.budget is not None else max(20, n_calls))
         run_stats = JudgeStats()
@@ -719,7 +773,7 @@ class EngineJudge:
             fut: asyncio.Future[JudgeReply] = asyncio.get_running_loop().create_future()
             inflight[key] = fut
             try:
-                rep = await self._call(req, state, budget, policy, decisions)
+                rep = await self._call(req, state, budget, policy, decisions, breaker)
                 self._decorate(rep, req, key)
                 if rep.ok and writer is not None:
                     if rep.extra.get("mock") and not self.namespace.startswith("mock:"):
@@ -807,6 +861,8 @@ class EngineJudge:
             decisions["same_wave_429"] += lim.ignored - i0
             decisions["hold"] += lim.pauses - p0
         decisions["endpoint_out"] += pool.ejections - eject0
+        if breaker.tripped:
+            decisions["circuit_open"] += 1
         if writer is not None:
             decisions["cache_commits"] += writer.commits
         run_stats.decisions.update({k: v for k, v in decisions.items() if v})
@@ -937,7 +993,8 @@ class EngineJudge:
                     t.cancel()
 
     async def _call(self, req: JudgeRequest, state: _LoopState, budget: RetryBudget,
-                    policy: RetryPolicy, decisions: Counter[str]) -> JudgeReply:
+                    policy: RetryPolicy, decisions: Counter[str],
+                    breaker: Breaker | None = None) -> JudgeReply:
         cfg = self.config
         max_tokens = req.max_tokens if req.max_tokens is not None else cfg.max_tokens
         temperature = req.temperature if req.temperature is not None else cfg.temperature
@@ -978,11 +1035,16 @@ class EngineJudge:
                     "max_tokens": max_tokens, "temperature": temperature, "seed": cfg.seed}
 
         while True:
+            if breaker is not None and breaker.tripped:
+                decisions["circuit_skipped"] += 1
+                return finish(None, "connection_error", breaker.detail)
             attempts += 1
             got = await self._attempt(state, make_args, decisions)
             latency += got.latency
             endpoints.append(got.idx)
             err, comp = got.err, got.comp
+            if breaker is not None:
+                breaker.record(got.idx, err)
             if err is not None:
                 if err.reason == "schema_unsupported" and not schema_in_prompt:
                     state.schema_ok = self._schema_ok = False
@@ -997,7 +1059,10 @@ class EngineJudge:
                     decisions[f"retry:{err.reason}"] += 1
                     log.debug("judge %s: %s, retry %d in %.2f s", self.name, err.reason,
                               retries, delay)
-                    await asyncio.sleep(delay)
+                    if breaker is not None:
+                        await breaker.sleep(delay)
+                    else:
+                        await asyncio.sleep(delay)
                     continue
                 reason = err.reason if err.reason != "schema_unsupported" else "http_4xx"
                 detail = err.detail

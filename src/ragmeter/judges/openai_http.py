@@ -196,7 +196,9 @@ class OpenAIBackend:
         except aiohttp.ClientError as exc:
             raise BackendError("connection_error",
                                mask(f"{type(exc).__name__}: {exc} ({self.url})"),
-                               retryable=True) from None
+                               retryable=True,
+                               unreachable=isinstance(exc, aiohttp.ClientConnectorError)) \
+                from None
         text_all = raw.decode("utf-8", errors="replace")
         if status != 200:
             text = mask(text_all[:500])

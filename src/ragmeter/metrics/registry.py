@@ -153,11 +153,12 @@ _REGISTRY: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, tuple[str, Mapping[str, ParamValue]]] = {}
 _LOADED = False
 _PATTERN = re.compile(
-    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+))?\s*"
-    r"(?:\((?P<params>[^()]*)\))?\s*$"
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+)\s*)?"
+    r"(?:\((?P<params>[^()]*)\)\s*)?$"  # no adjacent overlapping quantifiers: linear
 )
+# no two adjacent quantifiers can match the same characters: linear on any input
 _KLIST = re.compile(r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*@\s*(?P<ks>[0-9][0-9,\s]*)"
-                    r"(?P<rest>\(.*\))?\s*$")
+                    r"(?P<rest>\(.*\)\s*)?$")
 
 
 def register(spec: MetricSpec) -> MetricSpec:

@@ -10,8 +10,7 @@ start at 0), each system keeps one colour in every panel, and the output is byte
 Files are SVG only: one engine for the report and the files, so a chart looks the same in both.
 
 :func:`tier0_chart` and :func:`confusion_chart` draw the embedding-quality and production-judge
-charts from their results; :func:`save_figure` remains for callers that still build a
-matplotlib figure themselves.
+charts from their results.
 """
 
 from __future__ import annotations
@@ -136,20 +135,3 @@ def confusion_chart(result: Any, out_dir: str | Path, stem: str = "judge_pipelin
                         ["show", "hide"], f"confusion matrix of {result.name}",
                         row_title="gold", col_title="predicted")
     return _write(chart, Path(out_dir) / stem, FORMATS)
-
-
-def save_figure(fig: Any, out_stem: Path, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Write a matplotlib ``fig`` as ``out_stem.<fmt>`` (SVG byte-stable across runs).
-
-    Kept for code that still draws with matplotlib; new charts use :mod:`.svg`."""
-    import matplotlib
-
-    out_stem.parent.mkdir(parents=True, exist_ok=True)
-    paths = []
-    with matplotlib.rc_context({"svg.hashsalt": "ragmeter", "svg.fonttype": "none"}):
-        for fmt in formats:
-            path = out_stem.with_suffix(f".{fmt}")
-            meta = {"Date": None} if fmt == "svg" else {}
-            fig.savefig(path, format=fmt, metadata=meta)
-            paths.append(path)
-    return paths

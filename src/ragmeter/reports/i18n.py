@@ -194,6 +194,9 @@ TEXT: dict[str, tuple[str, str]] = {
     "v_pick_two": ("Tick two runs and press “Diff”.", "Отметьте два запуска и нажмите «Разница»."),
     "v_diff_btn": ("Diff", "Разница"),
     "v_tiers_ok": ("tiers ok", "уровней готово"),
+    "v_tiers_errored": ("{n} errored", "с ошибкой: {n}"),
+    "v_tiers_partial": ("{n} partial", "прервано: {n}"),
+    "v_tiers_not_run": ("{n} not run", "не запущено: {n}"),
     "v_metric": ("Metric", "Метрика"),
     "v_show": ("Show", "Показать"),
     "v_history_intro": (
@@ -241,9 +244,9 @@ def t(key: str, lang: str = "en", **fields: object) -> str:
 
 def check_lang(lang: str) -> str:
     if lang not in LANGS:
-        from ragmeter.errors import ConfigError
+        from ragmeter.errors import UsageError
 
-        raise ConfigError("--lang", f"unknown report language {lang!r}", list(LANGS))
+        raise UsageError("--lang", f"unknown report language {lang!r}", list(LANGS))
     return lang
 
 

@@ -154,6 +154,8 @@ class RunSummary:
     git_commit: str | None
     n_tiers_ok: int
     n_tiers_not_run: int
+    n_tiers_error: int = 0
+    n_tiers_partial: int = 0
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,14 @@ class RunRow:
     n_tiers_ok: int
     n_tiers_not_run: int
     n_tiers_error: int
+    #: tiers cut off part-way (an interrupted run), finished batches kept
+    n_tiers_partial: int = 0
+
+    @property
+    def effective_status(self) -> str:
+        """``failed`` for a run with an errored tier that an older ragmeter stored as
+        ``complete``; otherwise the stored status."""
+        return "failed" if self.n_tiers_error and self.status == "complete" else self.status
 
 
 def _tags(*sources: Any) -> tuple[str, ...]:
@@ -233,8 +243,8 @@ class ResultStore:
             self.engine = _make_engine(self.url, immediate=False)
             self._write_engine = _make_engine(self.url, immediate=True)
         except Exception as exc:
-            raise ConfigError("store", f"cannot open results store {mask_url(self.url)}: {exc}") \
-                from None
+            raise RagmeterError(f"cannot open results store {mask_url(self.url)}: "
+                                f"{type(exc).__name__}: {exc}") from None
         self._define_tables()
         if create:
             try:
@@ -561,7 +571,9 @@ class ResultStore:
                 counts.setdefault(rid, {})[status] = int(n)
         return [RunSummary(r.id, r.created_at, r.name, r.status, r.git_commit,
                            counts.get(r.id, {}).get("ok", 0),
-                           counts.get(r.id, {}).get("not_run", 0)) for r in runs]
+                           counts.get(r.id, {}).get("not_run", 0),
+                           counts.get(r.id, {}).get("error", 0),
+                           counts.get(r.id, {}).get("partial", 0)) for r in runs]
 
     def run_rows(self) -> list[RunRow]:
         """Every run for the registry, newest first, with its tags and tier counts."""
@@ -588,7 +600,8 @@ class ResultStore:
         return [RunRow(x.id, x.created_at, x.name, x.status, x.git_commit,
                        _tags(load(x.meta_json), load(x.config_json)),
                        counts.get(x.id, {}).get("ok", 0), counts.get(x.id, {}).get("not_run", 0),
-                       counts.get(x.id, {}).get("error", 0)) for x in runs]
+                       counts.get(x.id, {}).get("error", 0), counts.get(x.id, {}).get("partial", 0))
+                for x in runs]
 
     def metric_summaries(self, run_ids: Iterable[str] | None = None, *,
                          tier: str | None = None, metric: str | None = None
@@ -676,6 +689,25 @@ class ResultStore:
     def rows(self, run_id: str, per_sample: bool = True) -> list[dict[str, Any]]:
         run = self.load_run(run_id, samples=False)
         return run_rows(run, per_sample=per_sample)
+
+    def export_text(self, run_id: str, fmt: str = "json", per_sample: bool = True) -> str:
+        """A run as JSON or CSV text (what :meth:`export` writes; Parquet is binary)."""
+        if fmt == "json":
+            run = self.load_run(run_id)
+            return json.dumps(run.to_dict(per_sample), ensure_ascii=False, indent=2, default=str)
+        if fmt != "csv":
+            raise ConfigError("format", f"no text form of {fmt!r}", ["json", "csv"])
+        import csv
+        import io
+
+        rows = self.rows(run_id, per_sample=per_sample)
+        cols = _columns(rows)
+        buf = io.StringIO(newline="")
+        w = csv.DictWriter(buf, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+        return buf.getvalue()
 
     def export(self, run_id: str, path: str | os.PathLike[str], fmt: str | None = None,
                per_sample: bool = True) -> Path:

@@ -34,7 +34,9 @@ DATASET_FORMATS = FORMATS  # the sample layouts' one home is ragmeter.data.forma
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
             "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",
-            "thresholds", "plugins")
+            "thresholds", "plugins", "tags")
+#: config keys that do not change results: editing them does not block ``--resume``
+RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags")
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,8 @@ class BenchConfig:
     store: str | None = None
     run_dir: Path = Path(".ragmeter/runs")
     description: str = ""
+    #: labels of the runs of this config (``runs list`` / ``ragmeter view`` filter by them)
+    tags: tuple[str, ...] = ()
     datasets: list[DatasetConfig] = field(default_factory=list)
     corpus: CorpusConfig | None = None
     embeddings: list[EmbeddingConfig] = field(default_factory=list)
@@ -127,7 +131,7 @@ class BenchConfig:
 
     def fingerprint(self) -> str:
         """Hash of the validated config (minus run-control keys) to guard ``--resume``."""
-        data = {k: v for k, v in self.raw.items() if k not in ("store", "run_dir", "description")}
+        data = {k: v for k, v in self.raw.items() if k not in RUN_CONTROL_KEYS}
         text = json.dumps(data, sort_keys=True, default=str, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -176,6 +180,20 @@ def _str_list(value: Any, path: str) -> tuple[str, ...]:
     if not isinstance(value, list):
         raise ConfigError(path, f"must be a list of strings, got {value!r}")
     return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+def parse_tags(value: Any, path: str = "tags") -> tuple[str, ...]:
+    """Run tags: a list of short labels (or one string); no commas, no line breaks, at most 64
+    characters each; duplicates dropped, order kept."""
+    tags = _str_list(value, path)
+    for i, tag in enumerate(tags):
+        where = f"{path}[{i}]" if not isinstance(value, str) else path
+        if tag != tag.strip() or any(c in tag for c in ",\n\r\t"):
+            raise ConfigError(where, f"a tag is one label without commas, tabs, line breaks or "
+                                     f"surrounding spaces, got {tag!r}")
+        if len(tag) > 64:
+            raise ConfigError(where, f"a tag has at most 64 characters, got {len(tag)}")
+    return tuple(dict.fromkeys(tags))
 
 
 def _path(value: Any, key: str, base: Path) -> Path:
@@ -241,6 +259,8 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
     cfg = BenchConfig(name=_str(d["name"], "name"), base_dir=base,
                       raw=copy.deepcopy(dict(d)))
     cfg.description = str(d.get("description") or "")
+    if d.get("tags") is not None:
+        cfg.tags = parse_tags(d["tags"], "tags")
     if "seed" in d:
         cfg.seed = _int(d["seed"], "seed")
     if "k" in d:

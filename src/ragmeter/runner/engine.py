@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError
+from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, UsageError
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.store import (
     ResultStore,
@@ -37,12 +38,14 @@ from ragmeter.results.store import (
     new_run_id,
     utc_now,
 )
-from ragmeter.runner.config import BenchConfig, TierConfig
+from ragmeter.runner.config import BenchConfig, TierConfig, parse_tags
 from ragmeter.secrets import mask_text
 from ragmeter.tiers.context import TierContext, TierNotRunnable, TierStats
 from ragmeter.tiers.registry import Tier, canonical_tier, judged_tier_names
 
 ProgressHook = Callable[[str, str, dict[str, Any]], None]
+#: ``-v`` shows the main steps (tiers, datasets) with their times; ``-vv`` every batch
+_logger = logging.getLogger("ragmeter.runner")
 
 
 # --------------------------------------------------------------------------- progress log
@@ -165,8 +168,12 @@ class RunPlan:
 
 def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
              limit: int | None = None, resume: str | None = None,
-             run_id: str | None = None) -> RunPlan:
-    """Decide run id, tiers and limit; on resume check the config is the one of that run."""
+             run_id: str | None = None, tags: Sequence[str] = ()) -> RunPlan:
+    """Decide run id, tiers and limit; on resume check the config is the one of that run.
+
+    The run's tags are the config's ``tags`` plus ``tags`` (``run --tag``); a resumed run keeps
+    its own and gains the new ones."""
+    extra_tags = parse_tags(list(tags), "--tag") if tags else ()
     if resume:
         run_dir = config.run_dir / resume
         meta_path = run_dir / "meta.json"
@@ -180,9 +187,10 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
         if tiers:
             want = [canonical_tier(t) for t in tiers]
         if limit is not None and limit != meta.get("limit"):
-            raise ConfigError("--limit", f"run '{resume}' was started with limit "
+            raise UsageError("--limit", f"run '{resume}' was started with limit "
                               f"{meta.get('limit')}, got {limit}")
         chosen = [t for t in config.tiers if t.name in want]
+        meta["tags"] = list(dict.fromkeys([*meta.get("tags", []), *config.tags, *extra_tags]))
         return RunPlan(resume, run_dir, chosen, meta.get("limit"), True, meta)
     names = [t.name for t in config.tiers]
     chosen = list(config.tiers)
@@ -190,7 +198,7 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
         wanted = [canonical_tier(t) for t in tiers]
         for t in wanted:
             if t not in names:
-                raise ConfigError("--tier", f"tier {t!r} is not in the config", names)
+                raise UsageError("--tier", f"tier {t!r} is not in the config", names)
         chosen = [t for t in config.tiers if t.name in wanted]
     rid = run_id or new_run_id()
     run_dir = config.run_dir / rid
@@ -199,7 +207,8 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
     lim = limit if limit is not None else config.limit
     meta = {"run_id": rid, "name": config.name, "fingerprint": config.fingerprint(),
             "tiers": [t.name for t in chosen], "limit": lim, "created_at": utc_now(),
-            "git_commit": git_commit(config.base_dir)}
+            "git_commit": git_commit(config.base_dir),
+            "tags": list(dict.fromkeys([*config.tags, *extra_tags]))}
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     return RunPlan(rid, run_dir, chosen, lim, False, meta)
@@ -244,7 +253,12 @@ class BenchmarkRunner:
         """The tier's samples: ``options.sample_ids`` (chosen from the whole dataset, in that
         order) or the dataset, then capped by ``--limit``/``limit`` and ``options.limit``."""
         if tier.dataset not in self._datasets:
+            t0 = time.perf_counter()
             samples, dh = load_dataset(self.config, tier.dataset)
+            if samples:
+                _logger.info("dataset %s: %d samples loaded in %.2f s (hash %s)",
+                             tier.dataset or "(first)", len(samples),
+                             time.perf_counter() - t0, dh[:12])
             ids = [s.id for s in samples]
             if len(set(ids)) != len(ids):
                 dup = next(i for i in ids if ids.count(i) > 1)
@@ -320,6 +334,8 @@ class BenchmarkRunner:
                                                   "stats": stats.to_dict()})
             return TierRecord(tier.name, done["status"], done.get("reason"), results,
                               stats.to_dict())
+        t0 = time.perf_counter()
+        _logger.info("tier %s: started", tier.name)
         try:
             samples, dh = self.samples_for(tier)
             self._remember(samples)
@@ -327,6 +343,8 @@ class BenchmarkRunner:
             if spec.per_sample:
                 results = self._run_batches(tier, spec, ctx, samples)
             else:
+                _logger.debug("tier %s: one pass over %d sample(s), options %s", tier.name,
+                              len(samples), tier.options)
                 self.hook(tier.name, "start", {"total": 1, "done": 0, "stats": stats})
                 results = _as_results(spec.run(ctx, samples, tier.options))
                 self.hook(tier.name, "advance", {"n": 1, "stats": stats})
@@ -348,6 +366,8 @@ class BenchmarkRunner:
             rec["annotations"] = ctx.take_annotations()
             self._annotate(rec["annotations"])
         self.log.append(rec)
+        _logger.info("tier %s: %s in %.2f s (%d result(s))%s", tier.name, status,
+                     time.perf_counter() - t0, len(results), f": {reason}" if reason else "")
         self.hook(tier.name, "end", {"status": status, "reason": reason, "stats": stats})
         return TierRecord(tier.name, status, reason, results, stats.to_dict())
 
@@ -373,7 +393,11 @@ class BenchmarkRunner:
         for start in range(0, len(todo), size):
             batch = todo[start:start + size]
             before = ctx.stats.to_dict()
+            tb = time.perf_counter()
             results = _as_results(spec.run(ctx, batch, tier.options))
+            _logger.debug("tier %s: batch of %d sample(s) (%d-%d of %d to do) in %.2f s",
+                          tier.name, len(batch), start + 1, start + len(batch), len(todo),
+                          time.perf_counter() - tb)
             ids = {s.id for s in batch}
             for r in results:
                 for m in r.results.values():
@@ -445,11 +469,11 @@ def build_stored_run(config: BenchConfig, plan: RunPlan, records: Mapping[str, T
     for t in config.tiers:
         if t.name in records:
             tiers[t.name] = records[t.name]
-        elif status == "complete":
+        elif status in ("complete", "failed"):
             tiers[t.name] = TierRecord(t.name, "not_run", "not selected (--tier)")
     meta = {"run_dir": str(plan.run_dir), "limit": plan.limit,
             "demo_judges": demo_judges(config, tiers), "resumed": plan.resumed,
-            "k": list(config.k), "seed": config.seed}
+            "k": list(config.k), "seed": config.seed, "tags": list(plan.meta.get("tags", []))}
     return StoredRun(id=plan.run_id, created_at=plan.meta.get("created_at") or utc_now(),
                      name=config.name, signature=run_signature(config, plan),
                      config=config.masked(), git_commit=plan.meta.get("git_commit"),
@@ -461,14 +485,18 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
                   limit: int | None = None, resume: str | None = None,
                   run_id: str | None = None, store: str | None = None,
                   hook: ProgressHook | None = None, save: bool = True,
-                  on_plan: Callable[[str], Any] | None = None) -> StoredRun:
+                  on_plan: Callable[[str], Any] | None = None,
+                  tags: Sequence[str] = ()) -> StoredRun:
     """Run (or resume) a benchmark and save it to the results store; returns the stored run.
 
     On ``KeyboardInterrupt`` the partial run is saved with status ``interrupted`` (finished
     tiers, and the finished batches of the tier that was cut off as a ``partial`` tier) and the
     exception is re-raised; ``--resume`` finishes it.
     """
-    plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id)
+    plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id, tags=tags)
+    _logger.info("run %s%s: tiers %s, limit %s, folder %s", plan.run_id,
+                 " (resumed)" if plan.resumed else "", ", ".join(t.name for t in plan.tiers),
+                 plan.limit, plan.run_dir)
     if on_plan is not None:
         on_plan(plan.run_id)
     runner = BenchmarkRunner(config, plan, hook)
@@ -482,7 +510,9 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
                                            runner.used_samples, "interrupted")
                 ResultStore(url).save_run(partial)
         raise
-    run = build_stored_run(config, plan, records, runner.used_samples, "complete")
+    # a run with an errored tier is stored as failed, so the registry never shows it as fine
+    status = "failed" if any(r.status == "error" for r in records.values()) else "complete"
+    run = build_stored_run(config, plan, records, runner.used_samples, status)
     if save:
         ResultStore(url).save_run(run)
     return run

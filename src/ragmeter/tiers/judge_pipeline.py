@@ -399,31 +399,11 @@ def _short_hash(text: str) -> str:
 
 def plot_confusion(result: EvalResult, out_dir: str | Path, stem: str = "judge_pipeline_confusion"
                    ) -> list[Path]:
-    """2×2 confusion-matrix heat map (rows gold, columns predicted); PNG and SVG."""
-    import matplotlib
+    """2×2 confusion matrix (rows gold, columns predicted) as ``stem.svg``; drawn by
+    :func:`ragmeter.reports.charts.confusion_chart`, the engine of the HTML report."""
+    from ragmeter.reports.charts import confusion_chart
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    c = result.meta["confusion"]
-    M = np.array([[c["tp"], c["fn"]], [c["fp"], c["tn"]]])
-    fig, ax = plt.subplots(figsize=(4.2, 3.8))
-    ax.imshow(M, cmap="Blues")
-    for (r, k), v in np.ndenumerate(M):
-        ax.text(k, r, str(v), ha="center", va="center",
-                color="white" if v > M.max() / 2 else "black", fontsize=14)
-    ax.set_xticks([0, 1], ["pred: show", "pred: hide"])
-    ax.set_yticks([0, 1], ["gold: show", "gold: hide"])
-    f1 = result.meta.get("f1", {}).get("value")
-    acc = result["cls_accuracy"].mean
-    ax.set_title(f"acc={acc:.3f}  F1={f1:.3f}" if acc is not None and f1 is not None
-                 else "confusion matrix", fontsize=10)
-    fig.tight_layout()
-    from ragmeter.reports.charts import save_figure
-
-    paths = save_figure(fig, Path(out_dir) / stem)
-    plt.close(fig)
-    return paths
+    return confusion_chart(result, out_dir, stem)
 
 
 # --------------------------------------------------------------------------- the tier

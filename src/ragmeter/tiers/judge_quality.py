@@ -223,10 +223,10 @@ def evaluate_judge_quality(
     if not judge_list:
         raise ConfigError("judges", "at least one judge is needed")
     build = build_request or (lambda s, r: faithfulness_request(s, r, language))
-    from ragmeter.data.hashing import dataset_hash, gold_hash
+    from ragmeter.data.hashing import gold_hash, outputs_hash
 
     dh = dataset or gold_hash(samples)  # gold fields only; the judged outputs are hashed apart
-    oh = dataset_hash([s.id, s.response, s.retrieved_contexts] for s in samples)
+    oh = outputs_hash(samples)
     miss = [missing_field(s, required_fields) for s in samples]
     todo = [i for i, m in enumerate(miss) if m is None]
     out: list[EvalResult] = []

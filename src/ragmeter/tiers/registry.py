@@ -148,14 +148,48 @@ def judged_tier_names() -> frozenset[str]:
 
 # --------------------------------------------------------------------------- plug-ins
 class _PluginRun:
-    """Calls a plug-in function as ``fn(ctx, samples)``; its options are ``ctx.options``."""
+    """Calls a plug-in function as ``fn(ctx, samples)`` or, when it takes three positional
+    parameters (a built-in tier's signature), ``fn(ctx, samples, options)``; the options are
+    also ``ctx.options``. The form is decided once, when the plug-in is loaded."""
 
-    def __init__(self, fn: Callable[..., Any]):
+    def __init__(self, fn: Callable[..., Any], with_options: bool = False):
         self.fn = fn
+        self.with_options = with_options
         self.__module__ = getattr(fn, "__module__", __name__)
 
     def __call__(self, ctx: TierContext, samples: list[Sample], options: Any) -> Any:
+        if self.with_options:
+            return self.fn(ctx, samples, options)
         return self.fn(ctx, samples)
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int | None:
+    """How many positional parameters ``fn`` requires (None: ``*args`` or not inspectable)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return None
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+               and p.default is p.empty for p in params)
+
+
+def _options_from_annotation(fn: Callable[..., Any]) -> type | None:
+    """The dataclass annotated on the third parameter of ``fn(ctx, samples, options: X)``."""
+    import dataclasses
+    import inspect
+    import typing
+
+    try:
+        hints = typing.get_type_hints(fn)
+        name = list(inspect.signature(fn).parameters)[2]
+    except Exception:  # unresolvable annotations: the options stay the config mapping
+        return None
+    hint = hints.get(name)
+    return hint if isinstance(hint, type) and dataclasses.is_dataclass(hint) else None
 
 
 def load_plugin(name: str, target: str, base_dir: Path) -> Tier:
@@ -163,7 +197,9 @@ def load_plugin(name: str, target: str, base_dir: Path) -> Tier:
     against ``base_dir``).
 
     The function is called ``fn(ctx, samples)`` batch by batch and returns an ``EvalResult``
-    (or a list) for those samples; ``fn.per_sample = False`` makes it run once on the whole
+    (or a list) for those samples; a function with three positional parameters is called
+    ``fn(ctx, samples, options)`` like a built-in tier (its options class: ``fn.Options``, else
+    the dataclass annotated on ``options``); ``fn.per_sample = False`` makes it run once on the whole
     data. ``fn.Options`` (a dataclass, ideally a subclass of :class:`TierOptions` so that
     ``limit`` / ``sample_ids`` work) makes the tier's options validated like a built-in tier's
     and gives them to the function as ``ctx.options``; without it ``ctx.options`` is the
@@ -171,10 +207,12 @@ def load_plugin(name: str, target: str, base_dir: Path) -> Tier:
     """
     key = f"plugins.{name}"
     mod_name, _, fn_name = target.rpartition(":")
+    src_file: str | None = None
     try:
         if mod_name.endswith(".py"):
             path = Path(mod_name)
             path = path if path.is_absolute() else base_dir / path
+            src_file = str(path)
             spec = importlib.util.spec_from_file_location(f"ragmeter_plugin_{name}", path)
             if spec is None or spec.loader is None or not path.is_file():
                 raise ConfigError(key, f"cannot load plugin file {path}")
@@ -183,19 +221,36 @@ def load_plugin(name: str, target: str, base_dir: Path) -> Tier:
             spec.loader.exec_module(module)
         else:
             module = importlib.import_module(mod_name)
+    except ConfigError:
+        raise
     except ImportError as exc:
         raise ConfigError(key, f"cannot import {mod_name!r}: {exc}") from None
+    except (Exception, SystemExit) as exc:  # the user's module raised while it was imported
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None:  # the innermost line of the plug-in's own file
+            if src_file is not None and tb.tb_frame.f_code.co_filename == src_file:
+                where = f" at line {tb.tb_lineno}"
+            tb = tb.tb_next
+        raise ConfigError(key, f"importing {mod_name!r} failed{where}: "
+                               f"{type(exc).__name__}: {exc}") from None
     fn = getattr(module, fn_name, None)
     if not callable(fn):
         raise ConfigError(key, f"{mod_name!r} has no function {fn_name!r}")
-    options = getattr(fn, "Options", dict)
+    arity = _positional_arity(fn)
+    if arity is not None and arity > 3:
+        raise ConfigError(key, f"{fn_name} takes {arity} positional parameter(s); a plug-in "
+                               "tier is fn(ctx, samples) or fn(ctx, samples, options)")
+    with_options = arity == 3
+    options = getattr(fn, "Options", None) or (
+        _options_from_annotation(fn) if with_options else None) or dict
     if options is not dict:
         import dataclasses
 
         if not (isinstance(options, type) and dataclasses.is_dataclass(options)):
             raise ConfigError(key, f"{fn_name}.Options must be a dataclass, got {options!r}")
     doc = (fn.__doc__ or "").strip()
-    return Tier(name=name, title=name, doc=doc.split("\n")[0], run=_PluginRun(fn),
+    return Tier(name=name, title=name, doc=doc.split("\n")[0], run=_PluginRun(fn, with_options),
                 judge="optional", per_sample=bool(getattr(fn, "per_sample", True)),
                 options=options, plugin=True)
 

@@ -26,6 +26,8 @@ import numpy as np
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.metrics.retrieval import RankArrays
+from ragmeter.tiers.ragged import CHUNK_CELLS as _CHUNK_CELLS
+from ragmeter.tiers.ragged import RelRows, RowsBuilder, check_grades
 
 TIES = ("stable", "trec")
 DocOf = Callable[[str], str] | Mapping[str, str] | None
@@ -71,54 +73,35 @@ def rank_docs(docs: Mapping[str, float], ties: str) -> list[str]:
     return sorted(docs, key=docs.__getitem__, reverse=True)  # stable: input order on ties
 
 
-def _pad(rows: list[int], cols: list[int], vals: list[int], shape: tuple[int, int]) -> np.ndarray:
-    out = np.zeros(shape, dtype=np.int32)
-    if vals:
-        out[np.asarray(rows), np.asarray(cols)] = np.asarray(vals)
-    return out
-
-
 def ideal_from_golds(golds: Sequence[Mapping[str, int]]) -> tuple[np.ndarray, np.ndarray]:
     """``(ideal, n_rel)``: positive gold grades sorted descending per query, 0-padded."""
-    pos = [sorted((g for g in gold.values() if g > 0), reverse=True) for gold in golds]
-    n_rel = np.fromiter((len(p) for p in pos), dtype=np.int64, count=len(pos))
-    width = int(n_rel.max()) if len(pos) else 0
-    rows = [i for i, p in enumerate(pos) for _ in p]
-    cols = [j for p in pos for j in range(len(p))]
-    vals = [g for p in pos for g in p]
-    return _pad(rows, cols, vals, (len(pos), width)), n_rel
+    builder = RowsBuilder()
+    for gold in golds:
+        builder.add_gold(gold)
+        builder.add_cells(0, (), ())
+    arrays = builder.build().dense()
+    return arrays.ideal, arrays.n_rel
+
+
+def rows_from_lists(rankings: Iterable[Sequence[str] | None],
+                    golds: Iterable[Mapping[str, int]],
+                    unit: Callable[[str], str] | None = None,
+                    qids: Sequence[str] | None = None) -> RelRows:
+    """Ragged rows from ranked id lists (``None`` = nothing retrieved) and gold grade maps.
+
+    ``unit`` maps a retrieved id to the unit the gold is expressed in (its document at doc level).
+    """
+    builder = RowsBuilder()
+    for i, (ids, gold) in enumerate(zip(rankings, golds, strict=True)):
+        builder.add_ranking(ids, gold, unit, qids[i] if qids is not None else None)
+    return builder.build()
 
 
 def arrays_from_lists(rankings: Sequence[Sequence[str] | None],
                       golds: Sequence[Mapping[str, int]],
                       unit: Callable[[str], str] | None = None) -> RankArrays:
-    """Rank arrays from ranked id lists (``None`` = nothing retrieved) and gold grade maps.
-
-    ``unit`` maps a retrieved id to the unit the gold is expressed in (its document at doc level).
-    """
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[int] = []
-    n_ret = np.zeros(len(rankings), dtype=np.int64)
-    for q, (ids, gold) in enumerate(zip(rankings, golds, strict=True)):
-        if not ids:
-            continue
-        n_ret[q] = len(ids)
-        seen: set[str] = set()
-        for pos, x in enumerate(ids):
-            u = unit(x) if unit is not None else x
-            g = gold.get(u, 0)
-            if g > 0 and u not in seen:
-                seen.add(u)
-                rows.append(q)
-                cols.append(pos)
-                vals.append(g)
-    depth = int(n_ret.max()) if len(rankings) else 0
-    ideal, n_rel = ideal_from_golds(golds)
-    return RankArrays(_pad(rows, cols, vals, (len(rankings), depth)), n_rel, ideal, n_ret)
-
-
-_CHUNK_CELLS = 2_000_000  # bound the temporary (items × depth) comparison matrices
+    """Dense rank arrays from ranked id lists and gold grade maps (see :func:`rows_from_lists`)."""
+    return rows_from_lists(rankings, golds, unit).dense()
 
 
 @dataclass
@@ -136,6 +119,7 @@ def positive_judgments(qrels: Mapping[str, Mapping[str, int]]) -> Judgments:
     """Every judgment with grade > 0, flattened with C-level iteration (no per-query Python)."""
     keys = list(qrels)
     rows = list(qrels.values())
+    check_grades(rows, keys, "<qrels>")
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     total = int(lens.sum())
     grades = np.fromiter(chain.from_iterable(map(_values, rows)), dtype=np.int64, count=total)
@@ -155,13 +139,17 @@ def _values(d: Mapping[str, Any]) -> Iterable[Any]:
 
 def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
                     ties: str) -> RankArrays:
-    """Chunk-level rank arrays straight from dict-of-dicts qrels and run, without sorting.
+    """Dense chunk-level rank arrays from qrels and a run (see :func:`rows_from_run`)."""
+    return rows_from_run(judged, run, ties).dense()
 
-    All scores are read once into a padded ``(Q, depth)`` matrix. Only relevant documents need a
-    rank: rank = #{scores > s} + #{tied scores placed before it by the tie policy}, computed
-    by vectorised comparison of each relevant document's score with its query's row. Ties
-    (rare with real-valued scores) are resolved per tied document: ``stable`` = input order,
-    ``trec`` = doc id descending. A NaN score is an error.
+
+def rows_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
+                  ties: str) -> RelRows:
+    """Chunk-level ragged rows straight from dict-of-dicts qrels and run, without sorting.
+
+    Only relevant documents need a rank: rank = #{scores > s} + #{tied scores placed before it
+    by the tie policy}, computed by vectorised comparison of each relevant document's score with
+    its query's scores (see :func:`rank_hits`). A NaN score is an error.
     """
     check_ties(ties)
     qids = judged.qids
@@ -171,7 +159,6 @@ def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
     if not set(map(type, rows)) <= {dict}:  # other Mappings: copy once into dicts
         rows = [r if type(r) is dict else dict(r) for r in rows]
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=nq)
-    depth = int(lens.max()) if nq else 0
     total = int(lens.sum())
     flat = np.fromiter(chain.from_iterable(map(dict.values, rows)), dtype=np.float64, count=total)
     if np.isnan(flat).any():
@@ -180,54 +167,72 @@ def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
     if ties == "trec":  # trec_eval keeps scores as C float: compare in single precision
         with np.errstate(over="ignore"):
             flat = flat.astype(np.float32)
-    if nq and bool(np.all(lens == depth)):
-        scores = flat.reshape(nq, depth)
-    else:
-        scores = np.full((nq, depth), -np.inf, dtype=flat.dtype)
-        if total:
-            offsets = np.repeat(np.cumsum(lens) - lens, lens)
-            scores[np.repeat(np.arange(nq), lens), np.arange(total) - offsets] = flat
     q_all, g_all = judged.q, judged.grades
-    ideal, n_rel = _ideal_sparse(q_all, g_all, nq)
     lookup: Callable[[dict[str, float], str, float], float] = dict.get
     found = np.fromiter(map(lookup, map(rows.__getitem__, q_all.tolist()), judged.docs,
                             repeat(np.nan)), dtype=np.float64, count=q_all.size)
     idx = np.flatnonzero(~np.isnan(found))
-    hq_r = q_all[idx]
-    hs = found[idx].astype(scores.dtype)
-    ranks = np.empty(idx.size, dtype=np.int64)
-    n_tied = np.empty(idx.size, dtype=np.int64)
-    step = max(1, _CHUNK_CELLS // max(depth, 1))
-    for a in range(0, idx.size, step):
-        block = scores[hq_r[a:a + step]]
-        sc = hs[a:a + step, None]
-        ranks[a:a + step] = np.count_nonzero(block > sc, axis=1)
-        n_tied[a:a + step] = np.count_nonzero(block == sc, axis=1)
-    for j in np.flatnonzero(n_tied > 1):
-        qi, doc = int(hq_r[j]), judged.docs[int(idx[j])]
+    hq = q_all[idx]
+
+    def tie(j: int, qi: int, tied: np.ndarray) -> int:
+        doc = judged.docs[int(idx[j])]
         docs = list(rows[qi])
-        tied = np.flatnonzero(scores[qi, :len(docs)] == hs[j])
         if ties == "trec":
-            ranks[j] += sum(1 for t in tied if docs[t] > doc)
-        else:
-            ranks[j] += int(np.count_nonzero(tied < docs.index(doc)))
-    gmax = int(g_all.max()) if g_all.size else 0
-    rel = np.zeros((nq, depth), dtype=np.int8 if gmax < 127 else np.int32)
-    rel[hq_r, ranks] = g_all[idx]
-    return RankArrays(rel, n_rel, ideal, lens)
+            return sum(1 for t in tied.tolist() if docs[t] > doc)
+        return int(np.count_nonzero(tied < docs.index(doc)))
+
+    ranks = rank_hits(flat, lens, hq, found[idx].astype(flat.dtype), tie)
+    return RelRows(lens, hq, ranks, g_all[idx], q_all, g_all)
 
 
-def _ideal_sparse(q: np.ndarray, g: np.ndarray, nq: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ideal grade matrix from flattened positive judgments (query index, grade)."""
-    n_rel = np.bincount(q, minlength=nq).astype(np.int64)
-    width = int(n_rel.max()) if nq and q.size else 0
-    ideal = np.zeros((nq, width), dtype=np.int32)
-    if q.size:
-        order = np.lexsort((-g, q))
-        qs = q[order]
-        starts = np.cumsum(n_rel) - n_rel
-        ideal[qs, np.arange(qs.size) - starts[qs]] = g[order]
-    return ideal, n_rel
+def rank_hits(flat: np.ndarray, lens: np.ndarray, hq: np.ndarray, hs: np.ndarray,
+              tie: Callable[[int, int, np.ndarray], int],
+              budget: int = _CHUNK_CELLS) -> np.ndarray:
+    """0-based ranks of scored hits: ``#{scores of its query > s}`` + ``tie(j, q, tied)``.
+
+    ``flat`` holds every query's scores back to back (``lens`` per query); hit ``j`` has query
+    ``hq[j]`` (non-decreasing) and score ``hs[j]``. Queries are padded into ``(rows, longest)``
+    blocks of at most ``budget`` cells, so one very long ranking never pads the others. ``tie``
+    is called only for hits whose score is shared (``tied``: positions in the query's row).
+    """
+    nq = lens.size
+    offsets = np.cumsum(lens) - lens
+    ranks = np.zeros(hq.size, dtype=np.int64)
+    if not hq.size:
+        return ranks
+    bounds = np.searchsorted(hq, np.arange(nq + 1))
+    lens_l = lens.tolist()
+    q = 0
+    while q < nq:
+        e, width = q, 0
+        while e < nq and (e - q + 1) * max(width, lens_l[e]) <= budget:
+            width = max(width, lens_l[e])
+            e += 1
+        if e == q:  # one query longer than the budget: alone
+            width, e = lens_l[q], q + 1
+        a, b = int(bounds[q]), int(bounds[e])
+        if a < b and width:
+            seg = flat[int(offsets[q]):int(offsets[e - 1] + lens[e - 1])]
+            sub = lens[q:e]
+            if bool(np.all(sub == width)):
+                block = seg.reshape(e - q, width)
+            else:
+                block = np.full((e - q, width), -np.inf, dtype=flat.dtype)
+                offs = np.repeat(np.cumsum(sub) - sub, sub)
+                block[np.repeat(np.arange(e - q), sub), np.arange(seg.size) - offs] = seg
+            step = max(1, budget // width)
+            for c in range(a, b, step):
+                d = min(b, c + step)
+                rows = block[hq[c:d] - q]
+                sc = hs[c:d, None]
+                ranks[c:d] = np.count_nonzero(rows > sc, axis=1)
+                n_tied = np.count_nonzero(rows == sc, axis=1)
+                for j in np.flatnonzero(n_tied > 1).tolist():
+                    qi = int(hq[c + j])
+                    tied = np.flatnonzero(block[qi - q, :lens_l[qi]] == hs[c + j])
+                    ranks[c + j] += tie(c + j, qi, tied)
+        q = e
+    return ranks
 
 
 def normalize_text(text: str) -> str:
@@ -243,33 +248,40 @@ def texts_match(a: str, b: str) -> bool:
 
 def arrays_from_texts(retrieved: Sequence[Sequence[str] | None],
                       gold: Sequence[Sequence[str]]) -> RankArrays:
-    """Rank arrays for text matching: ``rel`` / ``hit`` / ``cover`` as described above.
+    """Dense rank arrays for text matching (see :func:`rows_from_texts`)."""
+    return rows_from_texts(retrieved, gold).dense()
+
+
+def add_text_query(builder: RowsBuilder, retrieved: Sequence[str] | None,
+                   gold: Sequence[str]) -> None:
+    """Append one query's text-matching cells (``rel`` / ``hit`` / ``cover``) to ``builder``."""
+    golds = [g for g in (normalize_text(t) for t in gold) if g]
+    matched: set[int] = set()
+    rel: list[int] = []
+    hit: list[int] = []
+    cover: list[tuple[int, int]] = []
+    for i, text in enumerate(retrieved or ()):
+        r = normalize_text(text)
+        if not r:
+            continue
+        found = {j for j, g in enumerate(golds) if g in r or r in g}
+        if found:
+            hit.append(i)
+            new = found - matched
+            if new:
+                rel.append(i)
+                cover.append((i, len(new)))
+                matched |= new
+    builder.add_text_cells(len(retrieved or ()), rel, hit, cover, len(golds))
+
+
+def rows_from_texts(retrieved: Iterable[Sequence[str] | None],
+                    gold: Iterable[Sequence[str]]) -> RelRows:
+    """Ragged rows for text matching: ``rel`` / ``hit`` / ``cover`` as described above.
 
     Gold texts that are empty after normalisation can never match and are not counted.
     """
-    nq = len(retrieved)
-    n_ret = np.fromiter((len(r or ()) for r in retrieved), dtype=np.int64, count=nq)
-    depth = int(n_ret.max()) if nq else 0
-    rel = np.zeros((nq, depth), dtype=np.int32)
-    hit = np.zeros((nq, depth), dtype=bool)
-    cover = np.zeros((nq, depth), dtype=np.int32)
-    n_rel = np.zeros(nq, dtype=np.int64)
-    for q in range(nq):
-        golds = [g for g in (normalize_text(t) for t in gold[q]) if g]
-        n_rel[q] = len(golds)
-        matched: set[int] = set()
-        for i, text in enumerate(retrieved[q] or ()):
-            r = normalize_text(text)
-            if not r:
-                continue
-            found = {j for j, g in enumerate(golds) if g in r or r in g}
-            if found:
-                hit[q, i] = True
-                new = found - matched
-                if new:
-                    rel[q, i] = 1
-                    cover[q, i] = len(new)
-                    matched |= new
-    width = int(n_rel.max()) if nq else 0
-    ideal = (np.arange(width)[None, :] < n_rel[:, None]).astype(np.int32)
-    return RankArrays(rel, n_rel, ideal, n_ret, hit=hit, cover=cover)
+    builder = RowsBuilder(text=True)
+    for r, g in zip(retrieved, gold, strict=True):
+        add_text_query(builder, r, g)
+    return builder.build()

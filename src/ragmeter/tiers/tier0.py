@@ -208,33 +208,11 @@ def tier0_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
 
 def plot_tier0(results: Sequence[EvalResult], out_dir: str | Path, stem: str = "tier0"
                ) -> list[Path]:
-    """Grouped bar chart of the three metrics per model; writes ``stem.png`` and ``stem.svg``."""
-    import matplotlib
+    """The embedding-quality chart (``stem.svg``) of several models with 95% CIs; drawn by
+    :func:`ragmeter.reports.charts.tier0_chart`, the engine of the HTML report."""
+    from ragmeter.reports.charts import tier0_chart
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = tier0_table(results)
-    names = ["avg_intra_cluster_sim", "avg_inter_cluster_dist", "silhouette_score"]
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
-    for ax, key in zip(axes, names, strict=True):
-        vals = [row[key] if row[key] is not None else 0.0 for row in rows]
-        bars = ax.bar([row["model"] for row in rows], vals, color="#4C72B0")
-        if key == "silhouette_score":
-            lo = [v - row["silhouette_ci"][0] for v, row in zip(vals, rows, strict=True)]
-            hi = [row["silhouette_ci"][1] - v for v, row in zip(vals, rows, strict=True)]
-            ax.errorbar(range(len(rows)), vals, yerr=[lo, hi], fmt="none", color="black")
-        ax.bar_label(bars, fmt="%.3f", fontsize=8)
-        ax.set_title(key, fontsize=10)
-        ax.tick_params(axis="x", labelrotation=20, labelsize=8)
-    fig.suptitle("Tier 0 — embedding quality (n={}, clusters={})".format(
-        rows[0]["total_pairs"] if rows else 0, rows[0]["n_clusters"] if rows else 0))
-    fig.tight_layout()
-    from ragmeter.reports.charts import save_figure
-
-    paths = save_figure(fig, Path(out_dir) / stem)
-    plt.close(fig)
-    return paths
+    return tier0_chart(results, out_dir, stem)
 
 
 def stats_of(result: EvalResult) -> Mapping[str, Any]:

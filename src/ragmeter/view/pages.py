@@ -147,10 +147,8 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
             f'name=pick value="{escape(r.id)}" aria-label="pick {escape(r.id)}"></td>'
             f'<td><a href="{escape(run_href(r.id, lang))}"><code>{escape(r.id)}</code></a></td>'
             f"<td>{escape(r.created_at[:16].replace('T', ' '))}</td><td>{escape(r.name)} {tags}</td>"
-            f"<td>{escape(r.status)}</td><td class=num>{r.n_tiers_ok}"
-            + (f" <span class=muted>(+{r.n_tiers_not_run + r.n_tiers_error})</span>"
-               if r.n_tiers_not_run + r.n_tiers_error else "")
-            + f"</td><td><code>{escape((r.git_commit or '–')[:10])}</code></td>{''.join(tds)}</tr>")
+            + _status_cells(r, lang)
+            + f"<td><code>{escape((r.git_commit or '–')[:10])}</code></td>{''.join(tds)}</tr>")
     fields = "".join(
         f'<label>{label}<input name="{key}" value="{escape(params.get(key, ""))}"'
         f'{" type=date" if key in ("since", "until") else ""}></label>'
@@ -176,6 +174,22 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
                  f"<th>git</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></form>")
     return (f"<h1>{t('v_runs', lang)} <span class=muted>({len(rows)} / {all_rows})</span></h1>"
             + form + table)
+
+
+def _status_cells(r: RunRow, lang: str) -> str:
+    """Status and tier counts of a registry row: an errored tier is shown, never hidden."""
+    status = r.effective_status
+    cls = " class=bad-text" if status == "failed" else ""
+    notes = []
+    if r.n_tiers_error:
+        notes.append(f"<span class=bad-text>{t('v_tiers_errored', lang, n=r.n_tiers_error)}</span>")
+    if r.n_tiers_partial:
+        notes.append(f"<span class=bad-text>{t('v_tiers_partial', lang, n=r.n_tiers_partial)}"
+                     "</span>")
+    if r.n_tiers_not_run:
+        notes.append(f"<span class=muted>{t('v_tiers_not_run', lang, n=r.n_tiers_not_run)}</span>")
+    extra = (" " + ", ".join(notes)) if notes else ""
+    return (f"<td{cls}>{escape(status)}</td><td class=num>{r.n_tiers_ok}{extra}</td>")
 
 
 # ------------------------------------------------------------------------- history

@@ -11,7 +11,7 @@ import json
 
 import typer
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import UsageError
 
 cache_app = typer.Typer(help="Inspect or clear the judge cache.", no_args_is_help=True)
 
@@ -24,7 +24,7 @@ def _open(cache_dir: str | None) -> object:
 
     path = default_cache_dir(cache_dir)
     if not (path / "judge_cache.sqlite").exists():
-        raise ConfigError("--cache-dir", f"no judge cache in {path}")
+        raise UsageError("--cache-dir", f"no judge cache in {path}")
     return JudgeCache(path)
 
 

@@ -27,8 +27,15 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL.")] = None,
     ) -> None:
-        """Check a run against thresholds; exit 1 with a table of what failed."""
-        from ragmeter.errors import ConfigError
+        """Check a run against thresholds; exit 1 with a table of what failed.
+
+        Examples:
+
+          ragmeter check results.json --min mrr=0.5 --min hit_rate@5=0.6
+
+          ragmeter check latest --config bench.yaml --use-ci-bound
+        """
+        from ragmeter.errors import UsageError
         from ragmeter.runner.gating import (
             check_thresholds,
             gate_passed,
@@ -50,7 +57,7 @@ def register(app: typer.Typer) -> None:
 
                 thresholds = thresholds_from_mapping(raw)
         if not thresholds:
-            raise ConfigError("--min/--max", "no thresholds: pass --min/--max, --config, or "
+            raise UsageError("--min/--max", "no thresholds: pass --min/--max, --config, or "
                               "run with a config that has 'thresholds'")
         src = load_source(run, store)
         rows = check_thresholds(src.results, thresholds, use_ci_bound=use_ci_bound)

@@ -31,13 +31,20 @@ def register(app: typer.Typer) -> None:
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL.")] = None,
     ) -> None:
-        """Compare B against A on the samples both scored; regressions in red."""
-        from ragmeter.errors import ConfigError, RagmeterError
+        """Compare B against A on the samples both scored; regressions in red.
+
+        Examples:
+
+          ragmeter compare base.json new.json
+
+          ragmeter compare base.json new.json --fail-on-regression --md compare.md --json
+        """
+        from ragmeter.errors import RagmeterError, UsageError
         from ragmeter.runner.comparing import compare_runs
         from ragmeter.runner.sources import load_source
 
         if method not in ("randomization", "bootstrap"):
-            raise ConfigError("--method", f"unknown method {method!r}",
+            raise UsageError("--method", f"unknown method {method!r}",
                               ["randomization", "bootstrap"])
         sa, sb = load_source(a, store), load_source(b, store)
         rows = compare_runs(sa.results, sb.results, method=method, n_resamples=n_resamples,
@@ -68,13 +75,13 @@ def register(app: typer.Typer) -> None:
         if html is not None:
             from ragmeter.reports.html import write_comparison_html
 
-            write_comparison_html(sa, sb, rows, html)
+            with common.writing_out(html) as path:
+                write_comparison_html(sa, sb, rows, path)
             console.print(f"wrote {html}")
         if md is not None:
             from ragmeter.reports.markdown import comparison_markdown
 
-            md.write_text(comparison_markdown(sa, sb, rows), encoding="utf-8")
-            console.print(f"wrote {md}")
+            common.write_text_out(comparison_markdown(sa, sb, rows), md, console)
         regressions = [r for r in rows if r.verdict == "regression"]
         if regressions:
             console.print(f"[bold red]{len(regressions)} regression(s)[/]: "

@@ -25,9 +25,22 @@ def register(app: typer.Typer) -> None:
         user questions in SQLite, sessions, a labelled production-judge set). Judge tiers use the
         offline demo judge when ragmeter[local-judge] is installed, else they are reported as
         not run with the command that enables them.
+
+        Examples:
+
+          ragmeter demo --no-judge --limit 5 --out demo-report
         """
         from ragmeter.cli import common
         from ragmeter.demo.pipeline import run_demo
+        from ragmeter.errors import UsageError
+
+        if str(out).strip() == "-":
+            raise UsageError("--out", "is the folder the demo writes its report, summary and "
+                                      "charts to; '-' (stdout) cannot hold them — give a folder, "
+                                      "e.g. --out ragmeter-demo (use --json for the results on "
+                                      "stdout)")
+        if Path(out).exists() and not Path(out).is_dir():
+            raise UsageError("--out", f"{out} is a file; the demo writes to a folder")
         from ragmeter.judges.gguf import demo_judge_status
         from ragmeter.reports.console import render_eval_result
         from ragmeter.runner.progress import RunProgress

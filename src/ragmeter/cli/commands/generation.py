@@ -66,7 +66,12 @@ def register(app: typer.Typer) -> None:
         skip_invalid: Annotated[bool, typer.Option(
             "--skip-invalid", help="Skip bad records (listed) instead of failing.")] = False,
         out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-            "--out", "-o", help="Write the full results (per sample) as JSON.")] = None,
+            "--out", "-o", help="Write the full results (per sample) as JSON; per-sample "
+            "records are also appended to OUT.samples.jsonl batch by batch as they finish.")
+        ] = None,
+        batch_size: Annotated[int, typer.Option(
+            "--batch-size", help="Samples scored per batch when writing --out incrementally.",
+            min=1)] = 256,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 
@@ -104,12 +109,26 @@ def register(app: typer.Typer) -> None:
             from ragmeter.errors import UsageError
 
             raise UsageError("--metrics", f"no metric named in {metrics!r}")
-        with common.working(f"scoring {len(items)} samples"):
-            result = evaluate_generation(items, metric_list, judge=judge, embedder=embedder,
-                                         seed=seed, language=language, keep_prompts=keep_prompts,
-                                         name=samples.stem)
+        # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
+        sink = SampleSink(out) if out is not None and str(out) != "-" else None
+        try:
+            with common.working(f"scoring {len(items)} samples"):
+                result = evaluate_generation(
+                    items, metric_list, judge=judge, embedder=embedder, seed=seed,
+                    language=language, keep_prompts=keep_prompts, name=samples.stem,
+                    batch_size=batch_size if sink is not None else None,
+                    on_batch=sink.write if sink is not None else None)
+        finally:
+            if sink is not None:
+                sink.close()
         console = common.human_console()
         console.print(_table(result))
+        for skip in result.meta.get("skipped_metrics", ()):
+            if not common.state().quiet:
+                common.err_console().print(
+                    f"note: skipped {skip['metric']} (a default metric): {skip['reason']}. "
+                    "Name it in --metrics to make its absence an error.",
+                    highlight=False, markup=False)
         calls = result.meta.get("judge_calls")
         if calls:
             demo = " [bold yellow](DEMO judge: binary prompts, not a real grader)[/]" \
@@ -120,6 +139,33 @@ def register(app: typer.Typer) -> None:
         for line in common.check_scored(common.results_of(result), max_unscored):
             common.err_console().print(f"partly unscored: {line}", highlight=False,
                                        markup=False)
+
+
+class SampleSink:
+    """Appends per-sample records of each finished batch to ``OUT.samples.jsonl`` (flushed)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out.with_name(out.stem + ".samples.jsonl")
+        self.fh = self.path.open("w", encoding="utf-8")
+
+    def write(self, part: Any) -> None:
+        import json
+
+        rows: dict[str, dict[str, Any]] = {}
+        for key, r in part.results.items():
+            for rec in r.records():
+                row = rows.setdefault(rec.sample_id, {"id": rec.sample_id, "values": {},
+                                                      "unscored": {}})
+                if rec.value is None:
+                    row["unscored"][key] = rec.reason
+                else:
+                    row["values"][key] = rec.value
+        for row in rows.values():
+            self.fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.fh.close()
 
 
 def _split_metrics(items: list[str]) -> list[str]:

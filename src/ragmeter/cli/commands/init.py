@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
@@ -18,11 +18,20 @@ def register(app: typer.Typer) -> None:
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
         = False,
     ) -> None:
-        """Write a commented example benchmark config (edit it, then `ragmeter run PATH`)."""
+        """Write a commented example benchmark config (edit it, then `ragmeter run PATH`).
+
+        Examples:
+
+          ragmeter init my-bench.yaml
+        """
+        from ragmeter.cli import common
         from ragmeter.runner.example import example_config
 
         if path.exists() and not force:
-            raise ConfigError("path", f"{path} exists; pass --force to overwrite it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(example_config(), encoding="utf-8")
+            raise UsageError("PATH", f"{path} exists; pass --force to overwrite it")
+        with common.writing_out(path) as p:
+            p.write_text(example_config(), encoding="utf-8")
+        if common.state().json:
+            common.emit_json({"path": str(path)})
+            return
         typer.echo(f"wrote {path} — edit datasets/corpus/judges, then: ragmeter run {path}")

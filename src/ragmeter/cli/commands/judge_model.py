@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Optional
 
 import typer
+
+from ragmeter.cli import common
 
 judge_app = typer.Typer(help="LLM judges: dry-run a config, check the offline demo judge.",
                         no_args_is_help=True)
@@ -21,34 +24,67 @@ _PROBES = [
 
 @judge_app.command("check")
 def check_command(
-    config: Path = typer.Argument(  # noqa: B008
-        ..., help="Judge config (YAML/JSON: one judge, a 'judges' "
-                                  "list, or a Spring-AI application.yaml)."),
+    config: Optional[Path] = typer.Argument(  # noqa: B008, UP045 - typer needs Optional
+        None, hidden=True, help="Judge config file (older form of --judge-config)."),
+    judge_config: common.JudgeConfigOpt = None,
+    judge_url: common.JudgeUrlOpt = None,
+    judge_model: common.JudgeModelOpt = None,
+    judge_key_env: common.JudgeKeyEnvOpt = None,
+    judge_timeout: common.JudgeTimeoutOpt = None,
     n: int = typer.Option(3, "--n", help="Probe calls per judge."),
-    base_url: str = typer.Option("", "--judge-url", help="Override base_url (e.g. a "
-                                 "`ragmeter mock-judge` server); old spelling --base-url."),
     no_cache: bool = typer.Option(True, "--no-cache/--cache", help="Bypass the cache."),
 ) -> None:
-    """Send a few yes/no probes to every judge in CONFIG and print replies and accounting."""
-    from rich.console import Console
+    """Send a few yes/no probes to a judge and print replies and accounting.
+
+    The judge comes from --judge-config (every judge in the file; YAML/JSON: one judge, a
+    'judges' list, or a Spring-AI application.yaml) and/or --judge-url/--judge-model, which
+    override the file's endpoint and model.
+
+    Examples:
+
+      ragmeter judge check --judge-config judge.yaml --n 2
+
+      ragmeter judge check --judge-config judge.yaml --judge-url http://127.0.0.1:8765/v1
+    """
     from rich.table import Table
 
+    from ragmeter.errors import UsageError
     from ragmeter.judges import get_prompt, make_judge
     from ragmeter.judges.config import load_judge_configs
 
-    console = Console()
-    configs = load_judge_configs(config)
+    if config is not None and judge_config is not None and config != judge_config:
+        raise UsageError("--judge-config", "given twice (as an argument and as the option)")
+    path = judge_config or config
+    if path is not None:
+        configs = list(load_judge_configs(path))
+        changes: dict[str, Any] = {}
+        if judge_url:
+            changes["base_url"] = judge_url
+        if judge_model:
+            changes["model"] = judge_model
+        if judge_key_env is not None:
+            changes["api_key_env"] = judge_key_env or None
+        if judge_timeout is not None:
+            changes["timeout_s"] = judge_timeout
+        configs = [c.with_(**changes) for c in configs] if changes else configs
+    else:
+        one = common.judge_config_from_options(url=judge_url, model=judge_model,
+                                               key_env=judge_key_env, config=None,
+                                               timeout=judge_timeout)
+        if one is None:
+            raise UsageError("--judge-config", "give a judge: --judge-config FILE or "
+                                               "--judge-url URL --judge-model NAME")
+        configs = [one]
     tpl = get_prompt("yes_no")
     requests = [tpl.request("ru" if "Содерж" in q else "en", question=q, text=t,
                             metric="probe", sample_id=str(i))
                 for i, (q, t) in enumerate((_PROBES * (n // len(_PROBES) + 1))[:n])]
-    table = Table(title=f"judge check: {config}")
+    table = Table(title=f"judge check: {path or judge_url}")
     for col in ("judge", "model", "scored", "unscored (reasons)", "calls", "p50 s", "tokens",
                 "cost"):
         table.add_column(col)
+    rows: list[dict[str, Any]] = []
     for cfg in configs:
-        if base_url:
-            cfg = cfg.with_(base_url=base_url)
         cfg = cfg.with_(no_cache=no_cache)
         judge = make_judge(cfg)
         replies = judge.ask_many(requests)
@@ -61,7 +97,18 @@ def check_command(
                       f"{st.p50_s:.2f}" if st and st.p50_s is not None else "-",
                       f"{st.tokens_in}/{st.tokens_out}" if st else "-",
                       f"{st.cost:.5f}" if st else "-")
-    console.print(table)
+        rows.append({"judge": cfg.name, "model": judge.model,
+                     "scored": sum(r.ok for r in replies),
+                     "unscored": sum(not r.ok for r in replies),
+                     "unscored_reasons": sorted({str(r.reason) for r in replies if not r.ok}),
+                     "calls": st.calls if st else None,
+                     "p50_s": st.p50_s if st else None,
+                     "tokens_in": st.tokens_in if st else None,
+                     "tokens_out": st.tokens_out if st else None,
+                     "cost": st.cost if st else None})
+    common.human_console().print(table)
+    if common.state().json:
+        common.emit_json({"judges": rows})
 
 
 @judge_app.command("demo")
@@ -69,7 +116,12 @@ def demo_command(
     probe: bool = typer.Option(False, "--probe", help="Load the model and ask one question."),
     tiny: bool = typer.Option(False, "--tiny", help="Use the 0.5B test model (extra tiny-judge)."),
 ) -> None:
-    """Is the offline demonstration judge installed? With --probe, run it once."""
+    """Is the offline demonstration judge installed? With --probe, run it once.
+
+    Examples:
+
+      ragmeter judge demo
+    """
     from ragmeter.judges.gguf import DEMO_MODEL, TINY_MODEL, demo_judge_status, load_demo_judge
 
     spec = TINY_MODEL if tiny else DEMO_MODEL

@@ -42,10 +42,10 @@ def judge_pipeline_command(
     """
     from rich.table import Table
 
+    from ragmeter.reports.charts import confusion_chart
     from ragmeter.tiers.judge_pipeline import (
         evaluate_judge_pipeline,
         load_pipeline_items,
-        plot_confusion,
     )
 
     judge = None
@@ -95,7 +95,7 @@ def judge_pipeline_command(
         console.print(f"best-F1 threshold: score >= {best['threshold']:.4g} -> F1 "
                       f"{best['f1']:.3f} (P {_f(best['precision'])}, R {_f(best['recall'])})")
     if charts is not None:
-        console.print("charts: " + ", ".join(map(str, plot_confusion(res, charts))))
+        console.print("charts: " + ", ".join(map(str, confusion_chart(res, charts))))
     common.finish_result(res, out, console)
     for line in common.check_scored(common.results_of(res)[:1], max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)

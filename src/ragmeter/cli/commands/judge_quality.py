@@ -15,7 +15,8 @@ def judge_quality_command(
                                 "context (or contexts)."),
     judge_config: Path = typer.Option(..., "--judge-config", help="Judge config YAML/JSON "  # noqa: B008
                                       "(one judge or a 'judges' list: one result per judge)."),
-    repeats: int = typer.Option(2, "-n", "--repeats", help="Calls per item (>= 2)."),
+    repeats: int = typer.Option(2, "-n", "--n-repeats", help="Calls per item (>= 2); the "
+                                "config key is n_repeats."),
     delta: float = typer.Option(0.5, "--delta", help="Consistency tolerance on the judge "
                                 "scale: |s1 - s2| <= delta (max - min for n > 2)."),
     base_url: common.JudgeUrlOpt = None,
@@ -28,7 +29,12 @@ def judge_quality_command(
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
 ) -> None:
-    """Judge quality: every item is judged N times with the cache off."""
+    """Judge quality: every item is judged N times with the cache off.
+
+    Examples:
+
+      ragmeter judge-quality qa.jsonl --judge-config judge.yaml --repeats 3 --limit 5
+    """
     from rich.table import Table
 
     from ragmeter.judges.config import load_judge_configs

@@ -13,18 +13,25 @@ def metrics_command(
         "--family", help="Only this family (retrieval, lexical, judged, ux, ...).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
-    """List every metric: parameters with defaults, direction and formula."""
-    from rich.console import Console
+    """List every metric: parameters with defaults, direction and formula.
+
+    Examples:
+
+      ragmeter metrics --family retrieval
+
+      ragmeter metrics --json
+    """
     from rich.markup import escape
     from rich.table import Table
 
-    from ragmeter.errors import ConfigError
+    from ragmeter.cli import common
+    from ragmeter.errors import UsageError
     from ragmeter.metrics.reference import metric_reference
     from ragmeter.metrics.registry import list_specs
 
     entries = metric_reference(family)
     if not entries:
-        raise ConfigError("family", f"no metric family {family!r}",
+        raise UsageError("--family", f"no metric family {family!r}",
                           sorted({s.family for s in list_specs()}))
     if as_json:
         typer.echo(json.dumps(entries, ensure_ascii=False, indent=2))
@@ -37,7 +44,7 @@ def metrics_command(
         table.add_row(e["name"], e["family"], e["cutoff"],
                       "↑" if e["direction"].startswith("higher") else "↓", escape(params),
                       escape(e["formula"]))
-    Console().print(table)
+    common.human_console().print(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import UsageError
 
 _FAULTS_HELP = "Comma list of fault kinds for --fault-rate: 429,500,timeout,invalid_json,truncated," \
                "schema_error,refusal."
@@ -32,17 +32,21 @@ def mock_judge_command(
     """Serve a fake OpenAI-compatible judge until Ctrl+C; GET /stats shows counters.
 
     Point a judge config at it with base_url http://127.0.0.1:PORT/v1 (any API key).
+
+    Examples:
+
+      ragmeter mock-judge --port 8766 --latency-ms 0
     """
     from ragmeter.judges.mock_server import FAULT_KINDS, MockConfig, serve_forever
 
     kinds = tuple(k.strip() for k in faults.split(",") if k.strip())
     bad = [k for k in kinds if k not in FAULT_KINDS]
     if bad:
-        raise ConfigError("--faults", f"unknown fault kind {bad[0]!r}", list(FAULT_KINDS))
+        raise UsageError("--faults", f"unknown fault kind {bad[0]!r}", list(FAULT_KINDS))
     if not 0.0 <= fault_rate <= 1.0:
-        raise ConfigError("--fault-rate", f"must be between 0 and 1, got {fault_rate}")
+        raise UsageError("--fault-rate", f"must be between 0 and 1, got {fault_rate}")
     if not 0 <= port <= 65535:
-        raise ConfigError("--port", f"must be 0..65535, got {port}")
+        raise UsageError("--port", f"must be 0..65535, got {port}")
     cfg = MockConfig(latency_ms=latency_ms, jitter_ms=jitter_ms, fault_rate=fault_rate,
                      fault_kinds=kinds or ("500",), max_concurrency=max_concurrency or None,
                      reject_over_cap=reject_over_cap, retry_after_s=retry_after_s, hang_s=hang_s,

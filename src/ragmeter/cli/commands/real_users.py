@@ -31,7 +31,12 @@ def real_users_command(
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
-    """Real-users benchmark: logged URL as doc-level ground truth."""
+    """Real-users benchmark: logged URL as doc-level ground truth.
+
+    Examples:
+
+      ragmeter real-users --corpus kb.jsonl --db-url logs.sqlite --min-score 1 -k 5
+    """
     from rich.table import Table
 
     from ragmeter.data.sql import ColumnMap, LogQuery

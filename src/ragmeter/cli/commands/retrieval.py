@@ -11,11 +11,11 @@ import typer
 from rich.console import Console
 
 from ragmeter.cli import common
-from ragmeter.data.evalset import load_evalset
+from ragmeter.data.evalset import check_evalset_sample
 from ragmeter.data.formats import parse_map
-from ragmeter.data.loaders import LoadResult, load_samples
+from ragmeter.data.loaders import LoadResult, iter_samples
 from ragmeter.data.trec import load_qrels, load_run
-from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
+from ragmeter.errors import DataError, RecordProblem, UsageError
 from ragmeter.metrics.registry import (
     Metric,
     make_metric,
@@ -35,7 +35,7 @@ BY_QUERY_LIMIT = 200
 def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list[Metric]:
     """The metric list of a command line: defaults, ``-k`` expansion and ``--level``."""
     if level not in LEVELS:
-        raise ConfigError("level", f"unknown level '{level}'", list(LEVELS))
+        raise UsageError("--level", f"unknown level '{level}'", list(LEVELS))
     if metrics is None:
         if ks:
             kl = ",".join(map(str, ks))
@@ -46,7 +46,7 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
     else:
         items = []
         if not split_metric_list(metrics):
-            raise ConfigError("metrics", f"no metric named in {metrics!r}")
+            raise UsageError("--metrics", f"no metric named in {metrics!r}")
         for raw in split_metric_list(metrics):
             if "@" not in raw and ks and needs_cutoff(raw):
                 raw = with_cutoffs(raw, ks)
@@ -73,9 +73,9 @@ def _parse_ks(k: str | None) -> list[int] | None:
     try:
         ks = [int(x) for x in k.replace(" ", "").split(",") if x]
     except ValueError:
-        raise ConfigError("k", f"expected comma-separated positive integers, got '{k}'") from None
+        raise UsageError("-k", f"expected comma-separated positive integers, got '{k}'") from None
     if not ks or any(x < 1 for x in ks):
-        raise ConfigError("k", f"expected comma-separated positive integers, got '{k}'")
+        raise UsageError("-k", f"expected comma-separated positive integers, got '{k}'")
     return ks
 
 
@@ -157,49 +157,48 @@ def retrieval(
     ks = _parse_ks(k)
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
-    run_data = load_run(run) if run is not None else None
     skipped = 0
     if beir is not None:
         if qrels is not None or evalset is not None or samples is not None:
             raise UsageError("--beir", "give --beir DIR with --run, without --qrels/--evalset/"
                              "--samples")
-        if run_data is None:
+        if run is None:
             raise UsageError("--run", "--beir needs --run (BEIR results JSON or a TREC run)")
         from ragmeter.data.beir import load_beir
 
         load_beir(beir, split)  # checks the whole folder: corpus, queries, qrels
         result = evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"),
-                                    run=run_data, metrics=metric_list, ties=ties, match=match,
-                                    seed=seed, name=name or (run.stem if run else "run"),
+                                    run=run, metrics=metric_list, ties=ties, match=match,
+                                    seed=seed, name=name or run.stem,
                                     score_threshold=score_threshold, doc_of=doc_of)
     elif qrels is not None:
         if evalset is not None or samples is not None:
-            raise ConfigError("qrels", "give --qrels with --run, or --evalset/--samples")
-        if run_data is None:
-            raise ConfigError("run", "--qrels needs --run")
-        result = evaluate_retrieval(qrels=load_qrels(qrels), run=run_data, metrics=metric_list,
+            raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
+        if run is None:
+            raise UsageError("--run", "--qrels needs --run")
+        # the run file is streamed query by query (loaded whole only when not grouped)
+        result = evaluate_retrieval(qrels=load_qrels(qrels), run=run, metrics=metric_list,
                                     ties=ties, match=match, seed=seed,
                                     name=name or (run.stem if run else "run"),
                                     score_threshold=score_threshold, doc_of=doc_of)
     elif evalset is not None or samples is not None:
         if evalset is not None and samples is not None:
-            raise ConfigError("evalset", "give --evalset or --samples, not both")
+            raise UsageError("--evalset", "give --evalset or --samples, not both")
         path = evalset or samples
         assert path is not None  # for the type checker; guarded above
-        loaded = (load_evalset(path, skip_invalid=skip_invalid) if evalset is not None
-                  else load_samples(path, skip_invalid=skip_invalid, format=data_format,
-                                    column_map=cmap))
-        _report_skipped(loaded, console)
-        if run_data is None and not any(s.retrieved_ids or s.retrieved_contexts
-                                        for s in loaded.samples):
-            raise ConfigError("run", f"{path} has no ranking (no record has retrieved_ids or retrieved_contexts): "
-                              "give --run FILE, or add retrieved_ids to the records")
-        skipped = loaded.n_skipped
-        result = evaluate_retrieval(loaded.samples, run=run_data, metrics=metric_list, ties=ties,
+        run_data = load_run(run) if run is not None else None
+        # samples are streamed: each record becomes its relevance cells and is dropped
+        loaded = iter_samples(path, skip_invalid=skip_invalid,
+                              validate=check_evalset_sample if evalset is not None else None,
+                              format=data_format if evalset is None else "auto",
+                              column_map=cmap)
+        result = evaluate_retrieval(loaded, run=run_data, metrics=metric_list, ties=ties,
                                     match=match, seed=seed, score_threshold=score_threshold,
                                     name=name or (run.stem if run else path.stem), doc_of=doc_of)
+        _report_skipped(loaded.result, console)
+        skipped = loaded.result.n_skipped
     else:
-        raise ConfigError("input", "give --qrels FILE --run FILE, or --evalset FILE [--run FILE]")
+        raise UsageError("", "give --qrels FILE --run FILE, or --evalset FILE [--run FILE]")
     if skipped:
         result.meta["skipped_invalid"] = skipped
         for r in result:
@@ -210,7 +209,7 @@ def retrieval(
     common.finish_result(result, out, console)
     if csv_path is not None:
         rows = per_query_rows(result)
-        with csv_path.open("w", encoding="utf-8", newline="") as fh:
+        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=["query", *result.results])
             writer.writeheader()
             for row in rows:

@@ -59,7 +59,12 @@ def retrievers_command(
         "--skip-invalid", help="Skip bad evalset lines (they are counted).")] = False,
     no_charts: Annotated[bool, typer.Option("--no-charts", help="Write tables only.")] = False,
 ) -> None:
-    """Compare retrievers at several k: table (md/csv/json) with 95% CIs and charts."""
+    """Compare retrievers at several k: table (md/csv/json) with 95% CIs and charts.
+
+    Examples:
+
+      ragmeter retrievers --corpus corpus.jsonl --evalset questions.jsonl --out retrievers -r bm25,dense -k 1,3
+    """
 
     from ragmeter.data.evalset import load_evalset
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
@@ -101,7 +106,8 @@ def retrievers_command(
     comparison.meta.update({"corpus_path": str(beir / "corpus.jsonl" if beir else corpus),
                             "evalset_path": str(beir if beir else evalset),
                             "n_skipped": len(skipped)})
-    files = comparison.write(out, charts=not no_charts)
+    with common.writing_out(out) as out_path:
+        files = comparison.write(out_path, charts=not no_charts)
     console.print(comparison.rich_table())
     for warning in comparison.warnings():
         console.print(f"[yellow]{warning}[/yellow]")

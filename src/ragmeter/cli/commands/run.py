@@ -11,7 +11,7 @@ import typer
 
 from ragmeter.cli import common
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
-from ragmeter.errors import ConfigError, GateFailedError, WorkFailedError
+from ragmeter.errors import GateFailedError, RagmeterError, WorkFailedError
 
 
 def preflight(cfg: object, url: str) -> None:
@@ -21,10 +21,11 @@ def preflight(cfg: object, url: str) -> None:
 
     try:
         ResultStore(url)
-    except ConfigError:
-        raise
+    except RagmeterError:
+        raise  # already says "cannot open results store URL: why"
     except Exception as exc:
-        raise ConfigError("store", f"cannot open results store {mask_url(url)}: {exc}") from None
+        raise RagmeterError(f"cannot open results store {mask_url(url)}: "
+                            f"{type(exc).__name__}: {exc}") from None
     for ds in getattr(cfg, "datasets", []):
         load_dataset(cfg, ds.name)  # type: ignore[arg-type]
 
@@ -32,7 +33,6 @@ def preflight(cfg: object, url: str) -> None:
 @contextmanager
 def _store_write_errors(url: str) -> Iterator[None]:
     """A failure to save the finished run is exit 3 (the run stays resumable)."""
-    from ragmeter.errors import RagmeterError
     from ragmeter.results.store import mask_url
 
     try:
@@ -70,15 +70,29 @@ def register(app: typer.Typer) -> None:
         max_unscored: MaxUnscoredOpt = None,
         json_out: JsonOpt = False,
         check_judge: common.CheckJudgeOpt = False,
+        tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+            "--tag", help="Label the run (repeatable), added to the config's tags; `ragmeter "
+                          "view` and `ragmeter runs list` filter by it.")] = None,
     ) -> None:
-        """Run the tiers of a benchmark config and save the run to the results store."""
+        """Run the tiers of a benchmark config and save the run to the results store.
+
+        The run stores its tags (config `tags:` plus --tag) and the git commit of the config's
+        folder.
+
+        Examples:
+
+          ragmeter run bench.yaml
+
+          ragmeter run bench.yaml --tier retrieval --limit 20 --tag nightly --json
+        """
         from ragmeter.results.store import normalize_url
-        from ragmeter.runner.config import load_config
+        from ragmeter.runner.config import load_config, parse_tags
         from ragmeter.runner.engine import run_benchmark
         from ragmeter.runner.progress import RunProgress
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
+        tags = parse_tags(tag, "--tag") if tag else ()
         st = common.state()
         st.json = st.json or json_out
         quiet = quiet or st.quiet
@@ -108,7 +122,7 @@ def register(app: typer.Typer) -> None:
             with prog, _store_write_errors(url):
                 stored = run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
                                        run_id=run_id, store=url, hook=hook,
-                                       on_plan=on_plan)
+                                       on_plan=on_plan, tags=tags)
         except KeyboardInterrupt:
             rid = ids[0] if ids else (resume or run_id or "?")
             err.print(f"[yellow]interrupted[/]; finished batches saved as run {rid} (status "

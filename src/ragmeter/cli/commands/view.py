@@ -24,7 +24,14 @@ def register(app: typer.Typer) -> None:
         = None,
     ) -> None:
         """Runs registry, metric history, run details, tier comparison, diff of two runs and
-        per-sample drill-down, served read-only from the results store. No network assets."""
+        per-sample drill-down, served read-only from the results store. No network assets.
+
+        Examples:
+
+          ragmeter view
+
+          ragmeter view --store results.sqlite --port 8770 --lang en
+        """
         from ragmeter.reports.i18n import check_lang
         from ragmeter.view import serve
 
