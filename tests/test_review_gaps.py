@@ -141,6 +141,9 @@ def test_front_door_rejects_evalset_without_ranking() -> None:
     res = ragmeter.evaluate_retrieval(ranked, metrics=["hit_rate@1"])
     mr = res["hit_rate@1"]
     assert mr.mean == 0.5 and len(mr.sample_ids) == 2
+    # a ranking that found nothing ([]) is a ranking: scored 0, not "no ranking"
+    empty = [Sample(id="a", user_input="q", gold_chunk_ids=["d1"], retrieved_ids=[])]
+    assert ragmeter.evaluate_retrieval(empty, metrics=["hit_rate@1"])["hit_rate@1"].mean == 0.0
 
 
 # 4. BEIR corpus and folders from the CLI ----------------------------------------------------------
