@@ -18,7 +18,20 @@ def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
     ``mock``: the fake server (``base_url`` of a running one, else one started in-process).
     ``recorded``: replays ``record_path``. Keyword arguments go to :class:`EngineJudge`
     (``progress``, ``keep_prompts``).
+
+    Inside :func:`ragmeter.cost.estimate_scope` nothing is built: a planning stand-in that
+    counts tokens is returned; inside :func:`ragmeter.cost.budget_scope` the judge is wrapped
+    so it stops at the budget.
     """
+    from ragmeter.cost import budgeted, planned_judge
+
+    planned = planned_judge(config)
+    if planned is not None:
+        return planned
+    return budgeted(_build(config, **kwargs))
+
+
+def _build(config: JudgeConfig, **kwargs: Any) -> Judge:
     backend = config.backend
     if backend == "openai":
         from ragmeter.judges.openai_http import make_backend

@@ -16,6 +16,10 @@ Per judge one :class:`EvalResult` with:
 * ``judge_error_rate`` — per call ``1[reply unscored]`` over the calls actually made;
   ``meta["error_rate_by_reason"]`` splits it by reason.
 * ``judge_mean_score`` — per item mean over its scored repeats ("avg_faithfulness").
+* ``judge_flip_rate`` — per item, the share of repeat pairs whose verdicts (score at or above
+  ``threshold``, the middle of the scale by default) differ: flaky verdicts.
+* ``judge_threshold_cross`` — per item ``1`` when its repeats fall on both sides of
+  ``threshold`` (the verdict a metric threshold would give changes between repeats).
 * ``judge_latency`` — per call seconds (uncached calls); ``meta`` has p50/p95 and mean ms.
 * ``meta["krippendorff_alpha_interval"]`` — chance-corrected agreement between repeats,
   with a bootstrap CI over items; ``meta["krippendorff_alpha_nominal"]`` and, for n ≥ 2,
@@ -208,12 +212,14 @@ def evaluate_judge_quality(
     seed: int = 42,
     n_boot: int = 1000,
     dataset: str | None = None,
+    threshold: float | None = None,
 ) -> list[EvalResult]:
     """Score every sample ``n_repeats`` times with each judge; one :class:`EvalResult` per judge.
 
     ``build_request(sample, repeat) -> JudgeRequest`` replaces the default faithfulness prompt
     (its reply must be ``{"score": number}`` on ``scale``); its ``prompt_version`` must differ
-    between repeats.
+    between repeats. ``threshold`` (default: the middle of ``scale``) splits scores into
+    verdicts for the flip-rate metrics.
     """
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, int) or n_repeats < 2:
         raise ConfigError("n_repeats", f"must be an integer >= 2, got {n_repeats!r}")
@@ -238,9 +244,13 @@ def evaluate_judge_quality(
             raise ConfigError("build_request", "prompt_version must differ between repeats "
                               "(otherwise the engine answers all repeats with one call)")
         replies = judge.ask_many(reqs) if reqs else []
-        out.append(_judge_result(samples, miss, todo, replies, judge, n_repeats, delta, scale,
-                                 dh, seed, n_boot, reqs[0].prompt_version if reqs else None,
-                                 outputs=oh))
+        res = _judge_result(samples, miss, todo, replies, judge, n_repeats, delta, scale,
+                            dh, seed, n_boot, reqs[0].prompt_version if reqs else None,
+                            outputs=oh)
+        _add_flip_rates(res, samples, miss, replies, todo, n_repeats, scale,
+                        (scale[0] + scale[1]) / 2 if threshold is None else threshold,
+                        seed, n_boot)
+        out.append(res)
     return out
 
 
@@ -354,6 +364,37 @@ def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[
     return res
 
 
+def _add_flip_rates(res: EvalResult, samples: Sequence[Sample], miss: list[str | None],
+                    replies: list[JudgeReply], todo: list[int], n_repeats: int,
+                    scale: tuple[float, float], threshold: float, seed: int,
+                    n_boot: int) -> None:
+    """Per-item flip rate and threshold crossing between repeats (flaky verdicts)."""
+    from ragmeter.judge_trust.stats import flip_stats
+
+    n_items = len(samples)
+    S = np.full((n_repeats, n_items), np.nan)
+    for r in range(n_repeats):
+        for t, i in enumerate(todo):
+            val, _ = _score_of(replies[r * len(todo) + t], scale)
+            if val is not None:
+                S[r, i] = val
+    flip, cross = flip_stats(S, threshold)
+    ids = [s.id for s in samples]
+    reasons: dict[int, str] = {}
+    for i in range(n_items):
+        if np.isnan(flip[i]):
+            reasons[i] = miss[i] or "fewer_than_two_scored_repeats"
+    sig = res["judge_mean_score"].signature
+    for name, vals in (("judge_flip_rate", flip), ("judge_threshold_cross", cross)):
+        res.add(MetricResult(name, ids, vals, sig.with_fields(metric=name, threshold=threshold),
+                             reasons=dict(reasons), higher_is_better=False, seed=seed,
+                             n_boot=n_boot))
+    res.meta["verdict_threshold"] = threshold
+    ok = ~np.isnan(flip)
+    res.meta["flaky_items"] = [ids[i] for i in np.flatnonzero(ok & (np.nan_to_num(flip) > 0))
+                               ][:50]
+
+
 def judge_quality_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
     """One row per judge: consistency, alpha, error rate, latency p50/p95, mean score."""
     rows = []
@@ -369,6 +410,9 @@ def judge_quality_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
             "error_rate": r["judge_error_rate"].mean,
             "unscored_items": cons.aggregate.n_unscored,
             "mean_score": r["judge_mean_score"].mean,
+            "flip_rate": r.results["judge_flip_rate"].mean if "judge_flip_rate" in r else None,
+            "threshold_cross": (r.results["judge_threshold_cross"].mean
+                                if "judge_threshold_cross" in r else None),
             "latency_p50_ms": lat.get("p50"), "latency_p95_ms": lat.get("p95"),
         })
     return rows

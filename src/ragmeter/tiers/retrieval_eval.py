@@ -111,9 +111,9 @@ class _SamplesSource:
         n_ranked = 0
         self.questions: list[str | None] = []  # the first ones, for the data's language
         for i, s in enumerate(samples):
-            # an empty list is a ranking that found nothing; only an absent field is no ranking
-            if (s.retrieved_ids is not None or s.retrieved_contexts is not None
-                    or (run is not None and s.id in run)):
+            # an empty list is a ranking (nothing found); a missing field is none
+            if s.retrieved_ids is not None or s.retrieved_contexts is not None \
+                    or (run is not None and s.id in run):
                 n_ranked += 1
             if s.id in seen:
                 problems.append(RecordProblem("<samples>", None, "id",

@@ -72,6 +72,13 @@ def register(app: typer.Typer) -> None:
         batch_size: Annotated[int, typer.Option(
             "--batch-size", help="Samples scored per batch when writing --out incrementally.",
             min=1)] = 256,
+        estimate: Annotated[bool, typer.Option(
+            "--estimate", help="Print planned judge calls, tokens, cost and time; send "
+                               "nothing.")] = False,
+        max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
+            "--max-cost", help="Stop before the judge spends more than this.")] = None,
+        max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
+            "--max-calls", help="Stop before making more than N judge calls.")] = None,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 
@@ -90,7 +97,6 @@ def register(app: typer.Typer) -> None:
         loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
                               column_map=parse_map(column_map))
         items = list(loaded.samples)
-        judge = None
         extra = {"language": language}
         if judge_record:
             extra["record_path"] = judge_record
@@ -98,29 +104,41 @@ def register(app: typer.Typer) -> None:
             url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
             concurrency=judge_concurrency, timeout=judge_timeout,
             backend=judge_backend if judge_backend != "openai" else None, **extra)
-        if cfg is not None:
-            from ragmeter.judges.factory import make_judge
-
-            if check_judge:
-                common.check_judge_reachable(cfg)
-            judge = make_judge(cfg)
+        if cfg is not None and check_judge and not estimate:
+            common.check_judge_reachable(cfg)
         metric_list = _split_metrics(metrics) if metrics is not None else None
         if metric_list is not None and not metric_list:
             from ragmeter.errors import UsageError
 
             raise UsageError("--metrics", f"no metric named in {metrics!r}")
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
-        sink = SampleSink(out) if out is not None and str(out) != "-" else None
-        try:
+        sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
+            else None
+
+        def work() -> Any:
+            judge = None
+            if cfg is not None:  # built here: --estimate plans with a stand-in judge
+                from ragmeter.judges.factory import make_judge
+
+                judge = make_judge(cfg)
             with common.working(f"scoring {len(items)} samples"):
-                result = evaluate_generation(
+                return evaluate_generation(
                     items, metric_list, judge=judge, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
                     batch_size=batch_size if sink is not None else None,
                     on_batch=sink.write if sink is not None else None)
+
+        from ragmeter.cost import run_with_cost_control
+
+        try:
+            result = run_with_cost_control(work, estimate=estimate, max_cost=max_cost,
+                                           max_calls=max_calls,
+                                           title=f"generation: {len(items)} samples")
         finally:
             if sink is not None:
                 sink.close()
+        if result is None:
+            return
         console = common.human_console()
         console.print(_table(result))
         for skip in result.meta.get("skipped_metrics", ()):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -28,6 +29,12 @@ def judge_quality_command(
     limit: int = typer.Option(0, "--limit", help="Use only the first N items (0 = all)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
+    estimate: bool = typer.Option(False, "--estimate", help="Print planned calls, tokens, "
+                                  "cost and time; send nothing."),
+    max_cost: float = typer.Option(None, "--max-cost", help="Stop before spending more "
+                                   "than this (price table units)."),
+    max_calls: int = typer.Option(None, "--max-calls", help="Stop before making more than "
+                                  "N judge calls."),
 ) -> None:
     """Judge quality: every item is judged N times with the cache off.
 
@@ -51,20 +58,32 @@ def judge_quality_command(
         ("base_url", base_url), ("model", judge_model), ("api_key_env", judge_key_env),
         ("max_concurrency", judge_concurrency), ("timeout_s", judge_timeout)) if v}
     configs = [c.with_(**changes) if changes else c for c in load_judge_configs(judge_config)]
-    if check_judge:
+    if check_judge and not estimate:
         for c in configs:
             common.check_judge_reachable(c)
-    with common.working(f"judging {len(samples)} items x {repeats}"):
-        results = evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta, seed=seed)
+    from ragmeter.cost import run_with_cost_control
+
+    def work() -> Any:
+        with common.working(f"judging {len(samples)} items x {repeats}"):
+            return evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta,
+                                          seed=seed)
+
+    results = run_with_cost_control(
+        work, estimate=estimate, max_cost=max_cost, max_calls=max_calls,
+        title=f"judge quality: {len(samples)} items x {repeats} repeats")
+    if results is None:
+        return
     table = Table(title=f"judge quality — {data} ({len(samples)} items x {repeats})")
     for col in ("judge", "consistency (95% CI)", "alpha (interval)", "kappa r1/r2",
-                "error rate", "unscored items", "mean score", "p50 ms", "p95 ms"):
+                "error rate", "unscored items", "mean score", "flip rate", "crosses threshold",
+                "p50 ms", "p95 ms"):
         table.add_column(col)
     for row in judge_quality_table(results):
         lo, hi = row["consistency_ci"]
         table.add_row(row["judge"], f"{_f(row['consistency'])} [{_f(lo)}, {_f(hi)}]",
                       _f(row["alpha_interval"]), _f(row["cohen_kappa"]), _f(row["error_rate"]),
-                      str(row["unscored_items"]), _f(row["mean_score"]),
+                      str(row["unscored_items"]), _f(row["mean_score"]), _f(row["flip_rate"]),
+                      _f(row["threshold_cross"]),
                       _f(row["latency_p50_ms"], 1), _f(row["latency_p95_ms"], 1))
     console = common.human_console()
     console.print(table)

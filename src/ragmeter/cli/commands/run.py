@@ -73,6 +73,14 @@ def register(app: typer.Typer) -> None:
         tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
             "--tag", help="Label the run (repeatable), added to the config's tags; `ragmeter "
                           "view` and `ragmeter runs list` filter by it.")] = None,
+        estimate: Annotated[bool, typer.Option(
+            "--estimate", help="Print planned judge calls, tokens, cost and time; send "
+                               "nothing, store nothing.")] = False,
+        max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
+            "--max-cost", help="Stop (resumable) before the judges spend more than this.")
+        ] = None,
+        max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
+            "--max-calls", help="Stop (resumable) before more than N judge calls.")] = None,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store.
 
@@ -97,6 +105,14 @@ def register(app: typer.Typer) -> None:
         st.json = st.json or json_out
         quiet = quiet or st.quiet
         common.parse_fraction(max_unscored)
+        if estimate:
+            from ragmeter.cost import estimate_run
+
+            estimate_run(cfg, tiers=tier or None, limit=limit)
+            return
+        from ragmeter.cost import Budget, BudgetExhausted, budget_scope, record_stop
+
+        budget = Budget(max_cost, max_calls)
         err = common.err_console()
         out = common.human_console()
         url = normalize_url(store or cfg.store)
@@ -119,10 +135,16 @@ def register(app: typer.Typer) -> None:
             err.print(f"run id: [bold]{rid}[/]", highlight=False)
 
         try:
-            with prog, _store_write_errors(url):
+            with prog, _store_write_errors(url), budget_scope(budget):
                 stored = run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
                                        run_id=run_id, store=url, hook=hook,
                                        on_plan=on_plan, tags=tags)
+        except BudgetExhausted as stop:
+            rid = ids[0] if ids else (resume or run_id or "?")
+            record_stop(url, rid, stop)
+            err.print(f"[yellow]{stop.message()}[/]; continue with: ragmeter run {config} "
+                      f"--resume {rid}", highlight=False)
+            raise typer.Exit(3) from None
         except KeyboardInterrupt:
             rid = ids[0] if ids else (resume or run_id or "?")
             err.print(f"[yellow]interrupted[/]; finished batches saved as run {rid} (status "

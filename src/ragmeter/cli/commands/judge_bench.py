@@ -1,0 +1,319 @@
+"""``ragmeter judge bench`` and ``ragmeter judge card``: how far can this judge be trusted?
+
+``judge bench`` grades one or more judges on the bundled judge benchmark (Russian, with an
+English subset) and prints each judge's card; ``--compare`` ranks them side by side with
+paired tests. ``judge card`` compares a stored run's judged metrics with a file of human
+labels, prints the card and the bias-corrected (prediction-powered) estimates, and stores the
+card with the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _ci(e: Any) -> str:
+    if e.value is None:
+        return "-"
+    if e.ci_low is None:
+        return f"{e.value:.2f}"
+    return f"{e.value:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]"
+
+
+_ROWS = (("accuracy", "accuracy"), ("kappa", "Cohen's kappa"), ("spearman", "Spearman rho"),
+         ("mae", "MAE"), ("tpr", "TPR (judge good | human good)"),
+         ("tnr", "TNR (judge bad | human bad)"), ("bias", "bias: judge - human"),
+         ("auc", "AUC (good vs bad)"), ("separation", "judge mean good - bad"))
+
+
+def card_table(card: Any) -> Any:
+    """A rich table of one judge card: statistics as rows, metrics as columns."""
+    from rich.table import Table
+
+    title = f"judge card: {card.judge} ({card.model})" + ("  [DEMO judge]" if card.demo
+                                                          else "")
+    t = Table(title=title, caption=card.signature, caption_justify="left")
+    t.add_column("statistic [95% CI]")
+    metrics = list(card.metrics.values())
+    for m in metrics:
+        t.add_column(f"{m.metric}\n{m.scale}", overflow="fold")
+    t.add_row("n (unscored)", *[f"{m.n} ({m.n_unscored})" for m in metrics])
+    for key, label in _ROWS:
+        if key == "kappa":
+            label = "kappa (quadratic for 0/1/2)"
+        t.add_row(label, *[_ci(m.stats[key]) for m in metrics])
+    t.add_row("bias direction", *[m.bias_direction for m in metrics])
+    if any(m.flaky for m in metrics):
+        t.add_row("flip rate", *[_f(m.flaky.get("flip_rate"), 2) if m.flaky else "-"
+                                 for m in metrics])
+        t.add_row("crosses 0.5", *[_f(m.flaky.get("threshold_cross"), 2) if m.flaky else "-"
+                                   for m in metrics])
+    return t
+
+
+def _judges(judge_url: str | None, judge_model: str | None, judge_key_env: str | None,
+            judge_backend: str, judge_config: Path | None, base_url: str | None,
+            price_in: float, price_out: float) -> list[Any]:
+    from ragmeter.errors import ConfigError
+    from ragmeter.judges.config import JudgeConfig, load_judge_configs
+
+    if judge_config is not None:
+        configs = load_judge_configs(judge_config)
+        return [c.with_(base_url=base_url) if base_url else c for c in configs]
+    if judge_backend == "tiny":
+        return ["tiny"]
+    if not judge_url and judge_backend == "openai":
+        raise ConfigError("--judge-url", "give a judge: --judge-url and --judge-model, "
+                          "--judge-config FILE, or --judge-backend local-demo|tiny|mock")
+    return [JudgeConfig(name=judge_model or judge_backend, backend=judge_backend,
+                        base_url=judge_url, model=judge_model or "", api_key_env=judge_key_env,
+                        price_in=price_in, price_out=price_out)]
+
+
+def _build(cfg: Any) -> Any:
+    from ragmeter.cost import planned_judge
+    from ragmeter.judges import make_judge
+
+    if cfg == "tiny":
+        from ragmeter.judges.config import JudgeConfig
+        from ragmeter.judges.gguf import TINY_MODEL, make_demo_judge
+
+        tiny_cfg = JudgeConfig(name="tiny-judge", backend="local-demo", api_key_env=None)
+        planned = planned_judge(tiny_cfg)
+        if planned is not None:
+            return planned
+        from ragmeter.cost import budgeted
+
+        return budgeted(make_demo_judge(tiny_cfg, spec=TINY_MODEL))
+    return make_judge(cfg)
+
+
+def bench_command(
+    judge_url: Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs it
+        "--judge-url", help="OpenAI-compatible base URL of the judge.")] = None,
+    judge_model: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--judge-model", help="Judge model name.")] = None,
+    judge_key_env: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--judge-key-env", help="Name of the variable holding the judge API key.")] = None,
+    judge_backend: Annotated[str, typer.Option(
+        "--judge-backend", help="openai (default), mock, local-demo (the bundled demo "
+                                "judge) or tiny (the tiny test model).")] = "openai",
+    judge_config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--judge-config", help="Judge config YAML/JSON (one judge or a 'judges' list).")] = None,
+    base_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--base-url", help="Override base_url of every configured judge.")] = None,
+    lang: Annotated[str, typer.Option("--lang", help="ru, en or all.")] = "ru",
+    task: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--task", help="Only this task (repeatable): faithfulness, factual_correctness, "
+                       "answer_relevance, context_relevance, production_gate.")] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most N items per task "
+                                                       "(0 = all).")] = 0,
+    repeats: Annotated[int, typer.Option("--repeats", help="Ask every item N times (>= 2 "
+                                                           "adds flip rates).")] = 1,
+    graded: Annotated[Optional[bool], typer.Option(  # noqa: UP045
+        "--graded/--binary", help="Prompt variant (default: binary for demo judges, graded "
+                                  "otherwise, as the metrics do).")] = None,
+    compare: Annotated[bool, typer.Option(
+        "--compare", help="Rank the judges side by side with paired tests.")] = False,
+    estimate: Annotated[bool, typer.Option(
+        "--estimate", help="Print planned calls, tokens, cost and time; send nothing.")] = False,
+    max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--max-cost", help="Stop before spending more than this (price table units).")] = None,
+    max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--max-calls", help="Stop before making more than N judge calls.")] = None,
+    price_in: Annotated[float, typer.Option("--price-in", help="Price per 1M input tokens "
+                                                               "(with --judge-url).")] = 0.0,
+    price_out: Annotated[float, typer.Option("--price-out", help="Price per 1M output "
+                                                                 "tokens.")] = 0.0,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
+    items_file: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--items", help="Another benchmark file in the same format (default: bundled).")] = None,
+    out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--out", help="Write the card(s) (and the comparison) as JSON here.")] = None,
+) -> None:
+    """Grade judges on the bundled Russian judge benchmark and print their cards."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragmeter.cost import Budget, budget_scope, estimate_scope, print_estimates, summarise
+    from ragmeter.judge_trust.bench import compare_bench, load_bench, run_bench
+
+    console = Console()
+    items = load_bench(items_file, lang=lang, tasks=task or None, limit=limit)
+    configs = _judges(judge_url, judge_model, judge_key_env, judge_backend, judge_config,
+                      base_url, price_in, price_out)
+    binary = None if graded is None else not graded
+    if estimate:
+        with estimate_scope() as planned:
+            for cfg in configs:
+                run_bench(_build(cfg), items, repeats=repeats, binary=binary, seed=seed,
+                          n_boot=10)
+        console.print(f"judge benchmark: {len(items)} items x {repeats} repeat(s)")
+        print_estimates([summarise(j) for j in planned], console.print)
+        return
+    from ragmeter.cost import BudgetExhausted
+
+    budget = Budget(max_cost, max_calls)
+    runs = []
+    try:
+        with budget_scope(budget):
+            for cfg in configs:
+                judge = _build(cfg)
+                runs.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed))
+    except BudgetExhausted as stop:
+        console.print(f"[yellow]{stop.message()}[/]", highlight=False)
+        raise typer.Exit(3) from None
+    for r in runs:
+        console.print(card_table(r.card))
+        kinds = r.card.meta.get("by_kind", {})
+        for t, ks in kinds.items():
+            console.print(f"  {t}: " + ", ".join(
+                f"{k} {_f(v['accuracy'], 2)} (n={v['n']})" for k, v in ks.items()),
+                highlight=False)
+        usage = r.stats
+        if usage:
+            console.print(f"  usage: {usage}", highlight=False)
+    rows = compare_bench(runs, seed=seed) if compare and len(runs) > 1 else []
+    if rows:
+        t = Table(title="judges side by side (paired randomisation test of per-item "
+                        "correctness against the best judge)")
+        for col in ("task", "rank", "judge", "n", "accuracy [95% CI]", "kappa [95% CI]",
+                    "vs best", "p"):
+            t.add_column(col)
+        for row in rows:
+            acc_ci = row["accuracy_ci"]
+            kap_ci = row["kappa_ci"]
+            t.add_row(row["task"], str(row["rank"]), row["judge"], str(row["n"]),
+                      f"{_f(row['accuracy'])} [{_f(acc_ci[0])}, {_f(acc_ci[1])}]",
+                      f"{_f(row['kappa'])} [{_f(kap_ci[0])}, {_f(kap_ci[1])}]",
+                      _f(row["vs_best_diff"]), _f(row["vs_best_p"], 4))
+        console.print(t)
+    elif compare:
+        console.print("--compare needs at least two judges (a --judge-config with a "
+                      "'judges' list)")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        payload: dict[str, Any] = {"cards": [r.card.to_dict() for r in runs]}
+        if rows:
+            payload["comparison"] = rows
+        out.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str),
+                       encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+def card_command(
+    run_id: Annotated[str, typer.Argument(help="Run id in the results store (or 'latest').")],
+    labels: Annotated[Path, typer.Option("--labels", "-l", help="Human labels file "
+                                         "(jsonl/csv: sample_id, metric, label).")],
+    store: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--store", help="Results store URL (default: $RAGMETER_STORE_URL or "
+                        "./ragmeter-results.sqlite).")] = None,
+    system: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--system", help="Which system of the run the labels grade (when it has several).")
+    ] = None,
+    target_width: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--target-width", help="Say how many labels reach this 95% CI width.")] = None,
+    compare_systems: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--compare-systems", help="A,B: bias-corrected difference B - A (labels carry "
+                                  "'system').")] = None,
+    threshold: Annotated[float, typer.Option("--threshold", help="Good/bad cut on the 0-1 "
+                                                                  "scale.")] = 0.5,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
+    save: Annotated[bool, typer.Option("--save/--no-save", help="Store the card with the "
+                                                                "run.")] = True,
+    out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--out", help="Write the card and estimates as JSON here.")] = None,
+) -> None:
+    """Compare a run's judged metrics with human labels: card + bias-corrected estimates."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ragmeter.errors import ConfigError, DataError, RecordProblem
+    from ragmeter.judge_trust.card import card_from_values
+    from ragmeter.judge_trust.labels import load_labels
+    from ragmeter.judge_trust.ppi import paired_metric_ppi, ppi_estimates
+    from ragmeter.judge_trust.runs import attach_to_run, judged_values, trust_result
+    from ragmeter.results.records import Signature
+    from ragmeter.results.store import ResultStore, normalize_url
+
+    console = Console()
+    labs = load_labels(labels)
+    rs = ResultStore(normalize_url(store))
+    rid = rs.latest_run_id() if run_id == "latest" else run_id
+    if rid is None:
+        raise ConfigError("run", "the store holds no runs")
+    run = rs.load_run(rid)
+    values, reasons, sigs = judged_values(run, labs, system=system)
+    if not values:
+        raise DataError(RecordProblem(str(labels), None, "metric", "no labelled metric "
+                                      f"({', '.join(labs.metrics)}) is in run {rid}"))
+    sig0 = Signature.parse(next(iter(sigs.values())))
+    judge = sig0.get("judge") or "judge"
+    model = sig0.get("model") or sig0.get("judge_model") or ""
+    prompts = sorted({p for s in sigs.values() for p in
+                      (Signature.parse(s).get("prompt") or "").split(",") if p})
+    card = card_from_values(values, labs, judge=judge, model=model, prompt_versions=prompts,
+                            reasons=reasons, system=system, threshold=threshold,
+                            dataset=sig0.get("data") or "", seed=seed)
+    card.meta["run_id"] = rid
+    console.print(card_table(card))
+    est = ppi_estimates(values, labs, system=system, target_width=target_width)
+    t = Table(title="judged metrics: raw judge mean vs bias-corrected (prediction-powered) "
+                    "estimate")
+    for col in ("metric", "judge mean (N)", "corrected [95% CI]", "correction", "labels",
+                "labels for target"):
+        t.add_column(col)
+    for m, e in est.items():
+        x = e.estimate
+        plan = e.plan
+        t.add_row(m, f"{_f(x.judge_mean)} ({x.n_all})",
+                  f"{_f(x.estimate)} [{_f(x.ci_low)}, {_f(x.ci_high)}]", f"{x.correction:+.3f}",
+                  str(x.n_labelled),
+                  "-" if plan is None else (f"{plan.n_more} more" if plan.n_more is not None
+                                            else plan.reason))
+    console.print(t)
+    paired = {}
+    if compare_systems:
+        a, _, b = compare_systems.partition(",")
+        if not b:
+            raise ConfigError("--compare-systems", "expected two system names: A,B")
+        va, _, _ = judged_values(run, labs, system=a)
+        vb, _, _ = judged_values(run, labs, system=b)
+        for m in labs.metrics:
+            if m in va and m in vb:
+                try:
+                    p = paired_metric_ppi(m, va[m], vb[m], labs, system_a=a, system_b=b)
+                except ValueError as exc:
+                    console.print(f"{m}: {exc}")
+                    continue
+                paired[m] = p.to_dict()
+                console.print(f"{m}: {b} - {a} = {p.diff.estimate:+.3f} "
+                              f"[{p.diff.ci_low:+.3f}, {p.diff.ci_high:+.3f}] (raw judge "
+                              f"{p.raw_diff:+.3f}), p = {p.p_value:.4f}", highlight=False)
+    result = trust_result(card, labs, values, est, system=system)
+    if paired:
+        result.meta["ppi_paired"] = paired
+    if save:
+        attach_to_run(rs, rid, result)
+        console.print(f"card stored with run {rid} (tier judge_trust)")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result.meta, ensure_ascii=False, indent=1, default=str),
+                       encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    # the `judge` group is defined by the judge-model command module; add our subcommands
+    from ragmeter.cli.commands.judge_model import judge_app
+
+    judge_app.command("bench")(bench_command)
+    judge_app.command("card")(card_command)

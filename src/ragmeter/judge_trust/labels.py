@@ -1,0 +1,224 @@
+"""Human labels for judged metrics: the file format and its loader.
+
+A labels file holds one human verdict per line (JSONL) or row (CSV/TSV, header required):
+
+==============  ==========================================================================
+field           meaning
+==============  ==========================================================================
+``sample_id``   the sample's id in the evaluated dataset (alias ``id``)
+``metric``      the judged metric it grades: ``faithfulness``, ``answer_relevance``, ...
+``label``       ``yes``/``no`` (also ``да``/``нет``, ``true``/``false``) → 1/0; an integer
+                grade ``0``/``1``/``2``; or a number in ``[0, 1]``
+``scale``       optional: ``binary``, ``ordinal`` (0/1/2) or ``continuous`` (0–1); inferred
+                per metric when absent (yes/no or only 0/1 → binary, integers up to 2 →
+                ordinal, anything else → continuous)
+``system``      optional: which system's answer was labelled (for comparisons of two systems)
+``rater``       optional: who labelled it; several raters of one item are averaged
+==============  ==========================================================================
+
+Labels are put on the judged metric's 0–1 scale for comparison: binary 0/1, ordinal
+0/½/1 (grade / 2), continuous as is. Every problem is reported with file, line and field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import DataError, RecordProblem
+
+SCALES = ("binary", "ordinal", "continuous")
+_YES = {"yes", "да", "true", "y", "д"}
+_NO = {"no", "нет", "false", "n", "н"}
+_ALIASES = {"id": "sample_id", "sample": "sample_id", "value": "label", "human": "label"}
+_KNOWN = {"sample_id", "metric", "label", "scale", "system", "rater", "note"}
+
+
+@dataclass(frozen=True)
+class Label:
+    """One human verdict, as read (``raw``) and on the metric's 0–1 scale (``value``)."""
+
+    sample_id: str
+    metric: str
+    raw: float
+    system: str = ""
+    rater: str = ""
+    source: str = ""
+    line: int | None = None
+
+
+@dataclass
+class LabelSet:
+    """Labels of one file, grouped by metric, with the scale of each metric and a hash."""
+
+    labels: list[Label]
+    scales: dict[str, str]
+    source: str = ""
+    sha256: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> list[str]:
+        return sorted(self.scales)
+
+    def values(self, metric: str, system: str | None = None) -> dict[str, float]:
+        """``sample_id → label on 0–1`` for one metric (raters averaged)."""
+        acc: dict[str, list[float]] = defaultdict(list)
+        for lab in self.labels:
+            if lab.metric == metric and (system is None or lab.system == system):
+                acc[lab.sample_id].append(to_unit(lab.raw, self.scales[metric]))
+        return {sid: float(sum(v) / len(v)) for sid, v in acc.items()}
+
+    def systems(self) -> list[str]:
+        return sorted({lab.system for lab in self.labels})
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def to_unit(raw: float, scale: str) -> float:
+    """A raw label on its scale → 0–1 (ordinal grades 0/1/2 are halved)."""
+    return raw / 2.0 if scale == "ordinal" else raw
+
+
+def parse_label(value: Any) -> tuple[float, str | None] | str:
+    """``(number, implied scale or None)`` or an error message."""
+    if isinstance(value, bool):
+        return (1.0 if value else 0.0), "binary"
+    if isinstance(value, (int, float)):
+        x = float(value)
+    elif isinstance(value, str):
+        s = value.strip().lower()
+        if s in _YES:
+            return 1.0, "binary"
+        if s in _NO:
+            return 0.0, "binary"
+        try:
+            x = float(s.replace(",", "."))
+        except ValueError:
+            return f"expected yes/no, 0/1/2 or a number in [0, 1], got {value!r}"
+    else:
+        return f"expected yes/no, 0/1/2 or a number in [0, 1], got {type(value).__name__}"
+    if not math.isfinite(x):
+        return f"must be a finite number, got {value!r}"
+    if x < 0 or x > 2 or (x > 1 and x != 2):
+        return f"must be yes/no, a grade 0/1/2 or a number in [0, 1], got {value!r}"
+    return x, None
+
+
+def _infer(raws: list[float], implied: set[str]) -> str:
+    if "binary" in implied or all(r in (0.0, 1.0) for r in raws):
+        return "binary"
+    if all(r in (0.0, 1.0, 2.0) for r in raws):
+        return "ordinal"
+    return "continuous"
+
+
+def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) -> LabelSet:
+    """Validate ``(line, mapping)`` records into a :class:`LabelSet` (all problems at once)."""
+    problems: list[RecordProblem] = []
+    rows: list[tuple[Label, str | None, str | None]] = []
+    seen: dict[tuple[str, str, str, str], int | None] = {}
+    for line, rec in records:
+        if not isinstance(rec, Mapping):
+            problems.append(RecordProblem(source, line, None, "expected an object with "
+                                          "sample_id, metric and label"))
+            continue
+        rec = {_ALIASES.get(str(k), str(k)): v for k, v in rec.items()}
+        unknown = sorted(set(rec) - _KNOWN)
+        if unknown:
+            problems.append(RecordProblem(source, line, unknown[0], "unknown field (known: "
+                                          + ", ".join(sorted(_KNOWN)) + ")"))
+            continue
+        bad = False
+        for key in ("sample_id", "metric", "label"):
+            v = rec.get(key)
+            if v is None or (isinstance(v, str) and not v.strip()):
+                problems.append(RecordProblem(source, line, key, "is required"))
+                bad = True
+        if bad:
+            continue
+        parsed = parse_label(rec["label"])
+        if isinstance(parsed, str):
+            problems.append(RecordProblem(source, line, "label", parsed))
+            continue
+        scale = rec.get("scale")
+        if scale is not None and scale not in SCALES:
+            problems.append(RecordProblem(source, line, "scale", f"unknown scale {scale!r} "
+                                          f"(allowed: {', '.join(SCALES)})"))
+            continue
+        raw, implied = parsed
+        if scale == "binary" and raw not in (0.0, 1.0):
+            problems.append(RecordProblem(source, line, "label", f"scale binary needs yes/no "
+                                          f"or 0/1, got {rec['label']!r}"))
+            continue
+        if scale == "ordinal" and raw not in (0.0, 1.0, 2.0):
+            problems.append(RecordProblem(source, line, "label", f"scale ordinal needs a grade "
+                                          f"0, 1 or 2, got {rec['label']!r}"))
+            continue
+        if scale == "continuous" and raw > 1.0:
+            problems.append(RecordProblem(source, line, "label", f"scale continuous needs a "
+                                          f"number in [0, 1], got {rec['label']!r}"))
+            continue
+        lab = Label(str(rec["sample_id"]).strip(), str(rec["metric"]).strip(), raw,
+                    str(rec.get("system") or ""), str(rec.get("rater") or ""), source, line)
+        ukey = (lab.system, lab.sample_id, lab.metric, lab.rater)
+        if ukey in seen:
+            problems.append(RecordProblem(source, line, "sample_id", f"duplicate label for "
+                                          f"sample {lab.sample_id!r}, metric {lab.metric!r}"
+                                          + (f", rater {lab.rater!r}" if lab.rater else "")
+                                          + f" (first on line {seen[ukey]})"))
+            continue
+        seen[ukey] = line
+        rows.append((lab, scale, implied))
+    by_metric: dict[str, list[tuple[Label, str | None, str | None]]] = defaultdict(list)
+    for row in rows:
+        by_metric[row[0].metric].append(row)
+    scales: dict[str, str] = {}
+    for metric, items in by_metric.items():
+        declared = {s for _, s, _ in items if s}
+        if len(declared) > 1:
+            first = next(lab for lab, s, _ in items if s and s != sorted(declared)[0])
+            problems.append(RecordProblem(source, first.line, "scale", f"metric {metric!r} "
+                                          f"is labelled on several scales: {sorted(declared)}"))
+            continue
+        if declared:
+            scales[metric] = declared.pop()
+        else:
+            scales[metric] = _infer([lab.raw for lab, _, _ in items],
+                                    {i for _, _, i in items if i})
+        if scales[metric] == "binary":
+            for lab, _, _ in items:
+                if lab.raw not in (0.0, 1.0):
+                    problems.append(RecordProblem(source, lab.line, "label", f"metric {metric!r}"
+                                                  " mixes yes/no with other values"))
+    if problems:
+        raise DataError(problems, hint="a labels line looks like {\"sample_id\": \"q1\", "
+                        "\"metric\": \"faithfulness\", \"label\": \"yes\"}")
+    labels = [lab for lab, _, _ in rows]
+    digest = hashlib.sha256()
+    for lab in sorted(labels, key=lambda x: (x.system, x.metric, x.sample_id, x.rater)):
+        digest.update(f"{lab.system}\t{lab.metric}\t{lab.sample_id}\t{lab.rater}\t"
+                      f"{lab.raw!r}\n".encode())
+    return LabelSet(labels, scales, source, digest.hexdigest())
+
+
+def load_labels(path: str | Path) -> LabelSet:
+    """Read a labels file (``.jsonl``, ``.json`` list, ``.csv`` or ``.tsv``)."""
+    from ragmeter.data.loaders import read_records
+
+    records, problems = read_records(path)
+    if problems:
+        raise DataError(problems)
+    if not records:
+        raise DataError(RecordProblem(str(path), None, None, "no labels in the file"))
+    return labels_from_records(records, str(path))
+
+
+__all__ = ["SCALES", "Label", "LabelSet", "labels_from_records", "load_labels", "parse_label",
+           "to_unit"]

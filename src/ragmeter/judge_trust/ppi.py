@@ -1,0 +1,101 @@
+"""Bias-corrected (prediction-powered) estimates of judged metrics from a few human labels.
+
+For a judged metric with judge values on all ``N`` scored samples and human labels on ``n``
+of them, the prediction-powered estimate (Angelopoulos et al., 2023, "Prediction-powered
+inference") is the judge mean over all samples plus the mean human − judge correction on the
+labelled ones; its interval combines both variances (see :mod:`ragmeter.judge_trust.stats`).
+It is valid when the labelled samples are a random subset of the evaluated ones: label a
+random sample, not the ones that looked wrong.
+
+Samples whose judge reply was unscored are outside ``N`` (they have no judge value); a label
+on such a sample is not used and is counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ragmeter.judge_trust.labels import LabelSet
+from ragmeter.judge_trust.stats import (
+    LabelPlan,
+    PairedPPI,
+    PPIEstimate,
+    labels_needed,
+    ppi_mean,
+    ppi_paired,
+)
+
+
+@dataclass(frozen=True)
+class MetricPPI:
+    """The raw judge mean next to its prediction-powered estimate for one metric."""
+
+    metric: str
+    estimate: PPIEstimate
+    labels_unused: int
+    plan: LabelPlan | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, **self.estimate.to_dict(),
+                "labels_unused": self.labels_unused,
+                **({"plan": self.plan.to_dict()} if self.plan else {})}
+
+
+def _scored(values: Mapping[str, float | None]) -> dict[str, float]:
+    return {k: float(v) for k, v in values.items() if v is not None and np.isfinite(v)}
+
+
+def metric_ppi(metric: str, judge_values: Mapping[str, float | None], labels: LabelSet, *,
+               system: str | None = None, level: float = 0.95,
+               target_width: float | None = None) -> MetricPPI:
+    """PPI estimate of ``metric`` (``judge_values``: sample id → judge value on 0–1)."""
+    lab = labels.values(metric, system)
+    jv = _scored(judge_values)
+    ids = [s for s in lab if s in jv]
+    f_all = np.asarray(list(jv.values()))
+    est = ppi_mean(f_all, np.asarray([jv[s] for s in ids]), np.asarray([lab[s] for s in ids]),
+                   level=level, discrete=labels.scales[metric] != "continuous")
+    plan = labels_needed(est, target_width) if target_width else None
+    return MetricPPI(metric, est, len(lab) - len(ids), plan)
+
+
+def ppi_estimates(judge_values: Mapping[str, Mapping[str, float | None]], labels: LabelSet, *,
+                  system: str | None = None, level: float = 0.95,
+                  target_width: float | None = None) -> dict[str, MetricPPI]:
+    """:func:`metric_ppi` for every metric with judge values and at least 2 usable labels."""
+    out: dict[str, MetricPPI] = {}
+    for metric in labels.metrics:
+        if metric not in judge_values:
+            continue
+        jv = _scored(judge_values[metric])
+        if sum(1 for s in labels.values(metric, system) if s in jv) < 2 or len(jv) < 2:
+            continue
+        out[metric] = metric_ppi(metric, judge_values[metric], labels, system=system,
+                                 level=level, target_width=target_width)
+    return out
+
+
+def paired_metric_ppi(metric: str, values_a: Mapping[str, float | None],
+                      values_b: Mapping[str, float | None], labels: LabelSet, *, system_a: str,
+                      system_b: str, level: float = 0.95) -> PairedPPI:
+    """PPI estimate of ``mean(B) − mean(A)`` on the samples both systems scored, with human
+    labels of both systems' answers on a subset (labels carry ``system``)."""
+    a, b = _scored(values_a), _scored(values_b)
+    ids = [s for s in a if s in b]
+    la = labels.values(metric, system_a)
+    lb = labels.values(metric, system_b)
+    lab = np.asarray([s in la and s in lb for s in ids])
+    if lab.sum() < 2:
+        raise ValueError(f"{metric}: fewer than 2 samples carry labels of both {system_a!r} "
+                         f"and {system_b!r}")
+    ya = np.asarray([la.get(s, np.nan) for s in ids])
+    yb = np.asarray([lb.get(s, np.nan) for s in ids])
+    return ppi_paired(np.asarray([a[s] for s in ids]), np.asarray([b[s] for s in ids]), lab,
+                      ya, yb, level=level, discrete=labels.scales[metric] != "continuous")
+
+
+__all__ = ["MetricPPI", "metric_ppi", "paired_metric_ppi", "ppi_estimates"]
