@@ -120,9 +120,11 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataError(RecordProblem(str(p), None, None, "file not found")) from None
+    index = -1  # record index: the id of a record without one (line numbers are for errors)
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        index += 1
         try:
             rec = json.loads(line)
         except ValueError as exc:
@@ -147,7 +149,7 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         if missing:
             problems.append(RecordProblem(str(p), n, missing[0], f"is required for {task}"))
             continue
-        sid = str(rec.get("id") or f"line{n}")
+        sid = str(rec.get("id") or f"#{index}")
         if sid in seen:
             problems.append(RecordProblem(str(p), n, "id", f"duplicate id {sid!r}"))
             continue

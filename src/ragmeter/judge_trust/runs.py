@@ -23,12 +23,9 @@ TIER = "judge_trust"
 
 
 def _base(key: str) -> str:
-    try:
-        from ragmeter.metrics.registry import parse_metric
+    from ragmeter.metrics.registry import split_metric_key
 
-        return parse_metric(key).name
-    except Exception:
-        return key.split("(")[0].split("@")[0]
+    return split_metric_key(key)[0].replace("-", "_")
 
 
 def judged_values(run: Any, labels: LabelSet, *, system: str | None = None

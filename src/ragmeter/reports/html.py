@@ -33,7 +33,7 @@ from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.reports.decision import TierDecision, decide
-from ragmeter.reports.i18n import check_lang, detect_lang, t
+from ragmeter.reports.i18n import check_lang, detect_lang, results_lang, t
 from ragmeter.reports.judge_card import card_section
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
@@ -86,7 +86,7 @@ def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool =
         return ""
     b = find_band(metric, tier)
     cls = {"excellent": "ok", "good": "mid", "needs attention": "bad"}[band]
-    tip = (f"{b.label}: " + t("band_rule", lang, hi=f"{b.excellent_above:g}",
+    tip = (f"{b.title(lang)}: " + t("band_rule", lang, hi=f"{b.excellent_above:g}",
                               lo=f"{b.attention_below:g}")) if b else ""
     return f'<span class="band {cls}" title="{escape(tip)}">{escape(t(band, lang))}</span>'
 
@@ -296,7 +296,7 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
 
 def _bands_legend(lang: str) -> str:
     items = "".join(
-        f"<li><b>{escape(b.label)}</b>: "
+        f"<li><b>{escape(b.title(lang))}</b>: "
         f"{escape(t('band_rule', lang, hi=f'{b.excellent_above:g}', lo=f'{b.attention_below:g}'))}"
         "</li>" for b in BANDS)
     return (f'<details class=bands><summary>{t("bands", lang)}</summary>'
@@ -571,8 +571,13 @@ def _page(title: str, body: str, data: Mapping[str, Any], lang: str = "en",
 
 
 def run_lang(run: StoredRun) -> str:
-    """The language of a run's data (its questions; system names when there are none)."""
+    """The language of a run's data: its questions; without samples (a results JSON file) the
+    language recorded in the results' meta; system names when there is neither."""
     texts = [str(s.get("user_input") or "") for s in run.samples.values()]
+    if not any(texts):
+        recorded = results_lang(r for rec in run.tiers.values() for r in rec.results)
+        if recorded:
+            return recorded
     return detect_lang(texts or [run.name])
 
 

@@ -81,6 +81,15 @@ TEXT: dict[str, tuple[str, str]] = {
     "good": ("good", "хорошо"),
     "needs attention": ("needs attention", "требует внимания"),
     "band": ("band", "порог"),
+    # threshold-band rows (reports/bands.py labels)
+    "band:HitRate@1": ("HitRate@1", "HitRate@1"),
+    "band:MRR": ("MRR", "MRR"),
+    "band:NDCG@10": ("NDCG@10", "NDCG@10"),
+    "band:Faithfulness": ("Faithfulness", "Достоверность ответа (faithfulness)"),
+    "band:E2E Score": ("E2E Score", "Сквозная оценка (E2E)"),
+    "band:Accuracy (judge pipeline)": ("Accuracy (judge pipeline)",
+                                       "Точность (производственный судья)"),
+    "band:Consistency": ("Consistency", "Согласованность"),
     "band_rule": ("> {hi} excellent, {lo}–{hi} good, < {lo} needs attention",
                   "> {hi} отлично, {lo}–{hi} хорошо, < {lo} требует внимания"),
     "demo_judge": ("demo judge", "демо-судья"),
@@ -254,6 +263,18 @@ def detect_lang(texts: Iterable[str]) -> str:
         cyr += len(_CYR.findall(text))
         lat += len(_LAT.findall(text))
     return "ru" if cyr > lat else "en"
+
+
+def results_lang(results: Iterable[object]) -> str | None:
+    """The data language recorded in results' ``meta["lang"]`` when they were computed (the
+    most frequent one), or ``None`` when no result carries one — a results JSON file has no
+    samples to detect it from."""
+    votes: dict[str, int] = {}
+    for res in results:
+        lang = (getattr(res, "meta", None) or {}).get("lang")
+        if lang in LANGS:
+            votes[lang] = votes.get(lang, 0) + 1
+    return max(sorted(votes), key=lambda k: votes[k]) if votes else None
 
 
 def join_names(names: list[str], lang: str, limit: int = 3) -> str:

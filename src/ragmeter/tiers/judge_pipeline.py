@@ -39,6 +39,7 @@ from ragmeter.judges.engine import TEXT_SCHEMA
 from ragmeter.metrics.classification import Confusion, best_f1_threshold, threshold_sweep
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.stats import bootstrap_stat, f1_vec, roc_auc
+from ragmeter.text import detect_language
 from ragmeter.tiers.context import TierContext, TierNotRunnable
 from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
@@ -168,7 +169,6 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
 
     table = read_table(path)
     records, problems = table.records, list(table.problems)
-    by_index = table.container in ("json", "parquet")  # [contact] stable ids of JSON arrays
     src = str(path)
     items: list[PipelineItem] = []
     seen: set[str] = set()
@@ -199,8 +199,7 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
                 score = None
             else:
                 score = float(score)
-        sid = str(rec.get("id", f"line{line}" if line is not None and not by_index
-                          else f"#{idx}"))
+        sid = str(rec.get("id", f"#{idx}"))  # record index in every container
         if sid in seen:
             problems.append(RecordProblem(src, line, "id", f"duplicate id '{sid}'"))
         seen.add(sid)
@@ -342,7 +341,8 @@ def evaluate_judge_pipeline(
     res = EvalResult(name=f"judge_pipeline:{model or 'predictions'}",
                      meta={"tier": "judge_pipeline", "mode": mode, "n_items": n,
                            "n_scored": int(ok.sum()),
-                           "unscored_by_reason": dict(Counter(reasons.values()))})
+                           "unscored_by_reason": dict(Counter(reasons.values())),
+                           "lang": detect_language(it.question for it in items)})
 
     acc = np.where(ok, (pred == gold).astype(float), np.nan)
     res.add(MetricResult("cls_accuracy", ids, acc, Signature.make(metric="cls_accuracy", **sig),
