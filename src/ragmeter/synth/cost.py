@@ -1,27 +1,23 @@
 """Cost of a generation run before anything is sent, and the budget guard while it runs.
 
-Every estimate goes through :func:`estimate_cost`, the one place to re-point at a shared
-cost-estimate module. Token counts are approximations (about 3 characters per token for
-Cyrillic text, 4 for other text; expect ±30 %); prices come from the generator's config
-(``price_in`` / ``price_out`` per 1M tokens).
+Token counts come from the project's one estimate (:func:`ragmeter.cost.count_tokens`);
+prices from the generator's config (``price_in`` / ``price_out`` per 1M tokens).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.errors import ConfigError
 
-_CYR = re.compile(r"[\u0400-\u04ff]")
-
 
 def approx_tokens(text: str) -> int:
-    """Rough token count of ``text`` (see module docstring)."""
-    cyr = len(_CYR.findall(text))
-    return max(1, math.ceil(cyr / 3.0 + (len(text) - cyr) / 4.0))
+    """Estimated tokens of ``text``: the project's one token estimate
+    (:func:`ragmeter.cost.count_tokens`, calibrated on measured usage), at least 1."""
+    from ragmeter.cost import count_tokens
+
+    return max(1, count_tokens(text))
 
 
 @dataclass
@@ -40,7 +36,7 @@ class CostEstimate:
         return {"calls": self.calls, "tokens_in": self.tokens_in, "tokens_out": self.tokens_out,
                 "cost": self.cost, "price_in_per_1m": self.price_in,
                 "price_out_per_1m": self.price_out, "breakdown": self.breakdown,
-                "method": "approx tokens: chars/3 (Cyrillic), chars/4 (other); ±30%"}
+                "method": "ragmeter.cost.count_tokens (characters per token, calibrated)"}
 
 
 def estimate_cost(calls: int, tokens_in: int, tokens_out: int, *, price_in: float = 0.0,
