@@ -366,15 +366,19 @@ class BudgetJudge:
                 self.budget.calls += 1
                 self.budget.spent += float(rep.cost or 0.0)
 
+    def _next(self, reqs: list[JudgeRequest], done: int) -> list[JudgeRequest]:
+        """The next chunk the budget admits (raises :class:`BudgetExhausted` for none)."""
+        part = reqs[done:done + self.chunk]
+        n, why = self._allowed(part)
+        if n == 0:
+            raise self.budget.stop(why or "max_calls")
+        return part[:n]
+
     def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
         out: list[JudgeReply] = []
         reqs = list(requests)
         while len(out) < len(reqs):
-            part = reqs[len(out):len(out) + self.chunk]
-            n, why = self._allowed(part)
-            if n == 0:
-                raise self.budget.stop(why or "max_calls")
-            got = self.inner.ask_many(part[:n])
+            got = self.inner.ask_many(self._next(reqs, len(out)))
             self._account(got)  # cached replies cost nothing: the loop goes on
             out.extend(got)
         return out
@@ -383,12 +387,8 @@ class BudgetJudge:
         out: list[JudgeReply] = []
         reqs = list(requests)
         while len(out) < len(reqs):
-            part = reqs[len(out):len(out) + self.chunk]
-            n, why = self._allowed(part)
-            if n == 0:
-                raise self.budget.stop(why or "max_calls")
-            got = await self.inner.aask_many(part[:n])
-            self._account(got)  # cached replies cost nothing: the loop goes on
+            got = await self.inner.aask_many(self._next(reqs, len(out)))
+            self._account(got)
             out.extend(got)
         return out
 
