@@ -97,8 +97,8 @@ def test_record_validation_details() -> None:
     assert s is None and probs[0].field == "gold_grades"
     s, probs = record_to_sample([1, 2])
     assert s is None and "JSON object" in probs[0].message
-    s, probs = record_to_sample({"question": "q", "my_extra": 5}, line=7)
-    assert s is not None and not probs and s.id == "line7" and s.metadata == {"my_extra": 5}
+    s, probs = record_to_sample({"question": "q", "my_extra": 5}, line=7, index=6)
+    assert s is not None and not probs and s.id == "#6" and s.metadata == {"my_extra": 5}
 
 
 def test_evalset_rules(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from ragmeter.data.formats import detect_format, parse_map
 from ragmeter.data.hashing import gold_hash
 from ragmeter.data.loaders import from_pandas, from_records, load_dataset_file
 from ragmeter.data.sample import Sample
-from ragmeter.errors import DataError, UsageError
+from ragmeter.errors import ConfigError, DataError, UsageError
 
 RAGAS_ROWS = [
     {"user_input": "Когда зимняя сессия?", "retrieved_contexts": ["Зимняя сессия: 9–31 января.",
@@ -130,7 +130,7 @@ def test_from_pandas_with_numpy_cells_and_map() -> None:
 def test_from_records_list_of_dicts() -> None:
     loaded = from_records([{"question": "q", "contexts": ["c1"], "answer": "a"}])
     assert loaded.samples[0].user_input == "q" and loaded.samples[0].retrieved_contexts == ["c1"]
-    with pytest.raises(UsageError, match="--map"):
+    with pytest.raises(ConfigError, match="column_map"):  # the data layer names no CLI option
         from_records([{"q": 1}], column_map={"user_input": "missing"})
 
 

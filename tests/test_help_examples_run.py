@@ -15,10 +15,11 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ragmeter.cli import app as cli
@@ -170,10 +171,10 @@ def _serve(argv: list[str], folder: Path) -> None:
         while True:
             assert proc.poll() is None, proc.communicate()
             try:
-                resp = httpx.get(f"http://127.0.0.1:{port}{path}", timeout=2)
-                assert resp.status_code == 200, resp.text[:300]
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=2) as resp:
+                    assert resp.status == 200, resp.read()[:300]
                 return
-            except httpx.TransportError:
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
                 assert time.monotonic() < deadline, "server did not answer in 60 s"
                 time.sleep(0.3)
     finally:

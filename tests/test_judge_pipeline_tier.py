@@ -81,8 +81,9 @@ def test_sweep_and_auc_with_ties() -> None:
     assert [r["threshold"] for r in rows] == [0.2, 0.5, 0.7]
     assert rows[0]["recall"] == 1.0 and rows[0]["precision"] == 0.5
     assert roc_auc(np.array([1, 1], dtype=bool), np.array([0.1, 0.2])) is None
-    lo, hi = bootstrap_stat(g, s, "auc", n_boot=200)
-    assert lo is not None and lo <= hi
+    est = bootstrap_stat(lambda i: roc_auc(g[i], s[i]), g.size, n_boot=200, min_defined=0.0)
+    assert est.value == roc_auc(g, s)
+    assert est.ci_low is not None and est.ci_high is not None and est.ci_low <= est.ci_high
 
 
 def test_missing_ground_truth_and_bad_predictions_listed(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, make_judge
 from ragmeter.judges.cache import reply_to_json
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
-from ragmeter.judges.openai_http import redact
+from ragmeter.secrets import mask, register_secret
 
 SECRET = "sk-test-SECRET123"
 SCHEMA = {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"]}
@@ -45,8 +45,9 @@ def test_secret_never_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         assert SECRET.encode() not in f.read_bytes()
 
 
-def test_redact_replaces_secret() -> None:
-    assert redact(f"bad key {SECRET} here", [SECRET, None]) == "bad key *** here"
+def test_mask_replaces_a_registered_secret() -> None:
+    register_secret(SECRET)
+    assert mask(f"bad key {SECRET} here") == "bad key *** here"
 
 
 def test_config_holds_only_the_variable_name(monkeypatch: pytest.MonkeyPatch) -> None:

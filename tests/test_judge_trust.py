@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ragmeter import stats as S
 from ragmeter.errors import DataError
-from ragmeter.judge_trust import stats as S
 from ragmeter.judge_trust.bench import (
     GRADED,
     TASKS,
@@ -47,9 +47,9 @@ def test_kappa_spearman_auc_match_reference_implementations() -> None:
     assert S.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
     pos = rng.random(60) < 0.4
     sc = rng.random(60).round(1) + pos * 0.3
-    assert S.auc(sc, pos) == pytest.approx(skm.roc_auc_score(pos, sc))
+    assert S.roc_auc(pos, sc) == pytest.approx(skm.roc_auc_score(pos, sc))
     assert S.spearman(np.ones(5), np.arange(5)) is None
-    assert S.auc(sc, np.ones(60, bool)) is None
+    assert S.roc_auc(np.ones(60, bool), sc) is None
 
 
 def test_flip_stats_hand_computed() -> None:
@@ -145,11 +145,11 @@ def test_labels_loader_formats_scales_and_errors(tmp_path: Path) -> None:
         {"sample_id": "q2", "metric": "faithfulness", "label": "no"},
         {"sample_id": "q1", "metric": "answer_relevance", "label": 2},
         {"sample_id": "q2", "metric": "answer_relevance", "label": 1},
-        {"id": "q3", "metric": "e2e_score", "label": 0.75},
+        {"id": "q3", "metric": "answer_correctness", "label": 0.75},
     ]) + "\n", encoding="utf-8")
     labs = load_labels(f)
     assert labs.scales == {"faithfulness": "binary", "answer_relevance": "ordinal",
-                           "e2e_score": "continuous"}
+                           "answer_correctness": "continuous"}
     assert labs.values("answer_relevance") == {"q1": 1.0, "q2": 0.5}
     assert labs.values("faithfulness") == {"q1": 1.0, "q2": 0.0}
     assert len(labs.sha256) == 64
@@ -339,3 +339,24 @@ def test_unparseable_bench_reply_is_unscored_not_zero() -> None:
     mc = run.card.metrics["production_gate"]
     assert mc.n == 0 and mc.n_unscored == len(items)
     assert mc.stats["accuracy"].value is None
+
+
+def test_label_scale_comes_from_the_judged_metric_rows() -> None:
+    from ragmeter.metrics.judged import ROWS, label_scale_of
+
+    # only grades 0 and 1 seen: inference would say binary, the row says ordinal
+    labs = _labels("answer_relevance", {"q1": 0, "q2": 1, "q3": 1})
+    assert labs.scales["answer_relevance"] == "ordinal"
+    assert labs.values("answer_relevance") == {"q1": 0.0, "q2": 0.5, "q3": 0.5}
+    for row in ROWS:
+        raw = {"binary": 1, "ordinal": 2, "continuous": 0.5}[row.label_scale]
+        assert _labels(row.name, {"q1": raw}).scales[row.name] == row.label_scale
+        assert label_scale_of(f"{row.name}(x=1)") == row.label_scale
+    assert label_scale_of("my_custom_metric") is None
+    assert _labels("my_custom_metric", {"q1": 2, "q2": 0}).scales["my_custom_metric"] \
+        == "ordinal"  # no row: inferred
+    with pytest.raises(DataError) as e:
+        _labels("e2e_score", {"q1": 0.75})
+    assert "mem:1 field 'label'" in str(e.value) and "ordinal" in str(e.value)
+    assert _labels("e2e_score", {"q1": 0.75}, scale="continuous").scales["e2e_score"] \
+        == "continuous"

@@ -66,3 +66,36 @@ def test_compare_aligns_by_id_and_drops_unscored() -> None:
                                        SampleScore("b", None, "timeout"), SampleScore("a", 1.0)], sig)
     r = compare_metric(a, b, n_resamples=500)
     assert r.n == 3 and r.n_dropped == 1 and r.diff == pytest.approx(2 / 3)
+
+
+def test_weighted_capable_kappa_equals_the_plain_formula() -> None:
+    """The one Cohen's κ (categories/weights capable) equals (p_o − p_e)/(1 − p_e)."""
+    import numpy as np
+
+    from ragmeter.stats import cohen_kappa
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        a = rng.integers(0, 4, 40).astype(float)
+        b = np.where(rng.random(40) < 0.6, a, rng.integers(0, 4, 40)).astype(float)
+        cats = np.unique(np.concatenate([a, b]))
+        pa = np.array([(a == c).mean() for c in cats])
+        pb = np.array([(b == c).mean() for c in cats])
+        pe, po = float((pa * pb).sum()), float((a == b).mean())
+        assert cohen_kappa(a, b) == pytest.approx((po - pe) / (1 - pe), abs=1e-12)
+    assert cohen_kappa(np.array(["yes", "no", "yes"]), np.array(["yes", "no", "no"])) \
+        == pytest.approx(0.4)
+    assert cohen_kappa(np.ones(5), np.ones(5)) is None
+
+
+def test_one_bootstrap_stat_batched_equals_per_resample() -> None:
+    import numpy as np
+
+    from ragmeter.stats import bootstrap_stat, f1_vec
+
+    rng = np.random.default_rng(5)
+    g = rng.random(30) < 0.5
+    p = rng.random(30) < 0.5
+    batched = bootstrap_stat(lambda i: f1_vec(g[i], p[i]), 30, batched=True, seed=9)
+    looped = bootstrap_stat(lambda i: float(f1_vec(g[i], p[i])), 30, seed=9)
+    assert batched == looped and batched.ci_low is not None

@@ -38,6 +38,7 @@ from ragmeter.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     EXIT_WORK,
+    ConfigError,
     RagmeterError,
 )
 from ragmeter.secrets import mask
@@ -178,6 +179,19 @@ def normalize_argv(argv: Sequence[str], group: Any = None) -> list[str]:
     return [*head[:first], *hoisted, *head[first:], args[pos], *rest]
 
 
+#: keys the data layer names in a ConfigError -> the command-line option that set them
+_OPTION_OF_KEY = {"format": "--format", "column_map": "--map"}
+
+
+def _cli_message(exc: RagmeterError) -> str:
+    """The error as the command line says it: a data-layer ``config key 'format'`` is the
+    ``--format`` option here."""
+    text = str(exc)
+    if isinstance(exc, ConfigError) and exc.key in _OPTION_OF_KEY:
+        return text.replace(f"config key '{exc.key}'", f"option '{_OPTION_OF_KEY[exc.key]}'", 1)
+    return text
+
+
 def _print_error(message: str) -> None:
     console = common.err_console()
     console.print(f"[bold red]error:[/] {escape(mask(message))}", highlight=False,
@@ -221,7 +235,7 @@ def _run(argv: Sequence[str] | None) -> int:
         rv = click_command().main(args=args, prog_name="ragmeter", standalone_mode=False)
         return int(rv) if isinstance(rv, int) else 0
     except RagmeterError as exc:
-        _print_error(str(exc))
+        _print_error(_cli_message(exc))
         return exc.exit_code
     except typer.Exit as exc:
         return int(getattr(exc, "exit_code", 0) or 0)

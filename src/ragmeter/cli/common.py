@@ -26,8 +26,10 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 
+from ragmeter.data.formats import FORMATS
 from ragmeter.errors import UsageError, WorkFailedError
 from ragmeter.results.records import IMPLICIT_COUNT
+from ragmeter.secrets import mask
 
 _step_log = logging.getLogger("ragmeter.cli")
 
@@ -255,9 +257,17 @@ OutOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045 - typer needs Op
 MaxUnscoredOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
     "--max-unscored", help="Fail (exit 3) when a metric's unscored fraction exceeds this "
                            "(0-1). Default: only a metric with no scored sample fails.")]
+def _check_format(value: str) -> str:
+    """``--format``: the data layer names a bad layout as config key ``format``; the command
+    line names its option."""
+    if value not in FORMATS:
+        raise UsageError("--format", f"unknown format {value!r} (allowed: {', '.join(FORMATS)})")
+    return value
+
+
 FormatOpt = Annotated[str, typer.Option(
-    "--format", help="Layout of the samples file: auto (by content), samples, ragas, deepeval, "
-                     "hf, synthetic, evalset.")]
+    "--format", callback=_check_format, help="Layout of the samples file: auto (by content), "
+                     + ", ".join(f for f in FORMATS if f != "auto") + ".")]
 MapOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--map", help="Column map TARGET=SOURCE for renamed columns, e.g. user_input=prompt "
                   "(repeatable or comma-separated).")]
@@ -318,28 +328,27 @@ def check_judge_reachable(cfg: Any) -> None:
     """Send one tiny request; raise a usage error (exit 2) naming the endpoint if it fails."""
     if cfg is None or getattr(cfg, "backend", "") != "openai":
         return
-    import httpx
+    import urllib.error
+    import urllib.request
 
     url = str(cfg.base_url).rstrip("/") + "/models"
     headers = dict(cfg.headers()) if hasattr(cfg, "headers") else {}
+    status = 200
     try:
-        resp = httpx.get(url, headers=headers, timeout=min(10.0, cfg.timeout_s))
-    except httpx.HTTPError as exc:
-        raise UsageError("--judge-url", f"judge endpoint {_mask(str(cfg.base_url))} not reachable: "
-                          f"{type(exc).__name__}: {_mask(str(exc))}") from None
-    if resp.status_code in (401, 403):
+        req = urllib.request.Request(url, headers=headers, method="GET")
+        with urllib.request.urlopen(req, timeout=min(10.0, cfg.timeout_s)):
+            pass
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise UsageError("--judge-url", f"judge endpoint {mask(str(cfg.base_url))} not reachable: "
+                          f"{type(exc).__name__}: {mask(str(reason))}") from None
+    if status in (401, 403):
         raise UsageError("--judge-key-env", f"judge endpoint refused the key "
-                          f"(HTTP {resp.status_code})")
-    if resp.status_code >= 500:
-        raise UsageError("--judge-url", f"judge endpoint answers HTTP {resp.status_code}")
-
-
-def _mask(text: str) -> str:
-    try:
-        from ragmeter.secrets import mask_text
-    except ImportError:  # pragma: no cover
-        return text
-    return str(mask_text(text))
+                          f"(HTTP {status})")
+    if status >= 500:
+        raise UsageError("--judge-url", f"judge endpoint answers HTTP {status}")
 
 
 class PlainProgress:

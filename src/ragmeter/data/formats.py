@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ragmeter.errors import UsageError
+from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 
 FORMATS = ("auto", "samples", "ragas", "deepeval", "hf", "synthetic", "evalset")
 
@@ -75,6 +75,32 @@ def detect_format(records: Sequence[tuple[int | None, Any]]) -> str:
     if "question" in keys and keys & {"chunk_id", "confluence_url", "source_url", "chunk_text"}:
         return "synthetic"
     return "samples"
+
+
+#: what each detected layout looks like, for errors that name it
+LAYOUT_NAMES = {"deepeval": "DeepEval test cases (input, actual_output, expected_output, "
+                            "retrieval_context, context)",
+                "synthetic": "a synthetic question set (question, chunk_id, confluence_url/url, "
+                             "chunk_text, answer)",
+                "ragas": "a RAGAS EvaluationDataset (user_input, retrieved_contexts, response, "
+                         "reference, reference_contexts)"}
+#: explicit formats that would silently remap (or drop into metadata) another layout's fields
+_CONFLICTS = {"samples": ("deepeval", "synthetic"), "hf": ("deepeval", "synthetic"),
+              "ragas": ("deepeval", "synthetic"), "evalset": ("deepeval", "synthetic", "ragas"),
+              "synthetic": ("deepeval",)}
+
+
+def check_explicit_format(fmt: str, records: Sequence[tuple[int | None, Any]],
+                          source: str) -> None:
+    """An explicit ``fmt`` must not be applied to records of another known layout: DeepEval's
+    gold ``context`` read as retrieved contexts under ``samples``, RAGAS names under
+    ``evalset``… Raises a :class:`DataError` naming the likely format."""
+    looks = detect_format(records)
+    if looks in _CONFLICTS.get(fmt, ()):
+        raise DataError(RecordProblem(source, None, None,
+                                      f"format '{fmt}' was given, but the records look like "
+                                      f"{LAYOUT_NAMES[looks]}"),
+                        hint=f"use format '{looks}' (--format {looks}), or --format auto")
 
 
 def other_kind_hint(records: Sequence[tuple[int | None, Any]]) -> str | None:
@@ -122,8 +148,8 @@ def check_map(column_map: Mapping[str, str], records: Sequence[tuple[int | None,
     keys = _keys(records, n=len(records))
     missing = [s for s in column_map.values() if s not in keys]
     if missing and records:
-        raise UsageError("--map", f"column(s) {', '.join(map(repr, missing))} not found in "
-                                  f"{source} (columns: {', '.join(sorted(keys)[:40])})")
+        raise ConfigError("column_map", f"column(s) {', '.join(map(repr, missing))} not found "
+                                        f"in {source} (columns: {', '.join(sorted(keys)[:40])})")
 
 
 def apply_format(rec: Mapping[str, Any], fmt: str, column_map: Mapping[str, str] | None = None,

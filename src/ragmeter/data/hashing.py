@@ -59,10 +59,33 @@ GOLD_FIELDS = ("id", "user_input", "reference", "reference_contexts", "gold_doc_
                "gold_chunk_ids", "gold_grades", "type")
 
 
+def gold_record(s: Any) -> dict[str, Any]:
+    """The gold fields (:data:`GOLD_FIELDS`) of a sample or mapping, as ``Sample.to_dict``
+    gives them (empty optional fields left out), read without copying the rest."""
+    if isinstance(s, Mapping):
+        return {k: s[k] for k in GOLD_FIELDS if s.get(k) is not None and s.get(k) != {}}
+    out: dict[str, Any] = {}
+    for k in GOLD_FIELDS:
+        v = getattr(s, k, None)
+        if v is not None and v != {}:
+            out[k] = v
+    return out
+
+
 def gold_hash(samples: Iterable[Any], *, short: bool = True) -> str:
     """Dataset hash over the gold fields of samples (:data:`GOLD_FIELDS`), in order."""
-    def gold(s: Any) -> dict[str, Any]:
-        d = s.to_dict() if hasattr(s, "to_dict") else dict(s)
-        return {k: d[k] for k in GOLD_FIELDS if d.get(k) is not None}
+    return dataset_hash((gold_record(s) for s in samples), short=short)
 
-    return dataset_hash((gold(s) for s in samples), short=short)
+
+#: the system outputs a generation metric scores, hashed apart from the gold fields
+OUTPUT_FIELDS = ("response", "retrieved_contexts")
+
+
+def outputs_hash(samples: Iterable[Any], *, short: bool = True) -> str:
+    """Hash of the system outputs of samples (id + :data:`OUTPUT_FIELDS`), in order: the
+    signature's ``outputs:`` next to the gold-only ``data:``."""
+    def rec(s: Any) -> list[Any]:
+        get = s.get if isinstance(s, Mapping) else (lambda k: getattr(s, k, None))
+        return [get("id"), *(get(k) for k in OUTPUT_FIELDS)]
+
+    return dataset_hash((rec(s) for s in samples), short=short)

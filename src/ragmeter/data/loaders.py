@@ -26,6 +26,7 @@ from typing import Any
 from ragmeter.data.formats import (
     FORMATS,
     apply_format,
+    check_explicit_format,
     check_map,
     detect_format,
     other_kind_hint,
@@ -34,7 +35,7 @@ from ragmeter.data.formats import (
 from ragmeter.data.grades import grade_problem
 from ragmeter.data.reading import Table, cell_list, cell_obj, parse_json_line, read_table
 from ragmeter.data.sample import QUESTION_TYPES, Sample
-from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
+from ragmeter.errors import ConfigError, DataError, RecordProblem
 
 STR_FIELDS = ("user_input", "response", "reference", "type")
 STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
@@ -80,9 +81,13 @@ _csv_obj = cell_obj
 
 
 def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = None,
-                     index: int = 0, from_csv: bool = False, by_index: bool = False
+                     index: int = 0, from_csv: bool = False, by_index: bool = True
                      ) -> tuple[Sample | None, list[RecordProblem]]:
-    """Validate one record and build its :class:`Sample`; returns ``(None, problems)`` if bad."""
+    """Validate one record and build its :class:`Sample`; returns ``(None, problems)`` if bad.
+
+    A record without an id gets ``#<index>`` whatever its container (``by_index`` is accepted
+    for older callers and has no effect).
+    """
     problems: list[RecordProblem] = []
 
     def bad(fld: str | None, msg: str) -> None:
@@ -121,7 +126,7 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
 
     sid = values.get("id")
     if sid is None:
-        sid = f"line{line}" if line is not None and not by_index else f"#{index}"
+        sid = f"#{index}"  # the record index in every container; line numbers are for errors
     elif isinstance(sid, bool) or not isinstance(sid, (str, int)):
         bad("id", f"must be a string, got {type(sid).__name__}")
     elif str(sid).strip() == "":
@@ -201,8 +206,9 @@ def load_samples(path: str | Path, *, skip_invalid: bool = False,
     ``validate(sample, record)`` adds ``(field, msg)`` checks. Raises one :class:`DataError`
     listing every problem, unless ``skip_invalid`` (then bad records are skipped and listed in
     ``LoadResult.skipped``). Duplicate ids are problems of the later record. Records without an
-    id get ``line<N>`` in JSON Lines/CSV and ``#<index>`` in a JSON array or Parquet file, so a
-    reformatted JSON file keeps its ids.
+    id get ``#<index>`` (0-based record index) in every container — JSON Lines, JSON, CSV,
+    Parquet, records — so the same data written as JSONL or CSV, or reformatted, keeps its ids;
+    line numbers only appear in error messages.
     """
     table = read_table(path)
     return load_table(table, skip_invalid=skip_invalid, validate=validate, format=format,
@@ -244,14 +250,15 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
                format: str = "auto", column_map: Mapping[str, str] | None = None) -> LoadResult:
     """Validate the records of a :class:`~ragmeter.data.reading.Table` into samples."""
     if format not in FORMATS:
-        raise UsageError("--format", f"unknown format {format!r} (allowed: {', '.join(FORMATS)})")
+        raise ConfigError("format", f"unknown format {format!r}", list(FORMATS))
     source = table.source
     records, problems = table.records, list(table.problems)
     n_unreadable = len(problems)
     if column_map:
         check_map(column_map, records, source)
+    if format != "auto":
+        check_explicit_format(format, records, source)
     fmt = detect_format(records) if format == "auto" else format
-    by_index = table.container in ("json", "parquet", "records")
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
@@ -259,7 +266,7 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
         if isinstance(rec, Mapping):
             rec = apply_format(rec, fmt, column_map, tabular=table.tabular)
         sample, probs = record_to_sample(rec, source=source, line=line, index=index,
-                                         from_csv=table.tabular, by_index=by_index)
+                                         from_csv=table.tabular)
         if sample is not None and validate is not None:
             probs = [RecordProblem(source, line, f, m) for f, m in validate(sample, rec)]
         if sample is not None and not probs and sample.id in seen:
@@ -304,6 +311,8 @@ def load_dataset_file(path: str | Path, *, format: str = "auto", skip_invalid: b
     fmt = format
     if fmt == "auto":
         fmt = detect_format(table.records)
+    elif fmt == "evalset":  # loaded below as "samples" with the evalset rules
+        check_explicit_format(fmt, table.records, table.source)
     validate = check_evalset_sample if fmt == "evalset" else None
     return load_table(table, skip_invalid=skip_invalid, validate=validate,
                       format="samples" if fmt == "evalset" else fmt, column_map=column_map)
@@ -438,9 +447,10 @@ class SampleStream:
         head = list(itertools.islice(records, DETECT_RECORDS))
         if self.column_map:
             check_map(self.column_map, head, source)
+        if self.format != "auto":
+            check_explicit_format(self.format, head, source)
         fmt = detect_format(head) if self.format == "auto" else self.format
         tabular = self.container in ("csv", "tsv")
-        by_index = self.container in ("json", "parquet")
         for index, (line, rec) in enumerate(itertools.chain(head, records)):
             n_records += 1
             probs = record_limit_problems(rec, source, line, self.max_items)
@@ -449,7 +459,7 @@ class SampleStream:
                 if isinstance(rec, Mapping):
                     rec = apply_format(rec, fmt, self.column_map, tabular=tabular)
                 sample, probs = record_to_sample(rec, source=source, line=line, index=index,
-                                                 from_csv=tabular, by_index=by_index)
+                                                 from_csv=tabular)
             if sample is not None and self.validate is not None:
                 probs = [RecordProblem(source, line, f, m) for f, m in self.validate(sample, rec)]
             if sample is not None and not probs and sample.id in seen:

@@ -37,15 +37,18 @@ class GenerationContext:
     language: str = "auto"
     keep_prompts: bool = False
     data_hash: str = ""
+    outputs_hash: str = ""
     judged: JudgedState = field(default_factory=JudgedState)
     embedders: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.data_hash:
-            from ragmeter.data.hashing import dataset_hash
+        from ragmeter.data.hashing import gold_hash, outputs_hash
 
-            self.data_hash = dataset_hash(self.samples)
+        if not self.data_hash:  # gold fields only: a new system output keeps the dataset's identity
+            self.data_hash = gold_hash(self.samples)
+        if not self.outputs_hash:  # what the system produced, hashed apart from the gold data
+            self.outputs_hash = outputs_hash(self.samples)
 
     def embedder(self, name: str) -> Any:
         if name not in self.embedders:
@@ -53,7 +56,8 @@ class GenerationContext:
         return self.embedders[name]
 
     def signature(self, metric: str, **extra: Any) -> Signature:
-        return Signature.make(metric=metric, data=self.data_hash, seed=self.seed, **extra)
+        return Signature.make(metric=metric, data=self.data_hash, outputs=self.outputs_hash,
+                              seed=self.seed, **extra)
 
 
 def missing_field(sample: Sample, names: Sequence[str]) -> str | None:

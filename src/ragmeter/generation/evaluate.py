@@ -14,6 +14,7 @@ from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
 from ragmeter.stats import DEFAULT_SEED
+from ragmeter.text import detect_language
 
 _log = logging.getLogger("ragmeter.generation")
 
@@ -41,6 +42,7 @@ def evaluate_generation(
     on_batch: Callable[[EvalResult], None] | None = None,
     data_hash: str | None = None,
     embedders: dict[str, Any] | None = None,
+    outputs_hash: str | None = None,
 ) -> EvalResult:
     """Score generation metrics on ``samples`` and return one :class:`EvalResult`.
 
@@ -55,8 +57,8 @@ def evaluate_generation(
     ``batch_size``: score the samples ``batch_size`` at a time and call ``on_batch`` with each
     batch's result as soon as it is done (so per-sample records can be written incrementally);
     the returned result covers every sample, with the same signatures as an unbatched run.
-    ``data_hash`` / ``embedders``: the dataset hash and loaded embedders to use (batches share
-    them).
+    ``data_hash`` / ``outputs_hash`` / ``embedders``: the gold-fields dataset hash, the hash of
+    the system outputs and the loaded embedders to use (batches share them).
     """
     if batch_size is not None:
         return _in_batches(list(samples), batch_size, on_batch, metrics=metrics, judge=judge,
@@ -82,6 +84,8 @@ def evaluate_generation(
         kwargs["embedder_factory"] = embedder
     if data_hash:
         kwargs["data_hash"] = data_hash
+    if outputs_hash:
+        kwargs["outputs_hash"] = outputs_hash
     if embedders is not None:
         kwargs["embedders"] = embedders
     ctx = GenerationContext(list(samples), seed=seed, judge=judge, language=language,
@@ -95,7 +99,8 @@ def evaluate_generation(
                           "pass judge=... (or --judge-url/--judge-model), or drop them")
     ctx.judged.announced = tuple(judged)
     result = EvalResult(name, meta={"n_samples": len(ctx.samples), "seed": seed,
-                                    "dataset": ctx.data_hash})
+                                    "dataset": ctx.data_hash, "outputs": ctx.outputs_hash,
+                                    "lang": detect_language(s.user_input for s in ctx.samples)})
     timings: dict[str, float] = {}
     for m in parsed:
         t0 = time.perf_counter()
@@ -146,23 +151,24 @@ def _drop_unavailable(parsed: list[Metric], ctx: GenerationContext
 def _in_batches(samples: list[Sample], batch_size: int,
                 on_batch: Callable[[EvalResult], None] | None, **kwargs: Any) -> EvalResult:
     """Evaluate ``batch_size`` samples at a time; merge the batches into one result."""
-    from ragmeter.data.hashing import dataset_hash
+    from ragmeter.data.hashing import gold_hash, outputs_hash
     from ragmeter.results.records import MetricResult
 
     if batch_size < 1:
         raise ConfigError("batch_size", f"must be a positive integer, got {batch_size}")
-    data = dataset_hash(samples)
+    data, outputs = gold_hash(samples), outputs_hash(samples)
     shared: dict[str, Any] = {}
     parts: list[EvalResult] = []
     for start in range(0, max(1, len(samples)), batch_size):
         part = evaluate_generation(samples[start:start + batch_size], data_hash=data,
-                                   embedders=shared, **kwargs)
+                                   outputs_hash=outputs, embedders=shared, **kwargs)
         if on_batch is not None:
             on_batch(part)
         parts.append(part)
     first = parts[0]
     merged = EvalResult(first.name, meta=dict(first.meta))
     merged.meta["n_samples"] = len(samples)
+    merged.meta["lang"] = detect_language(s.user_input for s in samples)
     for key, r in first.results.items():
         counts: dict[str, int] = {}
         for part in parts:

@@ -7,7 +7,7 @@
   paired comparisons and the label planner;
 * :mod:`~ragmeter.judge_trust.bench` — the bundled Russian judge benchmark and its runner;
 * :mod:`~ragmeter.judge_trust.runs` — cards and estimates stored with a run;
-* :mod:`~ragmeter.judge_trust.stats` — the pure statistics behind all of it.
+* the pure statistics behind all of it live in :mod:`ragmeter.stats` (agreement, PPI).
 """
 
 from __future__ import annotations

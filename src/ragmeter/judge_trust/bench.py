@@ -37,14 +37,15 @@ import numpy as np
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.judge_trust.card import JudgeCard, card_from_values
-from ragmeter.judge_trust.labels import LabelSet, labels_from_records
-from ragmeter.judge_trust.stats import flip_stats, verdict_flip_rate
+from ragmeter.judge_trust.labels import LabelSet, label_scale_of, labels_from_records
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.prompts import PromptTemplate, register_prompt
+from ragmeter.stats import flip_stats, verdict_flip_rate
 
 TASKS = ("faithfulness", "factual_correctness", "answer_relevance", "context_relevance",
          "production_gate")
-GRADED = ("answer_relevance", "context_relevance")
+#: tasks graded 0/1/2: those whose judged metric row declares an ordinal label scale
+GRADED = tuple(t for t in TASKS if label_scale_of(t) == "ordinal")
 LANGS = ("ru", "en", "all")
 BENCH_FILE = "judge_bench.jsonl"
 _NEEDS = {"faithfulness": ("context", "answer"), "factual_correctness": ("reference", "answer"),
@@ -119,9 +120,11 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise DataError(RecordProblem(str(p), None, None, "file not found")) from None
+    index = -1  # record index: the id of a record without one (line numbers are for errors)
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
+        index += 1
         try:
             rec = json.loads(line)
         except ValueError as exc:
@@ -146,7 +149,7 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         if missing:
             problems.append(RecordProblem(str(p), n, missing[0], f"is required for {task}"))
             continue
-        sid = str(rec.get("id") or f"line{n}")
+        sid = str(rec.get("id") or f"#{index}")
         if sid in seen:
             problems.append(RecordProblem(str(p), n, "id", f"duplicate id {sid!r}"))
             continue
@@ -173,7 +176,7 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
 def bench_labels(items: Sequence[BenchItem]) -> LabelSet:
     """The items' labels as a :class:`LabelSet` (metric = task)."""
     recs = [(k + 1, {"sample_id": i.id, "metric": i.task, "label": i.label,
-                     "scale": "ordinal" if i.task in GRADED else "binary"})
+                     "scale": label_scale_of(i.task) or "binary"})
             for k, i in enumerate(items)]
     return labels_from_records(recs, "judge-benchmark")
 

@@ -28,14 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.judge_trust.stats import (
+from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     Estimate,
-    auc,
     bootstrap_stat,
     cohen_kappa,
     rates,
+    roc_auc,
     spearman,
 )
 
@@ -196,7 +196,7 @@ def metric_card(metric: str, judge: Sequence[float | None], human: Sequence[floa
         "tpr": lambda i: rates(fpos[i], ypos[i])[0],
         "tnr": lambda i: rates(fpos[i], ypos[i])[1],
         "bias": lambda i: float(f[i].mean() - y[i].mean()),
-        "auc": lambda i: auc(f[i], ypos[i]),
+        "auc": lambda i: roc_auc(ypos[i], f[i]),
         "separation": sep,
     }
     n = int(f.size)

@@ -9,9 +9,11 @@ field           meaning
 ``metric``      the judged metric it grades: ``faithfulness``, ``answer_relevance``, ...
 ``label``       ``yes``/``no`` (also ``да``/``нет``, ``true``/``false``) → 1/0; an integer
                 grade ``0``/``1``/``2``; or a number in ``[0, 1]``
-``scale``       optional: ``binary``, ``ordinal`` (0/1/2) or ``continuous`` (0–1); inferred
-                per metric when absent (yes/no or only 0/1 → binary, integers up to 2 →
-                ordinal, anything else → continuous)
+``scale``       optional: ``binary``, ``ordinal`` (0/1/2) or ``continuous`` (0–1). When absent
+                the judged metric's own declaration decides (``label_scale`` of its row in
+                :mod:`ragmeter.metrics.judged`: faithfulness yes/no, answer relevance 0/1/2,
+                ...); only for a metric without a row is it inferred (yes/no or only 0/1 →
+                binary, integers up to 2 → ordinal, anything else → continuous)
 ``system``      optional: which system's answer was labelled (for comparisons of two systems)
 ``rater``       optional: who labelled it; several raters of one item are averaged
 ==============  ==========================================================================
@@ -32,7 +34,7 @@ from typing import Any
 
 from ragmeter.errors import DataError, RecordProblem
 
-SCALES = ("binary", "ordinal", "continuous")
+SCALES: tuple[str, ...] = ("binary", "ordinal", "continuous")  # = metrics.judged.LABEL_SCALES
 _YES = {"yes", "да", "true", "y", "д"}
 _NO = {"no", "нет", "false", "n", "н"}
 _ALIASES = {"id": "sample_id", "sample": "sample_id", "value": "label", "human": "label"}
@@ -111,12 +113,28 @@ def parse_label(value: Any) -> tuple[float, str | None] | str:
     return x, None
 
 
+_FITS = {"binary": ((0.0, 1.0), "yes/no or 0/1"), "ordinal": ((0.0, 1.0, 2.0), "a grade 0, 1 or 2"),
+         "continuous": (None, "a number in [0, 1]")}
+
+
+def _fits(raw: float, scale: str) -> bool:
+    allowed = _FITS[scale][0]
+    return raw <= 1.0 if allowed is None else raw in allowed
+
+
 def _infer(raws: list[float], implied: set[str]) -> str:
     if "binary" in implied or all(r in (0.0, 1.0) for r in raws):
         return "binary"
     if all(r in (0.0, 1.0, 2.0) for r in raws):
         return "ordinal"
     return "continuous"
+
+
+def label_scale_of(metric: str) -> str | None:
+    """The scale the judged metric ``metric`` declares for its labels (``None``: no such row)."""
+    from ragmeter.metrics.judged import label_scale_of as row_scale
+
+    return row_scale(metric)
 
 
 def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) -> LabelSet:
@@ -187,8 +205,19 @@ def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) 
             problems.append(RecordProblem(source, first.line, "scale", f"metric {metric!r} "
                                           f"is labelled on several scales: {sorted(declared)}"))
             continue
+        row_scale = label_scale_of(metric)
         if declared:
             scales[metric] = declared.pop()
+        elif row_scale is not None:
+            scales[metric] = row_scale
+            misfit = [lab for lab, _, _ in items if not _fits(lab.raw, row_scale)]
+            for lab in misfit:
+                problems.append(RecordProblem(
+                    source, lab.line, "label", f"metric {metric!r} is labelled on the "
+                    f"{row_scale} scale ({_FITS[row_scale][1]}), got {lab.raw:g}; add a "
+                    "\"scale\" field to label it on another scale"))
+            if misfit:
+                continue
         else:
             scales[metric] = _infer([lab.raw for lab, _, _ in items],
                                     {i for _, _, i in items if i})

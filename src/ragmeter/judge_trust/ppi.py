@@ -3,7 +3,7 @@
 For a judged metric with judge values on all ``N`` scored samples and human labels on ``n``
 of them, the prediction-powered estimate (Angelopoulos et al., 2023, "Prediction-powered
 inference") is the judge mean over all samples plus the mean human − judge correction on the
-labelled ones; its interval combines both variances (see :mod:`ragmeter.judge_trust.stats`).
+labelled ones; its interval combines both variances (see :mod:`ragmeter.stats.ppi`).
 It is valid when the labelled samples are a random subset of the evaluated ones: label a
 random sample, not the ones that looked wrong.
 
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.judge_trust.labels import LabelSet
-from ragmeter.judge_trust.stats import (
+from ragmeter.stats import (
     LabelPlan,
     PairedPPI,
     PPIEstimate,

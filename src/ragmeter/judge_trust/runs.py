@@ -23,12 +23,9 @@ TIER = "judge_trust"
 
 
 def _base(key: str) -> str:
-    try:
-        from ragmeter.metrics.registry import parse_metric
+    from ragmeter.metrics.registry import split_metric_key
 
-        return parse_metric(key).name
-    except Exception:
-        return key.split("(")[0].split("@")[0]
+    return split_metric_key(key)[0].replace("-", "_")
 
 
 def judged_values(run: Any, labels: LabelSet, *, system: str | None = None
@@ -102,13 +99,20 @@ def attach_to_run(store: Any, run_id: str, result: Any) -> None:
     store.save_run(run)
 
 
-def cards_of_run(run: Any) -> list[JudgeCard]:
-    """Every judge card stored with ``run``."""
+def stored_cards(run: Any) -> list[tuple[JudgeCard, dict[str, Any]]]:
+    """Every judge card stored with ``run`` and the prediction-powered estimates stored beside
+    it (``metric → MetricPPI.to_dict()``, empty when none)."""
     rec = run.tiers.get(TIER)
     if rec is None:
         return []
-    return [JudgeCard.from_dict(r.meta["judge_card"]) for r in rec.results
-            if "judge_card" in r.meta]
+    return [(JudgeCard.from_dict(r.meta["judge_card"]), dict(r.meta.get("ppi") or {}))
+            for r in rec.results if "judge_card" in r.meta]
 
 
-__all__ = ["TIER", "attach_to_run", "cards_of_run", "judged_values", "trust_result"]
+def cards_of_run(run: Any) -> list[JudgeCard]:
+    """Every judge card stored with ``run``."""
+    return [card for card, _ in stored_cards(run)]
+
+
+__all__ = ["TIER", "attach_to_run", "cards_of_run", "judged_values", "stored_cards",
+           "trust_result"]

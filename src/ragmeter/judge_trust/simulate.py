@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.judge_trust.stats import ppi_mean_batch
+from ragmeter.stats import ppi_mean_batch
 
 
 @dataclass(frozen=True)

@@ -26,17 +26,10 @@ from typing import Any
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
 from ragmeter.judges.endpoints import Endpoint, mask_url_credentials
 from ragmeter.judges.engine import BackendError, Completion
+from ragmeter.secrets import mask, register_secret
 
 #: the fake server marks its replies with this header; they are never cached for a real judge
 MOCK_HEADER = "X-Ragmeter-Mock"
-
-
-def redact(text: str, secrets: Sequence[str | None]) -> str:
-    """``text`` with every non-empty secret and every URL password replaced by ``***``."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, "***")
-    return mask_url_credentials(text)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -187,7 +180,8 @@ class OpenAIBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
             }
-        secrets = [self._key(), *self.endpoint.secrets()]
+        for secret in (self._key(), *self.endpoint.secrets()):
+            register_secret(secret)  # masked by ragmeter.secrets.mask in every message from now on
         import aiohttp
 
         try:
@@ -201,13 +195,13 @@ class OpenAIBackend:
             raise BackendError("timeout", f"no reply from {self.url}", retryable=True) from None
         except aiohttp.ClientError as exc:
             raise BackendError("connection_error",
-                               redact(f"{type(exc).__name__}: {exc} ({self.url})", secrets),
+                               mask(f"{type(exc).__name__}: {exc} ({self.url})"),
                                retryable=True,
                                unreachable=isinstance(exc, aiohttp.ClientConnectorError)) \
                 from None
         text_all = raw.decode("utf-8", errors="replace")
         if status != 200:
-            text = redact(text_all[:500], secrets)
+            text = mask(text_all[:500])
             if status == 429:
                 raise BackendError("rate_limited", f"HTTP 429: {text[:200]}", retryable=True,
                                    retry_after=parse_retry_after(retry_after), status=status)
@@ -229,7 +223,7 @@ class OpenAIBackend:
             message = choice.get("message") or {}
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise BackendError("backend_error",
-                               f"malformed completion envelope: {redact(text_all[:200], secrets)}",
+                               f"malformed completion envelope: {mask(text_all[:200])}",
                                retryable=True) from None
         usage = payload.get("usage") or {}
         content = message.get("content")
@@ -311,6 +305,8 @@ async def post_json(url: str, body: Mapping[str, Any], headers: Mapping[str, str
 
     from ragmeter.judges.engine import retry_delay
 
+    for secret in secrets:
+        register_secret(secret)
     last, status = "", None
     timeout = aiohttp.ClientTimeout(total=timeout_s, connect=min(10.0, timeout_s))
     async with aiohttp.ClientSession(timeout=timeout) as session:
@@ -336,4 +332,4 @@ async def post_json(url: str, body: Mapping[str, Any], headers: Mapping[str, str
                 last, status = f"{type(exc).__name__}: {exc}", None
             if attempt < policy.max_retries:
                 await asyncio.sleep(retry_delay(policy, attempt + 1, retry_after))
-    raise HTTPFailure(redact(last, secrets), status, attempt + 1)
+    raise HTTPFailure(mask(last), status, attempt + 1)

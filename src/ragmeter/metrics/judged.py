@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragmeter.errors import MetricSpecError
 from ragmeter.metrics.registry import Metric, MetricSpec, Param, parse_metric, register
@@ -31,6 +31,10 @@ from ragmeter.results.records import MetricResult, SampleScore
 if TYPE_CHECKING:
     from ragmeter.generation.context import GenerationContext
     from ragmeter.generation.judgement import SampleJudgement
+
+#: the shapes a human label of a judged metric can take
+LabelScale = Literal["binary", "ordinal", "continuous"]
+LABEL_SCALES: tuple[LabelScale, ...] = ("binary", "ordinal", "continuous")
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,14 @@ class JudgedMetric:
     higher_is_better: bool = True
     value_range: tuple[float, float] = (0.0, 1.0)
     prepare: Callable[[Metric, GenerationContext], Prepared] | None = None
+    #: what a human label for this metric looks like: ``binary`` (yes/no), ``ordinal`` (a grade
+    #: 0/1/2) or ``continuous`` (a number in 0–1); judge cards compare on this scale
+    label_scale: LabelScale = "continuous"
+
+    def __post_init__(self) -> None:
+        if self.label_scale not in LABEL_SCALES:
+            raise MetricSpecError(f"judged metric {self.name!r}: unknown label_scale "
+                                  f"{self.label_scale!r} (allowed: {', '.join(LABEL_SCALES)})")
 
     def needs_of(self, metric: Metric) -> frozenset[str]:
         return self.needs if isinstance(self.needs, frozenset) else self.needs(metric)
@@ -85,6 +97,16 @@ class JudgedMetric:
         from ragmeter.generation.judge_plan import compute_judged
 
         return compute_judged(self, metric, ctx)
+
+
+def label_scale_of(name: str) -> LabelScale | None:
+    """The label scale declared by the judged metric row ``name`` (a bare name or a metric
+    string such as ``answer_correctness(preset=equal)``); ``None`` when no row has that name."""
+    base = name.split("(")[0].split("@")[0].strip()
+    for row in ROWS:
+        if row.name == base:
+            return row.label_scale
+    return None
 
 
 def judged_row(metric: Metric) -> JudgedMetric:
@@ -216,17 +238,19 @@ ROWS: tuple[JudgedMetric, ...] = (
         "faithfulness",
         "|answer claims supported by the contexts| / |answer claims| (calls: claims, verify)",
         ("response", "retrieved_contexts"), frozenset({"answer_in_context"}),
-        verdict_share("answer_in_context")),
+        verdict_share("answer_in_context"), label_scale="binary"),
     JudgedMetric(
         "answer_relevance",
         "judge grade s ∈ {0,1,2} of how fully the answer addresses the question, s/2 "
         "(call: answer)",
-        ("user_input", "response"), frozenset({"answer_relevance"}), _grade("answer_relevance")),
+        ("user_input", "response"), frozenset({"answer_relevance"}), _grade("answer_relevance"),
+        label_scale="ordinal"),
     JudgedMetric(
         "context_relevance",
         "NVIDIA style: (1/N) Σ_i s_i/2, s_i ∈ {0,1,2} per retrieved context, all contexts in one "
         "call (call: contexts)",
-        ("user_input", "retrieved_contexts"), frozenset({"ctx_relevance"}), _context_relevance),
+        ("user_input", "retrieved_contexts"), frozenset({"ctx_relevance"}), _context_relevance,
+        label_scale="ordinal"),
     JudgedMetric(
         "context_precision",
         "Σ_k precision@k·v_k / Σ_k v_k, v_k = context k useful for the reference (ranked); 0 if "
@@ -244,7 +268,8 @@ ROWS: tuple[JudgedMetric, ...] = (
         "P = |answer claims supported by reference|/|answer claims|, R = |reference claims "
         "supported by answer|/|reference claims|, F1 = 2PR/(P+R) (calls: claims, verify)",
         ("response", "reference"), lambda m: _FACTUAL_NEEDS[str(m.get("mode"))], _factual,
-        params=(Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),)),
+        params=(Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),),
+        label_scale="binary"),
     JudgedMetric(
         "answer_correctness",
         "w·factual_F1 + (1−w)·semantic_similarity; presets default 0.75, equal 0.5, "
@@ -261,7 +286,8 @@ ROWS: tuple[JudgedMetric, ...] = (
         "e2e_score",
         "judge grade s ∈ {0,1,2}: is the answer as useful as the reference answer, s/2 "
         "(call: answer)",
-        ("user_input", "response", "reference"), frozenset({"e2e"}), _grade("e2e")),
+        ("user_input", "response", "reference"), frozenset({"e2e"}), _grade("e2e"),
+        label_scale="ordinal"),
 )
 
 for _row in ROWS:

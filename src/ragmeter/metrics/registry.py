@@ -270,6 +270,19 @@ def split_metric_key(text: str) -> tuple[str, int | None, str]:
     return m.group("name"), k, (m.group("params") or "").strip()
 
 
+def metric_base(text: str) -> str:
+    """A metric key without its parameters: ``hit_rate@1(level=doc)`` → ``hit_rate@1``."""
+    name, k, _ = split_metric_key(text)
+    return name if k is None else f"{name}@{k}"
+
+
+def with_cutoffs(text: str, ks: Iterable[int]) -> str:
+    """A metric written without ``@k`` given the cutoff list ``ks``:
+    ``recall(level=doc)``, ``[5, 10]`` → ``recall@5,10(level=doc)``."""
+    name, _, params = split_metric_key(text)
+    return f"{name}@{','.join(map(str, ks))}" + (f"({params})" if params else "")
+
+
 def split_metric_list(text: str) -> list[str]:
     """Split ``"ndcg@5,10,mrr,ndcg@3(gain=exp,level=doc)"`` into metric items.
 

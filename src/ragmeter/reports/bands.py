@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ragmeter.metrics.registry import split_metric_key
+from ragmeter.reports.i18n import t
 
 EXCELLENT = "excellent"
 GOOD = "good"
@@ -43,6 +44,10 @@ class Band:
             return NEEDS_ATTENTION
         return GOOD
 
+    def title(self, lang: str = "en") -> str:
+        """The row's label in ``lang`` (report text goes through :mod:`ragmeter.reports.i18n`)."""
+        return t(f"band:{self.label}", lang)
+
     def describe(self) -> str:
         return (f"> {self.excellent_above:g} excellent, {self.attention_below:g}–"
                 f"{self.excellent_above:g} good, < {self.attention_below:g} needs attention")
@@ -65,12 +70,13 @@ BANDS: tuple[Band, ...] = (
 def find_band(metric: str, tier: str | None = None) -> Band | None:
     """The threshold-band row for a metric key such as ``hit_rate@1`` or ``ndcg@10(gain=exp)``.
 
-    ``accuracy`` only gets the judge-pipeline band when it comes from the ``judge_pipeline``
-    tier (a plain accuracy elsewhere has no row in the table).
+    ``accuracy`` (and ``cls_accuracy``, the name the production-judge tier emits) only gets the
+    judge-pipeline band when it comes from the ``judge_pipeline`` tier (a plain accuracy
+    elsewhere has no row in the table).
     """
     name, k, _ = split_metric_key(metric)
     name = name.lower().replace("-", "_")
-    if name == "accuracy" and tier == "judge_pipeline":
+    if name in ("accuracy", "cls_accuracy") and tier == "judge_pipeline":
         name = "judge_pipeline_accuracy"
     for band in BANDS:
         if name in band.names and (band.k is None or band.k == k):

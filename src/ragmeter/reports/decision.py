@@ -11,10 +11,10 @@ viewer (the same tier across several runs).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ragmeter.metrics.registry import metric_base, split_metric_key
 from ragmeter.reports.bands import find_band
 from ragmeter.reports.i18n import join_names, t
 from ragmeter.results.records import EvalResult, MetricResult, compare_metric
@@ -28,13 +28,11 @@ PREFERRED = ("mrr", "ndcg@10", "hit_rate@1", "recall@10", "e2e_score", "faithful
              "answer_correctness", "answer_relevancy", "semantic_similarity", "rouge_l",
              "cls_accuracy", "accuracy", "f1", "cohen_kappa", "consistency", "silhouette",
              "cache_hit_rate", "context_preservation")
-_BASE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:@\d+)?)")
 
 
 def base_name(metric: str) -> str:
-    """``hit_rate@1(level=doc)`` → ``hit_rate@1``."""
-    m = _BASE.match(metric)
-    return m.group(1) if m else metric
+    """``hit_rate@1(level=doc)`` → ``hit_rate@1`` (the metric-name grammar's own split)."""
+    return metric_base(metric)
 
 
 @dataclass
@@ -108,7 +106,7 @@ def rank_metrics(names: Sequence[str], has_data: set[str] | None = None,
 
     def rank(key: str) -> tuple[bool, bool, float, int]:
         name = base_name(key)
-        stem = name.split("@")[0]
+        stem = split_metric_key(key)[0]
         if name in PREFERRED:
             pref: float = PREFERRED.index(name)
         elif stem in PREFERRED:

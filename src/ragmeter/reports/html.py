@@ -28,11 +28,13 @@ from typing import Any
 from urllib.parse import quote
 
 from ragmeter._version import __version__
+from ragmeter.judge_trust.runs import TIER as JUDGE_TRUST_TIER
 from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.reports.decision import TierDecision, decide
-from ragmeter.reports.i18n import check_lang, detect_lang, t
+from ragmeter.reports.i18n import check_lang, detect_lang, results_lang, t
+from ragmeter.reports.judge_card import card_section
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
@@ -84,7 +86,7 @@ def _band_badge(metric: str, value: float | None, tier: str | None, demo: bool =
         return ""
     b = find_band(metric, tier)
     cls = {"excellent": "ok", "good": "mid", "needs attention": "bad"}[band]
-    tip = (f"{b.label}: " + t("band_rule", lang, hi=f"{b.excellent_above:g}",
+    tip = (f"{b.title(lang)}: " + t("band_rule", lang, hi=f"{b.excellent_above:g}",
                               lo=f"{b.attention_below:g}")) if b else ""
     return f'<span class="band {cls}" title="{escape(tip)}">{escape(t(band, lang))}</span>'
 
@@ -294,7 +296,7 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
 
 def _bands_legend(lang: str) -> str:
     items = "".join(
-        f"<li><b>{escape(b.label)}</b>: "
+        f"<li><b>{escape(b.title(lang))}</b>: "
         f"{escape(t('band_rule', lang, hi=f'{b.excellent_above:g}', lo=f'{b.attention_below:g}'))}"
         "</li>" for b in BANDS)
     return (f'<details class=bands><summary>{t("bands", lang)}</summary>'
@@ -569,14 +571,22 @@ def _page(title: str, body: str, data: Mapping[str, Any], lang: str = "en",
 
 
 def run_lang(run: StoredRun) -> str:
-    """The language of a run's data (its questions; system names when there are none)."""
+    """The language of a run's data: its questions; without samples (a results JSON file) the
+    language recorded in the results' meta; system names when there is neither."""
     texts = [str(s.get("user_input") or "") for s in run.samples.values()]
+    if not any(texts):
+        recorded = results_lang(r for rec in run.tiers.values() for r in rec.results)
+        if recorded:
+            return recorded
     return detect_lang(texts or [run.name])
 
 
 def tier_decisions(run: StoredRun, lang: str = "en") -> dict[str, TierDecision]:
+    """Per tier with results, its decision; the judge cards' tier is shown as the judge card
+    section instead (its results are human labels, not systems to choose between)."""
     return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang)
-            for tier, rec in run.tiers.items() if rec.status == "ok" and rec.results}
+            for tier, rec in run.tiers.items()
+            if rec.status == "ok" and rec.results and tier != JUDGE_TRUST_TIER}
 
 
 def render_run_body(run: StoredRun, lang: str | None = None, *,
@@ -596,6 +606,8 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
     parts.append(_decision_section(run, lang, decisions))
     nav = "".join(f'<a href="#tier-{escape(x)}">{escape(tier_title(x, lang))}</a>'
                   for x in decisions)
+    if JUDGE_TRUST_TIER in run.tiers:
+        nav += f' <a href="#judge-card">{escape(t("jc_title", lang))}</a>'
     parts.append(f'<nav class=toc>{t("contents", lang)}: {nav} <a href="#explorer">'
                  f'{t("explorer", lang)}</a> <a href="#signature">{t("signature", lang)}</a></nav>')
     parts.append(_tier_status(run, lang))
@@ -614,6 +626,7 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
                            f"{_metric_table(tier, res, demo, lang)}</details>")
         section.append("</section>")
         parts.append("".join(section))
+    parts.append(card_section(run, lang))
     html_explorer, sample_data = explorer(run, decisions, lang, sample_href)
     parts.append(html_explorer)
     from ragmeter.secrets import mask_secrets

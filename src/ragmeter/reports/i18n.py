@@ -81,6 +81,15 @@ TEXT: dict[str, tuple[str, str]] = {
     "good": ("good", "хорошо"),
     "needs attention": ("needs attention", "требует внимания"),
     "band": ("band", "порог"),
+    # threshold-band rows (reports/bands.py labels)
+    "band:HitRate@1": ("HitRate@1", "HitRate@1"),
+    "band:MRR": ("MRR", "MRR"),
+    "band:NDCG@10": ("NDCG@10", "NDCG@10"),
+    "band:Faithfulness": ("Faithfulness", "Достоверность ответа (faithfulness)"),
+    "band:E2E Score": ("E2E Score", "Сквозная оценка (E2E)"),
+    "band:Accuracy (judge pipeline)": ("Accuracy (judge pipeline)",
+                                       "Точность (производственный судья)"),
+    "band:Consistency": ("Consistency", "Согласованность"),
     "band_rule": ("> {hi} excellent, {lo}–{hi} good, < {lo} needs attention",
                   "> {hi} отлично, {lo}–{hi} хорошо, < {lo} требует внимания"),
     "demo_judge": ("demo judge", "демо-судья"),
@@ -256,6 +265,18 @@ def detect_lang(texts: Iterable[str]) -> str:
     return "ru" if cyr > lat else "en"
 
 
+def results_lang(results: Iterable[object]) -> str | None:
+    """The data language recorded in results' ``meta["lang"]`` when they were computed (the
+    most frequent one), or ``None`` when no result carries one — a results JSON file has no
+    samples to detect it from."""
+    votes: dict[str, int] = {}
+    for res in results:
+        lang = (getattr(res, "meta", None) or {}).get("lang")
+        if lang in LANGS:
+            votes[lang] = votes.get(lang, 0) + 1
+    return max(sorted(votes), key=lambda k: votes[k]) if votes else None
+
+
 def join_names(names: list[str], lang: str, limit: int = 3) -> str:
     if len(names) <= 1:
         return "".join(names)
@@ -264,3 +285,53 @@ def join_names(names: list[str], lang: str, limit: int = 3) -> str:
         rest = f"{more} more" if lang != "ru" else f"ещё {more}"
         return ", ".join(names[:limit]) + f" {t('and', lang)} " + rest
     return ", ".join(names[:-1]) + f" {t('and', lang)} " + names[-1]
+
+
+# judge cards (reports/judge_card.py): kept in one block so they read together
+TEXT.update({
+    "jc_title": ("Judge card", "Карточка судьи"),
+    "jc_intro": (
+        "How well the judge agrees with human labels, per judged metric, on the labelled "
+        "samples: each statistic with its 95% bootstrap confidence interval and n.",
+        "Насколько судья согласен с разметкой людей по каждой судейской метрике на размеченных "
+        "примерах: каждая статистика с 95% бутстреп-доверительным интервалом и n."),
+    "jc_judge": ("Judge", "Судья"),
+    "jc_model": ("model", "модель"),
+    "jc_demo": ("demo judge", "демо-судья"),
+    "jc_scale": ("labels", "разметка"),
+    "jc_scale_binary": ("yes/no", "да/нет"),
+    "jc_scale_ordinal": ("0/1/2", "0/1/2"),
+    "jc_scale_continuous": ("0–1", "0–1"),
+    "jc_unscored": ("unscored", "без оценки"),
+    "jc_accuracy": ("accuracy", "точность"),
+    "jc_kappa": ("Cohen's κ", "κ Коэна"),
+    "jc_kappa_cohen": ("plain", "обычная"),
+    "jc_kappa_quadratic": ("quadratic", "квадратичная"),
+    "jc_spearman": ("Spearman ρ", "ρ Спирмена"),
+    "jc_mae": ("MAE", "MAE"),
+    "jc_tpr": ("TPR", "TPR"),
+    "jc_tnr": ("TNR", "TNR"),
+    "jc_bias": ("bias (judge − human)", "смещение (судья − человек)"),
+    "jc_bias_lenient": ("lenient", "мягкий"),
+    "jc_bias_strict": ("strict", "строгий"),
+    "jc_bias_none_detected": ("none detected", "не обнаружено"),
+    "jc_bias_unknown": ("unknown", "неизвестно"),
+    "jc_auc": ("AUC", "AUC"),
+    "jc_separation": ("separation", "разделение"),
+    "jc_ppi_title": ("Bias-corrected estimates", "Оценки с поправкой на смещение"),
+    "jc_ppi_intro": (
+        "Prediction-powered estimate: the judge mean over all samples plus the mean "
+        "human − judge correction on the labelled ones, with its 95% interval.",
+        "Оценка с опорой на предсказания: среднее судьи по всем примерам плюс средняя поправка "
+        "«человек − судья» на размеченных, с 95% интервалом."),
+    "jc_raw_mean": ("judge mean", "среднее судьи"),
+    "jc_ppi_estimate": ("corrected", "с поправкой"),
+    "jc_correction": ("correction", "поправка"),
+    "jc_labelled": ("labelled / all", "размечено / всего"),
+    "jc_none": ("No run in this store holds a judge card.",
+                "Ни в одном запуске этого хранилища нет карточки судьи."),
+    "jc_compare_intro": (
+        "Judge cards of the stored runs side by side, ranked per metric by {stat}.",
+        "Карточки судей из сохранённых запусков рядом, по каждой метрике в порядке {stat}."),
+    "judges": ("Judges", "Судьи"),
+})

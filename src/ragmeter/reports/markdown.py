@@ -98,6 +98,9 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
                   f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} {r.verdict} | "
                   f"{md_escape(r.message)} |" for r in gate_rows]
         lines.append("")
+    from ragmeter.reports.judge_card import card_markdown
+
+    lines += card_markdown(run, lang)
     rows = []
     for tier, rec in run.tiers.items():
         for res in rec.results:

@@ -16,6 +16,10 @@ def tier_title(name: str, lang: str = "en") -> str:
     try:
         return get_tier(name).display_title(lang)
     except Exception:
+        if name == "judge_trust":  # judge cards, attached to a run after it (not run as a tier)
+            from ragmeter.reports.i18n import t
+
+            return t("jc_title", lang)
         return name
 
 

@@ -82,7 +82,8 @@ def load_corpus(path: str | Path) -> list[Document]:
     """Load documents from a ``.jsonl`` file or a folder of ``.txt``/``.md``/``.html`` files.
 
     jsonl: one object per line with ``doc_id`` and ``text`` (optional ``title``, ``url``,
-    ``metadata``; any other key goes into ``metadata``). Folder: ``doc_id`` is the relative path
+    ``metadata``; any other key goes into ``metadata``), or BEIR's ``corpus.jsonl`` layout
+    (``_id``, ``title``, ``text``), recognised by content. Folder: ``doc_id`` is the relative path
     without extension (``/`` separators); HTML is converted to text and ``<title>`` is the title.
     Empty documents and duplicate ids are errors.
     """
@@ -121,9 +122,13 @@ def _load_jsonl(path: Path) -> list[Document]:
             problems.append(RecordProblem(src, lineno, None, "expected a JSON object"))
             continue
         before = len(problems)
-        doc_id = obj.get("doc_id")
+        beir = "doc_id" not in obj and "_id" in obj  # BEIR corpus layout: _id, title, text
+        id_key = "_id" if beir else "doc_id"
+        doc_id = obj.get(id_key)
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":
-            problems.append(RecordProblem(src, lineno, "doc_id", "missing or not a string"))
+            problems.append(RecordProblem(src, lineno, id_key, "missing or not a string (a "
+                                          "corpus line has doc_id and text, or BEIR's _id, "
+                                          "title and text)"))
         text = obj.get("text")
         if not isinstance(text, str):
             problems.append(RecordProblem(src, lineno, "text", "missing or not a string"))
@@ -145,7 +150,7 @@ def _load_jsonl(path: Path) -> list[Document]:
                                           f"duplicate doc_id '{did}' (first on line {seen[did]})"))
             continue
         seen[did] = lineno
-        extra = {k: v for k, v in obj.items() if k not in _RESERVED}
+        extra = {k: v for k, v in obj.items() if k not in _RESERVED and k != id_key}
         docs.append(Document(did, str(text), obj.get("title"), obj.get("url"),
                              {**extra, **meta}))
     if problems:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data.formats import FORMATS
 from ragmeter.errors import ConfigError
 from ragmeter.runner.gating import Threshold, thresholds_from_mapping
 from ragmeter.tiers.registry import (
@@ -29,7 +30,7 @@ from ragmeter.tiers.registry import (
     tier_names,
 )
 
-DATASET_FORMATS = ("auto", "evalset", "samples", "ragas", "deepeval", "hf", "synthetic")
+DATASET_FORMATS = FORMATS  # the sample layouts' one home is ragmeter.data.formats
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
             "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",

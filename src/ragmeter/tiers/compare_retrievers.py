@@ -283,6 +283,7 @@ def compare_retrievers(
     ``language`` apply to those). ``metrics`` are templates expanded by :func:`expand_metrics`.
     """
     from ragmeter.data.hashing import dataset_hash as _hash
+    from ragmeter.data.hashing import gold_hash
     from ragmeter.metrics.registry import parse_metric
     from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
@@ -301,7 +302,7 @@ def compare_retrievers(
         raise ConfigError("retrievers", "no retrievers to compare")
     metric_names = expand_metrics(metrics, ks_t)
     kmax = ks_t[-1]
-    data_hash = dataset_hash or _hash(s.to_dict() for s in samples)
+    data_hash = dataset_hash or gold_hash(samples)
     corpus_hash = _hash([c.chunk_id, c.text] for c in chunks)
     chunk_sig = chunking.signature_fields() if chunking else {}
     queries = [s.user_input or "" for s in samples]

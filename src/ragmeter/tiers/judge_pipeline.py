@@ -38,7 +38,8 @@ from ragmeter.judges.base import JudgeRequest
 from ragmeter.judges.engine import TEXT_SCHEMA
 from ragmeter.metrics.classification import Confusion, best_f1_threshold, threshold_sweep
 from ragmeter.results.records import EvalResult, MetricResult, Signature
-from ragmeter.stats import bootstrap_stat, roc_auc
+from ragmeter.stats import bootstrap_stat, f1_vec, roc_auc
+from ragmeter.text import detect_language
 from ragmeter.tiers.context import TierContext, TierNotRunnable
 from ragmeter.tiers.registry import Tier, TierOptions, register_tier
 
@@ -168,7 +169,6 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
 
     table = read_table(path)
     records, problems = table.records, list(table.problems)
-    by_index = table.container in ("json", "parquet")  # [contact] stable ids of JSON arrays
     src = str(path)
     items: list[PipelineItem] = []
     seen: set[str] = set()
@@ -199,8 +199,7 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
                 score = None
             else:
                 score = float(score)
-        sid = str(rec.get("id", f"line{line}" if line is not None and not by_index
-                          else f"#{idx}"))
+        sid = str(rec.get("id", f"#{idx}"))  # record index in every container
         if sid in seen:
             problems.append(RecordProblem(src, line, "id", f"duplicate id '{sid}'"))
         seen.add(sid)
@@ -342,7 +341,8 @@ def evaluate_judge_pipeline(
     res = EvalResult(name=f"judge_pipeline:{model or 'predictions'}",
                      meta={"tier": "judge_pipeline", "mode": mode, "n_items": n,
                            "n_scored": int(ok.sum()),
-                           "unscored_by_reason": dict(Counter(reasons.values()))})
+                           "unscored_by_reason": dict(Counter(reasons.values())),
+                           "lang": detect_language(it.question for it in items)})
 
     acc = np.where(ok, (pred == gold).astype(float), np.nan)
     res.add(MetricResult("cls_accuracy", ids, acc, Signature.make(metric="cls_accuracy", **sig),
@@ -359,8 +359,11 @@ def evaluate_judge_pipeline(
                                  "unscored": len(reasons)}, seed=seed, n_boot=n_boot))
     conf = Confusion.of(gold[ok], pred[ok])
     res.meta["confusion"] = conf.as_dict()
-    lo, hi = bootstrap_stat(gold[ok], pred[ok], "f1", seed=seed, n_boot=n_boot)
-    res.meta["f1"] = {"value": conf.f1, "ci_low": lo, "ci_high": hi, "n_boot": n_boot,
+    g_ok, p_ok = gold[ok], pred[ok]
+    f1_ci = bootstrap_stat(lambda idx: f1_vec(g_ok[idx], p_ok[idx]), int(g_ok.size), seed=seed,
+                           n_boot=n_boot, batched=True, min_defined=0.0)
+    res.meta["f1"] = {"value": conf.f1, "ci_low": f1_ci.ci_low, "ci_high": f1_ci.ci_high,
+                      "n_boot": n_boot,
                       "seed": seed}
     if lat:
         la = np.asarray(lat)
@@ -377,8 +380,9 @@ def evaluate_judge_pipeline(
         g, s = gold[have], sc[have]
         sweep = threshold_sweep(g, s)
         auc = roc_auc(g, s)
-        alo, ahi = bootstrap_stat(g, s, "auc", seed=seed, n_boot=n_boot) if auc is not None \
-            else (None, None)
+        auc_ci = bootstrap_stat(lambda idx: roc_auc(g[idx], s[idx]), int(g.size), seed=seed,
+                                n_boot=n_boot, min_defined=0.0)
+        alo, ahi = auc_ci.ci_low, auc_ci.ci_high
         res.meta["threshold_sweep"] = sweep
         res.meta["best_f1_threshold"] = best_f1_threshold(sweep)
         res.meta["roc_auc"] = {"value": auc, "ci_low": alo, "ci_high": ahi,

@@ -51,7 +51,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.results.records import EvalResult, MetricResult, Signature
-from ragmeter.stats import cohen_kappa, krippendorff_alpha_ci
+from ragmeter.stats import cohen_kappa, flip_stats, krippendorff_alpha_ci
 from ragmeter.stats import krippendorff_alpha as _alpha
 from ragmeter.text import detect_language
 from ragmeter.tiers.context import TierContext
@@ -124,7 +124,7 @@ def load_judge_items(path: str | Any) -> list[Sample]:
                                               + (" or a list of texts" if role == "context"
                                                  else "")))
             vals[role] = v
-        sid = str(rec.get("id", f"line{line}" if line is not None else f"#{idx}"))
+        sid = str(rec.get("id", f"#{idx}"))  # record index in every container
         if sid in seen:
             problems.append(RecordProblem(str(path), line, "id", f"duplicate id '{sid}'"))
         seen.add(sid)
@@ -229,9 +229,10 @@ def evaluate_judge_quality(
     if not judge_list:
         raise ConfigError("judges", "at least one judge is needed")
     build = build_request or (lambda s, r: faithfulness_request(s, r, language))
-    from ragmeter.data.hashing import dataset_hash
+    from ragmeter.data.hashing import gold_hash, outputs_hash
 
-    dh = dataset or dataset_hash(s.to_dict() for s in samples)
+    dh = dataset or gold_hash(samples)  # gold fields only; the judged outputs are hashed apart
+    oh = outputs_hash(samples)
     miss = [missing_field(s, required_fields) for s in samples]
     todo = [i for i, m in enumerate(miss) if m is None]
     out: list[EvalResult] = []
@@ -244,7 +245,8 @@ def evaluate_judge_quality(
                               "(otherwise the engine answers all repeats with one call)")
         replies = judge.ask_many(reqs) if reqs else []
         res = _judge_result(samples, miss, todo, replies, judge, n_repeats, delta, scale,
-                            dh, seed, n_boot, reqs[0].prompt_version if reqs else None)
+                            dh, seed, n_boot, reqs[0].prompt_version if reqs else None,
+                            outputs=oh)
         _add_flip_rates(res, samples, miss, replies, todo, n_repeats, scale,
                         (scale[0] + scale[1]) / 2 if threshold is None else threshold,
                         seed, n_boot)
@@ -255,7 +257,7 @@ def evaluate_judge_quality(
 def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[int],
                   replies: list[JudgeReply], judge: Judge, n_repeats: int, delta: float,
                   scale: tuple[float, float], dh: str, seed: int, n_boot: int,
-                  prompt_version: str | None) -> EvalResult:
+                  prompt_version: str | None, outputs: str | None = None) -> EvalResult:
     n_items = len(samples)
     ids = [s.id for s in samples]
     S = np.full((n_repeats, n_items), np.nan)
@@ -284,7 +286,7 @@ def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[
                 lat_ids.append(f"{ids[i]}#r{r + 1}")
     model = getattr(judge, "model", "") or getattr(judge, "name", "judge")
     sig = dict(judge=getattr(judge, "name", "judge"), model=model, repeats=n_repeats,
-               data=dh, seed=seed, prompt=(prompt_version or "").split("#")[0] or None,
+               data=dh, outputs=outputs, seed=seed, prompt=(prompt_version or "").split("#")[0] or None,
                scale=f"{scale[0]:g}-{scale[1]:g}")
     res = EvalResult(name=f"{getattr(judge, 'name', 'judge')}:{model}",
                      meta={"tier": "judge_quality", "judge": getattr(judge, "name", "judge"),
@@ -367,7 +369,6 @@ def _add_flip_rates(res: EvalResult, samples: Sequence[Sample], miss: list[str |
                     scale: tuple[float, float], threshold: float, seed: int,
                     n_boot: int) -> None:
     """Per-item flip rate and threshold crossing between repeats (flaky verdicts)."""
-    from ragmeter.judge_trust.stats import flip_stats
 
     n_items = len(samples)
     S = np.full((n_repeats, n_items), np.nan)

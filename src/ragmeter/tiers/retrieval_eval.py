@@ -32,14 +32,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragmeter.data.hashing import SHORT_LEN, canonical_json, pairs_hash
-from ragmeter.data.hashing import dataset_hash as _hash_records
+from ragmeter.data.hashing import SHORT_LEN, canonical_json, gold_record, pairs_hash
 from ragmeter.data.sample import Sample
 from ragmeter.data.trec import Qrels, Run, RunNotGrouped, iter_run_blocks, load_run
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.metrics.registry import Metric, parse_metric, parse_metrics
 from ragmeter.metrics.retrieval import NEGATIVE_METRICS, RANKING_METRICS
 from ragmeter.results.records import IMPLICIT_COUNT, EvalResult, MetricResult, Signature
+from ragmeter.text import detect_language
 from ragmeter.tiers.context import TierContext, TierNotRunnable
 from ragmeter.tiers.ragged import RelRows, RowsBuilder
 from ragmeter.tiers.registry import Tier, TierOptions, register_tier
@@ -79,24 +79,6 @@ def _grades(ids: Sequence[str] | None, grades: Mapping[str, int] | None,
     return out
 
 
-_GOLD_KEYS = ("id", "user_input", "gold_doc_ids", "gold_chunk_ids", "gold_grades",
-              "reference_contexts", "type")
-
-
-def _gold_record(s: Sample) -> dict[str, Any]:
-    """The gold fields of ``s`` as ``Sample.to_dict`` gives them (without copying the rest)."""
-    out: dict[str, Any] = {}
-    for k in _GOLD_KEYS:
-        v = getattr(s, k)
-        if v is not None and v != {}:
-            out[k] = v
-    return out
-
-
-def _gold_hash_samples(samples: Sequence[Sample]) -> str:
-    return _hash_records(_gold_record(s) for s in samples)
-
-
 class _Collect:
     """One (level, match) population being collected sample by sample."""
 
@@ -127,8 +109,11 @@ class _SamplesSource:
         problems: list[RecordProblem] = []
         digest = hashlib.sha256()
         n_ranked = 0
+        self.questions: list[str | None] = []  # the first ones, for the data's language
         for i, s in enumerate(samples):
-            if s.retrieved_ids or s.retrieved_contexts or (run is not None and s.id in run):
+            # an empty list is a ranking (nothing found); a missing field is none
+            if s.retrieved_ids is not None or s.retrieved_contexts is not None \
+                    or (run is not None and s.id in run):
                 n_ranked += 1
             if s.id in seen:
                 problems.append(RecordProblem("<samples>", None, "id",
@@ -136,7 +121,9 @@ class _SamplesSource:
                                               f"and {i})"))
                 continue
             seen[s.id] = i
-            digest.update(canonical_json(_gold_record(s)).encode("utf-8") + b"\n")
+            if i < 200:
+                self.questions.append(s.user_input)
+            digest.update(canonical_json(gold_record(s)).encode("utf-8") + b"\n")
             if s.is_negative:
                 self.negatives.append(s)
                 continue
@@ -488,6 +475,8 @@ def evaluate_retrieval(
         "policies": {"missing_from_run": "scored 0, counted", "no_relevant": "excluded, counted",
                      "not_in_qrels": "ignored, counted", "negative": "reported separately"},
     })
+    if isinstance(source, _SamplesSource):  # the data's language, for reports from this result
+        result.meta["lang"] = detect_language(source.questions)
     values: dict[Metric, np.ndarray] = {}
     pops: dict[tuple[str, str], _Population] = {}
     for key in keys:

@@ -303,9 +303,10 @@ def evaluate_sessions(
     from ragmeter.data.hashing import dataset_hash
 
     emb = resolve_embedder(embedder)
-    dh = dataset_hash([s.id, s.questions, s.answers] for s in sessions)
+    dh = dataset_hash([s.id, s.questions] for s in sessions)  # what was asked
+    oh = dataset_hash([s.id, s.answers] for s in sessions)  # the system's answers, apart
     res = result or EvalResult(name=f"ux:{emb.name}", meta={"tier": "ux"})
-    sig = dict(model=emb.name, data=dh, seed=seed, kind="symmetric")
+    sig = dict(model=emb.name, data=dh, outputs=oh, seed=seed, kind="symmetric")
     # context preservation over questions
     long = [s for s in sessions if len(s.questions) >= 2]
     short = len(sessions) - len(long)

@@ -2,7 +2,8 @@
 
 Routes (all GET): ``/`` runs registry, ``/history`` metric history, ``/run/{id}`` run details
 (the HTML report), ``/run/{id}/sample/{sample}`` per-sample drill-down, ``/compare`` one tier
-across runs, ``/diff`` two runs side by side. Every response carries a strict
+across runs, ``/diff`` two runs side by side, ``/judges`` the judge cards of stored runs side
+by side. Every response carries a strict
 Content-Security-Policy (no network, no framing); nothing is ever written to the store.
 """
 
@@ -199,12 +200,27 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
             body = pages.diff_page(None, None, [], [], rows, lang)
         return respond(request, t("v_diff", lang), body, "v_diff")
 
+    @guarded("judges")
+    def judges(request: Any) -> Any:
+        from ragmeter.judge_trust.card import STATS
+        from ragmeter.judge_trust.runs import TIER
+
+        lang = lang_of(request)
+        stat = request.query.get("stat") or "kappa"
+        if stat not in STATS:
+            stat = "kappa"
+        runs = [viewer.run(r.id, samples=False)
+                for r in viewer.store.run_rows()[:pages.JUDGES_RUNS]]
+        runs = [r for r in runs if TIER in r.tiers]
+        return respond(request, t("judges", lang), pages.judges_page(runs, lang, stat), "judges")
+
     app = web.Application(middlewares=[only_local])
     app[VIEWER] = viewer
     app.router.add_get("/", registry)
     app.router.add_get("/history", history)
     app.router.add_get("/compare", compare)
     app.router.add_get("/diff", diff)
+    app.router.add_get("/judges", judges)
     app.router.add_get("/run/{run_id}", run_details)
     app.router.add_get("/run/{run_id}/sample/{sample_id:.+}", sample)
     return app

@@ -35,7 +35,10 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline
        "img-src data:; form-action 'self'; base-uri 'none'")
 CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
 NAV = (("/", "v_runs"), ("/history", "v_history"), ("/compare", "v_compare"),
-       ("/diff", "v_diff"))
+       ("/diff", "v_diff"), ("/judges", "judges"))
+
+#: how many of the latest runs the judges page reads for their cards
+JUDGES_RUNS = 50
 
 
 def href(path: str, **params: Any) -> str:
@@ -458,3 +461,16 @@ def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
     parts.append(f"<h2>{t('comparison', lang)}</h2>")
     parts.append(comparison_body(_Src(a), _Src(b), rows, lang))
     return "".join(parts)
+
+
+def judges_page(runs: Sequence[StoredRun], lang: str, stat: str = "kappa") -> str:
+    """Judge cards of several runs side by side (ranked per metric), then each card in full."""
+    from ragmeter.judge_trust.runs import stored_cards
+    from ragmeter.reports.judge_card import card_html, judges_table
+
+    full = "".join(f'<h3><a href="{escape(run_href(r.id, lang))}">{escape(r.name)} · '
+                   f"<code>{escape(r.id)}</code></a></h3>"
+                   + "".join(card_html(c, p, lang) for c, p in stored_cards(r)) for r in runs)
+    return (f"<h1>{escape(t('judges', lang))}</h1>" + judges_table(runs, lang, stat)
+            + (f"<section id=judge-card><h2>{escape(t('jc_title', lang))}</h2>{full}</section>"
+               if runs else ""))

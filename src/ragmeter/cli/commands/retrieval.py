@@ -22,6 +22,7 @@ from ragmeter.metrics.registry import (
     needs_cutoff,
     parse_metrics,
     split_metric_list,
+    with_cutoffs,
 )
 from ragmeter.metrics.retrieval import RANKING_METRICS
 from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
@@ -48,8 +49,7 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
             raise UsageError("--metrics", f"no metric named in {metrics!r}")
         for raw in split_metric_list(metrics):
             if "@" not in raw and ks and needs_cutoff(raw):
-                name, _, params = raw.partition("(")
-                raw = f"{name.strip()}@{','.join(map(str, ks))}" + (f"({params}" if params else "")
+                raw = with_cutoffs(raw, ks)
             items.append(raw)
     parsed = parse_metrics(items)
     out: list[Metric] = []
@@ -114,6 +114,10 @@ def retrieval(
         "--evalset", help="Evalset-format file (jsonl/json/csv), strict rules.")] = None,
     samples: Annotated[Path | None, typer.Option(
         "--samples", help="Generic samples file (RAGAS or evalset-format field names).")] = None,
+    beir: Annotated[Path | None, typer.Option(
+        "--beir", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); the ranking "
+                       "comes from --run (BEIR results JSON or TREC).")] = None,
+    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
     k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
@@ -154,7 +158,20 @@ def retrieval(
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
     skipped = 0
-    if qrels is not None:
+    if beir is not None:
+        if qrels is not None or evalset is not None or samples is not None:
+            raise UsageError("--beir", "give --beir DIR with --run, without --qrels/--evalset/"
+                             "--samples")
+        if run is None:
+            raise UsageError("--run", "--beir needs --run (BEIR results JSON or a TREC run)")
+        from ragmeter.data.beir import load_beir
+
+        load_beir(beir, split)  # checks the whole folder: corpus, queries, qrels
+        result = evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"),
+                                    run=run, metrics=metric_list, ties=ties, match=match,
+                                    seed=seed, name=name or run.stem,
+                                    score_threshold=score_threshold, doc_of=doc_of)
+    elif qrels is not None:
         if evalset is not None or samples is not None:
             raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
         if run is None:

@@ -8,7 +8,11 @@ from typing import Annotated
 import typer
 
 from ragmeter.cli import common
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, RecordProblem, UsageError
+
+#: ``retrievers --beir``: BEIR qrels judge documents, so every metric is at document level
+BEIR_METRICS = ("hit_rate@{k}(level=doc)", "precision@{k}(level=doc)", "recall@{k}(level=doc)",
+                "ndcg@{k}(level=doc)", "mrr@{kmax}(level=doc)")
 
 
 def _split(text: str) -> list[str]:
@@ -26,11 +30,16 @@ def _ks(text: str) -> list[int]:
 
 
 def retrievers_command(
-    corpus: Annotated[Path, typer.Option("--corpus", help="Corpus: .jsonl or a folder of "
-                                         ".txt/.md/.html files.")],
-    evalset: Annotated[Path, typer.Option("--evalset", help="Evalset jsonl (id, question, "
-                                          "gold_doc_ids, gold_chunk_ids, type).")],
     out: Annotated[Path, typer.Option("--out", help="Output folder for tables and charts.")],
+    corpus: Annotated[Path | None, typer.Option(
+        "--corpus", help="Corpus: .jsonl (doc_id/text, or BEIR _id/title/text) or a folder of "
+                         ".txt/.md/.html files.")] = None,
+    evalset: Annotated[Path | None, typer.Option("--evalset", help="Evalset jsonl (id, question, "
+                                                 "gold_doc_ids, gold_chunk_ids, type).")] = None,
+    beir: Annotated[Path | None, typer.Option(
+        "--beir", help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv) instead of "
+                       "--corpus and --evalset; metrics at document level.")] = None,
+    split: Annotated[str, typer.Option("--split", help="BEIR qrels split.")] = "test",
     retrievers: Annotated[str, typer.Option(
         "-r", "--retrievers",
         help="Comma list: bm25, dense, hybrid (=hybrid-minmax), hybrid-rrf, hybrid-minmax.",
@@ -60,26 +69,43 @@ def retrievers_command(
     from ragmeter.data.evalset import load_evalset
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
     from ragmeter.retrieval.corpus import load_corpus
-    from ragmeter.tiers.compare_retrievers import compare_retrievers
+    from ragmeter.tiers.compare_retrievers import DEFAULT_METRICS, compare_retrievers
 
     console = common.human_console()
     names = _split(retrievers)
     if not names:
         raise ConfigError("-r", "give at least one retriever")
     params = ChunkingParams(chunk_size, overlap)
-    docs = load_corpus(corpus)
+    metrics: tuple[str, ...] = DEFAULT_METRICS
+    if beir is not None:
+        if corpus is not None or evalset is not None:
+            raise UsageError("--beir", "give --beir DIR, or --corpus and --evalset, not both")
+        from ragmeter.data.beir import load_beir
+        from ragmeter.retrieval.corpus import Document
+
+        samples, records = load_beir(beir, split)
+        docs = [Document(r["id"], r["text"], r["title"], None, r["metadata"]) for r in records]
+        skipped: list[RecordProblem] = []
+        metrics = BEIR_METRICS  # BEIR judges documents, not chunks
+    elif corpus is None or evalset is None:
+        raise UsageError("--corpus", "give --corpus FILE and --evalset FILE, or --beir DIR")
+    else:
+        docs = load_corpus(corpus)
+        loaded = load_evalset(evalset, skip_invalid=skip_invalid)
+        samples, skipped = loaded.samples, list(loaded.skipped)
     chunks = chunk_documents(docs, chunk_size_chars=params.chunk_size_chars,
                              overlap_chars=params.overlap_chars)
-    loaded = load_evalset(evalset, skip_invalid=skip_invalid)
     console.print(f"corpus: {len(docs)} documents -> {len(chunks)} chunks "
                   f"(chunk_size={chunk_size}, overlap={overlap}); evalset: "
-                  f"{len(loaded.samples)} questions"
-                  + (f", {len(loaded.skipped)} skipped" if loaded.skipped else ""))
+                  f"{len(samples)} questions"
+                  + (f", {len(skipped)} skipped" if skipped else ""))
     with common.working(f"indexing and searching with {len(names)} retriever(s)"):
-        comparison = compare_retrievers(names, loaded.samples, chunks, ks=_ks(k), seed=seed,
-                                        chunking=params, embedder=embedder, language=language)
-    comparison.meta.update({"corpus_path": str(corpus), "evalset_path": str(evalset),
-                            "n_skipped": len(loaded.skipped)})
+        comparison = compare_retrievers(names, samples, chunks, ks=_ks(k), seed=seed,
+                                        metrics=metrics, chunking=params, embedder=embedder,
+                                        language=language)
+    comparison.meta.update({"corpus_path": str(beir / "corpus.jsonl" if beir else corpus),
+                            "evalset_path": str(beir if beir else evalset),
+                            "n_skipped": len(skipped)})
     with common.writing_out(out) as out_path:
         files = comparison.write(out_path, charts=not no_charts)
     console.print(comparison.rich_table())

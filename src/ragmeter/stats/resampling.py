@@ -1,0 +1,214 @@
+"""Resampling: seeded bootstrap intervals of a mean or of any statistic, paired tests.
+
+* :func:`bootstrap_means` / :func:`bootstrap_ci` — percentile bootstrap of a mean (vectorised);
+* :func:`bootstrap_mean` — the same as an :class:`Estimate` (value, CI, ``n``, seed);
+* :func:`bootstrap_stat` — any statistic of the items, computed on resampled item indices;
+* :func:`paired_test` — two systems on the same samples (:class:`PairedComparison`).
+
+Everything is deterministic for a given seed (NumPy ``PCG64`` via ``default_rng``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+DEFAULT_SEED = 42
+DEFAULT_N_BOOT = 1000
+DEFAULT_N_RESAMPLES = 10000
+_CHUNK_CELLS = 4_000_000  # bound memory: resample at most this many cells at a time
+
+
+def bootstrap_means(
+    values: np.ndarray, seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_N_BOOT
+) -> np.ndarray:
+    """Means of ``n_boot`` resamples (with replacement) of ``values``; vectorised in chunks."""
+    x = np.asarray(values, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        return np.empty(0)
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    rows = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n_boot, rows):
+        stop = min(n_boot, start + rows)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        out[start:stop] = x[idx].mean(axis=1)
+    return out
+
+
+def bootstrap_ci(
+    values: np.ndarray,
+    seed: int = DEFAULT_SEED,
+    n_boot: int = DEFAULT_N_BOOT,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean. ``(nan, nan)`` only when there is no value at all."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.size == 0:
+        return (float("nan"), float("nan"))
+    if x.size == 1 or np.all(x == x[0]):
+        return (float(x[0]), float(x[0]))
+    means = bootstrap_means(x, seed=seed, n_boot=n_boot)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return (float(lo), float(hi))
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """Result of comparing system B against system A on the same samples (B − A)."""
+
+    metric: str
+    n: int
+    mean_a: float
+    mean_b: float
+    diff: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    method: str
+    n_resamples: int
+    seed: int
+    n_dropped: int = 0
+    higher_is_better: bool = True
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value < 0.05
+
+    @property
+    def regression(self) -> bool:
+        """B is significantly worse than A."""
+        worse = self.diff < 0 if self.higher_is_better else self.diff > 0
+        return self.significant and worse
+
+    def to_dict(self) -> dict[str, object]:
+        d = asdict(self)
+        d["significant"] = self.significant
+        d["regression"] = self.regression
+        return d
+
+
+def paired_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    metric: str = "",
+    method: str = "randomization",
+    n_resamples: int = DEFAULT_N_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    level: float = 0.95,
+    higher_is_better: bool = True,
+    n_dropped: int = 0,
+) -> PairedComparison:
+    """Two-sided paired test of mean(B − A).
+
+    ``randomization``: sign-flip permutation test (Fisher); p = (1 + #{|mean(s·d)| ≥ |mean d|}) /
+    (1 + R). ``bootstrap``: p from the bootstrap distribution of the mean difference shifted to
+    zero (two-sided). The CI of the difference is always a percentile bootstrap CI.
+    """
+    xa = np.asarray(a, dtype=np.float64)
+    xb = np.asarray(b, dtype=np.float64)
+    if xa.shape != xb.shape:
+        raise ValueError("paired_test needs two arrays of the same length (aligned samples)")
+    d = xb - xa
+    n = d.size
+    if n == 0:
+        nan = float("nan")
+        return PairedComparison(metric, 0, nan, nan, nan, nan, nan, 1.0, method, n_resamples,
+                                seed, n_dropped, higher_is_better)
+    obs = float(d.mean())
+    rng = np.random.default_rng(seed)
+    rows = max(1, _CHUNK_CELLS // n)
+    if method == "randomization":
+        extreme = 0
+        for start in range(0, n_resamples, rows):
+            m = min(rows, n_resamples - start)
+            signs = rng.integers(0, 2, size=(m, n), dtype=np.int8) * 2 - 1
+            perm = (signs * d).mean(axis=1)
+            extreme += int(np.count_nonzero(np.abs(perm) >= abs(obs) - 1e-12))
+        p = (1 + extreme) / (1 + n_resamples)
+    elif method == "bootstrap":
+        boots = bootstrap_means(d, seed=seed, n_boot=n_resamples)
+        centred = boots - obs
+        p = (1 + int(np.count_nonzero(np.abs(centred) >= abs(obs) - 1e-12))) / (1 + n_resamples)
+    else:
+        raise ValueError(f"unknown paired test method '{method}' (allowed: randomization, bootstrap)")
+    lo, hi = bootstrap_ci(d, seed=seed + 1, level=level)
+    if obs == 0.0 and np.all(d == 0):
+        p = 1.0
+    return PairedComparison(
+        metric=metric, n=n, mean_a=float(xa.mean()), mean_b=float(xb.mean()), diff=obs,
+        ci_low=lo, ci_high=hi, p_value=float(min(1.0, p)), method=method,
+        n_resamples=n_resamples, seed=seed, n_dropped=n_dropped,
+        higher_is_better=higher_is_better,
+    )
+
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A statistic with its seeded percentile-bootstrap CI and the number of items."""
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+    level: float = 0.95
+    n_boot: int = DEFAULT_N_BOOT
+    seed: int = DEFAULT_SEED
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bootstrap_stat(stat: Callable[[np.ndarray], Any], n: int, *,
+                   seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_N_BOOT,
+                   level: float = 0.95, batched: bool = False,
+                   min_defined: float = 0.5) -> Estimate:
+    """``stat`` on all ``n`` items and on ``n_boot`` resamples of item indices (seeded).
+
+    ``stat(idx)`` gets a vector of item indices and returns a number (``None``/NaN when
+    undefined). With ``batched=True`` it gets the whole ``(n_boot, n)`` index matrix at once
+    and returns one value per row — for statistics that vectorise (F1 over resamples).
+    Undefined resamples are dropped from the percentiles; the CI is ``None`` when fewer than
+    ``min_defined`` of the resamples (share, ``0`` = at least one) are defined.
+    """
+    if n == 0:
+        return Estimate(None, None, None, 0, level, n_boot, seed)
+    full = np.arange(n)
+    raw = (np.asarray(stat(full[None, :]), dtype=np.float64)[0] if batched else stat(full))
+    if raw is None or not math.isfinite(float(raw)):
+        return Estimate(None, None, None, n, level, n_boot, seed)
+    value = float(raw)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    if batched:
+        vals = np.asarray(stat(idx), dtype=np.float64)
+    else:
+        vals = np.asarray([np.nan if v is None else float(v) for v in (stat(r) for r in idx)],
+                          dtype=np.float64)
+    good = vals[np.isfinite(vals)]
+    if good.size == 0 or good.size < min_defined * n_boot:
+        return Estimate(value, None, None, n, level, n_boot, seed)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(good, [alpha, 1.0 - alpha])
+    return Estimate(value, float(lo), float(hi), n, level, n_boot, seed)
+
+
+def bootstrap_mean(x: np.ndarray, *, seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_N_BOOT,
+                   level: float = 0.95) -> Estimate:
+    """Mean with a vectorised percentile-bootstrap CI."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size == 0:
+        return Estimate(None, None, None, 0, level, n_boot, seed)
+    rng = np.random.default_rng(seed)
+    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return Estimate(float(x.mean()), float(lo), float(hi), int(x.size), level, n_boot, seed)
