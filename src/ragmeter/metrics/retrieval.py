@@ -129,12 +129,21 @@ def _gains(grades: np.ndarray, kind: Any) -> np.ndarray:
     return np.exp2(g) - 1.0 if kind == "exp" else g
 
 
+def _row_sum(x: np.ndarray) -> np.ndarray:
+    """Sums along each row, left to right, like trec_eval: a query's value never depends on
+    which other queries share its matrix or where its row sits in memory (vectorised sums
+    and BLAS products may round differently by a unit in the last place)."""
+    if x.shape[1] == 0:
+        return np.zeros(x.shape[0])
+    return np.asarray(np.cumsum(x, axis=1, dtype=np.float64)[:, -1])
+
+
 def ndcg(a: RankArrays, m: Metric) -> np.ndarray:
     kind = m.get("gain")
     k = _cut(m.k, a.depth)
-    dcg = _gains(a.rel[:, :k], kind) @ _discount(k) if k else np.zeros(a.n_queries)
+    dcg = _row_sum(_gains(a.rel[:, :k], kind) * _discount(k)) if k else np.zeros(a.n_queries)
     ki = a.ideal.shape[1] if m.k is None else min(m.k, a.ideal.shape[1])
-    idcg = _gains(a.ideal[:, :ki], kind) @ _discount(ki)
+    idcg = _row_sum(_gains(a.ideal[:, :ki], kind) * _discount(ki))
     return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
 
 
@@ -144,7 +153,7 @@ def average_precision(a: RankArrays, m: Metric) -> np.ndarray:
         return np.zeros(a.n_queries)
     binary = a.rel[:, :k] > 0
     prec = a._cum("relevant")[:, :k] / np.arange(1, k + 1, dtype=np.float64)
-    total = np.einsum("qi,qi->q", prec, binary.astype(np.float64))
+    total = _row_sum(prec * binary)
     return total / np.maximum(a.n_rel, 1)
 
 
