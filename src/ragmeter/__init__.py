@@ -10,9 +10,10 @@ Start here::
         name="main", backend="openai", base_url="http://127.0.0.1:8000/v1", model="qwen2.5-7b"))
     generation = ragmeter.evaluate_generation(samples, ["faithfulness", "rouge_l"], judge=judge)
     run = ragmeter.run_benchmark(ragmeter.load_config("bench.yaml"))
+    testset = ragmeter.generate_testset("kb/", generator=judge, n=50)
 
 The verbs (``evaluate_retrieval``, ``evaluate_generation``, ``run_benchmark``, ``make_judge``,
-``load_samples``, ``load_config``) and the judge/runner nouns are imported on first use, so
+``load_samples``, ``load_config``, ``generate_testset``) and the judge/runner nouns are imported on first use, so
 ``import ragmeter`` stays light.
 """
 
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from ragmeter.judges import Judge, JudgeConfig, JudgeRequest, make_judge
     from ragmeter.runner.config import BenchConfig, load_config
     from ragmeter.runner.engine import run_benchmark
+    from ragmeter.synth.pipeline import generate_testset
     from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
 install_log_masking()
@@ -64,6 +66,7 @@ _LAZY: dict[str, str] = {
     "JudgeRequest": "ragmeter.judges",
     "load_samples": "ragmeter.data.loaders",
     "LoadResult": "ragmeter.data.loaders",
+    "generate_testset": "ragmeter.synth.pipeline",
 }
 
 
@@ -102,6 +105,7 @@ __all__ = [
     "compare_results",
     "evaluate_generation",
     "evaluate_retrieval",
+    "generate_testset",
     "list_specs",
     "load_config",
     "load_samples",
