@@ -272,7 +272,9 @@ def run_latency(ctx: TierContext, samples: list[Sample], options: LatencyOptions
                 ) -> list[EvalResult]:
     if options.log is None:
         raise TierNotRunnable("latency needs options.log")
-    return [evaluate_latency(load_log(ctx.path(options.log)), p=options.p, seed=ctx.seed)]
+    log = load_log(ctx.path(options.log))                      # {sample id: seconds}
+    times = {s.id: log[s.id] for s in samples if s.id in log}  # this batch's samples only
+    return [evaluate_latency(times, p=options.p, seed=ctx.seed)]
 '''
 
 
