@@ -271,6 +271,15 @@ FormatOpt = Annotated[str, typer.Option(
 MapOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--map", help="Column map TARGET=SOURCE for renamed columns, e.g. user_input=prompt "
                   "(repeatable or comma-separated).")]
+#: cost control, one spelling on every command that calls a model (see ragmeter.cost)
+EstimateOpt = Annotated[bool, typer.Option(
+    "--estimate", help="Print planned calls, tokens, cost and time; send nothing, store "
+                       "nothing.")]
+MaxCostOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
+    "--max-cost", help="Stop (resumable) before the calls would spend more than this "
+                       "(price table units; needs prices).")]
+MaxCallsOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--max-calls", help="Stop (resumable) before more than N model calls.")]
 JudgeUrlOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "--judge-url", help="OpenAI-compatible base URL of the judge.")]
 JudgeModelOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045

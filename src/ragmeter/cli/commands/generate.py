@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ragmeter.cli import common
 from ragmeter.errors import ConfigError, MissingExtraError
 
 GENERATOR_BACKENDS = ("openai", "mock", "local-demo", "tiny-demo", "gguf", "recorded")
@@ -123,12 +124,9 @@ def register(app: typer.Typer) -> None:
             "(default: the generator checks its own items).")] = None,
         checker_name: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--checker-name", help="Which judge of --checker-config.")] = None,
-        estimate: Annotated[bool, typer.Option(
-            "--estimate", help="Print planned calls, tokens and cost; send nothing.")] = False,
-        max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
-            "--max-calls", help="Stop before sending more model calls than this.")] = None,
-        max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
-            "--max-cost", help="Stop before spending more than this (needs prices).")] = None,
+        estimate: common.EstimateOpt = False,
+        max_calls: common.MaxCallsOpt = None,
+        max_cost: common.MaxCostOpt = None,
         progress_file: Annotated[Optional[Path], typer.Option(  # noqa: UP045
             "--progress", help="Progress file (default <out stem>.progress.jsonl).")] = None,
         resume: Annotated[bool, typer.Option(

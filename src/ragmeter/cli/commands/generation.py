@@ -72,13 +72,9 @@ def register(app: typer.Typer) -> None:
         batch_size: Annotated[int, typer.Option(
             "--batch-size", help="Samples scored per batch when writing --out incrementally.",
             min=1)] = 256,
-        estimate: Annotated[bool, typer.Option(
-            "--estimate", help="Print planned judge calls, tokens, cost and time; send "
-                               "nothing.")] = False,
-        max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
-            "--max-cost", help="Stop before the judge spends more than this.")] = None,
-        max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
-            "--max-calls", help="Stop before making more than N judge calls.")] = None,
+        estimate: common.EstimateOpt = False,
+        max_cost: common.MaxCostOpt = None,
+        max_calls: common.MaxCallsOpt = None,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from ragmeter.cli import common
+
 
 def _f(v: Any, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
@@ -123,12 +125,9 @@ def bench_command(
                                   "otherwise, as the metrics do).")] = None,
     compare: Annotated[bool, typer.Option(
         "--compare", help="Rank the judges side by side with paired tests.")] = False,
-    estimate: Annotated[bool, typer.Option(
-        "--estimate", help="Print planned calls, tokens, cost and time; send nothing.")] = False,
-    max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
-        "--max-cost", help="Stop before spending more than this (price table units).")] = None,
-    max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
-        "--max-calls", help="Stop before making more than N judge calls.")] = None,
+    estimate: common.EstimateOpt = False,
+    max_cost: common.MaxCostOpt = None,
+    max_calls: common.MaxCallsOpt = None,
     price_in: Annotated[float, typer.Option("--price-in", help="Price per 1M input tokens "
                                                                "(with --judge-url).")] = 0.0,
     price_out: Annotated[float, typer.Option("--price-out", help="Price per 1M output "

@@ -29,12 +29,9 @@ def judge_quality_command(
     limit: int = typer.Option(0, "--limit", help="Use only the first N items (0 = all)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
-    estimate: bool = typer.Option(False, "--estimate", help="Print planned calls, tokens, "
-                                  "cost and time; send nothing."),
-    max_cost: float = typer.Option(None, "--max-cost", help="Stop before spending more "
-                                   "than this (price table units)."),
-    max_calls: int = typer.Option(None, "--max-calls", help="Stop before making more than "
-                                  "N judge calls."),
+    estimate: common.EstimateOpt = False,
+    max_cost: common.MaxCostOpt = None,
+    max_calls: common.MaxCallsOpt = None,
 ) -> None:
     """Judge quality: every item is judged N times with the cache off.
 

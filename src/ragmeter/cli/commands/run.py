@@ -73,14 +73,9 @@ def register(app: typer.Typer) -> None:
         tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
             "--tag", help="Label the run (repeatable), added to the config's tags; `ragmeter "
                           "view` and `ragmeter runs list` filter by it.")] = None,
-        estimate: Annotated[bool, typer.Option(
-            "--estimate", help="Print planned judge calls, tokens, cost and time; send "
-                               "nothing, store nothing.")] = False,
-        max_cost: Annotated[Optional[float], typer.Option(  # noqa: UP045
-            "--max-cost", help="Stop (resumable) before the judges spend more than this.")
-        ] = None,
-        max_calls: Annotated[Optional[int], typer.Option(  # noqa: UP045
-            "--max-calls", help="Stop (resumable) before more than N judge calls.")] = None,
+        estimate: common.EstimateOpt = False,
+        max_cost: common.MaxCostOpt = None,
+        max_calls: common.MaxCallsOpt = None,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store.
 
