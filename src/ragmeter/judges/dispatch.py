@@ -110,6 +110,8 @@ class Dispatcher(Generic[R]):
 
     async def _raw(self, idx: int, payload: Any, request: Any) -> tuple[R | None,
                                                                          BackendError | None]:
+        out: R | None = None
+        err: BackendError | None = None
         try:
             out = await asyncio.wait_for(self.send(idx, payload), timeout=self.timeout_s)
         except asyncio.TimeoutError:
@@ -119,8 +121,6 @@ class Dispatcher(Generic[R]):
             out, err = None, exc
         except Exception as exc:  # a backend bug or library error: unscored, not raised
             out, err = None, BackendError("backend_error", f"{type(exc).__name__}: {exc}")
-        else:
-            err = None
         if self.gate is not None:
             cost, t_in, t_out = (self.measure(out) if out is not None and self.measure
                                  else (0.0, 0, 0))
@@ -190,7 +190,8 @@ class Dispatcher(Generic[R]):
         self.decisions["hedged"] += 1
         twin = asyncio.ensure_future(self.attempt(payload, request, depth=depth + 1))
         try:
-            done, _ = await asyncio.wait({task, twin}, return_when=asyncio.FIRST_COMPLETED)
+            both: set[asyncio.Future[Any]] = {task, twin}
+            done, _ = await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
             twin_failed = twin in done and (twin.exception() is not None
                                             or twin.result().err is not None)
             if twin in done and not twin_failed:

@@ -42,6 +42,8 @@ log = logging.getLogger("ragmeter.judges")
 Q = TypeVar("Q")
 O = TypeVar("O")  # noqa: E741  (an outcome)
 R = TypeVar("R")
+R_in = TypeVar("R_in", contravariant=True)
+O_out = TypeVar("O_out", covariant=True)
 
 
 @dataclass
@@ -54,7 +56,7 @@ class CallRecord:
     endpoints: list[int] = field(default_factory=list)
 
 
-class Exchange(Protocol[R, O]):
+class Exchange(Protocol[R_in, O_out]):
     """One request's conversation with the endpoints."""
 
     #: handed to the send gate's ``before_send``/``after_send``
@@ -66,13 +68,13 @@ class Exchange(Protocol[R, O]):
     def resend(self, err: BackendError) -> bool:
         """True: ``err`` is answered by changing the payload; send again at once, no retry."""
 
-    def outcome(self, result: R, rec: CallRecord) -> O | None:
+    def outcome(self, result: R_in, rec: CallRecord) -> O_out | None:
         """The final outcome of a result, or None to send again (e.g. a repair)."""
 
-    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O:
+    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O_out:
         """The outcome of a call that failed for good."""
 
-    def skipped(self, detail: str, rec: CallRecord) -> O:
+    def skipped(self, detail: str, rec: CallRecord) -> O_out:
         """The outcome of a call not sent because the circuit is open."""
 
 
