@@ -140,20 +140,24 @@ class Dispatcher(Generic[R]):
         self.sent += 1
 
     async def attempt(self, payload: Callable[[], Any], request: Any = None, *,
-                      depth: int = 0) -> Attempt[R]:
-        """One attempt; ``payload()`` is built once a slot is taken."""
+                      depth: int = 0,
+                      skip: Callable[[], bool] | None = None) -> Attempt[R] | None:
+        """One attempt; ``payload()`` is built once a slot is taken. None: ``skip()`` said,
+        once a slot was free, that the call is no longer wanted (an open circuit)."""
         pool = self.pool
         if self.stop is not None:
             raise SendStopped(str(self.stop))
         idx, slot = await pool.acquire(priority=depth > 0)
         task: asyncio.Future[tuple[R | None, BackendError | None]] | None = None
         try:
+            if skip is not None and skip():
+                return None
             self._open_gate(request)
             t0 = time.perf_counter()
             task = asyncio.ensure_future(self._raw(idx, payload(), request))
             if depth < MAX_HEDGES and self.hedgeable[idx] and await self._stalled(task, t0):
                 await pool.release(idx, slot, "stalled")
-                return await self._race(task, t0, idx, payload, request, depth)
+                return await self._race(task, t0, idx, payload, request, depth, skip)
             result, err = await task
             latency = time.perf_counter() - t0
             outcome, retry_after = "ok", None
@@ -184,30 +188,37 @@ class Dispatcher(Generic[R]):
         return False
 
     async def _race(self, task: asyncio.Future[tuple[R | None, BackendError | None]], t0: float,
-                    idx: int, payload: Callable[[], Any], request: Any,
-                    depth: int) -> Attempt[R]:
+                    idx: int, payload: Callable[[], Any], request: Any, depth: int,
+                    skip: Callable[[], bool] | None) -> Attempt[R]:
         """A stalled call against its duplicate: the first success wins."""
         self.decisions["hedged"] += 1
-        twin = asyncio.ensure_future(self.attempt(payload, request, depth=depth + 1))
+        twin = asyncio.ensure_future(self.attempt(payload, request, depth=depth + 1,
+                                                  skip=skip))
         try:
             both: set[asyncio.Future[Any]] = {task, twin}
             done, _ = await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
             twin_failed = twin in done and (twin.exception() is not None
-                                            or twin.result().err is not None)
-            if twin in done and not twin_failed:
+                                            or _failed(twin.result()))
+            won = twin.result() if twin in done and not twin_failed else None
+            if won is not None:
                 self.decisions["hedge_won"] += 1
-                return twin.result()
+                return won
             result, err = await task   # the duplicate failed, or the first call finished
             first = Attempt(result, err, time.perf_counter() - t0, idx)
             if err is None:
                 return first
             try:
-                return await twin
+                second = await twin
             except SendStopped:        # the gate refused the duplicate
                 return first
+            return first if second is None else second
         finally:
             if not twin.done():
                 twin.cancel()
+
+
+def _failed(got: Attempt[Any] | None) -> bool:
+    return got is None or got.err is not None
 
 
 __all__ = ["HEDGE_MIN_S", "HEDGE_MIN_SAMPLES", "MAX_HEDGES", "Attempt", "Dispatcher", "Gate",
