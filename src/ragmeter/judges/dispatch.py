@@ -166,8 +166,10 @@ class Dispatcher(Generic[R]):
                 retry_after = err.retry_after
             else:
                 self.clock.record(latency)
+            # a reply's health is known once the caller read it (Exchange.usable)
             await pool.release(idx, slot, outcome, retry_after,
-                               failure=err is not None and err.reason in FAILURE_REASONS)
+                               failure=err is not None and err.reason in FAILURE_REASONS,
+                               health=err is not None)
             return Attempt(result, err, latency, idx)
         finally:
             if not slot.released:   # cancelled or stopped: give the slot back

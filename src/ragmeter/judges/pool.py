@@ -105,16 +105,26 @@ class EndpointPool:
                     self._priority -= 1
 
     async def release(self, idx: int, slot: Slot | None, outcome: str,
-                      retry_after: float | None = None, *, failure: bool = False) -> None:
+                      retry_after: float | None = None, *, failure: bool = False,
+                      health: bool = True) -> None:
         """Account a call on member ``idx``; ``failure`` marks an endpoint fault (connection
-        error, 5xx, timeout) for the member's health."""
+        error, 5xx, timeout) for the member's health. ``health=False`` leaves the health to
+        a later :meth:`judged` (a reply that still has to be read)."""
         loop = asyncio.get_running_loop()
         async with self._cond:
             now = loop.time()
             if slot is not None:
                 self.members[idx].settle(slot, outcome, retry_after, now)
-            if outcome != "stalled":
+            if outcome != "stalled" and health:
                 self._health(idx, outcome == "ok", failure, now)
+            self._wake()
+
+    async def judged(self, idx: int, usable: bool) -> None:
+        """The health of member ``idx`` after its reply was read: an unusable reply (HTTP 200
+        with nothing parseable in it) counts like a server error."""
+        loop = asyncio.get_running_loop()
+        async with self._cond:
+            self._health(idx, usable, not usable, loop.time())
             self._wake()
 
     def release_nowait(self, idx: int, slot: Slot) -> None:

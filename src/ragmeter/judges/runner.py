@@ -87,6 +87,10 @@ class Exchange(Protocol[R_in, O_out]):
     def outcome(self, result: R_in, rec: CallRecord) -> O_out | None:
         """The final outcome of a result, or None to send again (e.g. a repair)."""
 
+    def usable(self) -> bool:
+        """Whether the last result read by :meth:`outcome` could be used; an unusable one
+        (unparseable) counts against its endpoint's health like a server error."""
+
     def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O_out:
         """The outcome of a call that failed for good."""
 
@@ -146,6 +150,7 @@ class RequestRunner(Generic[R]):
             if err is None:
                 assert got.result is not None
                 out = ex.outcome(got.result, rec)
+                await self.dispatcher.pool.judged(got.idx, ex.usable())
                 if out is not None:
                     return out
                 continue
@@ -213,6 +218,9 @@ class PlainExchange(Generic[R, O]):
 
     def outcome(self, result: R, rec: CallRecord) -> O | None:
         return self._read(result)
+
+    def usable(self) -> bool:
+        return True
 
     def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O:
         return self._fail(err, detail)
