@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Generic, TypeVar, overload
 
 from ragmeter.errors import ConfigError
@@ -29,15 +30,18 @@ class Registry(Generic[T]):
 
     ``what`` names the kind of entry in messages; ``key`` is the config key or option an
     unknown name is reported under. ``modules`` are imported on first lookup, so entries
-    declared in optional modules register themselves lazily (no import-time cost).
+    declared in optional modules register themselves lazily (no import-time cost);
+    ``loader`` is called once on first lookup where the modules are found at run time.
     """
 
     def __init__(self, what: str, *, key: str | None = None,
-                 modules: Sequence[str] = ()) -> None:
+                 modules: Sequence[str] = (),
+                 loader: Callable[[], None] | None = None) -> None:
         self.what = what
         self.key = key or what
         self._modules = tuple(modules)
-        self._loaded = not self._modules
+        self._loader = loader
+        self._loaded = not self._modules and loader is None
         self._entries: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
 
@@ -68,6 +72,12 @@ class Registry(Generic[T]):
             self._aliases[a] = name
         return entry
 
+    def alias(self, alias: str, name: str) -> None:
+        """Let ``alias`` stand for ``name`` (which may be declared later, by a lazy module)."""
+        if alias in self._entries:
+            raise ValueError(f"{self.what} alias {alias!r} is a registered name")
+        self._aliases[alias] = name
+
     def unregister(self, name: str) -> None:
         """Remove ``name`` and its aliases (tests and plug-ins that replace an entry)."""
         self._entries.pop(name, None)
@@ -80,19 +90,24 @@ class Registry(Generic[T]):
             self._loaded = True
             for m in self._modules:
                 importlib.import_module(m)
+            if self._loader is not None:
+                self._loader()
 
     def canonical(self, name: str) -> str | None:
         """The registered name ``name`` stands for (itself or an alias's target), or None."""
         self._load()
         if name in self._entries:
             return name
-        return self._aliases.get(name)
+        target = self._aliases.get(name)
+        return target if target in self._entries else None
 
-    def get(self, name: str) -> T:
-        """The entry for ``name``; an unknown name is a ConfigError listing the names."""
+    def get(self, name: str, *, key: str | None = None) -> T:
+        """The entry for ``name``; an unknown name is a ConfigError listing the names, reported
+        under ``key`` (default: the registry's key)."""
         canon = self.canonical(name)
         if canon is None:
-            raise ConfigError(self.key, f"unknown {self.what} {name!r}", allowed=self.names())
+            raise ConfigError(key or self.key, f"unknown {self.what} {name!r}",
+                              allowed=self.names())
         return self._entries[canon]
 
     def find(self, name: str) -> T | None:
@@ -120,5 +135,33 @@ class Registry(Generic[T]):
         self._load()
         return len(self._entries)
 
+    def aliases(self) -> dict[str, str]:
+        """``{alias: name}`` of every alias whose name is registered."""
+        self._load()
+        return {a: n for a, n in self._aliases.items() if n in self._entries}
+
+    @contextmanager
+    def scoped(self) -> Iterator[Registry[T]]:
+        """Entries added or removed inside the ``with`` block are undone at its end (tests,
+        one-off plug-ins)."""
+        self._load()
+        entries, aliases = dict(self._entries), dict(self._aliases)
+        try:
+            yield self
+        finally:
+            self._entries, self._aliases = entries, aliases
+
     def __repr__(self) -> str:
         return f"Registry({self.what!r}, {len(self._entries)} entries)"
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    """``text`` with the part between ``<!-- name:begin -->`` and ``<!-- name:end -->`` replaced
+    by ``body``: a generated listing (formats, pages) inside a hand-written page. A page
+    without the markers is a programming error."""
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    head, found, rest = text.partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not found or not found_end:
+        raise ValueError(f"markers {begin} ... {end} not found")
+    return f"{head}{begin}\n{body.strip()}\n{end}{tail}"

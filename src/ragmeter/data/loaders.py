@@ -18,17 +18,19 @@ import difflib
 import itertools
 import json
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragmeter.data.formats import (
-    FORMATS,
+    ID_LIST_FIELDS,
+    Validator,
     apply_format,
     check_explicit_format,
     check_map,
     detect_format,
+    get_format,
     other_kind_hint,
     plain_value,
 )
@@ -37,20 +39,23 @@ from ragmeter.data.reading import Table, cell_list, cell_obj, parse_json_line, r
 from ragmeter.data.sample import QUESTION_TYPES, Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 
+__all__ = ["LoadResult", "SampleStream", "Validator", "from_pandas", "from_records",
+           "iter_samples", "load_dataset_file", "load_samples", "load_table", "read_records",
+           "record_to_sample"]
+
 STR_FIELDS = ("user_input", "response", "reference", "type")
 STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
                    "gold_doc_ids", "gold_chunk_ids")
 FLOAT_LIST_FIELDS = ("retrieved_scores",)
 ALIASES = {"question": "user_input", "query": "user_input", "answer": "response",
-           "ground_truth": "reference", "contexts": "retrieved_contexts",
+           "ground_truth": "reference", "ground_truth_answer": "reference",
+           "contexts": "retrieved_contexts",
            "context": "retrieved_contexts", "sample_id": "id", "qid": "id"}
 #: aliases whose value may be one string instead of a list of strings
 SINGLE_TEXT_ALIASES = ("context",)
 META_FIELDS = ("notes", "source")
 KNOWN = ("id", *STR_FIELDS, *STR_LIST_FIELDS, *FLOAT_LIST_FIELDS, "gold_grades", "metadata",
          *ALIASES, *META_FIELDS)
-
-Validator = Callable[[Sample, Mapping[str, Any]], list[tuple[str | None, str]]]
 
 
 @dataclass
@@ -78,6 +83,10 @@ def read_records(path: str | Path) -> tuple[list[tuple[int | None, Any]], list[R
 
 _csv_list = cell_list
 _csv_obj = cell_obj
+
+
+def _int_id(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
 
 
 def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = None,
@@ -123,6 +132,10 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         for name in ("gold_grades", "metadata"):
             if isinstance(values.get(name), str):
                 values[name] = _csv_obj(values[name])
+    for name in ID_LIST_FIELDS:  # integer ids ("chunk_id": 17) are ids written as numbers
+        ids = values.get(name)
+        if isinstance(ids, list) and any(_int_id(x) for x in ids):
+            values[name] = [str(x) if _int_id(x) else x for x in ids]
 
     sid = values.get("id")
     if sid is None:
@@ -200,8 +213,8 @@ def load_samples(path: str | Path, *, skip_invalid: bool = False,
                  validate: Validator | None = None, format: str = "auto",
                  column_map: Mapping[str, str] | None = None) -> LoadResult:
     """Load samples from any container (JSON Lines, JSON, CSV, TSV, Parquet; by content) in any
-    known layout (``format``: auto, samples, ragas, deepeval, hf, synthetic, evalset — see
-    :mod:`ragmeter.data.formats`); ``column_map`` is ``{ragmeter_field: source_column}``.
+    declared layout (``format``: ``auto`` or a name of
+    :data:`ragmeter.data.formats.FORMATS`); ``column_map`` is ``{ragmeter_field: source_column}``.
 
     ``validate(sample, record)`` adds ``(field, msg)`` checks. Raises one :class:`DataError`
     listing every problem, unless ``skip_invalid`` (then bad records are skipped and listed in
@@ -249,8 +262,7 @@ def from_pandas(df: Any, *, format: str = "auto", column_map: Mapping[str, str] 
 def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator | None = None,
                format: str = "auto", column_map: Mapping[str, str] | None = None) -> LoadResult:
     """Validate the records of a :class:`~ragmeter.data.reading.Table` into samples."""
-    if format not in FORMATS:
-        raise ConfigError("format", f"unknown format {format!r}", list(FORMATS))
+    get_format(format)
     source = table.source
     records, problems = table.records, list(table.problems)
     n_unreadable = len(problems)
@@ -258,7 +270,7 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
         check_map(column_map, records, source)
     if format != "auto":
         check_explicit_format(format, records, source)
-    fmt = detect_format(records) if format == "auto" else format
+    fmt = get_format(detect_format(records) if format == "auto" else format)
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
@@ -303,19 +315,13 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
 def load_dataset_file(path: str | Path, *, format: str = "auto", skip_invalid: bool = False,
                       column_map: Mapping[str, str] | None = None) -> LoadResult:
     """A dataset of a benchmark config: the layout is detected by content (never by the file
-    name); an evalset (records with ``gold_doc_ids``/``gold_chunk_ids`` and ``question``) gets
-    the evalset rules."""
-    from ragmeter.data.evalset import check_evalset_sample
-
+    name) and its own rules apply (an evalset's: ids, questions, gold ids of non-negative
+    questions; see :class:`~ragmeter.data.formats.Format`)."""
+    get_format(format)
     table = read_table(path)
-    fmt = format
-    if fmt == "auto":
-        fmt = detect_format(table.records)
-    elif fmt == "evalset":  # loaded below as "samples" with the evalset rules
-        check_explicit_format(fmt, table.records, table.source)
-    validate = check_evalset_sample if fmt == "evalset" else None
-    return load_table(table, skip_invalid=skip_invalid, validate=validate,
-                      format="samples" if fmt == "evalset" else fmt, column_map=column_map)
+    fmt = detect_format(table.records) if format == "auto" else format
+    return load_table(table, skip_invalid=skip_invalid, validate=get_format(fmt).validate,
+                      format=fmt, column_map=column_map)
 
 
 # --- Streaming: records one at a time, with per-record size limits ------------------------------
@@ -375,8 +381,7 @@ class SampleStream:
                  validate: Validator | None = None, max_record_bytes: int | None = None,
                  max_list_items: int | None = None, format: str = "auto",
                  column_map: Mapping[str, str] | None = None) -> None:
-        if format not in FORMATS:
-            raise ConfigError("format", f"unknown format {format!r}", list(FORMATS))
+        get_format(format)
         self.path = Path(path)
         self.format = format
         self.column_map = dict(column_map) if column_map else None
@@ -449,7 +454,7 @@ class SampleStream:
             check_map(self.column_map, head, source)
         if self.format != "auto":
             check_explicit_format(self.format, head, source)
-        fmt = detect_format(head) if self.format == "auto" else self.format
+        fmt = get_format(detect_format(head) if self.format == "auto" else self.format)
         tabular = self.container in ("csv", "tsv")
         for index, (line, rec) in enumerate(itertools.chain(head, records)):
             n_records += 1
