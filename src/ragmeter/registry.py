@@ -110,8 +110,12 @@ class Registry(Generic[T]):
                               allowed=self.names())
         return self._entries[canon]
 
-    def find(self, name: str) -> T | None:
-        """The entry for ``name`` or None (no error)."""
+    def find(self, name: str, *, load: bool = True) -> T | None:
+        """The entry for ``name`` or None (no error). ``load=False`` looks only at what is
+        registered so far (for a ``register`` called while the lazy modules load)."""
+        if not load:
+            target = name if name in self._entries else self._aliases.get(name)
+            return None if target is None else self._entries.get(target)
         canon = self.canonical(name)
         return None if canon is None else self._entries[canon]
 
