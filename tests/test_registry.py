@@ -92,5 +92,5 @@ def test_metric_names_live_in_the_generic_registry_and_scopes_undo() -> None:
         with pytest.raises(MetricSpecError, match="registered twice"):
             register(MetricSpec(name="toy_scoped", family="test", doc="other"))
     assert "toy_scoped" not in reg.SPECS and "toy_s" not in reg._ALIASES
-    with pytest.raises(MetricSpecError, match="unknown metric 'toy_scoped'.*ndcg"):
+    with pytest.raises(MetricSpecError, match=r"unknown metric 'toy_scoped'.*ndcg"):
         parse_metric("toy_scoped")

@@ -16,8 +16,10 @@ implementation. Floor 0: imports nothing of ragmeter but :mod:`ragmeter.errors`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Generic, TypeVar, overload
 
 from ragmeter.errors import ConfigError
@@ -169,3 +171,22 @@ def replace_block(text: str, name: str, body: str) -> str:
     if not found or not found_end:
         raise ValueError(f"markers {begin} ... {end} not found")
     return f"{head}{begin}\n{body.strip()}\n{end}{tail}"
+
+
+def sync_generated(outputs: Mapping[Path, str], *, check: bool, command: str) -> int:
+    """Write each generated file whose text changed, or with ``check`` only report the stale
+    ones (exit status 1, with ``command`` as the fix)."""
+    stale = []
+    for path, text in outputs.items():
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        if current == text:
+            continue
+        if check:
+            stale.append(str(path))
+        else:
+            path.write_text(text, encoding="utf-8")
+            print(f"wrote {path}")
+    if stale:
+        print(f"{', '.join(stale)} stale: run {command}", file=sys.stderr)
+        return 1
+    return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ragmeter.data.formats import FALLBACK, FORMATS, Format
 from ragmeter.data.loaders import ALIASES
-from ragmeter.registry import replace_block
+from ragmeter.registry import replace_block, sync_generated
 
 BLOCK = "formats"
 
@@ -129,21 +129,8 @@ def outputs() -> dict[Path, str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    stale = []
-    for path, text in outputs().items():
-        current = path.read_text(encoding="utf-8") if path.exists() else ""
-        if current == text:
-            continue
-        if "--check" in args:
-            stale.append(path)
-        else:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path}")
-    if stale:
-        print(f"{', '.join(map(str, stale))} stale: run python -m ragmeter.data.format_reference",
-              file=sys.stderr)
-        return 1
-    return 0
+    return sync_generated(outputs(), check="--check" in args,
+                          command="python -m ragmeter.data.format_reference")
 
 
 if __name__ == "__main__":

@@ -235,7 +235,7 @@ def check_explicit_format(fmt: str, records: Sequence[tuple[int | None, Any]],
     one it refuses (RAGAS names under ``evalset``). Raises a :class:`DataError` naming the
     likely format."""
     looks = detect_format(records)
-    if looks == fmt or looks == FALLBACK:
+    if looks in (fmt, FALLBACK):
         return
     seen = get_format(looks)
     if seen.fields or looks in get_format(fmt).refuses:
