@@ -18,7 +18,7 @@ import difflib
 import itertools
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,38 +105,13 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
     if not isinstance(record, Mapping):
         bad(None, f"a record must be a JSON object, got {type(record).__name__}")
         return None, problems
-    values: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
-    for key, value in record.items():
-        name = ALIASES.get(key, key)
-        if key in META_FIELDS:
-            metadata[key] = value
-            continue
-        if name not in KNOWN:
-            close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.85)
-            if close:
-                bad(key, f"unknown field (did you mean '{close[0]}'?)")
-            else:
-                metadata[key] = value
-            continue
-        if key in SINGLE_TEXT_ALIASES and isinstance(value, str):
-            value = [value]
-        if name in values and values[name] != value:
-            bad(key, f"conflicts with another spelling of '{name}'")
-            continue
-        values[name] = value
+    values, metadata = _field_values(record, bad)
     if from_csv:
-        for name in (*STR_LIST_FIELDS, *FLOAT_LIST_FIELDS):
-            if isinstance(values.get(name), str):
-                values[name] = _csv_list(values[name])
-        for name in ("gold_grades", "metadata"):
-            if isinstance(values.get(name), str):
-                values[name] = _csv_obj(values[name])
+        _parse_cells(values)
     for name in ID_LIST_FIELDS:  # integer ids ("chunk_id": 17) are ids written as numbers
         ids = values.get(name)
         if isinstance(ids, list) and any(_int_id(x) for x in ids):
             values[name] = [str(x) if _int_id(x) else x for x in ids]
-
     sid = values.get("id")
     if sid is None:
         sid = f"#{index}"  # the record index in every container; line numbers are for errors
@@ -144,45 +119,10 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         bad("id", f"must be a string, got {type(sid).__name__}")
     elif str(sid).strip() == "":
         bad("id", "must not be empty")
-    for name in STR_FIELDS:
-        v = values.get(name)
-        if v is not None and not isinstance(v, str):
-            bad(name, f"must be a string, got {type(v).__name__}")
-    for name in STR_LIST_FIELDS:
-        v = values.get(name)
-        if v is None:
-            continue
-        if not isinstance(v, list):
-            bad(name, f"must be a list of strings, got {type(v).__name__}")
-        else:
-            wrong = [i for i, x in enumerate(v) if not isinstance(x, str)]
-            if wrong:
-                bad(name, f"must be a list of strings; item {wrong[0]} is "
-                          f"{type(v[wrong[0]]).__name__}")
-    scores = values.get("retrieved_scores")
-    if scores is not None:
-        if not isinstance(scores, list):
-            bad("retrieved_scores", f"must be a list of numbers, got {type(scores).__name__}")
-        else:
-            try:
-                values["retrieved_scores"] = [float(x) for x in scores if not isinstance(x, bool)]
-                if len(values["retrieved_scores"]) != len(scores) or any(
-                        math.isnan(x) for x in values["retrieved_scores"]):
-                    raise ValueError
-            except (TypeError, ValueError):
-                bad("retrieved_scores", "must be a list of numbers (no NaN)")
-            else:
-                ids = values.get("retrieved_ids")
-                if isinstance(ids, list) and len(ids) != len(scores):
-                    bad("retrieved_scores", f"has {len(scores)} items but retrieved_ids has {len(ids)}")
+    _check_texts(values, bad)
+    _check_scores(values, bad)
     grades = values.get("gold_grades")
-    if grades is not None and (not isinstance(grades, Mapping) or not all(
-            isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
-        bad("gold_grades", "must be an object {id: integer grade}")
-    elif grades is not None:
-        for doc, g in grades.items():
-            if grade_problem(g) is not None:
-                bad("gold_grades", f"doc '{doc}': {grade_problem(g)}")
+    _check_grades(grades, bad)
     meta = values.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         bad("metadata", f"must be an object, got {type(meta).__name__}")
@@ -207,6 +147,94 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         metadata={**(dict(meta) if meta else {}), **metadata},
     )
     return sample, []
+
+
+Bad = Callable[[str | None, str], None]
+
+
+def _field_values(record: Mapping[str, Any], bad: Bad) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(values by ragmeter field, metadata)`` of a record: aliases resolved, unknown fields to
+    metadata unless they look like a typo of a known field."""
+    values: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    for key, value in record.items():
+        name = ALIASES.get(key, key)
+        if key in META_FIELDS:
+            metadata[key] = value
+            continue
+        if name not in KNOWN:
+            close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.85)
+            if close:
+                bad(key, f"unknown field (did you mean '{close[0]}'?)")
+            else:
+                metadata[key] = value
+            continue
+        if key in SINGLE_TEXT_ALIASES and isinstance(value, str):
+            value = [value]
+        if name in values and values[name] != value:
+            bad(key, f"conflicts with another spelling of '{name}'")
+            continue
+        values[name] = value
+    return values, metadata
+
+
+def _parse_cells(values: dict[str, Any]) -> None:
+    """CSV/TSV cells of list and object fields, parsed in place."""
+    for name in (*STR_LIST_FIELDS, *FLOAT_LIST_FIELDS):
+        if isinstance(values.get(name), str):
+            values[name] = _csv_list(values[name])
+    for name in ("gold_grades", "metadata"):
+        if isinstance(values.get(name), str):
+            values[name] = _csv_obj(values[name])
+
+
+def _check_texts(values: Mapping[str, Any], bad: Bad) -> None:
+    for name in STR_FIELDS:
+        v = values.get(name)
+        if v is not None and not isinstance(v, str):
+            bad(name, f"must be a string, got {type(v).__name__}")
+    for name in STR_LIST_FIELDS:
+        v = values.get(name)
+        if v is None:
+            continue
+        if not isinstance(v, list):
+            bad(name, f"must be a list of strings, got {type(v).__name__}")
+        else:
+            wrong = [i for i, x in enumerate(v) if not isinstance(x, str)]
+            if wrong:
+                bad(name, f"must be a list of strings; item {wrong[0]} is "
+                          f"{type(v[wrong[0]]).__name__}")
+
+
+def _check_scores(values: dict[str, Any], bad: Bad) -> None:
+    """``retrieved_scores``: numbers (no NaN), as many as ``retrieved_ids``; made floats."""
+    scores = values.get("retrieved_scores")
+    if scores is None:
+        return
+    if not isinstance(scores, list):
+        bad("retrieved_scores", f"must be a list of numbers, got {type(scores).__name__}")
+        return
+    try:
+        values["retrieved_scores"] = [float(x) for x in scores if not isinstance(x, bool)]
+        if len(values["retrieved_scores"]) != len(scores) or any(
+                math.isnan(x) for x in values["retrieved_scores"]):
+            raise ValueError
+    except (TypeError, ValueError):
+        bad("retrieved_scores", "must be a list of numbers (no NaN)")
+    else:
+        ids = values.get("retrieved_ids")
+        if isinstance(ids, list) and len(ids) != len(scores):
+            bad("retrieved_scores", f"has {len(scores)} items but retrieved_ids has {len(ids)}")
+
+
+def _check_grades(grades: Any, bad: Bad) -> None:
+    if grades is not None and (not isinstance(grades, Mapping) or not all(
+            isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
+        bad("gold_grades", "must be an object {id: integer grade}")
+    elif grades is not None:
+        for doc, g in grades.items():
+            if grade_problem(g) is not None:
+                bad("gold_grades", f"doc '{doc}': {grade_problem(g)}")
 
 
 def load_samples(path: str | Path, *, skip_invalid: bool = False,
