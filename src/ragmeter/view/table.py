@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.registry import Registry
 from ragmeter.reports.i18n import t
+
+if TYPE_CHECKING:
+    from ragmeter.view.app import Viewer
 
 
 @dataclass
@@ -28,7 +31,7 @@ class PageRequest:
     """What a handler gets: the viewer (store, run cache), the aiohttp request and the
     language the page is shown in."""
 
-    viewer: Any
+    viewer: Viewer
     request: Any
     lang: str
 
