@@ -251,7 +251,7 @@ def test_a_new_format_is_one_declaration(tmp_path: Path) -> None:
 
     from ragmeter.cli.common import _check_format
     from ragmeter.data.format_reference import readme_table, render_markdown
-    from ragmeter.data.formats import FORMATS, Format
+    from ragmeter.data.formats import FORMATS, Format, declare_format
     from ragmeter.data.loaders import iter_samples
 
     rows = [{"ticket_text": "Как сбросить пароль?", "agent_reply": "Через портал.",
@@ -262,7 +262,7 @@ def test_a_new_format_is_one_declaration(tmp_path: Path) -> None:
     p.write_text(json.dumps(rows, ensure_ascii=False), "utf-8")
     with FORMATS.scoped():
         # the whole declaration of the new layout:
-        FORMATS.register("helpdesk", Format(
+        declare_format(Format(
             "helpdesk", "a help-desk export",
             fields={"ticket_text": "user_input", "agent_reply": "reference",
                     "kb_article": "gold_doc_ids"},

@@ -6,7 +6,7 @@ recognised by content and how its columns map onto ragmeter's fields. Detection
 streamed loading and the reference in ``docs/formats.md`` all read this table, so a new layout
 is one declaration::
 
-    FORMATS.register("helpdesk", Format(
+    declare_format(Format(
         "helpdesk", "a help-desk export",
         fields={"ticket_text": "user_input", "agent_reply": "reference"},
         requires=("ticket_text",)))
@@ -145,6 +145,11 @@ class Format:
 FORMATS: Registry[Format] = Registry("format", key="format")
 
 
+def declare_format(fmt: Format) -> Format:
+    """Add ``fmt`` to :data:`FORMATS` under its name (a taken name is a programming error)."""
+    return FORMATS.register(fmt.name, fmt)
+
+
 def _evalset_rules(sample: Any, record: Mapping[str, Any]) -> list[tuple[str | None, str]]:
     from ragmeter.data.evalset import check_evalset_sample
 
@@ -152,22 +157,22 @@ def _evalset_rules(sample: Any, record: Mapping[str, Any]) -> list[tuple[str | N
 
 
 # --- the layouts ------------------------------------------------------------------------------
-FORMATS.register("auto", Format(
+declare_format(Format(
     "auto", "the layout detected by content: the first layout below whose columns occur in the "
     "first records, else samples"))
-FORMATS.register("samples", Format(
+declare_format(Format(
     "samples", "generic records", columns=("id", "user_input", "response", "reference",
                                            "retrieved_contexts", "retrieved_ids",
                                            "reference_contexts", "gold_doc_ids",
                                            "gold_chunk_ids", "type", "metadata"),
     note="ragmeter's field names, RAGAS names or their aliases (question, query, answer, "
          "ground_truth, contexts, …); any other column goes to metadata"))
-FORMATS.register("ragas", Format(
+declare_format(Format(
     "ragas", "a RAGAS EvaluationDataset", requires=("user_input",), priority=20,
     columns=("user_input", "retrieved_contexts", "response", "reference", "reference_contexts"),
     note="native names; the older question/answer/contexts/ground_truth are read too; "
          "to_csv's Python-list cells are parsed"))
-FORMATS.register("deepeval", Format(
+declare_format(Format(
     "deepeval", "DeepEval test cases", priority=10, others="metadata", list_sep=";",
     fields={"input": "user_input", "actual_output": "response",
             "expected_output": "reference", "retrieval_context": "retrieved_contexts",
@@ -176,10 +181,10 @@ FORMATS.register("deepeval", Format(
     columns=("input", "actual_output", "expected_output", "retrieval_context", "context"),
     note="DeepEval's context is the gold context; CSV list cells are `;`-joined; other "
          "columns go to metadata"))
-FORMATS.register("hf", Format(
+declare_format(Format(
     "hf", "Hugging Face datasets exports (JSON Lines, Parquet) and pandas frames",
     note="plain records, read as samples; ragmeter.data.from_pandas(df), from_records(rows)"))
-FORMATS.register("synthetic", Format(
+declare_format(Format(
     "synthetic", "a synthetic question set (one question per gold chunk)", priority=40,
     fields={"question": "user_input", "chunk_id": "gold_chunk_ids",
             "chunk_ids": "gold_chunk_ids", "confluence_url": "gold_doc_ids",
@@ -192,7 +197,7 @@ FORMATS.register("synthetic", Format(
     columns=("question", "chunk_id", "confluence_url/url", "chunk_text",
              "answer/ground_truth_answer"),
     note="often a compact JSON array without ids; integer chunk ids are read as text"))
-FORMATS.register("evalset", Format(
+declare_format(Format(
     "evalset", "an evalset", requires_any=("gold_doc_ids", "gold_chunk_ids"), priority=30,
     refuses=("ragas",), validate=_evalset_rules,
     columns=("id", "question", "gold_doc_ids", "gold_chunk_ids", "type", "notes", "source"),
