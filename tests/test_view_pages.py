@@ -55,6 +55,9 @@ def xss_run(run_id: str = "xss-run"):
 def fill(store: ResultStore, *runs) -> None:
     for run in runs:
         store.save_run(run)
+    # close the writer's pooled connections now: closing the last one checkpoints SQLite's WAL
+    # into the file, which must not happen later, while the test checks nothing is written
+    store.engine.dispose()
 
 
 async def _fetch_all(app, paths: list[str]) -> dict[str, tuple[int, str]]:
