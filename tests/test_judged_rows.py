@@ -40,12 +40,12 @@ from fake_judge import make_script, paris
 def add_row(monkeypatch: pytest.MonkeyPatch):
     """Register a test-only row; the registry is restored afterwards."""
     registry.list_specs()  # built-in rows registered first
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
 
     def add(row: JudgedMetric) -> None:
         registry.register(row.spec())
 
-    return add
+    with registry.scoped():
+        yield add
 
 
 def _strict(metric: Any, j: SampleJudgement, extra: Any) -> Score:

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.reading import read_lines
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.judge_trust.card import JudgeCard, card_from_values
 from ragmeter.judge_trust.labels import LabelSet, label_scale_of, labels_from_records
@@ -116,14 +117,8 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
     problems: list[RecordProblem] = []
     items: list[BenchItem] = []
     seen: set[str] = set()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(RecordProblem(str(p), None, None, "file not found")) from None
     index = -1  # record index: the id of a record without one (line numbers are for errors)
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in read_lines(p):  # the one reading path: BOM, encodings, line endings
         index += 1
         try:
             rec = json.loads(line)
