@@ -182,3 +182,27 @@ def test_without_the_declaration_the_task_is_unknown(tmp_path: Path) -> None:
         pytest.skip("declared by another test in this process")
     with pytest.raises(DataError, match="unknown task 'answer_focus'"):
         load_bench(_items_file(tmp_path))
+
+
+def test_metrics_never_import_generation() -> None:
+    """The judged metric is one unit below generation/: no module of metrics/ imports
+    ragmeter.generation, at module level or inside a function; loading every metric loads
+    neither generation/ nor the judge engine (metrics stay cheap to import)."""
+    import ast
+    import subprocess
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    upward = []
+    for path in sorted((src / "ragmeter" / "metrics").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            upward += [f"{path.name}:{node.lineno}" for n in names
+                       if n.startswith("ragmeter.generation")]
+    assert upward == []
+    code = ("import sys; from ragmeter.metrics.registry import list_specs; list_specs(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('ragmeter.generation', "
+            "'ragmeter.judges'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}, check=True)
+    assert out.stdout.strip() == "[]"

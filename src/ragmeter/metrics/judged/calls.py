@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import MetricSpecError
-from ragmeter.judges.base import JudgeRequest
-from ragmeter.judges.prompts import schema_instruction
 from ragmeter.metrics.judged.state import SampleJudgement
+
+if TYPE_CHECKING:
+    from ragmeter.judges.base import JudgeRequest
 
 YES_NO = {"type": "string", "enum": ["yes", "no"]}
 GRADE = {"type": "integer", "minimum": 0, "maximum": 2}
@@ -76,7 +77,7 @@ class Ask:
     claims: ClaimsSource = "judge"
 
 
-Reader = Callable[[SampleJudgement, JudgeRequest, dict[str, Any]], "str | None"]
+Reader: TypeAlias = "Callable[[SampleJudgement, JudgeRequest, dict[str, Any]], str | None]"
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,9 @@ def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sam
                  metric: str) -> JudgeRequest:
     """A judge request: system prompt with the schema instruction, the user text, the schema
     titled with the prompt version; ``metric`` is the call kind."""
+    from ragmeter.judges.base import JudgeRequest
+    from ragmeter.judges.prompts import schema_instruction
+
     schema = {"title": version, **schema}
     system = _SYSTEM[lang] + "\n" + schema_instruction(schema, lang)
     return JudgeRequest(

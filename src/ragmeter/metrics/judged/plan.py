@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MetricSpecError
-from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.metrics.inputs import missing_field
 from ragmeter.metrics.judged import calls as C
 from ragmeter.metrics.judged.state import CallRecord, JudgedContext, JudgePlan, SampleJudgement
+from ragmeter.text import detect_language
 
 if TYPE_CHECKING:
+    from ragmeter.judges.base import JudgeReply, JudgeRequest
     from ragmeter.metrics.judged.row import JudgedMetric
     from ragmeter.metrics.registry import Metric
 
@@ -188,8 +189,6 @@ def _lang(ctx: JudgedContext, sample: Sample, binary: bool) -> str:
         return "en"
     if ctx.language in ("ru", "en"):
         return ctx.language
-    from ragmeter.judges.prompts import detect_language
-
     return detect_language([sample.user_input, sample.response, sample.reference])
 
 

@@ -17,9 +17,8 @@ each reader stores the reply's answers in the sample's
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ragmeter.judges.base import JudgeRequest
 from ragmeter.metrics.judged.calls import Ask, Call, Question, items_by_id, register_call, yes
 from ragmeter.metrics.judged.prompts import (
     answer_request,
@@ -28,6 +27,9 @@ from ragmeter.metrics.judged.prompts import (
     verify_request,
 )
 from ragmeter.metrics.judged.state import SampleJudgement
+
+if TYPE_CHECKING:
+    from ragmeter.judges.base import JudgeRequest
 
 
 def _build_claims(a: Ask) -> JudgeRequest | None:

@@ -112,8 +112,8 @@ class JudgedState:
 
 
 class JudgedContext(Protocol):
-    """What a judged metric reads from its scoring context
-    (:class:`ragmeter.generation.context.GenerationContext` is one)."""
+    """What a judged metric reads from its scoring context (the generation context,
+    ``GenerationContext``, is one)."""
 
     @property
     def samples(self) -> Sequence[Sample]: ...
