@@ -24,6 +24,7 @@ from ragmeter.errors import DataError
 from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
 from ragmeter.judge_trust import bench
 from ragmeter.judge_trust.bench import (
+    BenchItem,
     bench_tasks,
     compare_bench,
     item_request,
@@ -175,6 +176,47 @@ def test_items_of_the_new_task_are_checked_like_the_others(answer_focus,
     text = str(e.value)
     assert "bad.jsonl:1 field 'answer'" in text and "required for answer_focus" in text
     assert "bad.jsonl:2 field 'label'" in text and "yes" in text
+
+
+def test_benchmark_tasks_are_the_judged_metrics_the_judge_alone_scores() -> None:
+    tasks = bench_tasks()
+    assert tasks[:5] == bench.TASKS                          # the bundled file's tasks first
+    assert {"context_precision", "context_recall", "e2e_score"} <= set(tasks)
+    assert "answer_correctness" not in tasks                 # needs an embedder as well
+    assert BenchItem("x", "en", "e2e_score", "", 1).label_value == 0.5   # ordinal: 1 / 2
+    assert BenchItem("x", "en", "production_gate", "", "no").scale == "binary"
+
+
+def test_built_in_metrics_without_bundled_items_are_graded_from_a_file(tmp_path: Path) -> None:
+    """e2e_score (ordinal labels) and context_recall (continuous labels) on items of one's
+    own, read by the rule-based judge of fake_judge.py."""
+    recs = [
+        {"id": "e2", "task": "e2e_score", "label": 2, "question": "Where is Paris?",
+         "answer": "Paris is in France.", "reference": "Paris is in France."},
+        {"id": "e1", "task": "e2e_score", "label": 1, "question": "Where is Paris?",
+         "answer": "Paris is in France. It is big.",
+         "reference": "Paris is in France. It has 2 million people."},
+        {"id": "e0", "task": "e2e_score", "label": 0, "question": "Where is Paris?",
+         "answer": "Cats purr.", "reference": "Paris is in France."},
+        {"id": "r1", "task": "context_recall", "label": 1.0, "context": "Paris is in France.",
+         "reference": "Paris is in France."},
+        {"id": "r0", "task": "context_recall", "label": 0, "context": "Cats purr.",
+         "reference": "Paris is in France."},
+    ]
+    path = tmp_path / "own.jsonl"
+    path.write_text("\n".join(json.dumps(dict(r, lang="en")) for r in recs), encoding="utf-8")
+    items = load_bench(path)
+    assert [i.scale for i in items] == ["ordinal"] * 3 + ["continuous"] * 2
+    judge = ScriptedJudge(make_script())
+    run = run_bench(judge, items, n_boot=100)
+    assert judge.scripted.calls == 5
+    for task in ("e2e_score", "context_recall"):
+        assert run.card.metrics[task].stats["accuracy"].value == 1.0
+    assert run.values[0].tolist() == [1.0, 0.5, 0.0, 1.0, 0.0]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(dict(recs[3], label=1.5)) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="must be a number in 0–1"):
+        load_bench(bad)
 
 
 def test_without_the_declaration_the_task_is_unknown(tmp_path: Path) -> None:

@@ -85,8 +85,11 @@ GRADED = tuple(t for t in TASKS if task_scale(t) == "ordinal")
 
 def bench_tasks() -> tuple[str, ...]:
     """Every task a benchmark file may hold: each registered judged metric (built in or
-    declared by the user) and the gate; the bundled file's tasks first."""
-    return (*TASKS, *(s.name for s in list_specs("judged") if s.name not in TASKS))
+    declared by the user) whose value comes from the judge alone, and the gate; the bundled
+    file's tasks first. (``answer_correctness`` also needs an embedder: not a task.)"""
+    judged = [s.name for s in list_specs("judged")
+              if isinstance(s.compute, JudgedMetric) and s.compute.prepare is None]
+    return (*TASKS, *(n for n in judged if n not in TASKS))
 
 
 def _task_metric(task: str) -> tuple[JudgedMetric, Metric]:
@@ -139,8 +142,13 @@ class BenchItem:
     context: str | None = None
     answer: str | None = None
     reference: str | None = None
-    #: the task's label scale: binary (yes/no), ordinal (0/1/2) or continuous (0–1)
-    scale: str = "binary"
+    #: the task's label scale: binary (yes/no), ordinal (0/1/2) or continuous (0–1); by
+    #: default the one the task's judged metric row declares
+    scale: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.scale:
+            object.__setattr__(self, "scale", task_scale(self.task) or "binary")
 
     @property
     def label_value(self) -> float:
