@@ -31,6 +31,8 @@ from ragmeter.metrics.judged.calls import (
     Ask,
     Call,
     Question,
+    fence,
+    fence_many,
     items_by_id,
     make_request,
     register_call,
@@ -69,7 +71,8 @@ __all__ = [
     "CALLS", "GRADE", "LABEL_SCALES", "PRESETS", "QUESTIONS", "ROWS", "YES_NO", "Ask", "Asking",
     "Call", "CallRecord", "JudgePlan", "JudgedContext", "JudgedMetric", "JudgedState",
     "LabelScale", "Prepared", "Question", "SampleJudgement", "Score", "ScoreFn",
-    "answer_correctness_weight", "average_precision", "calls_of", "factual_scores", "fraction",
+    "answer_correctness_weight", "average_precision", "calls_of", "factual_scores", "fence",
+    "fence_many", "fraction",
     "items_by_id", "judged_row", "label_scale_of", "make_request", "questions_of",
     "register_call", "run_plan", "score_sample", "verdict_share", "yes",
 ]

@@ -13,13 +13,15 @@ A new question is declared with its call in one statement::
 
 (or a question added to an existing call's builder and reader: a new prompt version, no extra
 call). The built-in questions and calls are in :mod:`.questions`, their prompts in
-:mod:`.prompts`; :func:`make_request`, :data:`YES_NO`, :data:`GRADE`, :func:`yes` and
-:func:`items_by_id` are the kit a call is written with.
+:mod:`.prompts`; :func:`make_request`, :func:`fence`, :func:`fence_many`, :data:`YES_NO`,
+:data:`GRADE`, :func:`yes` and :func:`items_by_id` are the kit a call is written with. (The
+judge package is imported when a request is built, not with this module: the metric registry
+imports every metric module, and metrics stay cheap to import.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -136,6 +138,21 @@ def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sam
     return JudgeRequest(
         messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
         schema=schema, prompt_version=version, metric=metric, sample_id=sample_id)
+
+
+def fence(text: str | None, tag: str = "text") -> str:
+    """Untrusted ``text`` between ``<tag>`` markers it cannot escape
+    (:func:`ragmeter.judges.prompts.fence`)."""
+    from ragmeter.judges import prompts
+
+    return prompts.fence(text, tag)
+
+
+def fence_many(texts: Iterable[str], tag: str = "context") -> str:
+    """Several fenced items, numbered ``<tag_1>`` … (:func:`ragmeter.judges.prompts.fence_many`)."""
+    from ragmeter.judges import prompts
+
+    return prompts.fence_many(texts, tag)
 
 
 def yes(v: Any) -> int:

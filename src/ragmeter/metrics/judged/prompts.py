@@ -18,8 +18,6 @@ and no ``gen.claims`` call (claims are razdel sentences).
 Every untrusted text (question, answer, reference, contexts, claims) is fenced with
 :func:`ragmeter.judges.prompts.fence`; the JSON schema carries ``title`` = prompt version, so
 replays and scripted judges can tell the calls apart. A prompt change is a new version.
-(``ragmeter.judges`` is imported when a request is built, not with this module: the metric
-registry imports every metric module, and metrics must stay cheap to import.)
 """
 
 from __future__ import annotations
@@ -27,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ragmeter.metrics.judged.calls import GRADE, YES_NO, make_request
+from ragmeter.metrics.judged.calls import GRADE, YES_NO, fence, fence_many, make_request
 
 if TYPE_CHECKING:
     from ragmeter.judges.base import JudgeRequest
@@ -110,8 +108,6 @@ def _claims_schema(n: int, key_props: dict[str, Any]) -> dict[str, Any]:
 def claims_request(sample_id: str, lang: str, question: str | None, answer: str | None,
                    reference: str | None) -> JudgeRequest:
     """``gen.claims/v1``: decompose answer and/or reference into claims in one call."""
-    from ragmeter.judges.prompts import fence
-
     props: dict[str, Any] = {}
     parts = []
     which = []
@@ -140,8 +136,6 @@ def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[
     ``checks`` ⊆ {answer_in_context, answer_in_reference, reference_in_answer,
     reference_in_context}.
     """
-    from ragmeter.judges.prompts import fence, fence_many
-
     version = VERIFY_BINARY if binary else VERIFY
     lang_eff = "en" if binary else lang
     props: dict[str, Any] = {}
@@ -175,8 +169,6 @@ def contexts_request(sample_id: str, lang: str, *, binary: bool, question: str,
                      contexts: Sequence[str], reference: str | None,
                      relevance: bool, useful: bool) -> JudgeRequest:
     """``gen.contexts/v1``: relevance 0/1/2 (binary variant: yes/no) and usefulness per context."""
-    from ragmeter.judges.prompts import fence, fence_many
-
     item: dict[str, Any] = {"id": {"type": "integer"}}
     if relevance:
         item["relevant" if binary else "relevance"] = YES_NO if binary else GRADE
@@ -202,8 +194,6 @@ def contexts_request(sample_id: str, lang: str, *, binary: bool, question: str,
 def answer_request(sample_id: str, lang: str, *, binary: bool, question: str, answer: str,
                    reference: str | None, relevance: bool, e2e: bool) -> JudgeRequest:
     """``gen.answer/v1``: answer relevance 0/1/2 and E2E usefulness 0/1/2 (binary: yes/no)."""
-    from ragmeter.judges.prompts import fence
-
     props: dict[str, Any] = {}
     if relevance:
         props["answers_question" if binary else "answer_relevance"] = YES_NO if binary else GRADE
