@@ -138,3 +138,18 @@ def test_a_stopped_hedge_keeps_the_first_call() -> None:
             judge.ask_many([req(100), req(101)])
         received = srv.stats()["requests"]
     assert received == 12 + 1
+
+
+def test_a_stop_does_not_wait_out_the_backoff_of_other_calls() -> None:
+    import time
+
+    # two calls get a 429 asking for 5 s; the third send, at once, is refused by the gate
+    mock = MockConfig(latency_ms=50, fault_rate=1.0, fault_kinds=("429",), retry_after_s=5.0)
+    with MockJudgeServer(mock) as srv:
+        judge = judge_for(srv.base_url, max_concurrency=4)
+        judge.send_gate = CountingGate(2)
+        t0 = time.perf_counter()
+        with pytest.raises(Stop):
+            judge.ask_many([req(i) for i in range(4)])
+        wall = time.perf_counter() - t0
+    assert wall < 4.0

@@ -105,6 +105,9 @@ class Dispatcher(Generic[R]):
         self.gate = gate
         self.measure = measure
         self.stop: BaseException | None = None
+        self._bg: asyncio.Future[None] | None = None
+        #: called once when the gate stops the batch (the runner ends its backoffs)
+        self.on_stop: Callable[[], None] | None = None
         self.sent = 0
         self.decisions: Counter[str] = Counter()
 
@@ -136,6 +139,9 @@ class Dispatcher(Generic[R]):
                 self.gate.before_send(request)
             except BaseException as exc:  # a budget stop may be a KeyboardInterrupt subclass
                 self.stop = exc
+                self._bg = asyncio.ensure_future(self.pool.wake_all())  # abandon the queue
+                if self.on_stop is not None:
+                    self.on_stop()
                 raise SendStopped(str(exc)) from None
         self.sent += 1
 
@@ -147,7 +153,10 @@ class Dispatcher(Generic[R]):
         pool = self.pool
         if self.stop is not None:
             raise SendStopped(str(self.stop))
-        idx, slot = await pool.acquire(priority=depth > 0)
+        got = await pool.acquire_unless(lambda: self.stop is not None, priority=depth > 0)
+        if got is None:
+            raise SendStopped(str(self.stop))
+        idx, slot = got
         task: asyncio.Future[tuple[R | None, BackendError | None]] | None = None
         try:
             if skip is not None and skip():

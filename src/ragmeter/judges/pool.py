@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ragmeter.judges.limiter import AdaptiveLimiter, Slot
@@ -82,12 +82,22 @@ class EndpointPool:
     async def acquire(self, *, priority: bool = False) -> tuple[int, Slot]:
         """A slot on the member with the most spare capacity; ``priority`` (a hedge of a
         stalled call) goes before every queued ordinary call."""
+        got = await self.acquire_unless(lambda: False, priority=priority)
+        assert got is not None
+        return got
+
+    async def acquire_unless(self, abandon: Callable[[], bool], *,
+                             priority: bool = False) -> tuple[int, Slot] | None:
+        """:meth:`acquire`, or None once ``abandon()`` is true (checked at every wake-up;
+        see :meth:`wake_all`)."""
         loop = asyncio.get_running_loop()
         async with self._cond:
             if priority:
                 self._priority += 1
             try:
                 while True:
+                    if abandon():
+                        return None
                     now = loop.time()
                     idx, wake = self._pick(now)
                     if idx is not None and (priority or not self._priority):
@@ -135,6 +145,12 @@ class EndpointPool:
         if was_out and not h.out_until:        # back in the pool: its room is free
             async with self._cond:
                 self._wake()
+
+    async def wake_all(self) -> None:
+        """Wake every waiter to re-check (a batch that stopped abandons its waiting calls)."""
+        async with self._cond:
+            self._cond.notify_all()
+            self._urgent.notify_all()
 
     def release_nowait(self, idx: int, slot: Slot) -> None:
         """Free the slot of a cancelled call (from a ``finally``) and wake waiters soon."""

@@ -108,6 +108,7 @@ class RequestRunner(Generic[R]):
                                   else max(20, calls))
         self.breaker = Breaker(len(dispatcher.pool.members))
         self.decisions = dispatcher.decisions
+        dispatcher.on_stop = self.breaker.wake   # a stopped batch does not sit out backoffs
 
     @classmethod
     def create(cls, send: Callable[[int, Any], Awaitable[R]], *, endpoints: int = 1,
@@ -161,7 +162,9 @@ class RequestRunner(Generic[R]):
                     and (err.reason == "rate_limited" or self.budget.take())):
                 rec.retries += 1
                 self.decisions[f"retry:{err.reason}"] += 1
-                await breaker.sleep(retry_delay(policy, rec.retries, err.retry_after))
+                delay = retry_delay(policy, rec.retries, err.retry_after)
+                log.debug("%s, retry %d in %.2f s", err.reason, rec.retries, delay)
+                await breaker.sleep(delay)
                 continue
             detail = err.detail
             if err.retryable:
