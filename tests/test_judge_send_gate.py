@@ -126,6 +126,7 @@ def test_hedged_duplicates_pass_the_gate() -> None:
         received = srv.stats()["requests"]
     assert judge.last_stats.decisions["hedged"] >= 1
     assert gate.before == received == 12 + 8 + judge.last_stats.decisions["hedged"]
+    assert gate.after == gate.before        # the cancelled loser is accounted too
 
 
 def test_a_stopped_hedge_keeps_the_first_call() -> None:

@@ -111,23 +111,28 @@ class Dispatcher(Generic[R]):
         self.sent = 0
         self.decisions: Counter[str] = Counter()
 
-    async def _raw(self, idx: int, payload: Any, request: Any) -> tuple[R | None,
-                                                                         BackendError | None]:
+    async def _raw(self, idx: int, payload: Any, request: Any,
+                   deadline: _Deadline) -> tuple[R | None, BackendError | None]:
+        """The send itself, ended by ``deadline`` (a timer on this task, not another task);
+        ``after_send`` follows every send, also one cancelled or timed out."""
         out: R | None = None
         err: BackendError | None = None
         try:
-            out = await asyncio.wait_for(self.send(idx, payload), timeout=self.timeout_s)
-        except asyncio.TimeoutError:
-            out, err = None, BackendError("timeout", f"no reply within {self.timeout_s:g} s",
-                                          retryable=True)
+            out = await self.send(idx, payload)
+        except asyncio.CancelledError:
+            if not deadline.expired:
+                raise
+            err = BackendError("timeout", f"no reply within {self.timeout_s:g} s",
+                               retryable=True)
         except BackendError as exc:
-            out, err = None, exc
+            err = exc
         except Exception as exc:  # a backend bug or library error: unscored, not raised
-            out, err = None, BackendError("backend_error", f"{type(exc).__name__}: {exc}")
-        if self.gate is not None:
-            cost, t_in, t_out = (self.measure(out) if out is not None and self.measure
-                                 else (0.0, 0, 0))
-            self.gate.after_send(request, cost, t_in, t_out)
+            err = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
+        finally:
+            if self.gate is not None:
+                cost, t_in, t_out = (self.measure(out) if out is not None and self.measure
+                                     else (0.0, 0, 0))
+                self.gate.after_send(request, cost, t_in, t_out)
         return out, err
 
     def _open_gate(self, request: Any) -> None:
@@ -163,7 +168,9 @@ class Dispatcher(Generic[R]):
                 return None
             self._open_gate(request)
             t0 = time.perf_counter()
-            task = asyncio.ensure_future(self._raw(idx, payload(), request))
+            deadline = _Deadline()
+            task = asyncio.ensure_future(self._raw(idx, payload(), request, deadline))
+            deadline.start(task, self.timeout_s)
             if depth < MAX_HEDGES and self.hedgeable[idx] and await self._stalled(task, t0):
                 await pool.release(idx, slot, "stalled")
                 return await self._race(task, t0, idx, payload, request, depth, skip)
@@ -185,6 +192,7 @@ class Dispatcher(Generic[R]):
                 pool.release_nowait(idx, slot)
             if task is not None and not task.done():
                 task.cancel()
+                deadline.stop()
 
     async def _stalled(self, task: asyncio.Future[Any], t0: float) -> bool:
         """Wait for ``task`` while it may still be hedged; True once it counts as stalled."""
@@ -226,6 +234,26 @@ class Dispatcher(Generic[R]):
         finally:
             if not twin.done():
                 twin.cancel()
+
+
+class _Deadline:
+    """Cancels a send task when its time is up, marked so the task reports a timeout."""
+
+    expired = False
+    handle: asyncio.TimerHandle | None = None
+
+    def start(self, task: asyncio.Future[Any], timeout_s: float) -> None:
+        def expire() -> None:
+            if not task.done():
+                self.expired = True
+                task.cancel()
+
+        self.handle = asyncio.get_running_loop().call_later(timeout_s, expire)
+        task.add_done_callback(lambda _: self.stop())
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
 
 
 def _failed(got: Attempt[Any] | None) -> bool:
