@@ -46,13 +46,13 @@ from fake_judge import fenced, make_script, paris  # noqa: E402
 def answer_focus(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Import the one-file declaration afresh; every registry is restored afterwards."""
     registry.list_specs()  # built-in metrics registered first
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     calls, questions = list(C.CALLS), dict(C.QUESTIONS)
     spec = importlib.util.spec_from_file_location("answer_focus_decl",
                                                   FIXTURES / "answer_focus.py")
     assert spec is not None and spec.loader is not None
-    spec.loader.exec_module(importlib.util.module_from_spec(spec))
-    yield
+    with registry.scoped():
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        yield
     C.CALLS[:] = calls
     C.QUESTIONS.clear()
     C.QUESTIONS.update(questions)
