@@ -31,6 +31,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.metrics.citations import parse_citations, resolve
+from ragmeter.metrics.judged import questions as _builtin  # noqa: F401  (claims call first)
 from ragmeter.metrics.judged.calls import (
     YES_NO,
     Ask,
