@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.cost import Budget, active_budget, budgeted
 from ragmeter.data.hashing import dataset_hash
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
@@ -33,7 +34,7 @@ from ragmeter.retrieval.base import Chunk
 from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
 from ragmeter.retrieval.corpus import Document, load_corpus
 from ragmeter.synth.asking import ask_stage
-from ragmeter.synth.cost import Budget, CostEstimate, approx_tokens, estimate_cost
+from ragmeter.synth.estimate import CostEstimate, plan_estimate
 from ragmeter.synth.filters import (
     FilterSettings,
     Verdict,
@@ -46,8 +47,6 @@ from ragmeter.synth.kinds import Mix
 from ragmeter.synth.plan import Plan, corpus_hash, make_plan
 from ragmeter.synth.prompts import CHECKS, GENERATORS, PROMPT_SET_VERSION, prompt_versions
 
-#: output tokens assumed per call in estimates
-EXPECTED_OUT = {"generate": 150, "generate_conversational": 300, "check": 60}
 MAX_TOKENS = {"generate": 600, "generate_conversational": 900, "check": 300}
 STAGES = ("generation", "format", "passage_dependency", "dedup", "answerability", "trim")
 
@@ -173,52 +172,6 @@ def _check_request(item: Item, chunks: dict[str, Chunk], lang: str,
 
 
 # -- estimate ----------------------------------------------------------------------------------
-def _messages_tokens(req: JudgeRequest) -> int:
-    return sum(approx_tokens(m.get("content", "")) for m in req.messages)
-
-
-def plan_estimate(setup: Setup, filters: FilterSettings, *, price_in: float = 0.0,
-                  price_out: float = 0.0, check_prices: tuple[float, float] | None = None,
-                  skip: set[str] | None = None) -> CostEstimate:
-    """Upper bound of calls/tokens: every slot generated and every item checked.
-
-    ``check_prices`` are the checker's prices when it is not the generator; ``skip`` holds
-    generation keys already finished (a resumed run does not ask them again).
-    """
-    skip = skip or set()
-    gen_calls = gen_in = gen_out = 0
-    chk_calls = chk_in = chk_out = 0
-    chk_prompt = approx_tokens(CHECKS["supported"].system.get(setup.language, ""))
-    for (key, req), slot in zip(setup.requests, setup.plan.slots, strict=True):
-        if key not in skip:
-            gen_calls += 1
-            gen_in += _messages_tokens(req)
-            gen_out += EXPECTED_OUT["generate_conversational" if slot.kind == "conversational"
-                                    else "generate"]
-        if filters.answerability:
-            chk_calls += 1
-            texts = ([setup.by_id[c].text for c in slot.chunk_ids] if slot.chunk_ids else
-                     # negatives are checked against the retriever's top chunks
-                     [setup.by_id[c].text for c in list(setup.by_id)[:filters.negative_k]])
-            chk_in += (chk_prompt + 120
-                       + sum(approx_tokens(t) for t in texts))
-            chk_out += EXPECTED_OUT["check"]
-    c_in, c_out = check_prices if check_prices is not None else (price_in, price_out)
-    gen = estimate_cost(gen_calls, gen_in, gen_out, price_in=price_in, price_out=price_out)
-    chk = estimate_cost(chk_calls, chk_in, chk_out, price_in=c_in, price_out=c_out)
-    parts = [p for p in (gen, chk) if p.calls]
-    cost = (None if any(p.cost is None for p in parts) or not parts
-            else sum(p.cost or 0.0 for p in parts))
-    total = estimate_cost(gen_calls + chk_calls, gen_in + chk_in, gen_out + chk_out,
-                          price_in=price_in, price_out=price_out,
-                          breakdown={"generate": {"calls": gen_calls, "tokens_in": gen_in,
-                                                  "tokens_out": gen_out},
-                                     "check": {"calls": chk_calls, "tokens_in": chk_in,
-                                               "tokens_out": chk_out}})
-    total.cost = cost
-    return total
-
-
 def _prices(judge: Judge) -> tuple[float, float]:
     cfg = getattr(judge, "config", None)
     if isinstance(cfg, JudgeConfig):
@@ -395,6 +348,31 @@ def _judge(generator: Judge | JudgeConfig) -> Judge:
     return generator
 
 
+def _check_priced(generator: tuple[float, float], checker: tuple[float, float]) -> None:
+    """A cost limit needs the prices of every model that is asked."""
+    unpriced = [who for who, prices in (("generator", generator), ("checker", checker))
+                if prices == (0.0, 0.0)]
+    if unpriced:
+        raise ConfigError("max_cost", f"the {unpriced[0]} has no prices, so a cost limit "
+                          "cannot be honoured; set price_in/price_out (per 1M tokens) in "
+                          "its config (or --price-in/--price-out), or use --max-calls")
+
+
+def _check_fits(budget: Budget, estimate: CostEstimate, gen_left: int) -> None:
+    """Refuse before the first call a plan whose generation alone passes a limit."""
+    if budget.max_calls is not None and gen_left > budget.max_calls - budget.calls:
+        raise ConfigError("max_calls", f"the plan needs {gen_left} generation calls "
+                          f"(plus up to {estimate.breakdown['check']['calls']} checks), "
+                          f"more than --max-calls {budget.max_calls}; lower --n or raise "
+                          "the limit")
+    if budget.max_cost is None or estimate.cost is None or not estimate.calls:
+        return
+    gen_cost = estimate.cost / estimate.calls * gen_left
+    if gen_cost > budget.max_cost - budget.spent:
+        raise ConfigError("max_cost", f"generation alone is estimated at {gen_cost:.4f} "
+                          f"(> --max-cost {budget.max_cost:g}); lower --n or raise the limit")
+
+
 def generate_testset(corpus: str | Path | Sequence[Document], *,
                      generator: Judge | JudgeConfig, n: int = 50,
                      mix: str | dict[str, float] | Mix | None = None, language: str = "auto",
@@ -416,23 +394,18 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
     :attr:`Testset.stopped` says why).
     """
     t0 = time.perf_counter()
-    generator = _judge(generator)
-    check_judge = _judge(checker) if checker is not None else generator
+    budget = (Budget(max_cost, max_calls) if max_calls is not None or max_cost is not None
+              else active_budget())
+    generator = budgeted(_judge(generator), budget)
+    check_judge = budgeted(_judge(checker), budget) if checker is not None else generator
     fs = filters or FilterSettings()
     ident = generator_identity(generator)
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
                     seed=seed, chunking=chunking, oversample=oversample)
     p_in, p_out = _prices(generator)
     c_prices = _prices(check_judge)
-    if max_cost is not None:
-        unpriced = [who for who, prices in (("generator", (p_in, p_out)),
-                                            ("checker", c_prices if fs.answerability
-                                             else (1.0, 1.0)))
-                    if prices == (0.0, 0.0)]
-        if unpriced:
-            raise ConfigError("max_cost", f"the {unpriced[0]} has no prices, so a cost limit "
-                              "cannot be honoured; set price_in/price_out (per 1M tokens) in "
-                              "its config (or --price-in/--price-out), or use --max-calls")
+    if budget is not None and budget.max_cost is not None:
+        _check_priced((p_in, p_out), c_prices if fs.answerability else (1.0, 1.0))
     settings_hash = dataset_hash([setup.settings])
     from ragmeter.synth.progress import ProgressLog
 
@@ -451,18 +424,8 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
                                  check_prices=c_prices)
         gen_left = [k for k, r in setup.requests if log.get("generate", k, _hash(r)) is None]
         log.reused = 0
-        per_call = ((estimate.cost or 0.0) / estimate.calls) if estimate.calls else 0.0
-        gen_cost = estimate_cost(len(gen_left), 0, 0, price_in=p_in, price_out=p_out)
-        gen_cost.cost = per_call * len(gen_left) if estimate.cost is not None else None
-        if max_calls is not None and len(gen_left) > max_calls:
-            raise ConfigError("max_calls", f"the plan needs {len(gen_left)} generation calls "
-                              f"(plus up to {estimate.breakdown['check']['calls']} checks), "
-                              f"more than --max-calls {max_calls}; lower --n or raise the limit")
-        if max_cost is not None and gen_cost.cost is not None and gen_cost.cost > max_cost:
-            raise ConfigError("max_cost", f"generation alone is estimated at "
-                              f"{gen_cost.cost:.4f} (> --max-cost {max_cost:g}); lower --n or "
-                              "raise the limit")
-        budget = Budget(max_calls, max_cost, per_call_cost=per_call)
+        if budget is not None:
+            _check_fits(budget, estimate, len(gen_left))
         stats = JudgeStats()
         items = [Item(s.slot_id, s.kind, s.chunk_ids, s.examples) for s in setup.plan.slots]
 
