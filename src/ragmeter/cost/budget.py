@@ -6,7 +6,8 @@ tries, retries, repairs and hedges alike, never for a cache hit — and
 :meth:`Budget.after_send` with the reply's cost. So ``--max-calls N`` counts requests sent
 and a server never receives more than ``N``; ``--max-cost`` refuses a request whose estimated
 cost (input tokens counted, a short reply assumed) would pass the limit with what was spent
-and what is in flight. A refusal raises :class:`BudgetExhausted`, and a stop is final.
+and what is in flight. A refusal raises :class:`BudgetRefused` inside the engine, which the
+budget wrapper turns into :class:`BudgetExhausted` for the command; a stop is final.
 
 :class:`BudgetJudge` puts one budget in front of a judge: it installs the budget as the send
 gate of every engine below it (a :class:`~ragmeter.judges.multi.MultiJudge`'s judges too).
@@ -65,6 +66,17 @@ class BudgetExhausted(KeyboardInterrupt):
                 "max_cost": self.max_cost, "max_calls": self.max_calls}
 
 
+class BudgetRefused(Exception):
+    """Raised by the send gate inside the engine: a plain exception, so it travels through
+    the engine's tasks like any error (a ``KeyboardInterrupt`` raised inside an asyncio task
+    corrupts CPython 3.11's recursion counter). :class:`BudgetJudge` turns it into
+    :class:`BudgetExhausted` once the engine call has returned; ``stop`` is that stop."""
+
+    def __init__(self, stop: BudgetExhausted):
+        self.stop = stop
+        super().__init__(stop.message())
+
+
 def call_cost(request: JudgeRequest, price_in: float, price_out: float) -> float:
     """The cost reserved for ``request`` before it is sent (prices per 1M tokens)."""
     if not (price_in or price_out):
@@ -102,9 +114,12 @@ class Budget:
         return self.max_cost is not None or self.max_calls is not None
 
     def stop(self, limit: str) -> BudgetExhausted:
-        """The stop for ``limit``; from now on every request is refused."""
+        """The stop for ``limit``; from now on every request is refused. What it says was
+        spent includes the estimate of the requests still in flight (their replies may never
+        be read once the run stops, but the server has them)."""
         self.halted = self.halted or limit
-        return BudgetExhausted(limit, self.spent, self.calls, self.max_cost, self.max_calls)
+        return BudgetExhausted(limit, self.spent + self.reserved, self.calls, self.max_cost,
+                               self.max_calls)
 
     def refusal(self, cost: float = 0.0) -> str | None:
         """Which limit one more request of estimated ``cost`` would pass (``None``: it fits)."""
@@ -116,15 +131,19 @@ class Budget:
             return "max_cost"
         return None
 
+    def calls_left(self) -> int | None:
+        """Requests that may still be sent (``None``: no call limit)."""
+        return None if self.max_calls is None else max(0, self.max_calls - self.calls)
+
     # -- the send gate ------------------------------------------------------------------------
     def before_send(self, request: JudgeRequest, *, price_in: float = 0.0,
                     price_out: float = 0.0) -> None:
-        """Count a request about to be sent, or raise :class:`BudgetExhausted`."""
+        """Count a request about to be sent, or raise :class:`BudgetRefused`."""
         cost = call_cost(request, price_in, price_out)
         with self._lock:
             why = self.refusal(cost)
             if why is not None:
-                raise self.stop(why)
+                raise BudgetRefused(self.stop(why))
             self.calls += 1
             self.reserved += cost
 
@@ -248,9 +267,19 @@ class BudgetJudge:
             raise self.budget.stop(why or "max_calls")
         return part[:n]
 
+    def _checked(self, replies: Sequence[JudgeReply]) -> list[JudgeReply]:
+        """The replies of a gated call, unless the gate refused a request meanwhile (an
+        engine may have turned the refusal into an unscored reply): then the stop."""
+        if self.budget.halted is not None:
+            raise self.budget.stop(self.budget.halted)
+        return list(replies)
+
     def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
         if self.gated:
-            return list(self.inner.ask_many(requests))
+            try:
+                return self._checked(self.inner.ask_many(requests))
+            except BudgetRefused as refused:
+                raise refused.stop from None
         out: list[JudgeReply] = []
         reqs = list(requests)
         while len(out) < len(reqs):
@@ -261,7 +290,10 @@ class BudgetJudge:
 
     async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
         if self.gated:
-            return list(await self.inner.aask_many(requests))
+            try:
+                return self._checked(await self.inner.aask_many(requests))
+            except BudgetRefused as refused:
+                raise refused.stop from None
         out: list[JudgeReply] = []
         reqs = list(requests)
         while len(out) < len(reqs):
@@ -306,5 +338,6 @@ def budgeted(judge: Any, budget: Budget | None = None) -> Any:
     return BudgetJudge(judge, b)
 
 
-__all__ = ["EXPECTED_REPLY_TOKENS", "Budget", "BudgetExhausted", "BudgetJudge", "PricedGate",
+__all__ = ["EXPECTED_REPLY_TOKENS", "Budget", "BudgetExhausted", "BudgetJudge", "BudgetRefused",
+           "PricedGate",
            "active_budget", "budget_scope", "budgeted", "call_cost", "install_gate"]

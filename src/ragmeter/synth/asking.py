@@ -5,8 +5,9 @@ scheduler (adaptive concurrency, retries, 429 handling), cache and accounting, b
 command's one :class:`~ragmeter.cost.Budget` — and its replies are written to the progress
 log as soon as the wave is back. A wave is ``2 × max_in_flight`` requests, so the engine is
 kept busy and a crash loses at most one wave. Before each wave the budget says how many
-requests fit; a stop of the budget (``--max-calls``, ``--max-cost``) or a generator that
-keeps failing ends the stage, and the items not asked say why.
+requests fit (near a call limit, waves shrink to half of what is left: retries count too);
+a stop of the budget (``--max-calls``, ``--max-cost``) or a generator that keeps failing
+ends the stage, and the items not asked say why.
 """
 
 from __future__ import annotations
@@ -73,6 +74,9 @@ def ask_stage(judge: Judge, stage: str, requests: Sequence[tuple[str, JudgeReque
             if n == 0:
                 result.stopped = budget.stop(why or "max_calls").reason
                 break
+            left = budget.calls_left()
+            if left is not None:   # near the limit, small waves: a stop loses few replies
+                n = min(n, max(1, left // 2))
         try:
             replies = judge.ask_many([r for _, r in wave[:n]])
         except BudgetExhausted as stop:   # a retry met the limit: this wave is lost

@@ -340,12 +340,14 @@ def _trim(items: Sequence[Item], targets: dict[str, int]) -> None:
             it.passed("trim")
 
 
-def _judge(generator: Judge | JudgeConfig) -> Judge:
+def _judge(generator: Judge | JudgeConfig, budget: Budget | None = None) -> Judge:
+    """The judge ``generator`` names, behind ``budget`` when one is given."""
     if isinstance(generator, JudgeConfig):
         from ragmeter.judges.factory import make_judge
 
-        return make_judge(generator)
-    return generator
+        generator = make_judge(generator)
+    judge: Judge = budgeted(generator, budget) if budget is not None else generator
+    return judge
 
 
 def _check_priced(generator: tuple[float, float], checker: tuple[float, float]) -> None:
@@ -396,8 +398,8 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
     t0 = time.perf_counter()
     budget = (Budget(max_cost, max_calls) if max_calls is not None or max_cost is not None
               else active_budget())
-    generator = budgeted(_judge(generator), budget)
-    check_judge = budgeted(_judge(checker), budget) if checker is not None else generator
+    generator = _judge(generator, budget)
+    check_judge = _judge(checker, budget) if checker is not None else generator
     fs = filters or FilterSettings()
     ident = generator_identity(generator)
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
