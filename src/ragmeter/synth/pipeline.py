@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter._version import __version__
 from ragmeter.cost import Budget, active_budget, budgeted
 from ragmeter.data.hashing import dataset_hash
 from ragmeter.errors import ConfigError
@@ -33,7 +34,7 @@ from ragmeter.judges.stats import JudgeStats
 from ragmeter.retrieval.base import Chunk
 from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
 from ragmeter.retrieval.corpus import Document, load_corpus
-from ragmeter.synth.asking import ask_stage
+from ragmeter.synth.asking import StageResult, ask_stage
 from ragmeter.synth.estimate import CostEstimate, plan_estimate
 from ragmeter.synth.filters import (
     FilterSettings,
@@ -387,40 +388,29 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
                      progress: Progress | None = None) -> Testset:
     """Generate a checked synthetic test set from ``corpus`` with ``generator`` (any judge).
 
-    ``progress_path`` logs every reply the moment it arrives; with ``resume=True`` the
-    finished calls of an earlier (crashed or stopped) run are reused, not asked again. Without
-    a path the log is a temporary file removed at the end, and the run cannot be resumed.
-    ``checker`` answers the answerability checks (default: the generator; a different model
-    avoids a model approving its own questions). ``max_calls`` / ``max_cost`` stop new calls
-    once the next could pass the limit (the set written then holds what was finished, and
-    :attr:`Testset.stopped` says why).
+    ``progress_path`` logs every reply; with ``resume=True`` the finished calls of an earlier
+    (crashed or stopped) run are reused, not asked again (without a path the log is temporary
+    and the run cannot be resumed). ``checker`` answers the answerability checks (default:
+    the generator). ``max_calls`` / ``max_cost`` (default: the budget of an enclosing
+    :func:`ragmeter.cost.budget_scope`) stop new calls once the next could pass the limit,
+    every request sent counting; the set then holds what was finished and
+    :attr:`Testset.stopped` says why.
     """
     t0 = time.perf_counter()
-    budget = (Budget(max_cost, max_calls) if max_calls is not None or max_cost is not None
-              else active_budget())
+    limited = max_calls is not None or max_cost is not None
+    budget = Budget(max_cost, max_calls) if limited else active_budget()
     generator = _judge(generator, budget)
     check_judge = _judge(checker, budget) if checker is not None else generator
     fs = filters or FilterSettings()
     ident = generator_identity(generator)
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
                     seed=seed, chunking=chunking, oversample=oversample)
-    p_in, p_out = _prices(generator)
-    c_prices = _prices(check_judge)
+    (p_in, p_out), c_prices = _prices(generator), _prices(check_judge)
     if budget is not None and budget.max_cost is not None:
         _check_priced((p_in, p_out), c_prices if fs.answerability else (1.0, 1.0))
     settings_hash = dataset_hash([setup.settings])
-    from ragmeter.synth.progress import ProgressLog
-
-    log_path = Path(progress_path) if progress_path is not None else None
-    if log_path is None:
-        import tempfile
-
-        fd, name = tempfile.mkstemp(prefix="ragmeter-synth-", suffix=".jsonl")
-        os.close(fd)
-        log_path = Path(name)
-        fresh = True
-    log = ProgressLog(log_path, {"settings_hash": settings_hash, **setup.settings},
-                      resume=resume, overwrite=fresh)
+    log, log_path = _open_log(progress_path, {"settings_hash": settings_hash, **setup.settings},
+                              resume=resume, fresh=fresh)
     try:
         estimate = plan_estimate(setup, fs, price_in=p_in, price_out=p_out,
                                  check_prices=c_prices)
@@ -430,42 +420,18 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
             _check_fits(budget, estimate, len(gen_left))
         stats = JudgeStats()
         items = [Item(s.slot_id, s.kind, s.chunk_ids, s.examples) for s in setup.plan.slots]
-
-        def tick(stage: str, total: int) -> Callable[[str, JudgeReply], None] | None:
-            if progress is None:
-                return None
-            done = [0]
-
-            def cb(_key: str, _rep: JudgeReply) -> None:
-                done[0] += 1
-                progress(stage, done[0], total)
-            return cb
-
         gen = ask_stage(generator, "generate", setup.requests, log, budget, stats,
-                        on_reply=tick("generate", len(setup.requests)))
+                        on_reply=_tick(progress, "generate", len(setup.requests)))
         stopped = gen.stopped
         for it in items:
             _apply_generation(it, gen.replies.get(it.slot_id), stopped)
         _apply_local_filters(items, setup.by_id, setup.language, fs)
         dedup_info = _apply_dedup(items, fs)
-        checked = 0
-        check_reused = 0
+        checked = check_reused = 0
         if fs.answerability:
-            _retrieve_for_negatives(items, setup, fs)
-            pending = [it for it in items if it.alive]
-            reqs: list[tuple[str, JudgeRequest]] = []
-            for it in pending:
-                # a negative with no retrieved chunk is still asked: is it plausible at all?
-                fragments = [setup.by_id[c].text for c in it.retrieved_ids]
-                reqs.append((it.slot_id, _check_request(it, setup.by_id, setup.language,
-                                                        fragments)))
-            chk = ask_stage(check_judge, f"check@{check_judge.model}", reqs, log, budget,
-                            stats, on_reply=tick("check", len(reqs)))
-            checked, check_reused = len(reqs), chk.reused
+            chk = _check_stage(items, setup, fs, check_judge, log, budget, stats, progress)
+            checked, check_reused = chk.asked + chk.reused + chk.not_asked, chk.reused
             stopped = stopped or chk.stopped
-            by_slot = {it.slot_id: it for it in pending}
-            for key, _ in reqs:
-                _apply_check(by_slot[key], chk.replies.get(key), fs, chk.stopped)
         _trim(items, setup.plan.targets)
         signature = {
             **ident, "checker_model": check_judge.model,
@@ -474,12 +440,10 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
             "chunking": setup.chunking.signature_fields(), "language": setup.language,
             "n": n, "mix": setup.settings["mix"], "oversample": oversample,
             "filters": fs.to_dict(), "dedup_embedder": dedup_info["embedder"],
-            "settings_hash": settings_hash,
+            "settings_hash": settings_hash, "ragmeter": __version__,
         }
-        from ragmeter._version import __version__
         from ragmeter.synth.report import build_report
 
-        signature["ragmeter"] = __version__
         kept = [it for it in items if it.alive]
         rejected = [it for it in items if not it.alive]
         report = build_report(items, setup, stats=stats, estimate=estimate,
@@ -492,6 +456,55 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
         log.close()
         if progress_path is None:
             log_path.unlink(missing_ok=True)
+
+
+def _open_log(progress_path: str | Path | None, header: dict[str, Any], *, resume: bool,
+              fresh: bool) -> tuple[Any, Path]:
+    """The run's progress log; without a path, a temporary one (removed at the end)."""
+    from ragmeter.synth.progress import ProgressLog
+
+    if progress_path is not None:
+        path = Path(progress_path)
+    else:
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="ragmeter-synth-", suffix=".jsonl")
+        os.close(fd)
+        path, fresh = Path(name), True
+    return ProgressLog(path, header, resume=resume, overwrite=fresh), path
+
+
+def _tick(progress: Progress | None, stage: str,
+          total: int) -> Callable[[str, JudgeReply], None] | None:
+    """The per-reply callback that drives ``progress(stage, done, total)``."""
+    if progress is None:
+        return None
+    done = [0]
+
+    def cb(_key: str, _rep: JudgeReply) -> None:
+        done[0] += 1
+        progress(stage, done[0], total)
+    return cb
+
+
+def _check_stage(items: Sequence[Item], setup: Setup, fs: FilterSettings, check_judge: Judge,
+                 log: Any, budget: Budget | None, stats: JudgeStats,
+                 progress: Progress | None) -> StageResult:
+    """The answerability checks of every item still alive (negatives against the chunks a
+    retriever finds for them)."""
+    _retrieve_for_negatives(items, setup, fs)
+    pending = [it for it in items if it.alive]
+    reqs: list[tuple[str, JudgeRequest]] = []
+    for it in pending:
+        # a negative with no retrieved chunk is still asked: is it plausible at all?
+        fragments = [setup.by_id[c].text for c in it.retrieved_ids]
+        reqs.append((it.slot_id, _check_request(it, setup.by_id, setup.language, fragments)))
+    chk = ask_stage(check_judge, f"check@{check_judge.model}", reqs, log, budget, stats,
+                    on_reply=_tick(progress, "check", len(reqs)))
+    by_slot = {it.slot_id: it for it in pending}
+    for key, _ in reqs:
+        _apply_check(by_slot[key], chk.replies.get(key), fs, chk.stopped)
+    return chk
 
 
 def _hash(req: JudgeRequest) -> str:
