@@ -19,7 +19,8 @@ from ragmeter.cost.budget import (
     active_budget,
     budget_scope,
     budgeted,
-    install_gate,
+    gated_engines,
+    gating,
 )
 from ragmeter.cost.estimate import (
     LATENCY_MODEL,
@@ -58,7 +59,8 @@ __all__ = [
     "count_tokens",
     "estimate_requests",
     "estimate_scope",
-    "install_gate",
+    "gated_engines",
+    "gating",
     "minimal_instance",
     "money",
     "planned_judge",

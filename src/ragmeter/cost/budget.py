@@ -11,10 +11,12 @@ budget wrapper turns into :class:`BudgetExhausted` for the command; a stop is fi
 
 :class:`BudgetJudge` puts one budget in front of a judge: it installs the budget as the send
 gate of every engine below it (a :class:`~ragmeter.judges.multi.MultiJudge`'s judges too).
-A judge without an engine below (a recorded replay) is budgeted by its replies instead: the
-wrapper sends requests in chunks, admits only what fits and counts the attempts each reply
-reports. Replies already received stay in the judge cache, so running the same command again
-(``--resume`` for ``ragmeter run``) continues where it stopped without paying twice.
+The gate is in place while a request goes through the wrapper, so the engine stays free of
+the budget when it is used on its own. A judge without an engine below (a recorded replay)
+is budgeted by its replies instead: the wrapper sends requests in chunks, admits only what
+fits and counts the attempts each reply reports. Replies already received stay in the judge
+cache, so running the same command again (``--resume`` for ``ragmeter run``) continues where
+it stopped without paying twice.
 """
 
 from __future__ import annotations
@@ -203,30 +205,34 @@ class PricedGate:
                                price_in=self.price_in, price_out=self.price_out)
 
 
-def install_gate(judge: Any, budget: Budget) -> bool:
-    """Make ``budget`` the send gate of every engine below ``judge``; ``False`` (nothing
-    installed) when some judge below has no engine send gate to take it."""
-    engines = _gated_engines(judge)
-    if engines is None:
-        return False
+@contextlib.contextmanager
+def gating(engines: Sequence[Any], budget: Budget) -> Iterator[None]:
+    """``budget`` is the send gate of ``engines`` inside (their own gates come back after)."""
+    before = [engine.send_gate for engine in engines]
     for engine in engines:
         engine.send_gate = budget.gate(engine.config)
-    return True
+    try:
+        yield
+    finally:
+        for engine, gate in zip(engines, before, strict=True):
+            engine.send_gate = gate
 
 
-def _gated_engines(judge: Any) -> list[Any] | None:
+def gated_engines(judge: Any) -> list[Any] | None:
+    """The engines below ``judge`` (a wrapper's, a :class:`MultiJudge`'s judges too), or
+    ``None`` when some judge below has no engine send gate to take a budget."""
     from ragmeter.judges.engine import EngineJudge
     from ragmeter.judges.multi import MultiJudge
 
     if isinstance(judge, BudgetJudge):
-        return _gated_engines(judge.inner)
+        return gated_engines(judge.inner)
     if isinstance(judge, EngineJudge):
         # an engine that declares ``send_gate`` calls it before every request it sends
         return [judge] if hasattr(judge, "send_gate") else None
     if isinstance(judge, MultiJudge):
         found: list[Any] = []
         for member in judge.judges:
-            sub = _gated_engines(member)
+            sub = gated_engines(member)
             if sub is None:
                 return None
             found.extend(sub)
@@ -235,8 +241,8 @@ def _gated_engines(judge: Any) -> list[Any] | None:
 
 
 class BudgetJudge:
-    """A judge behind a :class:`Budget`: the budget gates every request the engines below
-    send; where no engine gate exists, requests go in chunks and a chunk is cut to what the
+    """A judge behind a :class:`Budget`: while it is asked, the budget gates every request
+    the engines below send; where no engine gate exists, requests go in chunks and a chunk is cut to what the
     budget admits. Cached replies cost nothing and are not counted as calls."""
 
     #: chained follow-ups (``JudgeRequest.then``) are sent wave by wave through this wrapper
@@ -251,8 +257,9 @@ class BudgetJudge:
         self.chunk = chunk or max(1, 2 * conc)
         self._prices = (float(getattr(cfg, "price_in", 0.0) or 0.0),
                         float(getattr(cfg, "price_out", 0.0) or 0.0))
-        #: the engines below send every request through the budget
-        self.gated = install_gate(inner, budget)
+        #: the engines below, which send every request through the budget while it is asked
+        self._engines = gated_engines(inner)
+        self.gated = self._engines is not None
         if self.gated:
             self.chains = bool(getattr(inner, "chains", False))
 
@@ -275,9 +282,10 @@ class BudgetJudge:
         return list(replies)
 
     def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
-        if self.gated:
+        if self._engines is not None:
             try:
-                return self._checked(self.inner.ask_many(requests))
+                with gating(self._engines, self.budget):
+                    return self._checked(self.inner.ask_many(requests))
             except BudgetRefused as refused:
                 raise refused.stop from None
         out: list[JudgeReply] = []
@@ -289,9 +297,10 @@ class BudgetJudge:
         return out
 
     async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
-        if self.gated:
+        if self._engines is not None:
             try:
-                return self._checked(await self.inner.aask_many(requests))
+                with gating(self._engines, self.budget):
+                    return self._checked(await self.inner.aask_many(requests))
             except BudgetRefused as refused:
                 raise refused.stop from None
         out: list[JudgeReply] = []
@@ -340,4 +349,4 @@ def budgeted(judge: Any, budget: Budget | None = None) -> Any:
 
 __all__ = ["EXPECTED_REPLY_TOKENS", "Budget", "BudgetExhausted", "BudgetJudge", "BudgetRefused",
            "PricedGate",
-           "active_budget", "budget_scope", "budgeted", "call_cost", "install_gate"]
+           "active_budget", "budget_scope", "budgeted", "call_cost", "gated_engines", "gating"]
