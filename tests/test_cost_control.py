@@ -289,3 +289,31 @@ def test_max_calls_caps_the_requests_a_faulty_server_receives(
         generated = srv.stats()["requests"]
     assert ts.stopped == "--max-calls 48 reached"
     assert judged <= 30 and generated <= 48, (judged, generated)
+
+
+def test_the_wrapper_gates_its_engines_only_while_they_are_asked(tmp_path: Path) -> None:
+    """An engine that calls its send gate before every request: the wrapper's budget refuses
+    the fourth request of ``max_calls=3`` (here the engine turns the refusal into an unscored
+    reply; the wrapper still stops), and the engine used on its own is not budgeted."""
+    items = load_bench(lang="ru", tasks=["production_gate"], limit=8)
+    reqs = [item_request(i, binary=False) for i in items]
+    engine = _scripted(tmp_path)
+    engine.send_gate = None  # type: ignore[attr-defined]
+    sent: list[object] = []
+
+    def server(req: object) -> dict[str, str]:   # the backend: called once per send
+        gate = engine.send_gate  # type: ignore[attr-defined]
+        if gate is not None:
+            gate.before_send(req)
+        sent.append(gate)
+        return {"verdict": "yes"}
+
+    engine.scripted.fn = server
+    budget = Budget(max_calls=3)
+    wrapped = BudgetJudge(engine, budget)
+    assert wrapped.gated and wrapped.chains
+    with pytest.raises(BudgetExhausted) as stop:
+        wrapped.ask_many(reqs[:6])
+    assert stop.value.calls == 3 == budget.calls and len(sent) == 3
+    assert engine.send_gate is None  # type: ignore[attr-defined]
+    assert all(r.ok for r in engine.ask_many(reqs[6:])) and budget.calls == 3
