@@ -37,11 +37,12 @@ from ragmeter.reports.explorer import fmt_value as _fmt_value
 from ragmeter.reports.explorer import (  # noqa: F401 (the viewer's pages import it from here)
     reasons_from_details as _reasons_from_details,
 )
-from ragmeter.reports.i18n import check_lang, detect_lang, results_lang, t
+from ragmeter.reports.i18n import check_lang, results_lang, t
 from ragmeter.reports.judge_card import card_section
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
+from ragmeter.text import detect_language
 
 
 # --------------------------------------------------------------------------- helpers
@@ -369,7 +370,7 @@ def run_lang(run: StoredRun) -> str:
         recorded = results_lang(r for rec in run.tiers.values() for r in rec.results)
         if recorded:
             return recorded
-    return detect_lang(texts or [run.name])
+    return detect_language(texts or [run.name])
 
 
 def tier_decisions(run: StoredRun, lang: str = "en") -> dict[str, TierDecision]:
