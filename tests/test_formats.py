@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data import load_qrels, load_run, load_samples
 from ragmeter.data.beir import load_beir
 from ragmeter.data.formats import detect_format, parse_map
@@ -45,7 +46,8 @@ def test_ragas_jsonl(tmp_path: Path) -> None:
 
 
 def test_ragas_to_csv_python_repr_cells(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
+    needs_extra("pandas")
+    import pandas as pd
     p = tmp_path / "ragas.csv"  # EvaluationDataset.to_csv = to_pandas().to_csv(index=False)
     pd.DataFrame(RAGAS_ROWS).to_csv(p, index=False)
     assert "['Зимняя" in p.read_text("utf-8")  # list cells are Python reprs
@@ -102,8 +104,9 @@ def test_deepeval_csv(tmp_path: Path) -> None:
 
 
 def test_hf_jsonl_and_parquet(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    needs_extra("pandas")
+    needs_extra("parquet")
+    import pandas as pd
     df = pd.DataFrame(RAGAS_ROWS)
     j = tmp_path / "train.jsonl"  # datasets.Dataset.to_json: JSON Lines
     df.to_json(j, orient="records", lines=True, force_ascii=False)
@@ -116,7 +119,8 @@ def test_hf_jsonl_and_parquet(tmp_path: Path) -> None:
 
 
 def test_from_pandas_with_numpy_cells_and_map() -> None:
-    pd = pytest.importorskip("pandas")
+    needs_extra("pandas")
+    import pandas as pd
     np = pytest.importorskip("numpy")
     df = pd.DataFrame({"prompt": ["q1", "q2"], "ctx": [np.array(["a", "b"]), np.array(["c"])],
                        "ans": ["x", float("nan")]})

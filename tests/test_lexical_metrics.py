@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.metrics.lexical import corpus_bleu, lcs_length, rouge_batch
@@ -73,6 +74,7 @@ def test_cyrillic_rouge_where_rouge_score_gives_zero():
 
 
 def test_russian_stemming_matches_inflections():
+    needs_extra("retrieval", "Stemmer")
     h, r = "кошки сидели", "кошка сидела"
     assert rouge_batch([h], [r])["rouge1"].fmeasure[0] == 0.0
     assert rouge_batch([h], [r], stem="ru")["rouge1"].fmeasure[0] == pytest.approx(1.0)
@@ -90,6 +92,7 @@ def test_precision_recall_hand_computed():
 
 
 def test_metric_results_edge_cases_and_signature():
+    needs_extra("retrieval", "Stemmer")
     samples = [
         Sample(id="ok", response="Москва — столица России.", reference="Столица России — Москва."),
         Sample(id="empty", response="", reference="Столица России — Москва."),

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.cli import app as cli
 from ragmeter.errors import EXIT_USAGE
 
@@ -188,6 +189,7 @@ def test_retrieval_and_retrievers_take_a_beir_folder(
     code, _, err = run(capsys, "retrieval", "--beir", str(beir))
     assert code == EXIT_USAGE and "--run" in err
 
+    needs_extra("retrieval", "bm25s", "Stemmer")
     code, _, err = run(capsys, "retrievers", "--beir", str(beir), "--out", str(tmp_path / "o"),
                        "-r", "bm25", "-k", "1,2", "--no-charts")
     assert code == 0, err
@@ -198,6 +200,7 @@ def test_retrieval_and_retrievers_take_a_beir_folder(
 # 5. one id scheme for records without an id -------------------------------------------------------
 
 def test_ids_by_record_index_in_every_container(tmp_path: Path) -> None:
+    needs_extra("pandas")
     import pandas as pd
 
     from ragmeter.data.loaders import from_records, load_samples
@@ -212,7 +215,7 @@ def test_ids_by_record_index_in_every_container(tmp_path: Path) -> None:
     df.to_json(files["jsonl"], orient="records", lines=True, force_ascii=False)
     df.to_csv(files["csv"], index=False)  # list cells as Python reprs, like RAGAS's to_csv
     files["json"].write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
-    pytest.importorskip("pyarrow")
+    needs_extra("parquet")
     df.to_parquet(files["parquet"])
     ids = {name: [s.id for s in load_samples(f).samples] for name, f in files.items()}
     ids["records"] = [s.id for s in from_records(rows).samples]

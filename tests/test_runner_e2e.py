@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.results.store import ResultStore
 
 FIX = Path(__file__).parent / "fixtures" / "runner"
@@ -26,7 +27,7 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_run_real_tiers_report_and_gate(tmp_path):
-    pytest.importorskip("bm25s", reason="BM25 needs the retrieval extra")
+    needs_extra("retrieval", "bm25s", "Stemmer")
     for name in ("bench_retrieval.yaml", "corpus.jsonl", "evalset.jsonl", "samples.jsonl"):
         shutil.copy(FIX / name, tmp_path / name)
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"

