@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from conftest import needs_extra
+from ragmeter.cli import app as cli
 from ragmeter.data import load_qrels, load_run, load_samples
 from ragmeter.data.beir import load_beir
 from ragmeter.data.formats import detect_format, parse_map
 from ragmeter.data.hashing import gold_hash
 from ragmeter.data.loaders import from_pandas, from_records, load_dataset_file
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError, DataError, UsageError
+from ragmeter.errors import EXIT_USAGE, ConfigError, DataError, UsageError
 
 RAGAS_ROWS = [
     {"user_input": "Когда зимняя сессия?", "retrieved_contexts": ["Зимняя сессия: 9–31 января.",
@@ -246,3 +247,49 @@ def test_samples_given_as_qrels_names_the_likely_format(tmp_path: Path) -> None:
     p.write_text("\n".join(json.dumps(r) for r in RAGAS_ROWS), "utf-8")
     with pytest.raises(DataError, match="looks like JSON Lines records"):
         load_qrels(p)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.run(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+DEEPEVAL_ROWS = [{"input": "Когда сессия?", "actual_output": "В январе.",
+                  "expected_output": "Сессия в январе.", "context": ["Зимняя сессия: январь."]}]
+
+
+@pytest.mark.parametrize(("rows", "fmt", "likely"), [
+    (DEEPEVAL_ROWS, "samples", "deepeval"),
+    (DEEPEVAL_ROWS, "hf", "deepeval"),
+    (DEEPEVAL_ROWS, "evalset", "deepeval"),
+    ([{"user_input": "q", "response": "a", "retrieved_contexts": ["c"]}], "evalset", "ragas"),
+    ([{"question": "q", "chunk_id": "c1", "chunk_text": "t", "answer": "a"}], "samples",
+     "synthetic"),
+])
+def test_explicit_format_on_another_layout_names_the_likely_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: list[dict[str, object]],
+        fmt: str, likely: str) -> None:
+    from ragmeter.data.loaders import load_dataset_file, load_samples
+    from ragmeter.errors import DataError
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    for load in (load_samples, load_dataset_file):
+        with pytest.raises(DataError, match=f"--format {likely}"):
+            load(f, format=fmt)
+    code, _, err = run(capsys, "generation", "--samples", str(f), "--format", fmt,
+                       "--metrics", "rouge_1")
+    assert code == EXIT_USAGE and f"--format {likely}" in err
+
+
+def test_deepeval_context_stays_gold_under_its_own_format(tmp_path: Path) -> None:
+    from ragmeter.data.loaders import load_samples
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(DEEPEVAL_ROWS, ensure_ascii=False), encoding="utf-8")
+    for fmt in ("deepeval", "auto"):
+        s = load_samples(f, format=fmt).samples[0]
+        assert s.reference_contexts == ["Зимняя сессия: январь."] and s.retrieved_contexts is None
+        assert s.user_input == "Когда сессия?" and not s.metadata

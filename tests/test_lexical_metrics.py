@@ -138,3 +138,11 @@ def test_compat_tokenizer_rejects_stemming():
     with pytest.raises(ConfigError, match="stem"):
         make_tokenizer("rouge_score", "ru")
     assert make_tokenizer("rouge_score")("Кошка cat-42!") == ["cat", "42"]
+
+
+def test_bleu_without_any_usable_reference_is_unscored() -> None:
+    samples = [Sample(id="a", user_input="q", response="hello"),
+               Sample(id="b", user_input="q", response="x", reference="   ")]
+    a = evaluate_generation(samples, ["bleu"])["bleu"].aggregate
+    assert a.n == 0 and a.n_unscored == 2 and a.mean is None
+    assert set(a.unscored_by_reason) == {"missing_field:reference", "empty_input"}

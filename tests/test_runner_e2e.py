@@ -105,3 +105,12 @@ def test_judge_quality_repeats_are_fresh_calls_on_every_run(tmp_path):
         tier = ResultStore(url).load_run(rid).tiers["judge_quality"]
         assert tier.status == "ok", tier.reason
         assert tier.stats["cached_calls"] == 0 and tier.stats["llm_calls"] >= 8
+
+
+def test_errored_tier_keeps_the_whole_reason() -> None:
+    from ragmeter.errors import DataError, RecordProblem
+    from ragmeter.runner.engine import _reason
+
+    exc = DataError(RecordProblem("data/e.jsonl", 7, "gold_doc_ids", "must be a list"))
+    text = _reason(exc)
+    assert "data/e.jsonl:7 field 'gold_doc_ids': must be a list" in text
