@@ -24,6 +24,7 @@ CLI = "src/ragmeter/cli/"
 GENERATED: set[str] = set()
 
 _OTHER_BRANCH = "being split on another branch"
+_NOT_YET = "outside the hygiene branch's files; not split yet"
 ALLOWED_FILES: dict[str, str] = {
     "src/ragmeter/judges/engine.py": _OTHER_BRANCH,
     "src/ragmeter/tiers/retrieval_eval.py": _OTHER_BRANCH,
@@ -36,11 +37,16 @@ ALLOWED_FUNCTIONS: dict[str, str] = {
     "src/ragmeter/generation/evaluate.py::evaluate_generation": _OTHER_BRANCH,
     "src/ragmeter/generation/judge_plan.py::run_plan": _OTHER_BRANCH,
     "src/ragmeter/data/loaders.py::record_to_sample": _OTHER_BRANCH,
-    "src/ragmeter/judge_trust/labels.py::labels_from_records": _OTHER_BRANCH,
     "src/ragmeter/view/app.py::make_app": _OTHER_BRANCH,
-    "src/ragmeter/cli/commands/run.py::run": _OTHER_BRANCH,
-    "src/ragmeter/cli/commands/run.py::register": "holds the run command: " + _OTHER_BRANCH,
-    "src/ragmeter/cli/commands/runs.py::register": "CLI: several small commands declared inside",
+    "src/ragmeter/cli/commands/run.py::run": _NOT_YET,
+    "src/ragmeter/cli/commands/run.py::register": "holds the run command: " + _NOT_YET,
+    "src/ragmeter/cli/commands/runs.py::register": "several small commands inside: " + _NOT_YET,
+    "src/ragmeter/judge_trust/labels.py::labels_from_records": _NOT_YET,
+    "benchmarks/bench_ragas_side_by_side.py::main": _NOT_YET,
+    "benchmarks/bench_xquad.py::run": _NOT_YET,
+    "scripts/build_judge_bench.py::faithfulness_ru": _NOT_YET,
+    "tests/fixtures/generation/fake_judge.py::make_script": _NOT_YET,
+    "tests/test_bad_input_corpus.py::build_cases": "data: the table of 1,000+ hostile-input cases",
 }
 
 
