@@ -87,10 +87,15 @@ def _floor_text(unit: str) -> str:
 
 
 def _unit(module: str) -> str | None:
+    """The first name under ``ragmeter.``; a name of the front door (``from ragmeter import
+    evaluate_retrieval``) is the front door itself."""
     parts = module.split(".")
     if parts[0] != "ragmeter":
         return None
-    return parts[1] if len(parts) > 1 else "__init__"
+    if len(parts) == 1:
+        return "__init__"
+    is_module = (PACKAGE / f"{parts[1]}.py").is_file() or (PACKAGE / parts[1]).is_dir()
+    return parts[1] if is_module else "__init__"
 
 
 def _absolute(node: ast.ImportFrom, package: list[str]) -> list[str]:
