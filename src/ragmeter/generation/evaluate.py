@@ -23,7 +23,7 @@ DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity
 #: The full judged set, one per row of :mod:`ragmeter.metrics.judged` (≤ 4 judge calls per
 #: sample together).
 JUDGED_DEFAULT = tuple(row.name for row in JUDGED_ROWS)
-GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids")
+GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids", "refusal", "citations")
 #: metrics that embed text; their ``model`` parameter names the embedder (an optional extra)
 EMBEDDING_METRICS = ("semantic_similarity", "answer_correctness")
 
