@@ -469,6 +469,7 @@ def check(case: Case, o: Outcome) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 def test_bad_input_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RAGMETER_STORE_URL", f"sqlite:///{tmp_path}/store.sqlite")

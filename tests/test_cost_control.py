@@ -115,6 +115,7 @@ def test_judge_bench_cli_estimate_and_mock_card(tmp_path: Path) -> None:
     assert stop.returncode == 3 and "stopped by --max-calls 5: 5 calls made" in stop.stdout
 
 
+@pytest.mark.slow
 def test_run_estimate_then_budget_stop_and_resume(tmp_path: Path) -> None:
     needs_extra("retrieval", "bm25s", "Stemmer")  # the runner fixture uses BM25
     for name in ("bench_retrieval.yaml", "corpus.jsonl", "evalset.jsonl", "samples.jsonl"):

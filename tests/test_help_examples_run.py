@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -212,7 +213,17 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
     assert code in expected, f"{example} -> exit {code}\n{err[-2000:]}"
 
 
-@pytest.mark.parametrize(("name", "example"), help_examples())
+#: examples over 10 s (the demo; the first load of an embedding model): marked slow
+SLOW_EXAMPLES = {"demo": "ragmeter demo", "retrievers": "dense", "generation": "--judge-url"}
+
+
+def _params() -> list[Any]:
+    return [pytest.param(name, ex, marks=pytest.mark.slow)
+            if name in SLOW_EXAMPLES and SLOW_EXAMPLES[name] in ex else (name, ex)
+            for name, ex in help_examples()]
+
+
+@pytest.mark.parametrize(("name", "example"), _params())
 def test_help_example_runs(name: str, example: str, folder: Path, judge: MockJudgeServer,
                            monkeypatch: pytest.MonkeyPatch,
                            capsys: pytest.CaptureFixture[str]) -> None:

