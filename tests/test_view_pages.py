@@ -55,6 +55,7 @@ def xss_run(run_id: str = "xss-run"):
 def fill(store: ResultStore, *runs) -> None:
     for run in runs:
         store.save_run(run)
+    store.close()  # no connection of the writer left to checkpoint the file later
 
 
 async def _fetch_all(app, paths: list[str]) -> dict[str, tuple[int, str]]:

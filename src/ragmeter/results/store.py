@@ -183,6 +183,12 @@ class ResultStore:
                 delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")
 
+    def close(self) -> None:
+        """Close the store's database connections (a SQLite file is checkpointed: its
+        write-ahead log is folded into the file)."""
+        self.engine.dispose()
+        self._write_engine.dispose()
+
     def __repr__(self) -> str:
         return f"ResultStore({mask_url(self.url)!r})"
 
