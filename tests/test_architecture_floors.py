@@ -56,12 +56,8 @@ ALLOWED: dict[tuple[str, str], str] = {
         "make_judge wraps every judge for --estimate / --max-cost; being reworked on another branch",
     ("results/records.py", "ragmeter.metrics.registry"):
         "EvalResult.__getitem__ finds the canonical key of a metric name (inside the method)",
-    ("tiers/tier0.py", "ragmeter.reports.charts"):
-        "the tier writes chart files as artefacts, drawn by the one chart engine (inside run)",
     ("tiers/compare_retrievers.py", "ragmeter.reports.charts"):
-        "the tier writes chart files as artefacts, drawn by the one chart engine (inside run)",
-    ("tiers/judge_pipeline.py", "ragmeter.reports.charts"):
-        "the tier writes chart files as artefacts, drawn by the one chart engine (inside run)",
+        "RetrieverComparison.write draws its chart files with the one chart engine",
     ("tiers/context.py", "ragmeter.runner.config"):
         "types only: TierContext holds the typed benchmark config",
 }

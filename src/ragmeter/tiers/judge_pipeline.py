@@ -434,15 +434,6 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
 
 
-def plot_confusion(result: EvalResult, out_dir: str | Path, stem: str = "judge_pipeline_confusion"
-                   ) -> list[Path]:
-    """2×2 confusion matrix (rows gold, columns predicted) as ``stem.svg``; drawn by
-    :func:`ragmeter.reports.charts.confusion_chart`, the engine of the HTML report."""
-    from ragmeter.reports.charts import confusion_chart
-
-    return confusion_chart(result, out_dir, stem)
-
-
 # --------------------------------------------------------------------------- the tier
 @dataclass(frozen=True)
 class JudgePipelineOptions(TierOptions):
@@ -490,6 +481,5 @@ __all__ = [
     "missing_item_field",
     "parse_production_reply",
     "parse_yes_no",
-    "plot_confusion",
     "render_template",
 ]
