@@ -104,8 +104,10 @@ def test_no_function_over_the_limit() -> None:
 
 
 def test_allow_lists_have_no_stale_entry() -> None:
-    stale = sorted((set(ALLOWED_FILES) - set(long_files()))
-                   | (set(ALLOWED_FUNCTIONS) - set(long_functions())))
+    # a copy of the tests may come without benchmarks/ and scripts/; src/ and tests/ never do
+    present = {e for e in [*ALLOWED_FILES, *ALLOWED_FUNCTIONS]
+               if e.startswith(("src/", "tests/")) or (ROOT / e.split("::")[0]).is_file()}
+    stale = sorted(present - set(long_files()) - set(long_functions()))
     assert not stale, f"remove these entries, they are within the limits now: {stale}"
 
 
