@@ -31,6 +31,7 @@ def _reason(extra: str, missing: list[str]) -> str:
 def needs_extra(extra: str, *modules: str) -> None:
     """Skip the calling test (or fixture) on an install without ``extra``: every module named
     (default: all modules of the extra) must import; the skip reason names the extra."""
+    __tracebackhide__ = True  # the skip is reported at the test's line, not here
     missing = _missing(extra, modules)
     if missing:
         pytest.skip(_reason(extra, missing))
