@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
@@ -75,6 +76,7 @@ def test_expand_metrics_templates() -> None:
 
 
 def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     chunks, samples, params = _data()
     cmp = compare_retrievers({"bm25": BM25Retriever(), "reverse": ReverseRetriever()},
                              samples, chunks, ks=(1, 3), seed=7, chunking=params,
@@ -137,6 +139,7 @@ def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
 
 def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_extra("retrieval")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
     corpus = tmp_path / "corpus.jsonl"

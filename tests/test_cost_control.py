@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.cost import (
     Budget,
     BudgetExhausted,
@@ -125,8 +126,9 @@ def test_judge_bench_cli_estimate_and_mock_card(tmp_path: Path) -> None:
     assert stop.returncode == 3 and "stopped by --max-calls 5: 5 calls made" in stop.stdout
 
 
+@pytest.mark.slow
 def test_run_estimate_then_budget_stop_and_resume(tmp_path: Path) -> None:
-    pytest.importorskip("bm25s", reason="the runner fixture needs the retrieval extra")
+    needs_extra("retrieval", "bm25s", "Stemmer")  # the runner fixture uses BM25
     for name in ("bench_retrieval.yaml", "corpus.jsonl", "evalset.jsonl", "samples.jsonl"):
         shutil.copy(FIX / name, tmp_path / name)
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"

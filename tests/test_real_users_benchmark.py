@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sql import LoggedQuestion, LogQuery
 from ragmeter.errors import DataError
 from ragmeter.retrieval.base import Chunk, Hit
@@ -98,7 +99,7 @@ def test_end_to_end_fixed_retriever_hand_computed(db) -> None:
 
 
 def test_end_to_end_bm25(db) -> None:
-    pytest.importorskip("bm25s")
+    needs_extra("retrieval", "bm25s", "Stemmer")
     res = evaluate_real_users(_docs(), db_url=db.url,
                               query=LogQuery(db_schema=db.schema, min_score=5),
                               retriever="bm25", k=3, metrics=["hit_rate@1(level=doc)"])
@@ -129,6 +130,7 @@ def test_cli_bad_column_lists_real_ones(db, tmp_path) -> None:
             *(["--schema", db.schema] if db.schema else [])]
     r = CliRunner().invoke(app, [*args, "--url-col", "link"])
     assert r.exit_code != 0 and "confluence_url" in str(r.exception)
+    needs_extra("retrieval", "bm25s", "Stemmer")  # the run below uses the default BM25
     out = tmp_path / "ru.json"
     r = CliRunner().invoke(app, [*args, "--out", str(out)])
     assert r.exit_code == 0, r.output
