@@ -25,10 +25,11 @@ from ragmeter.metrics.registry import (
     with_cutoffs,
 )
 from ragmeter.metrics.retrieval import RANKING_METRICS
+from ragmeter.results.records import EvalResult
 from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
 from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
 
-LEVELS = ("chunk", "doc", "both")
+LEVELS = ("auto", "chunk", "doc", "both")
 BY_QUERY_LIMIT = 200
 
 
@@ -55,11 +56,10 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
     out: list[Metric] = []
     for m in parsed:
         levels = ["chunk", "doc"] if level == "both" else [level]
-        if m.name not in RANKING_METRICS or m.get("level") != "chunk":
+        if m.name not in RANKING_METRICS or m.get("level") != "auto":
             targets = [m]
         else:
-            targets = [m if lv == "chunk" else make_metric(m.name, k=m.k, **{**dict(m.params),
-                                                                             "level": lv})
+            targets = [make_metric(m.name, k=m.k, **{**dict(m.params), "level": lv})
                        for lv in levels]
         for t in targets:
             if t not in out:
@@ -105,6 +105,16 @@ def _report_skipped(loaded: LoadResult, console: Console) -> None:
             console.print(f"  ... and {len(loaded.skipped) - 20} more problems")
 
 
+def _print_notes(result: EvalResult, console: Console) -> None:
+    """What ``level=auto`` chose and any warning about the data."""
+    auto = result.meta.get("level_auto")
+    if auto and auto["level"] == "doc":
+        console.print(f"level: auto -> doc ({auto['why']}); write level=chunk to insist",
+                      highlight=False, markup=False)
+    for line in result.meta.get("warnings", []):
+        common.err_console().print(f"warning: {line}", highlight=False, markup=False)
+
+
 def retrieval(
     qrels: Annotated[Path | None, typer.Option(
         "--qrels", help="Qrels: TREC 'qid 0 doc rel' or JSON {qid: {doc: rel}}.")] = None,
@@ -121,7 +131,9 @@ def retrieval(
     k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
-    level: Annotated[str, typer.Option("--level", help="chunk | doc | both")] = "chunk",
+    level: Annotated[str, typer.Option(
+        "--level", help="auto (chunk when the data has chunk gold, else doc) | chunk | doc | "
+                        "both")] = "auto",
     ties: Annotated[str, typer.Option(
         "--ties", help="stable (score desc, input order) | trec (score desc, doc id desc)")] = "stable",
     match: Annotated[str, typer.Option(
@@ -139,6 +151,10 @@ def retrieval(
     name: Annotated[str | None, typer.Option("--name", help="System name.")] = None,
     doc_map: Annotated[Path | None, typer.Option(
         "--doc-map", help="JSON {chunk_id: doc_id} for --level doc (default: 'doc#n' ids).")] = None,
+    doc_id_pattern: Annotated[str | None, typer.Option(
+        "--doc-id-pattern", help="Regex: chunk id -> document id (group 'doc'), e.g. "
+                                 "'(?P<doc>.+)_part\\d+' (default rules: 'doc#n', "
+                                 "'doc_chunk_n').")] = None,
     data_format: common.FormatOpt = "auto",
     column_map: common.MapOpt = None,
     max_unscored: common.MaxUnscoredOpt = None,
@@ -170,7 +186,8 @@ def retrieval(
         result = evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"),
                                     run=run, metrics=metric_list, ties=ties, match=match,
                                     seed=seed, name=name or run.stem,
-                                    score_threshold=score_threshold, doc_of=doc_of)
+                                    score_threshold=score_threshold, doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
     elif qrels is not None:
         if evalset is not None or samples is not None:
             raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
@@ -180,7 +197,8 @@ def retrieval(
         result = evaluate_retrieval(qrels=load_qrels(qrels), run=run, metrics=metric_list,
                                     ties=ties, match=match, seed=seed,
                                     name=name or (run.stem if run else "run"),
-                                    score_threshold=score_threshold, doc_of=doc_of)
+                                    score_threshold=score_threshold, doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
     elif evalset is not None or samples is not None:
         if evalset is not None and samples is not None:
             raise UsageError("--evalset", "give --evalset or --samples, not both")
@@ -194,7 +212,8 @@ def retrieval(
                               column_map=cmap)
         result = evaluate_retrieval(loaded, run=run_data, metrics=metric_list, ties=ties,
                                     match=match, seed=seed, score_threshold=score_threshold,
-                                    name=name or (run.stem if run else path.stem), doc_of=doc_of)
+                                    name=name or (run.stem if run else path.stem), doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
         _report_skipped(loaded.result, console)
         skipped = loaded.result.n_skipped
     else:
@@ -204,6 +223,7 @@ def retrieval(
         for r in result:
             r.counts["skipped_invalid"] = skipped
     render_eval_result(result, console)
+    _print_notes(result, console)
     if by_query:
         render_per_query(result, console, limit=BY_QUERY_LIMIT)
     common.finish_result(result, out, console)
