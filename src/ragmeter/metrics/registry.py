@@ -151,6 +151,7 @@ def _fmt(value: ParamValue) -> str:
 
 _REGISTRY: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, tuple[str, Mapping[str, ParamValue]]] = {}
+_CUTOFF_ALIASES: dict[str, str] = {}
 _LOADED = False
 _PATTERN = re.compile(
     r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+)\s*)?"
@@ -171,6 +172,19 @@ def register(spec: MetricSpec) -> MetricSpec:
     for alias, fixed in spec.aliases.items():
         _ALIASES[alias] = (spec.name, fixed)
     return spec
+
+
+def register_cutoff_alias(prefix: str, name: str) -> None:
+    """``<prefix>_<k>`` parses as ``name@k`` (trec_eval's measure names: ``P_5`` →
+    ``precision@5``)."""
+    _CUTOFF_ALIASES[prefix] = name
+
+
+def _cutoff_alias(name: str) -> tuple[str, int | None]:
+    prefix, _, k = name.rpartition("_")
+    if prefix in _CUTOFF_ALIASES and k.isdigit() and name not in _REGISTRY:
+        return _CUTOFF_ALIASES[prefix], int(k)
+    return name, None
 
 
 def _ensure_loaded() -> None:
@@ -255,7 +269,11 @@ def parse_metric(text: str | Metric) -> Metric:
             if key in params:
                 raise MetricSpecError(f"metric '{text}': parameter '{key}' given twice")
             params[key] = value
-    return make_metric(m.group("name").replace("-", "_"), k=k, **params)
+    name = m.group("name").replace("-", "_")
+    if k is None:
+        _ensure_loaded()
+        name, k = _cutoff_alias(name)
+    return make_metric(name, k=k, **params)
 
 
 def split_metric_key(text: str) -> tuple[str, int | None, str]:

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
+from ragmeter.metrics.registry import Metric, MetricSpec, Param, register, register_cutoff_alias
 
 LEVEL = Param("level", str, "auto", ("auto", "chunk", "doc"),
               "chunk: ids as given; doc: chunks mapped to their parent document, repeats "
@@ -205,6 +205,14 @@ register(MetricSpec(
     name="negative_top_score", family="retrieval",
     doc="Negative questions only: the top-1 retriever score (lower is better).",
     higher_is_better=False, value_range=None, required_fields=("retrieved_scores",)))
+
+#: trec_eval's measure names (as ``trec_eval -q`` prints them) accepted as aliases: ``P_5``,
+#: ``recall_10``, ``ndcg_cut_10``, ``success_5``, ``map_cut_10``; ``recip_rank``, ``map`` and
+#: ``ndcg`` (full ranking) are names or aliases of their own
+TREC_CUTOFF_NAMES = {"P": "precision", "recall": "recall", "ndcg_cut": "ndcg",
+                     "success": "hit_rate", "map_cut": "map"}
+for _prefix, _name in TREC_CUTOFF_NAMES.items():
+    register_cutoff_alias(_prefix, _name)
 
 RANKING_METRICS = ("hit_rate", "precision", "recall", "f1", "mrr", "ndcg", "map")
 NEGATIVE_METRICS = ("negative_false_retrieval", "negative_top_score")
