@@ -55,8 +55,8 @@ def _grades_ok(golds: Sequence[Mapping[str, int]]) -> bool:
     """Fast path: every grade a plain ``int`` in range, checked with C-level iteration."""
     if not all(type(g) is dict for g in golds):
         return False
-    values = chain.from_iterable(map(dict.values, golds))  # type: ignore[arg-type]
-    if not set(map(type, values)) <= {int}:
+    types = set(map(type, chain.from_iterable(map(dict.values, golds))))  # type: ignore[arg-type]
+    if not types <= {int}:
         return False
     total = sum(map(len, golds))
     try:

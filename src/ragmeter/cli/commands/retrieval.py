@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import csv
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -25,8 +25,9 @@ from ragmeter.metrics.registry import (
     with_cutoffs,
 )
 from ragmeter.metrics.retrieval import RANKING_METRICS
-from ragmeter.results.records import EvalResult
-from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
+from ragmeter.reports.console import render_eval_result, render_per_query
+from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.streaming import write_per_query_csv, write_result_json
 from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
 
 LEVELS = ("auto", "chunk", "doc", "both")
@@ -103,6 +104,45 @@ def _report_skipped(loaded: LoadResult, console: Console) -> None:
             console.print(f"  {p}", markup=False, highlight=False)
         if len(loaded.skipped) > 20:
             console.print(f"  ... and {len(loaded.skipped) - 20} more problems")
+
+
+def _render_head(result: EvalResult, console: Console, limit: int) -> None:
+    """Per-query values of the first ``limit`` queries (the rest: ``--csv``)."""
+    head: dict[str, None] = {}
+    total: set[str] = set()
+    for r in result:
+        total.update(r.sample_ids)
+        for sid in r.sample_ids:
+            if len(head) >= limit:
+                break
+            head.setdefault(sid, None)
+    small = EvalResult(result.name, meta=result.meta)
+    for r in result:
+        pos = [i for i, sid in enumerate(r.sample_ids) if sid in head]
+        small.add(MetricResult(r.metric, [r.sample_ids[i] for i in pos], r.values[pos],
+                               r.signature, reasons={j: r.reasons[i] for j, i in enumerate(pos)
+                                                     if i in r.reasons},
+                               counts=r.counts, higher_is_better=r.higher_is_better))
+    render_per_query(small, console)
+    if len(total) > limit:
+        console.print(f"... {len(total) - limit} more queries (use --csv for all)")
+
+
+def _write_outputs(result: EvalResult, out: Path | None, csv_path: Path | None,
+                   console: Console) -> None:
+    """``--out`` (JSON) and ``--csv``, streamed block by block (never the whole text at once)."""
+    if out is not None and common.is_stdout(out):
+        write_result_json(result, sys.stdout)
+    elif out is not None:
+        with common.writing_out(out) as p, p.open("w", encoding="utf-8") as fh:
+            write_result_json(result, fh)
+        console.print(f"wrote {out}", highlight=False, markup=False)
+    if common.state().json and (out is None or not common.is_stdout(out)):
+        common.emit_json(result)
+    if csv_path is not None:
+        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
+            write_per_query_csv(result, fh)
+        console.print(f"wrote {csv_path}", highlight=False, markup=False)
 
 
 def _print_notes(result: EvalResult, console: Console) -> None:
@@ -225,16 +265,8 @@ def retrieval(
     render_eval_result(result, console)
     _print_notes(result, console)
     if by_query:
-        render_per_query(result, console, limit=BY_QUERY_LIMIT)
-    common.finish_result(result, out, console)
-    if csv_path is not None:
-        rows = per_query_rows(result)
-        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=["query", *result.results])
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-        console.print(f"wrote {csv_path}")
+        _render_head(result, console, BY_QUERY_LIMIT)
+    _write_outputs(result, out, csv_path, console)
     for line in common.check_scored(common.results_of(result), max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
 
