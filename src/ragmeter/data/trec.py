@@ -246,6 +246,11 @@ def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> 
     return np.ascontiguousarray(mat).view(f"S{width}").ravel()
 
 
+#: what ``bytes.split()`` splits on: ASCII whitespace (9–13 and the space)
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[9, 10, 11, 12, 13, 32]] = True
+
+
 def _vector_columns(chunk: bytes, first_line: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """``(qids, docs, scores, lines)`` of ``chunk`` parsed with array operations.
@@ -254,7 +259,7 @@ def _vector_columns(chunk: bytes, first_line: int
     longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
     """
     raw = np.frombuffer(chunk, dtype=np.uint8)
-    space = (raw == 32) | ((raw >= 9) & (raw <= 13))  # what bytes.split() splits on
+    space = _SPACE[raw]  # what bytes.split() splits on
     begin = ~space
     begin[1:] &= space[:-1]
     ts = np.flatnonzero(begin)

@@ -1,0 +1,67 @@
+"""The fast paths keep their definitions: row sums stay sequential left to right (bit-equal to
+trec_eval's loop), the grade check's fast path refuses what the slow one refuses, the run reader
+splits on exactly what ``bytes.split`` splits on, and the file benchmark can patch trec_eval."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragmeter.data.trec import _SPACE
+from ragmeter.errors import DataError
+from ragmeter.metrics.retrieval import _row_sum
+from ragmeter.tiers.ragged import check_grades
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_row_sum_is_sequential_left_to_right() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.random((400, 37)) * 10.0 ** rng.integers(-8, 8, size=(400, 37))
+    got = _row_sum(x)
+    for i in range(x.shape[0]):
+        acc = 0.0
+        for v in x[i].tolist():
+            acc += v
+        assert got[i] == acc  # bit-equal, not approximately
+    assert _row_sum(np.zeros((3, 0))).tolist() == [0.0, 0.0, 0.0]
+    # a row's value does not depend on the rows beside it
+    assert _row_sum(x[5:6])[0] == got[5]
+
+
+@pytest.mark.parametrize("bad", [True, 2.5, 2**31, -(2**31) - 1, "1", None])
+def test_grade_check_fast_path_refuses_what_slow_path_refuses(bad: object) -> None:
+    check_grades([{"a": 1, "b": 0}, {"c": -1}])
+    with pytest.raises(DataError):
+        check_grades([{"a": 1}, {"b": bad}])  # type: ignore[dict-item]
+
+
+def test_run_reader_whitespace_is_bytes_split_whitespace() -> None:
+    every = bytes(range(256))
+    split = {b for b in range(256) if len((b"a" + bytes([b]) + b"a").split()) == 2}
+    assert {i for i in range(256) if _SPACE[i]} == split
+    assert len(every) == 256
+
+
+def test_file_benchmark_patches_trec_eval_lookup() -> None:
+    src = Path(os.environ.get("TREC_EVAL_SRC", ROOT.parent / "shared" / "bench" / "trec_eval"))
+    if not (src / "trec_eval.c").is_file():
+        src = Path("/work/shared/bench/trec_eval")
+    if not (src / "trec_eval.c").is_file():
+        pytest.skip("no trec_eval source on this machine")
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_trec_files",
+                                                      ROOT / "benchmarks" / "bench_trec_files.py")
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    text = (src / "trec_eval.c").read_text()
+    assert mod._LOOP in text and text.count(mod._OUTER) == 1
