@@ -239,11 +239,52 @@ class RunBlock:
 
 
 def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
-    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded)."""
-    cols = np.arange(width)
-    idx = np.minimum(start[:, None] + cols, raw.size - 1)
-    mat = np.where(cols < (end - start)[:, None], raw[idx], 0).astype(np.uint8)
-    return np.ascontiguousarray(mat).view(f"S{width}").ravel()
+    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded):
+    rows of a strided window view of ``raw`` (one copy of ``width`` bytes per token), then the
+    bytes past each token's end cleared."""
+    if not start.size:
+        return np.zeros(0, dtype=f"S{width}")
+    if int(start.max()) + width > raw.size:  # callers pad; this keeps it correct without
+        raw = np.concatenate([raw, np.zeros(width, dtype=np.uint8)])
+    mat = np.lib.stride_tricks.sliding_window_view(raw, width)[start]
+    mat[np.arange(width) >= (end - start)[:, None]] = 0
+    return mat.view(f"S{width}").ravel()
+
+
+_POW10 = 10.0 ** np.arange(23)  # exact in float64
+
+
+def _parse_scores(tokens: np.ndarray) -> np.ndarray:
+    """Fixed-width score tokens as float64, equal to ``float(token)``.
+
+    Plain decimals (``-12.345``, ``7``, ``.5``; at most 15 digits) are read with array
+    arithmetic, a column at a time: the digits form an exact integer mantissa and one division
+    by an exact power of ten is correctly rounded, exactly what ``strtod`` returns. Other tokens
+    (exponents, ``inf``, ``+``, long mantissas) go through NumPy's string conversion, which
+    raises ``ValueError`` on a token that is not a number.
+    """
+    n, width = tokens.size, tokens.dtype.itemsize
+    cols = np.ascontiguousarray(tokens.view(np.uint8).reshape(n, width).T).astype(np.int64)
+    mant = np.zeros(n, dtype=np.int64)
+    n_digits = np.zeros(n, dtype=np.int64)
+    frac = np.zeros(n, dtype=np.int64)
+    dots = np.zeros(n, dtype=np.int64)
+    bad = np.zeros(n, dtype=bool)
+    neg = cols[0] == 45  # '-'
+    for j, c in enumerate(cols):
+        digit = (c >= 48) & (c <= 57)
+        mant = np.where(digit, mant * 10 + (c - 48), mant)
+        n_digits += digit
+        frac += digit & (dots > 0)
+        dots += c == 46
+        bad |= ~digit & (c != 46) & (c != 0) & ((c != 45) | (j > 0))
+    plain = ~bad & (dots <= 1) & (n_digits > 0) & (n_digits <= 15)
+    out = np.empty(n, dtype=np.float64)
+    val = mant[plain].astype(np.float64) / _POW10[frac[plain]]
+    out[plain] = np.where(neg[plain], -val, val)
+    if not plain.all():
+        out[~plain] = tokens[~plain].astype(np.float64)
+    return out
 
 
 #: what ``bytes.split()`` splits on: ASCII whitespace (9–13 and the space)
@@ -258,7 +299,8 @@ def _vector_columns(chunk: bytes, first_line: int
     None when a line needs the line-by-line path: fewer than 5 columns, a bad score, an id
     longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
     """
-    raw = np.frombuffer(chunk, dtype=np.uint8)
+    padded = np.frombuffer(chunk + bytes(_FAST_ID_BYTES), dtype=np.uint8)  # room to gather
+    raw = padded[:len(chunk)]
     space = _SPACE[raw]  # what bytes.split() splits on
     begin = ~space
     begin[1:] &= space[:-1]
@@ -287,12 +329,12 @@ def _vector_columns(chunk: bytes, first_line: int
     if max(wq, wd, ws) > _FAST_ID_BYTES:
         return None
     try:
-        scores = _gather(raw, ss, se, ws).astype(np.float64)
+        scores = _parse_scores(_gather(padded, ss, se, ws))
     except ValueError:
         return None
     if bool(np.isnan(scores).any()):
         return None
-    return (_gather(raw, qs, qe, wq), _gather(raw, ds, de, wd), scores,
+    return (_gather(padded, qs, qe, wq), _gather(padded, ds, de, wd), scores,
             data.astype(np.int64) + first_line)
 
 

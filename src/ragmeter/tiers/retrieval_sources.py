@@ -94,7 +94,8 @@ class RunFileSource:
         self.qids = judged.qids
         index = {q.encode("utf-8"): i for i, q in enumerate(self.qids)}
         known = {q.encode("utf-8") for q in qrels}
-        lookup = _JudgedKeys(judged)
+        hashed = _JudgedHashes(judged)
+        lookup: _JudgedHashes | _JudgedKeys = hashed if hashed.exact else _JudgedKeys(judged)
         nq = len(self.qids)
         n_ret = np.zeros(nq, dtype=np.int64)
         cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -106,7 +107,8 @@ class RunFileSource:
         for block in iter_run_blocks(path, problems=problems):
             lens = np.diff(block.starts)
             gid = np.repeat(np.arange(lens.size), lens)
-            problems.extend(_repeats(block, gid, str(path)))
+            doc_hash = _doc_hashes(block.docs)
+            problems.extend(_repeats(block, gid, str(path), doc_hash))
             qmap = np.fromiter((index.get(q, -1) for q in block.qids), dtype=np.int64,
                                count=len(block.qids))
             not_in_qrels += sum(1 for q, i in zip(block.qids, qmap.tolist(), strict=True)
@@ -121,7 +123,10 @@ class RunFileSource:
                     a, b = starts[g], starts[g + 1]
                     doc_rows[qi] = _doc_cells(block.docs[a:b].tolist(), scores[a:b],
                                               qrels[self.qids[qi]], ties, doc_of)
-            grades = lookup.grades(block.line_qids, block.docs)
+            if isinstance(lookup, _JudgedHashes):
+                grades = lookup.grades(qmap[gid], doc_hash, block.docs)
+            else:
+                grades = lookup.grades(block.line_qids, block.docs)
             hits = np.flatnonzero(grades > 0)
             if not hits.size:
                 continue
@@ -191,17 +196,56 @@ _HASH_MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F
                        0x94D049BB133111EB, 0xBF58476D1CE4E5B9], dtype=np.uint64)
 
 
-def _repeats(block: Any, gid: np.ndarray, source: str) -> list[RecordProblem]:
+def _doc_hashes(docs: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of every byte string of ``docs`` (independent of the array's width)."""
+    n = docs.size
+    width = max(8, -(-docs.itemsize // 8) * 8)
+    mat = docs.astype(f"S{width}").view(np.uint64).reshape(n, width // 8)
+    mult = np.resize(_HASH_MULT, mat.shape[1])
+    with np.errstate(over="ignore"):
+        return np.asarray((mat * mult).sum(axis=1, dtype=np.uint64))
+
+
+class _JudgedHashes:
+    """Positive judgments keyed by ``hash(doc) ^ query index``: an integer lookup per line,
+    each match then checked exactly (query index and doc bytes)."""
+
+    def __init__(self, judged: Any) -> None:
+        docs = np.array([doc.encode("utf-8") for doc in judged.docs] or [b""])[:judged.q.size]
+        with np.errstate(over="ignore"):
+            keys = _doc_hashes(docs) ^ (judged.q.astype(np.uint64) * _HASH_MULT[1])
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.q = keys[order], np.asarray(judged.q)[order]
+        self.docs, self.values = docs[order], np.asarray(judged.grades)[order]
+        self.exact = not bool(np.any(self.keys[1:] == self.keys[:-1]))  # no two share a key
+
+    def grades(self, line_q: np.ndarray, doc_hash: np.ndarray, docs: np.ndarray) -> np.ndarray:
+        """Grade of each line (its query's judged index, -1 when none); 0 when not relevant."""
+        out = np.zeros(line_q.size, dtype=np.int64)
+        if not self.keys.size or not line_q.size:
+            return out
+        with np.errstate(over="ignore"):
+            keys = doc_hash ^ (line_q.astype(np.uint64) * _HASH_MULT[1])
+        pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        idx = np.flatnonzero((line_q >= 0) & (self.keys[pos] == keys))
+        at = pos[idx]
+        ok = (self.q[at] == line_q[idx]) & (self.docs[at] == docs[idx])
+        out[idx[ok]] = self.values[at[ok]]
+        return out
+
+
+def _repeats(block: Any, gid: np.ndarray, source: str,
+             doc_hash: np.ndarray) -> list[RecordProblem]:
     """A problem for every doc id repeated within one query of ``block`` (hash, then exact)."""
     docs = block.docs
     n = docs.size
     if n < 2:
         return []
-    width = -(-docs.itemsize // 8) * 8
-    mat = docs.astype(f"S{width}").view(np.uint64).reshape(n, width // 8)
-    mult = np.resize(_HASH_MULT, mat.shape[1])
     with np.errstate(over="ignore"):
-        h = (mat * mult).sum(axis=1, dtype=np.uint64) ^ (gid.astype(np.uint64) * _HASH_MULT[0])
+        h = doc_hash ^ (gid.astype(np.uint64) * _HASH_MULT[0])
+    ordered = np.sort(h)
+    if not bool(np.any(ordered[1:] == ordered[:-1])):
+        return []
     order = np.argsort(h, kind="stable")
     same = np.flatnonzero(h[order][1:] == h[order][:-1])
     out = []
