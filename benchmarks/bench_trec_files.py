@@ -37,7 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_streaming import (  # noqa: E402 - the benchmarks folder is not a package
+from bench_streaming import (  # the benchmarks folder is not a package
     MEASURES,
     ROOT,
     TREC_ARGS,
