@@ -65,3 +65,22 @@ def test_file_benchmark_patches_trec_eval_lookup() -> None:
         sys.path.remove(str(ROOT / "benchmarks"))
     text = (src / "trec_eval.c").read_text()
     assert mod._LOOP in text and text.count(mod._OUTER) == 1
+
+
+def test_run_reader_scores_equal_python_float() -> None:
+    from ragmeter.data.trec import _parse_scores
+
+    rng = np.random.default_rng(5)
+    toks = [b"12.345", b"-0.5", b"7", b"1e5", b"inf", b"-inf", b".5", b"5.", b"-0", b"+5",
+            b"123456789012345", b"1234567890123456", b"0.30000000000000004", b"-.25",
+            b"00012.5000"]
+    toks += [f"{x:.{p}f}".encode() for x, p in zip(
+        (rng.random(3000) - 0.3) * 10.0 ** rng.integers(-3, 9, 3000),
+        rng.integers(0, 12, 3000), strict=True)]
+    toks += [repr(float(x)).encode() for x in rng.random(1000)]
+    got = _parse_scores(np.array(toks))
+    want = np.array([float(t) for t in toks])
+    assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+    for bad in (b".", b"-", b"1.2.3", b"abc", b"1-2"):
+        with pytest.raises(ValueError):
+            _parse_scores(np.array([bad]))
