@@ -84,3 +84,31 @@ def test_run_reader_scores_equal_python_float() -> None:
     for bad in (b".", b"-", b"1.2.3", b"abc", b"1-2"):
         with pytest.raises(ValueError):
             _parse_scores(np.array([bad]))
+
+
+@pytest.mark.parametrize("text", [
+    "q1 0 d1 1\nq1 0 d2 0\n# comment\n\nq2 0 d1 -1 extra\n", "ключ 0 док 2\n",
+    "q\t0\td\t3\r\n", "q 0 d 01\n", "",
+])
+def test_fast_qrels_equal_line_by_line_parser(text: str) -> None:
+    from ragmeter.data.trec import _fast_qrels, _parse_trec
+
+    fast = _fast_qrels(text)
+    assert fast is not None
+    slow = _parse_trec(text, "x", "qrels")
+    assert fast == slow and list(fast) == list(slow)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q1 0 d1 1\nq1 0 d1 2\n", "repeated"), ("q 0 d +x\n", "integer"),
+    ("q 0 d 99999999999\n", "out of range"), ("q 0 d\n", "columns"),
+])
+def test_fast_qrels_leave_bad_lines_to_the_named_errors(tmp_path: Path, text: str,
+                                                       message: str) -> None:
+    from ragmeter.data.trec import _fast_qrels, load_qrels
+
+    assert _fast_qrels(text) is None
+    path = tmp_path / "q.txt"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(DataError, match=message):
+        load_qrels(path)
