@@ -185,7 +185,10 @@ class _JudgedKeys:
             return out
         fits = (np.strings.str_len(q) <= self.wq) & (np.strings.str_len(d) <= self.wd)
         keys = self._keys(q, d)
-        pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        order = np.argsort(keys)  # sorted needles: each search starts where the last ended
+        pos = np.empty(keys.size, dtype=np.int64)
+        pos[order] = np.searchsorted(self.keys, keys[order])
+        np.minimum(pos, self.keys.size - 1, out=pos)
         match = fits & (self.keys[pos] == keys)
         out[match] = self.values[pos[match]]
         return out
@@ -226,7 +229,10 @@ class _JudgedHashes:
             return out
         with np.errstate(over="ignore"):
             keys = doc_hash ^ (line_q.astype(np.uint64) * _HASH_MULT[1])
-        pos = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        order = np.argsort(keys)  # sorted needles: each search starts where the last ended
+        pos = np.empty(keys.size, dtype=np.int64)
+        pos[order] = np.searchsorted(self.keys, keys[order])
+        np.minimum(pos, self.keys.size - 1, out=pos)
         idx = np.flatnonzero((line_q >= 0) & (self.keys[pos] == keys))
         at = pos[idx]
         ok = (self.q[at] == line_q[idx]) & (self.docs[at] == docs[idx])
