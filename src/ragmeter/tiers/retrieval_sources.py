@@ -209,14 +209,22 @@ def _doc_hashes(docs: np.ndarray) -> np.ndarray:
         return np.asarray((mat * mult).sum(axis=1, dtype=np.uint64))
 
 
+_PREFIX_BITS = 22
+
+
 class _JudgedHashes:
     """Positive judgments keyed by ``hash(doc) ^ query index``: an integer lookup per line,
     each match then checked exactly (query index and doc bytes)."""
 
     def __init__(self, judged: Any) -> None:
         docs = np.array([doc.encode("utf-8") for doc in judged.docs] or [b""])[:judged.q.size]
+        hashes = _doc_hashes(docs)
+        # which doc hashes are judged at all: one flag per top-22-bit prefix, so most lines of a
+        # run are ruled out by one lookup in a 4 MiB table before any search
+        self.judged_doc = np.zeros(1 << _PREFIX_BITS, dtype=bool)
+        self.judged_doc[hashes >> np.uint64(64 - _PREFIX_BITS)] = True
         with np.errstate(over="ignore"):
-            keys = _doc_hashes(docs) ^ (judged.q.astype(np.uint64) * _HASH_MULT[1])
+            keys = hashes ^ (judged.q.astype(np.uint64) * _HASH_MULT[1])
         order = np.argsort(keys, kind="stable")
         self.keys, self.q = keys[order], np.asarray(judged.q)[order]
         self.docs, self.values = docs[order], np.asarray(judged.grades)[order]
@@ -227,14 +235,16 @@ class _JudgedHashes:
         out = np.zeros(line_q.size, dtype=np.int64)
         if not self.keys.size or not line_q.size:
             return out
+        maybe = np.flatnonzero(self.judged_doc[doc_hash >> np.uint64(64 - _PREFIX_BITS)]
+                               & (line_q >= 0))
         with np.errstate(over="ignore"):
-            keys = doc_hash ^ (line_q.astype(np.uint64) * _HASH_MULT[1])
+            keys = doc_hash[maybe] ^ (line_q[maybe].astype(np.uint64) * _HASH_MULT[1])
         order = np.argsort(keys)  # sorted needles: each search starts where the last ended
         pos = np.empty(keys.size, dtype=np.int64)
         pos[order] = np.searchsorted(self.keys, keys[order])
         np.minimum(pos, self.keys.size - 1, out=pos)
-        idx = np.flatnonzero((line_q >= 0) & (self.keys[pos] == keys))
-        at = pos[idx]
+        found = self.keys[pos] == keys
+        idx, at = maybe[found], pos[found]
         ok = (self.q[at] == line_q[idx]) & (self.docs[at] == docs[idx])
         out[idx[ok]] = self.values[at[ok]]
         return out
