@@ -403,21 +403,18 @@ def test_cli_run_with_the_mock_server_reports_and_fails_when_nothing_survives(
     assert r.returncode == 2 and "--resume" in r.stderr
 
 
-def test_budget_admits_until_a_limit_would_be_passed() -> None:
-    from ragmeter.synth.cost import Budget
+def test_the_generator_shares_the_one_budget_of_an_enclosing_scope() -> None:
+    from ragmeter.cost import Budget, budget_scope
 
-    b = Budget(max_calls=3)
-    assert b.admit() and b.admit()
-    b.settle(1, 0.0)
-    assert b.admit()            # 1 done + 2 in flight = 3
-    assert not b.admit() and "max-calls 3" in (b.stopped or "")
-    c = Budget(max_cost=1.0, per_call_cost=0.4)
-    assert c.admit() and c.admit()      # 0.8 reserved
-    assert not c.admit()                # 1.2 would pass 1.0
-    c.settle(1, 0.1)
-    assert c.admit()                    # 0.1 spent + 0.8 reserved
-    with pytest.raises(ConfigError):
-        Budget(max_calls=-1)
+    budget = Budget(max_calls=20)
+    gen = ScriptedGenerator()
+    j = judge(gen, max_concurrency=1)
+    with budget_scope(budget):   # how every command passes --max-calls to its judges
+        ts = generate_testset(CORPUS, generator=j, n=12, seed=1)
+    assert ts.stopped == "--max-calls 20 reached"
+    assert j.scripted.calls == budget.calls == 20
+    with pytest.raises(ConfigError, match="must be >= 1"):
+        Budget(max_calls=0)
 
 
 def test_a_dead_generator_stops_early_instead_of_failing_every_call() -> None:

@@ -124,12 +124,11 @@ def register(app: typer.Typer) -> None:
                     batch_size=batch_size if sink is not None else None,
                     on_batch=sink.write if sink is not None else None)
 
-        from ragmeter.cost import run_with_cost_control
+        from ragmeter.cli.cost_options import CostOptions, run_costed
 
         try:
-            result = run_with_cost_control(work, estimate=estimate, max_cost=max_cost,
-                                           max_calls=max_calls,
-                                           title=f"generation: {len(items)} samples")
+            result = run_costed(work, CostOptions(estimate, max_cost, max_calls),
+                                title=f"generation: {len(items)} samples")
         finally:
             if sink is not None:
                 sink.close()
