@@ -195,3 +195,20 @@ def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
     bad = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
                                    str(evalset), "-k", "0,5", "--out", str(out)])
     assert bad.exit_code != 0
+
+
+def test_report_accepts_retrievers_comparison_json(tmp_path: Path) -> None:
+    from ragmeter.runner.sources import load_source
+
+    chunks, samples, params = _data()
+    cmp = compare_retrievers({"bm25": BM25Retriever(), "reverse": ReverseRetriever()},
+                             samples, chunks, ks=(1, 3), seed=7, chunking=params,
+                             n_resamples=200)
+    files = cmp.write(tmp_path / "out", charts=False)
+    path = next(f for f in files if f.name == "comparison.json")
+    src = load_source(str(path))
+    assert set(src.results) == {"retrieval/bm25", "retrieval/reverse"}
+    assert src.results["retrieval/bm25"]["hit_rate@1"].aggregate.mean == 1.0
+    from ragmeter.reports.markdown import run_markdown
+
+    assert "hit_rate@1" in run_markdown(src.run, None, "en")

@@ -8,9 +8,11 @@ json / csv through :func:`ragmeter.data.loaders.read_records`). Two modes:
 * **judge** — the production judge is called with the user's own prompt template (text with
   ``{question}``, ``{answer}``, ``{context}`` placeholders; an optional
   ``---system---``/``---user---`` split), exactly as production renders it (plain
-  substitution, no fencing, no JSON instruction). The reply is parsed strictly: after
-  stripping whitespace, quotes and one trailing ``.``/``!``, it must be ``yes``/``no``/``да``/
-  ``нет`` (any case); anything else is unscored ``parse_error`` with the raw reply kept.
+  substitution, no fencing, no JSON instruction). The reply is parsed leniently by default
+  (``Yes``, ``Yes.``, ``**Yes**``, ``Yes, because …``, ``No: reason`` — see
+  :func:`parse_production_reply`); with ``strict`` only ``Yes``/``No``/``Да``/``Нет`` alone (one
+  trailing ``.``/``!`` allowed) or followed by ``: reason``. Anything else is unscored
+  ``parse_error`` with the raw reply kept.
   Items without a question, answer or context are not sent (unscored
   ``missing_field:<name>``).
 
@@ -95,7 +97,7 @@ class ProductionReply:
 
 _LENIENT = re.compile(r"^(yes|no|да|нет)(?![\w])\s*[.!,;:\-–—)]*\s*(.*)$",
                       re.IGNORECASE | re.DOTALL)
-_STRICT = re.compile(r"^(yes|no|да|нет)(?:\s*:\s*(\S.*))?$", re.IGNORECASE | re.DOTALL)
+_STRICT = re.compile(r"^(yes|no|да|нет)(?:[.!]|\s*:\s*(\S.*))?$", re.IGNORECASE | re.DOTALL)
 _DECORATION = " \t\r\n\"'«»`*_#>"
 
 
@@ -106,7 +108,7 @@ def parse_production_reply(text: str | None, *, strict: bool = False) -> Product
     Lenient (default) accepts what real judges send: any case, surrounding quotes or markdown
     emphasis, a ``<think>`` block, trailing punctuation (``Yes.``), and a reason after ``:``,
     ``-``, ``—``, ``.`` or a new line. ``strict`` accepts only ``Yes``/``No``/``Да``/``Нет`` alone
-    or followed by ``: reason``. Anything else has ``decision=None`` (unscored ``parse_error``).
+    (one trailing ``.`` or ``!`` allowed: ``Yes.``) or followed by ``: reason``. Anything else has ``decision=None`` (unscored ``parse_error``).
     """
     if text is None:
         return ProductionReply(None, None, None)
@@ -440,7 +442,7 @@ class JudgePipelineOptions(TierOptions):
     """``items``: the labelled items file (required); ``prompt_template`` or
     ``prompt_template_file``: the production judge's prompt, used when the tier names a
     judge (without one the items' stored predictions are scored); ``strict``: accept only the
-    exact reply forms (``Yes`` / ``No: reason``), anything else is unscored."""
+    exact reply forms (``Yes``, ``Yes.``, ``No: reason``), anything else is unscored."""
 
     items: str | None = None
     prompt_template: str | None = None
