@@ -153,3 +153,38 @@ def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int)
         agg = first if name == "d" else res[name].aggregate
         assert (agg.ci_low, agg.ci_high) == _ci_one_metric_at_a_time(x, 11, 300)
         assert agg.mean == float(x.mean())
+
+
+@pytest.mark.parametrize("text, uniform", [
+    (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\nq2 Q0 d1 1 0.5 tag\n", True),
+    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", True),
+    (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", False),           # ragged lines
+    (b"q1 Q0 d1 1 2.5 tag\nq1  Q0 d2 2 1.5 t\n", False),        # two spaces
+    (b"q1\tQ0 d1 1 2.5 tag\n", False),                          # tab
+    (b"q1 Q0 d1 1 2.5 tag\r\n", False),                         # CR
+    (b"q1 Q0 d1 1 2.5 tag\n\nq2 Q0 d1 1 2.5 tag\n", False),     # blank line
+    (b" q1 Q0 d1 1 2.5 tag\n", False),                          # leading space
+    (b"q1 Q0 d1 1 2.5 tag \n", False),                          # trailing space
+    (b"#c Q0 d1 1 2.5 tag\nq1 Q0 d1 1 2.5 tag\n", False),       # comment line
+    (b"q1 Q0 d\x01x 1 2.5 tag\n", False),                       # another control byte
+    (b"q1 Q0 d1 1 2.5 tag", False),                             # no final newline
+    ("q1 Q0 док 1 2.5 tag\n".encode(), True),
+])
+def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> None:
+    from ragmeter.data.trec import _line_tokens, _split_tokens, _uniform_tokens
+
+    raw = np.frombuffer(text, dtype=np.uint8)
+    assert (_uniform_tokens(raw, 5) is not None) == uniform
+    fast, general = _line_tokens(text, 5), _split_tokens(np.frombuffer(text + bytes(64),
+                                                                       dtype=np.uint8), raw, 5)
+    assert (fast is None) == (general is None)
+    if fast is not None and general is not None:
+        for a, b in zip(fast, general, strict=True):
+            assert np.array_equal(a, b)
+    if general is not None:  # the tokens are bytes.split()'s
+        padded, ts, te, first, data = general
+        lines = text.split(b"\n")
+        for f, li in zip(first.tolist(), data.tolist(), strict=True):
+            parts = lines[li].split()
+            got = [bytes(padded[ts[f + j]:te[f + j]]) for j in range(len(parts))]
+            assert got == parts

@@ -248,7 +248,7 @@ def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> 
     if int(start.max()) + width > raw.size:  # callers pad; this keeps it correct without
         raw = np.concatenate([raw, np.zeros(width, dtype=np.uint8)])
     mat = np.lib.stride_tricks.sliding_window_view(raw, width)[start]
-    mat[np.arange(width) >= (end - start)[:, None]] = 0
+    np.multiply(mat, np.arange(width) < (end - start)[:, None], out=mat)  # clear past the end
     return mat.view(f"S{width}").ravel()
 
 
@@ -296,12 +296,47 @@ _SPACE[[9, 10, 11, 12, 13, 32]] = True
 _Tokens = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+def _uniform_tokens(raw: np.ndarray, min_cols: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(token starts, token ends, first token of each line, lines)`` when every line of
+    ``raw`` has the same number (at least ``min_cols``) of non-empty tokens separated by single
+    spaces and ends with a newline, and no line is a ``#`` comment: what a program writes, and
+    then exactly how ``bytes.split()`` splits it. None for anything else (tabs, CR, runs of
+    spaces, blank lines, another control byte, ragged lines): the general path handles it."""
+    if not raw.size or raw[-1] != 10:
+        return None
+    sep = np.flatnonzero(raw <= 32)  # every separator candidate, control bytes included
+    k = int(np.argmax(raw[sep] == 10)) + 1  # separators on the first line
+    if k < min_cols or sep.size % k:
+        return None
+    ends = sep.reshape(-1, k)
+    kinds = raw[ends]
+    if not (bool(np.all(kinds[:, -1] == 10)) and bool(np.all(kinds[:, :-1] == 32))):
+        return None
+    starts = np.empty_like(ends)
+    starts[0, 0] = 0
+    starts[1:, 0] = ends[:-1, -1] + 1
+    starts[:, 1:] = ends[:, :-1] + 1
+    if bool(np.any(ends <= starts)) or bool(np.any(raw[starts[:, 0]] == 35)):  # empty, '#'
+        return None
+    n = ends.shape[0]
+    return starts.ravel(), ends.ravel(), np.arange(0, n * k, k), np.arange(n)
+
+
 def _line_tokens(chunk: bytes, min_cols: int) -> _Tokens | None:
     """``(padded bytes, token starts, token ends, first token of each data line, data lines)``
     of ``chunk``, split as ``bytes.split()`` splits each line; blank lines and ``#`` comment
     lines are not data lines. None when a data line has fewer than ``min_cols`` tokens."""
     padded = np.frombuffer(chunk + bytes(_FAST_ID_BYTES), dtype=np.uint8)  # room to gather
     raw = padded[:len(chunk)]
+    uniform = _uniform_tokens(raw, min_cols)
+    if uniform is not None:
+        return (padded, *uniform)
+    return _split_tokens(padded, raw, min_cols)
+
+
+def _split_tokens(padded: np.ndarray, raw: np.ndarray, min_cols: int) -> _Tokens | None:
+    """:func:`_line_tokens` for any text: every byte classified (the general path)."""
     space = _SPACE[raw]  # what bytes.split() splits on
     begin = ~space
     begin[1:] &= space[:-1]
