@@ -239,17 +239,36 @@ class RunBlock:
     lines: np.ndarray
 
 
+_ALL_BYTES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
 def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
-    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded):
-    rows of a strided window view of ``raw`` (one copy of ``width`` bytes per token), then the
-    bytes past each token's end cleared."""
+    """Tokens ``raw[start:end]`` as a fixed-width byte-string array, zero padded to ``width``
+    rounded up to whole 8-byte words: each word is one unaligned 8-byte read per token (a
+    1-byte-strided ``uint64`` view of ``raw``), masked past the token's end."""
+    words = max(1, -(-width // 8))
     if not start.size:
-        return np.zeros(0, dtype=f"S{width}")
-    if int(start.max()) + width > raw.size:  # callers pad; this keeps it correct without
-        raw = np.concatenate([raw, np.zeros(width, dtype=np.uint8)])
-    mat = np.lib.stride_tricks.sliding_window_view(raw, width)[start]
-    np.multiply(mat, np.arange(width) < (end - start)[:, None], out=mat)  # clear past the end
-    return mat.view(f"S{width}").ravel()
+        return np.zeros(0, dtype=f"S{8 * words}")
+    if int(start.max()) + 8 * words > raw.size:  # callers pad; this keeps it correct without
+        raw = np.concatenate([raw, np.zeros(8 * words, dtype=np.uint8)])
+    as_words = np.ndarray((raw.size - 7,), dtype="<u8", buffer=raw, strides=(1,))
+    lens = end - start
+    out = np.empty((start.size, words), dtype="<u8")
+    for w in range(words):
+        left = np.clip(lens - 8 * w, 0, 8).astype(np.uint64) * np.uint64(8)  # bits to keep
+        keep = np.where(left == 64, _ALL_BYTES, (np.uint64(1) << (left & np.uint64(63)))
+                        - np.uint64(1))
+        np.bitwise_and(as_words[start + 8 * w], keep, out=out[:, w])
+    return out.view(f"S{8 * words}").ravel()
+
+
+def _byte_columns(tokens: np.ndarray) -> np.ndarray:
+    """``(width, n)`` byte columns of fixed-width tokens, trailing all-zero columns
+    dropped (the padding every token has)."""
+    n, width = tokens.size, tokens.dtype.itemsize
+    mat = tokens.view(np.uint8).reshape(n, width)
+    used = np.flatnonzero(mat.any(axis=0))
+    return np.ascontiguousarray(mat[:, :int(used[-1]) + 1 if used.size else 1].T)
 
 
 _POW10 = 10.0 ** np.arange(23)  # exact in float64
@@ -264,21 +283,27 @@ def _parse_scores(tokens: np.ndarray) -> np.ndarray:
     (exponents, ``inf``, ``+``, long mantissas) go through NumPy's string conversion, which
     raises ``ValueError`` on a token that is not a number.
     """
-    n, width = tokens.size, tokens.dtype.itemsize
-    cols = np.ascontiguousarray(tokens.view(np.uint8).reshape(n, width).T).astype(np.int64)
+    n = tokens.size
+    cols = _byte_columns(tokens)  # uint8: every counter but the mantissa is one byte wide
     mant = np.zeros(n, dtype=np.int64)
-    n_digits = np.zeros(n, dtype=np.int64)
-    frac = np.zeros(n, dtype=np.int64)
-    dots = np.zeros(n, dtype=np.int64)
+    n_digits = np.zeros(n, dtype=np.uint8)
+    frac = np.zeros(n, dtype=np.uint8)
+    dots = np.zeros(n, dtype=np.uint8)
     bad = np.zeros(n, dtype=bool)
     neg = cols[0] == 45  # '-'
     for j, c in enumerate(cols):
-        digit = (c >= 48) & (c <= 57)
-        mant = np.where(digit, mant * 10 + (c - 48), mant)
+        d = c - np.uint8(48)  # wraps below '0': a digit is d < 10
+        digit = d < 10
+        np.multiply(mant, 10, out=mant, where=digit)
+        np.add(mant, d, out=mant, where=digit)
         n_digits += digit
         frac += digit & (dots > 0)
-        dots += c == 46
-        bad |= ~digit & (c != 46) & (c != 0) & ((c != 45) | (j > 0))
+        dot = c == 46
+        dots += dot
+        other = ~digit & ~dot & (c != 0)
+        if j == 0:
+            other &= ~neg
+        bad |= other
     plain = ~bad & (dots <= 1) & (n_digits > 0) & (n_digits <= 15)
     out = np.empty(n, dtype=np.float64)
     val = mant[plain].astype(np.float64) / _POW10[frac[plain]]
@@ -368,9 +393,12 @@ def _column(tokens: _Tokens, col: int) -> np.ndarray | None:
     return None if width > _FAST_ID_BYTES else _gather(padded, start, end, max(width, 1))
 
 
-def _vector_columns(chunk: bytes, first_line: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(qids, docs, scores, lines)`` of ``chunk`` parsed with array operations.
+_Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _vector_columns(chunk: bytes, first_line: int) -> _Columns | None:
+    """``(qids, docs, scores, lines, line starts)`` of ``chunk`` parsed with array operations
+    (line starts: the byte offset of each line in ``chunk``).
 
     None when a line needs the line-by-line path: fewer than 5 columns, a bad score, an id
     longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
@@ -380,7 +408,8 @@ def _vector_columns(chunk: bytes, first_line: int
         return None
     data = tokens[4]
     if not data.size:
-        return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
+        none = np.zeros(0, np.int64)
+        return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), none, none
     qids, docs, raw_scores = _column(tokens, 0), _column(tokens, 2), _column(tokens, 4)
     if qids is None or docs is None or raw_scores is None:
         return None
@@ -390,13 +419,13 @@ def _vector_columns(chunk: bytes, first_line: int
         return None
     if bool(np.isnan(scores).any()):
         return None
-    return qids, docs, scores, data.astype(np.int64) + first_line
+    return qids, docs, scores, data.astype(np.int64) + first_line, tokens[1][tokens[3]]
 
 
 def _parse_grades(tokens: np.ndarray) -> np.ndarray | None:
     """Integer grade tokens (``-?[0-9]{1,10}``) as int64, or None when one is anything else."""
-    n, width = tokens.size, tokens.dtype.itemsize
-    cols = np.ascontiguousarray(tokens.view(np.uint8).reshape(n, width).T).astype(np.int64)
+    n = tokens.size
+    cols = _byte_columns(tokens)
     value = np.zeros(n, dtype=np.int64)
     n_digits = np.zeros(n, dtype=np.int64)
     neg = cols[0] == 45
@@ -441,13 +470,16 @@ def _fast_qrels(text: str) -> Qrels | None:
 
 
 def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[RecordProblem]
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                  ) -> _Columns:
     """Line by line: comments (``#``), blank lines, trailing columns; bad lines → ``problems``."""
     qids: list[bytes] = []
     docs: list[bytes] = []
     scores: list[float] = []
     lines: list[int] = []
+    offsets: list[int] = []
+    offset = 0
     for lineno, line in enumerate(chunk.split(b"\n"), start=first_line):
+        at, offset = offset, offset + len(line) + 1
         parts = line.split()
         if not parts or parts[0].startswith(b"#"):
             continue
@@ -471,8 +503,10 @@ def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[Rec
         docs.append(parts[2])
         scores.append(value)
         lines.append(lineno)
+        offsets.append(at)
     return (np.array(qids or [b""])[:len(qids)], np.array(docs or [b""])[:len(docs)],
-            np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64))
+            np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64),
+            np.asarray(offsets, dtype=np.int64))
 
 
 def _check_text(chunk: bytes, source: str, line_base: int) -> None:
@@ -537,7 +571,7 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
             parsed = _vector_columns(chunk, line_base)
             if parsed is None:
                 parsed = _slow_columns(chunk, line_base, source, found)
-            qids, docs, scores, lines = parsed
+            qids, docs, scores, lines, offsets = parsed
             if not qids.size:
                 line_base += chunk.count(b"\n")
                 continue
@@ -548,8 +582,7 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
                     carry = chunk + carry
                     continue
                 back = int(lines[last]) - line_base
-                ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-                carry = chunk[int(ends[back - 1]) + 1 if back else 0:] + carry
+                carry = chunk[int(offsets[last]):] + carry
                 line_base += back
                 qids, docs, scores, lines = qids[:last], docs[:last], scores[:last], lines[:last]
                 starts = starts[:-1]
