@@ -11,7 +11,9 @@ pytrec_eval's evaluator construction included). Each tool is imported and warmed
 input first (ranx: numba JIT; ragmeter: metric registry). Memory: the kernel's peak-RSS mark is reset after loading the input (``clear_refs``;
 ``resource.getrusage`` where that is not allowed), so "peak" is the process peak during
 evaluation and "above input" is that peak minus the RSS with the input loaded.
-ragmeter's bootstrap CIs are lazy (computed on first access) and timed separately.
+ragmeter's bootstrap CIs are lazy (computed on first access) and timed separately. Wall and CPU
+time (``time.process_time``: robust on a loaded machine) are both recorded; speed ratios are given
+for both, against the other tools measured in the same run.
 
     python benchmarks/bench_retrieval.py              # 100k queries
     python benchmarks/bench_retrieval.py --queries 5000 --repeat 3
