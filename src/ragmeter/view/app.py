@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -64,13 +65,16 @@ class Viewer:
 VIEWER = web.AppKey("viewer", Viewer)
 
 
-LOCAL_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+_LOCAL_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?", re.IGNORECASE)
 
 
-def _host_name(host: str) -> str:
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+def host_is_local(host: str, target: str = "/") -> bool:
+    """Whether a request names this machine: a ``Host`` of exactly a loopback name with an
+    optional numeric port (``localhost:evil`` and ``127.0.0.1:P@evil.example`` are not), and a
+    request line in origin form (``/path``), since an absolute-form target names its own host."""
+    if not target.startswith("/") or target.startswith("//"):
+        return False
+    return _LOCAL_HOST.fullmatch(host) is not None
 
 
 def make_app(store_url: str | None = None, lang: str | None = None, *,
@@ -83,7 +87,8 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
 
     @web.middleware
     async def only_local(request: web.Request, handler: Any) -> Any:
-        if local_only and _host_name(request.host or "") not in LOCAL_NAMES:
+        target = request.raw_path if request.method != "CONNECT" else ""
+        if local_only and not host_is_local(request.headers.get("Host", ""), target):
             return web.Response(status=421, text="ragmeter view answers on localhost only\n")
         return await handler(request)
 
