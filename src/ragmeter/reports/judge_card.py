@@ -105,12 +105,12 @@ def card_section(run: Any, lang: str) -> str:
 
 def card_markdown(run: Any, lang: str) -> list[str]:
     """A short Markdown block per card: κ, accuracy, bias direction and the corrected mean."""
-    from ragmeter.reports.markdown import md_escape
+    from ragmeter.reports.markdown import md_code, md_escape
 
     lines: list[str] = []
     for card, ppi in stored_cards(run):
         lines += [f"### {t('jc_title', lang)}: {md_escape(card.judge)} "
-                  f"(`{md_escape(card.model)}`)", "",
+                  f"({md_code(card.model)})", "",
                   f"| {t('metric', lang)} | n | {t('jc_accuracy', lang)} | {t('jc_kappa', lang)}"
                   f" | {t('jc_auc', lang)} | {t('jc_bias', lang)} | {t('jc_raw_mean', lang)} | "
                   f"{t('jc_ppi_estimate', lang)} |", "|---|---:|---:|---:|---:|---|---:|---|"]
@@ -121,7 +121,7 @@ def card_markdown(run: Any, lang: str) -> list[str]:
                     if p else "–")
             raw = _f(p.get("judge_mean")) if p else _f(m.judge_mean)
             lines.append(
-                f"| `{md_escape(m.metric)}` | {m.n} | {_f(s['accuracy'].value)} | "
+                f"| {md_code(m.metric)} | {m.n} | {_f(s['accuracy'].value)} | "
                 f"{_f(s['kappa'].value)} | {_f(s['auc'].value)} | "
                 f"{md_escape(t('jc_bias_' + m.bias_direction.replace(' ', '_'), lang))} | "
                 f"{raw} | {corr} |")

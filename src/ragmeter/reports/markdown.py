@@ -7,6 +7,7 @@ would render) — a metric or system name cannot break the table or inject HTML.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,9 +19,26 @@ from ragmeter.results.store import StoredRun
 BAND_ICON = {"excellent": "🟢 excellent", "good": "🟡 good", "needs attention": "🔴 needs attention"}
 
 
+_MD_PUNCT = re.compile(r"([\\`*_\[\]!~|#])")
+_AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
+
+
 def md_escape(text: object) -> str:
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-    return s.replace("<", "&lt;").replace(">", "&gt;").replace("`", "\\`")
+    """Text shown as itself in Markdown (and a GitHub table cell): no link, image, emphasis,
+    autolink, HTML or cell break can come out of a name, a question or a message."""
+    s = str(text).replace("\r", " ").replace("\n", " ")
+    s = _MD_PUNCT.sub(r"\\\1", s)
+    s = _AUTOLINK.sub(lambda m: "\\" + m[1] if m[1][0] in ":@" else m[1][:3] + "\\.", s)
+    return s.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_code(text: object) -> str:
+    """``text`` as an inline code span: a backtick fence longer than any run inside it, and
+    ``|`` escaped as a GitHub table requires even there."""
+    s = str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
 
 
 def _f(x: float | None) -> str:
@@ -38,9 +56,9 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
 
     lang = check_lang(lang) if lang else run_lang(run)
     lines = [f"## ragmeter: {md_escape(run.name)}", "",
-             f"{t('run', lang)} `{md_escape(run.id)}` · {md_escape(run.created_at)} · "
+             f"{t('run', lang)} {md_code(run.id)} · {md_escape(run.created_at)} · "
              f"{t('status', lang)} {md_escape(run.status)} · git "
-             f"`{md_escape((run.git_commit or '–')[:12])}`", ""]
+             f"{md_code((run.git_commit or '–')[:12])}", ""]
     demo = is_demo(run)
     if demo:
         lines += [f"> ⚠️ {md_escape(t('demo_banner', lang, names=', '.join(demo)))}", ""]
@@ -50,10 +68,10 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
         lines += [t("no_results", lang), ""]
     n_res = seed = None
     for tier, dec in decisions.items():
-        lines += [f"**{md_escape(tier_title(tier, lang))}** (`{md_escape(tier)}`): "
+        lines += [f"**{md_escape(tier_title(tier, lang))}** ({md_code(tier)}): "
                   f"{md_escape(dec.verdict(lang))}", ""]
         lines += ["| " + t("system", lang) + " | " + " | ".join(
-            f"`{md_escape(m)}`" for m in dec.metrics) + " |",
+            f"{md_code(m)}" for m in dec.metrics) + " |",
                   "|---|" + "---:|" * len(dec.metrics)]
         multi = sum(1 for s in dec.systems
                     if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
@@ -82,7 +100,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     not_ok = [(x, r) for x, r in run.tiers.items() if r.status != "ok"]
     if not_ok:
         lines += [f"**{t('tiers_not_run_md', lang)}**", ""]
-        lines += [f"- `{md_escape(x)}` ({md_escape(t('st_' + r.status, lang))}): "
+        lines += [f"- {md_code(x)} ({md_escape(t('st_' + r.status, lang))}): "
                   f"{md_escape(r.reason or '')}" for x, r in not_ok]
         lines.append("")
     if gate_rows:
@@ -94,7 +112,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
         lines += [f"| {t('result', lang)} | {t('metric', lang)} | {t('value', lang)} | "
                   f"{t('threshold', lang)} | {t('verdict', lang)} | {t('message', lang)} |",
                   "|---|---|---:|---|---|---|"]
-        lines += [f"| {md_escape(r.target)} | `{md_escape(r.metric)}` | {_f(r.value)} | "
+        lines += [f"| {md_escape(r.target)} | {md_code(r.metric)} | {_f(r.value)} | "
                   f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} {r.verdict} | "
                   f"{md_escape(r.message)} |" for r in gate_rows]
         lines.append("")
@@ -116,7 +134,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
                 icon = BAND_ICON.get(band or "", "")
                 if band:
                     icon = icon.split(" ", 1)[0] + " " + t(band, lang)
-                rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | `{md_escape(key)}` | "
+                rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | {md_code(key)} | "
                             f"{mean} | {ci} | {a.n} | {a.n_unscored} | {icon} |")
     if rows:
         lines += ["<details><summary>" + md_escape(t("all_metrics", lang, system=run.name))
@@ -125,7 +143,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
                   f"{t('mean', lang)} | {t('ci95', lang)} | n | {t('n_unscored', lang)} | "
                   f"{t('band', lang)} |",
                   "|---|---|---|---:|---|---:|---:|---|", *rows, "", "</details>", ""]
-    lines += [f"<sub>{t('signature', lang).lower()}: `{md_escape(run.signature)}`</sub>", ""]
+    lines += [f"<sub>{t('signature', lang).lower()}: {md_code(run.signature)}</sub>", ""]
     return "\n".join(lines)
 
 
@@ -134,7 +152,7 @@ def comparison_markdown(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -
     rows = sorted(rows, key=lambda r: (order.get(r.verdict, 2), r.comparison.p_value))
     n_reg = sum(r.verdict == "regression" for r in rows)
     method = rows[0].comparison.method if rows else "randomization"
-    lines = [f"## ragmeter compare: `{md_escape(b.label)}` vs `{md_escape(a.label)}`", "",
+    lines = [f"## ragmeter compare: {md_code(b.label)} vs {md_code(a.label)}", "",
              f"{'🔴' if n_reg else '✅'} {t('regressions', lang, n=n_reg)} "
              f"({t('cmp_meta', lang, method=method)}, B − A)", "",
              f"| {t('result', lang)} | {t('metric', lang)} | A | B | B − A | {t('diff_ci', lang)}"
@@ -144,7 +162,7 @@ def comparison_markdown(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -
         c = r.comparison
         v = t("v_" + r.verdict, lang)
         mark = {"regression": f"🔴 **{v}**", "improvement": f"🟢 {v}"}.get(r.verdict, v)
-        lines.append(f"| {md_escape(r.result)} | `{md_escape(c.metric)}` | {_f(c.mean_a)} | "
+        lines.append(f"| {md_escape(r.result)} | {md_code(c.metric)} | {_f(c.mean_a)} | "
                      f"{_f(c.mean_b)} | {c.diff:+.4f} | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | "
                      f"{c.p_value:.4f} | {c.n} | {mark} |")
     lines.append("")
