@@ -327,6 +327,8 @@ TEXT.update({
     "jc_raw_mean": ("judge mean", "среднее судьи"),
     "jc_ppi_estimate": ("corrected", "с поправкой"),
     "jc_correction": ("correction", "поправка"),
+    "jc_clipped": ("interval cut to the metric's range {lo}–{hi}",
+                   "интервал обрезан до диапазона метрики {lo}–{hi}"),
     "jc_labelled": ("labelled / all", "размечено / всего"),
     "jc_none": ("No run in this store holds a judge card.",
                 "Ни в одном запуске этого хранилища нет карточки судьи."),

@@ -274,7 +274,9 @@ def card_command(
         x = e.estimate
         plan = e.plan
         t.add_row(m, f"{_f(x.judge_mean)} ({x.n_all})",
-                  f"{_f(x.estimate)} [{_f(x.ci_low)}, {_f(x.ci_high)}]", f"{x.correction:+.3f}",
+                  f"{_f(x.estimate)} [{_f(x.ci_low)}, {_f(x.ci_high)}]"
+                  + (f" (cut to the metric's range {x.clipped_to[0]:g}-{x.clipped_to[1]:g})"
+                     if x.clipped_to else ""), f"{x.correction:+.3f}",
                   str(x.n_labelled),
                   "-" if plan is None else (f"{plan.n_more} more" if plan.n_more is not None
                                             else plan.reason))
@@ -295,7 +297,8 @@ def card_command(
                     continue
                 paired[m] = p.to_dict()
                 console.print(f"{m}: {b} - {a} = {p.diff.estimate:+.3f} "
-                              f"[{p.diff.ci_low:+.3f}, {p.diff.ci_high:+.3f}] (raw judge "
+                              f"[{p.diff.ci_low:+.3f}, {p.diff.ci_high:+.3f}]"
+                              f"{' (cut to -1..1)' if p.diff.clipped_to else ''} (raw judge "
                               f"{p.raw_diff:+.3f}), p = {p.p_value:.4f}", highlight=False)
     result = trust_result(card, labs, values, est, system=system)
     if paired:
