@@ -29,7 +29,6 @@ from ragmeter.stats import (
     ppi_paired,
 )
 
-
 #: the range of a judged metric; an interval reaching outside it is cut to it (and says so)
 UNIT = (0.0, 1.0)
 
