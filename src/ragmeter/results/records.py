@@ -9,7 +9,6 @@ part of this metric's population at all and is only counted in ``counts``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -287,10 +286,10 @@ class EvalResult:
                 "results": {k: r.to_dict(per_sample) for k, r in self.results.items()}}
 
     def to_json(self, per_sample: bool = True, indent: int | None = 2) -> str:
+        from ragmeter.results.jsonout import dumps
         from ragmeter.secrets import mask
 
-        return mask(json.dumps(self.to_dict(per_sample), ensure_ascii=False, indent=indent,
-                               default=str))
+        return mask(dumps(self.to_dict(per_sample), indent=indent))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EvalResult:

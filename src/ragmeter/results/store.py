@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ConfigError, DataError, RagmeterError, RecordProblem, require
+from ragmeter.results.jsonout import dumps as strict_json
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.secrets import mask, mask_secrets, mask_url
 
@@ -694,7 +695,7 @@ class ResultStore:
         """A run as JSON or CSV text (what :meth:`export` writes; Parquet is binary)."""
         if fmt == "json":
             run = self.load_run(run_id)
-            return json.dumps(run.to_dict(per_sample), ensure_ascii=False, indent=2, default=str)
+            return strict_json(run.to_dict(per_sample))
         if fmt != "csv":
             raise ConfigError("format", f"no text form of {fmt!r}", ["json", "csv"])
         import csv
@@ -720,8 +721,7 @@ class ResultStore:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "json":
             run = self.load_run(run_id)
-            out.write_text(json.dumps(run.to_dict(per_sample), ensure_ascii=False, indent=2,
-                                      default=str), encoding="utf-8")
+            out.write_text(strict_json(run.to_dict(per_sample)), encoding="utf-8")
             return out
         rows = self.rows(run_id, per_sample=per_sample)
         if fmt == "csv":

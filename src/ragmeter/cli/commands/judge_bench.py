@@ -9,7 +9,6 @@ card with the run.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -199,11 +198,13 @@ def bench_command(
         console.print("--compare needs at least two judges (a --judge-config with a "
                       "'judges' list)")
     if out is not None:
+        from ragmeter.results.jsonout import dumps as strict_json
+
         out.parent.mkdir(parents=True, exist_ok=True)
         payload: dict[str, Any] = {"cards": [r.card.to_dict() for r in runs]}
         if rows:
             payload["comparison"] = rows
-        out.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str),
+        out.write_text(strict_json(payload, indent=1),
                        encoding="utf-8")
         console.print(f"wrote {out}")
 
@@ -307,8 +308,10 @@ def card_command(
         attach_to_run(rs, rid, result)
         console.print(f"card stored with run {rid} (tier judge_trust)")
     if out is not None:
+        from ragmeter.results.jsonout import dumps as strict_json
+
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result.meta, ensure_ascii=False, indent=1, default=str),
+        out.write_text(strict_json(result.meta, indent=1),
                        encoding="utf-8")
         console.print(f"wrote {out}")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -90,8 +89,9 @@ def judge_quality_command(
                           f"not sent {r.meta['missing_fields']}")
         if r.meta.get("warning"):
             console.print(f"[yellow]{r.name}: {r.meta['warning']}[/]")
-    payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
-                         default=str)
+    from ragmeter.results.jsonout import dumps as strict_json
+
+    payload = strict_json([r.to_dict() for r in results])
     common.write_text_out(payload, out, console)
     if common.state().json and str(out) != "-":
         common.emit_json([r.to_dict() for r in results])
