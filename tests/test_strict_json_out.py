@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+
 from ragmeter.cli.app import run
 from ragmeter.results.jsonout import dumps, finite_or_none
 
