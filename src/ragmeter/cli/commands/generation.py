@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
 def _table(result: Any) -> Any:
@@ -49,6 +50,7 @@ def register(app: typer.Typer) -> None:
         data_format: common.FormatOpt = "auto",
         column_map: common.MapOpt = None,
         max_unscored: common.MaxUnscoredOpt = None,
+        max_lost: MaxLostOpt = None,
         judge_backend: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--judge-backend", help="openai (default with --judge-url), mock, local-demo, "
             "recorded.")] = None,
@@ -153,6 +155,7 @@ def register(app: typer.Typer) -> None:
         for line in common.check_scored(common.results_of(result), max_unscored):
             common.err_console().print(f"partly unscored: {line}", highlight=False,
                                        markup=False)
+        report_lost(common.results_of(result), max_lost)
 
 
 class SampleSink:
