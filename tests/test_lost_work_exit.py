@@ -17,7 +17,7 @@ from ragmeter.results.lost import DEFAULT_MAX_LOST, check_lost, is_lost, lost_wo
 from ragmeter.results.records import MetricResult, Signature
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
-from fake_judge import make_script  # noqa: E402
+from fake_judge import make_script
 
 SCRIPT = make_script()
 
