@@ -135,6 +135,9 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         v = values.get(name)
         if v is not None and not isinstance(v, str):
             bad(name, f"must be a string, got {type(v).__name__}")
+    q = values.get("user_input")
+    if isinstance(q, str) and q and not q.strip():
+        bad("user_input", "is only whitespace (a question with no text)")
     for name in STR_LIST_FIELDS:
         v = values.get(name)
         if v is None:
@@ -295,6 +298,9 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     if problems and (not skip_invalid or (not samples and hint)):
         raise DataError(problems, hint=hint or "fix the lines above, or pass skip_invalid=True "
                                                "(--skip-invalid) to skip them and count them")
+    if problems and not samples:  # skipping every record leaves nothing to evaluate
+        raise DataError(problems, hint=f"every one of the {len(problems)} record(s) is invalid, "
+                                       "so skipping them (--skip-invalid) leaves no sample")
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return LoadResult(samples=samples, source=source, lines=lines, skipped=problems,
                       n_records=len(records) + n_unreadable)
@@ -477,6 +483,12 @@ class SampleStream:
         if problems and not self.skip_invalid:
             raise DataError(problems, hint="fix the lines above, or pass skip_invalid=True "
                                            "(--skip-invalid) to skip them and count them")
+        if not n_records and not problems:  # an empty file or a header-only CSV
+            raise DataError(RecordProblem(source, None, None, "no records"))
+        if problems and not seen:  # skipping every record leaves nothing to evaluate
+            raise DataError(problems, hint=f"every one of the {len(problems)} record(s) is "
+                                           "invalid, so skipping them (--skip-invalid) leaves "
+                                           "no sample")
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         self.result.skipped = problems
         self.result.n_records = n_records + n_unreadable
