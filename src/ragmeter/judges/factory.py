@@ -54,8 +54,9 @@ def _build(config: JudgeConfig, **kwargs: Any) -> Judge:
         judge._mock_server = server  # type: ignore[attr-defined]  # keeps it alive
         return judge
     if backend == "gguf":
-        from ragmeter.judges.gguf import GGUFBackend
+        from ragmeter.judges.gguf import GGUFBackend, local_timeout_s
 
+        config = config.with_(timeout_s=local_timeout_s(config))
         return EngineJudge(config, GGUFBackend(config), **kwargs)
     if backend == "local-demo":
         from ragmeter.judges.gguf import make_demo_judge

@@ -78,6 +78,23 @@ def lost_work(results: Iterable[Any], *, reasons: frozenset[str] = LOST_REASONS,
     return out
 
 
+def scored_nothing(results: Iterable[Any]) -> str | None:
+    """Why a step produced no value at all — every metric of every result scored no sample
+    though some were tried — as ``"no value scored (timeout×36, ...)"``; None otherwise."""
+    reasons: Counter[str] = Counter()
+    tried = False
+    for res in results:
+        for r in getattr(res, "results", {}).values():
+            a = r.aggregate
+            if a.n:
+                return None
+            tried = tried or a.n_unscored > 0
+            reasons.update(dict(a.unscored_by_reason))
+    if not tried:
+        return None
+    return "no value scored (" + ", ".join(f"{k}×{v}" for k, v in reasons.most_common(4)) + ")"
+
+
 def check_lost(losses: Iterable[MetricLoss], max_lost: float = DEFAULT_MAX_LOST) -> list[str]:
     """Raise :class:`WorkFailedError` (exit 3) when a metric lost more than ``max_lost`` of its
     attempted values to backend or parse errors (see :func:`lost_work`); else return warning
@@ -98,5 +115,13 @@ def check_lost(losses: Iterable[MetricLoss], max_lost: float = DEFAULT_MAX_LOST)
     return [m.line() for m in losses]
 
 
-__all__ = ["DEFAULT_MAX_LOST", "LOST_REASONS", "TRANSPORT_REASONS", "MetricLoss", "check_lost", "is_lost",
-           "lost_work"]
+__all__ = [
+    "DEFAULT_MAX_LOST",
+    "LOST_REASONS",
+    "TRANSPORT_REASONS",
+    "MetricLoss",
+    "check_lost",
+    "is_lost",
+    "lost_work",
+    "scored_nothing",
+]

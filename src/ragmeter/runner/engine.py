@@ -29,6 +29,7 @@ from typing import Any
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, UsageError
+from ragmeter.results.lost import scored_nothing
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.store import (
     ResultStore,
@@ -351,6 +352,8 @@ class BenchmarkRunner:
             status, reason = "ok", None
             if not results:
                 status, reason = "not_run", "the tier produced no results"
+            elif scored_nothing(results):  # a step that scored nothing is not "ok"
+                status, reason = "error", scored_nothing(results)
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # one broken tier never stops the others
