@@ -93,6 +93,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
         raise ConfigError("judge", "judged metrics need a judge: pass judge=make_judge("
                           "JudgeConfig(...)) or --judge-url/--judge-model on the command line")
     binary = bool(getattr(judge, "demo", False))
+    mock = [getattr(getattr(judge, "backend", None), "kind", "") == "mock"]
     rows = [(judged_row(m), m) for m in metrics]
     asked = [(row.fields, questions_of(row, m)) for row, m in rows]
     judgements: list[SampleJudgement] = []
@@ -147,6 +148,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
             by_prompt[req.prompt_version] = by_prompt.get(req.prompt_version, 0) + 1
             versions.setdefault(call.kind, set()).add(req.prompt_version)
             j.calls.append(_record(call.kind, rep, req))
+            mock[0] = mock[0] or bool(rep.extra and rep.extra.get("mock"))
             if not rep.ok:
                 j.failed[call.kind] = (rep.reason or "backend_error", rep.detail)
             elif not isinstance(rep.data, dict):
@@ -169,7 +171,7 @@ def run_plan(ctx: GenerationContext, metrics: Sequence[Metric]) -> JudgePlan:
     n_requests = len(sent)
     return JudgePlan(judgements, n_requests, by_prompt, binary,
                      ",".join(sorted(set(langs))) or "-", getattr(judge, "name", "judge"),
-                     getattr(judge, "model", ""), versions)
+                     getattr(judge, "model", ""), versions, mock[0])
 
 
 # ----------------------------------------------------------------------------------- scoring
@@ -232,7 +234,7 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: GenerationContext) ->
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
         judge_temp=getattr(jcfg, "temperature", None), judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
-        demo=True if plan.binary else None,
+        demo=True if plan.binary else None, mock=True if plan.mock else None,
         scale="binary" if plan.binary and graded else None,
         claims=(plan.judgements[0].claims_source
                 if plan.judgements and "claims" in calls else None),

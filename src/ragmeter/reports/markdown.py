@@ -52,7 +52,8 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     """A PR-sized summary that leads with the decision: per tier a verdict and a table of
     systems × key metrics (mean, 95% CI, best in bold, † significant gap to the best); then
     tiers not run, gate results, every metric, and the signature."""
-    from ragmeter.reports.html import is_demo, run_lang, tier_decisions
+    from ragmeter.reports.html import run_lang, tier_decisions
+    from ragmeter.reports.judge_labels import is_demo, is_mock
 
     lang = check_lang(lang) if lang else run_lang(run)
     lines = [f"## ragmeter: {md_escape(run.name)}", "",
@@ -62,6 +63,9 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     demo = is_demo(run)
     if demo:
         lines += [f"> ⚠️ {md_escape(t('demo_banner', lang, names=', '.join(demo)))}", ""]
+    mock = is_mock(run)
+    if mock:
+        lines += [f"> ⚠️ {md_escape(t('mock_banner', lang, names=', '.join(mock)))}", ""]
     decisions = tier_decisions(run, lang)
     lines += [f"### {t('decision', lang)}", ""]
     if not decisions:

@@ -149,6 +149,9 @@ def register(app: typer.Typer) -> None:
         if calls:
             demo = " [bold yellow](DEMO judge: binary prompts, not a real grader)[/]" \
                 if calls.get("demo") else ""
+            if calls.get("mock"):
+                demo += (" [bold yellow](MOCK judge: random replies from ragmeter mock-judge, "
+                         "not a measurement)[/]")
             console.print(f"judge calls: {calls['total']} ({calls['per_sample']:.2f} per "
                           f"sample){demo}")
         common.finish_result(result, out, console)
