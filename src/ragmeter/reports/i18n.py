@@ -337,8 +337,16 @@ TEXT.update({
     "jc_clipped": ("interval cut to the metric's range {lo}–{hi}",
                    "интервал обрезан до диапазона метрики {lo}–{hi}"),
     "jc_labelled": ("labelled / all", "размечено / всего"),
-    "jc_none": ("No run in this store holds a judge card.",
-                "Ни в одном запуске этого хранилища нет карточки судьи."),
+    "jc_none": ("No run in this store holds a judge card. A card measures a judge against "
+                "human verdicts: label some judged samples of a run (a JSONL file of sample_id, "
+                "metric, label: yes/no or 0/1/2), then run "
+                "`ragmeter judge card RUN_ID --labels labels.jsonl`; "
+                "`ragmeter judge bench` grades judges on the bundled labelled benchmark.",
+                "Ни в одном запуске этого хранилища нет карточки судьи. Карточка сравнивает "
+                "судью с решениями людей: разметьте несколько примеров запуска (JSONL: "
+                "sample_id, metric, label — да/нет или 0/1/2) и выполните "
+                "`ragmeter judge card RUN_ID --labels labels.jsonl`; "
+                "`ragmeter judge bench` оценивает судей на встроенном размеченном наборе."),
     "jc_compare_intro": (
         "Judge cards of the stored runs side by side, ranked per metric by {stat}.",
         "Карточки судей из сохранённых запусков рядом, по каждой метрике в порядке {stat}."),

@@ -119,7 +119,8 @@ def register(app: typer.Typer) -> None:
                 from ragmeter.judges.factory import make_judge
 
                 judge = make_judge(cfg)
-            with common.working(f"scoring {len(items)} samples"):
+            step = "planning the calls of" if estimate else "scoring"  # --estimate scores none
+            with common.working(f"{step} {len(items)} samples"):
                 return evaluate_generation(
                     items, metric_list, judge=judge, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
