@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
 def judge_quality_command(
@@ -31,6 +32,7 @@ def judge_quality_command(
     estimate: common.EstimateOpt = False,
     max_cost: common.MaxCostOpt = None,
     max_calls: common.MaxCallsOpt = None,
+    max_lost: MaxLostOpt = None,
 ) -> None:
     """Judge quality: every item is judged N times with the cache off.
 
@@ -95,6 +97,7 @@ def judge_quality_command(
     common.write_text_out(payload, out, console)
     if common.state().json and str(out) != "-":
         common.emit_json([r.to_dict() for r in results])
+    report_lost([m for r in results for m in r.results.values()], max_lost)
 
 
 def _f(v: float | None, digits: int = 3) -> str:
