@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.data import jsontext
-from ragmeter.data.reading import has_lone_surrogate, read_text
+from ragmeter.data.reading import has_lone_surrogate, read_lines
 from ragmeter.errors import DataError, RecordProblem
 from ragmeter.metrics.embedding import ClusterStats, cluster_stats, validate_labels
 from ragmeter.results.records import EvalResult, MetricResult, Signature
@@ -64,16 +64,13 @@ def load_labelled_texts(
     field. Every bad line is reported (file, line, field).
     """
     p = Path(path)
-    if not p.is_file():
-        raise DataError(RecordProblem(str(p), None, None, "file not found"))
     texts: list[str] = []
     labels: list[str] = []
     ids: list[str] = []
     problems: list[RecordProblem] = []
     field = label_field
-    for lineno, line in enumerate(read_text(p).split("\n"), 1):  # UTF-8 or a clear error
-        if not line.strip():
-            continue
+    # one reading path: BOM, encodings and line endings as for every other input
+    for lineno, line in read_lines(p):
         try:
             rec = jsontext.loads(line)
         except json.JSONDecodeError as exc:
