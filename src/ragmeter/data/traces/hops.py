@@ -1,0 +1,87 @@
+"""Per-hop retrieval: each retrieval span of one request is a hop (``metadata["hops"]``).
+
+:func:`hop_results` scores Tier 1 metrics on every hop that has gold ids (the request's gold,
+the hop's own ranking) with the same code as whole-request retrieval; :func:`first_degraded_hop`
+names, per request, the first hop whose primary metric falls below a threshold (default: the
+hop found none of the gold documents).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragmeter.data.sample import Sample
+from ragmeter.results.records import EvalResult
+
+DEFAULT_HOP_METRICS = ("hit_rate@10(level=doc)", "mrr(level=doc)")
+
+
+def hops_of(sample: Sample) -> list[dict[str, Any]]:
+    """The hops recorded for ``sample`` (empty when the importer saw no retrieval span)."""
+    hops = sample.metadata.get("hops")
+    return [h for h in hops if isinstance(h, dict)] if isinstance(hops, list) else []
+
+
+def _has_gold(s: Sample) -> bool:
+    return bool(s.gold_doc_ids or s.gold_chunk_ids)
+
+
+def hop_samples(samples: Sequence[Sample], hop: int) -> list[Sample]:
+    """Samples for hop ``hop`` (0-based): the request's gold against that hop's ranking."""
+    out = []
+    for s in samples:
+        hops = hops_of(s)
+        if hop >= len(hops) or not _has_gold(s):
+            continue
+        h = hops[hop]
+        ids = [str(i) for i in h.get("ids") or [] if i is not None]
+        out.append(Sample(id=s.id, user_input=h.get("query") or s.user_input, retrieved_ids=ids,
+                          gold_doc_ids=s.gold_doc_ids, gold_chunk_ids=s.gold_chunk_ids,
+                          gold_grades=s.gold_grades, type=s.type))
+    return out
+
+
+@dataclass
+class HopReport:
+    """Tier 1 results per hop, and the first degraded hop of each request."""
+
+    metrics: tuple[str, ...]
+    per_hop: list[EvalResult] = field(default_factory=list)
+    first_degraded: dict[str, int | None] = field(default_factory=dict)
+    primary: str = ""
+    threshold: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metrics": list(self.metrics), "primary": self.primary,
+                "threshold": self.threshold,
+                "hops": [{"hop": i, "n": len(r.results[next(iter(r.results))].sample_ids)
+                          if r.results else 0, "means": r.means()}
+                         for i, r in enumerate(self.per_hop)],
+                "first_degraded_hop": self.first_degraded}
+
+
+def hop_results(samples: Sequence[Sample], metrics: Sequence[str] = DEFAULT_HOP_METRICS, *,
+                threshold: float | None = None, seed: int = 42) -> HopReport:
+    """Score ``metrics`` on each hop; the first metric decides degradation: a hop is degraded
+    when its value is at most ``threshold`` (default 0: nothing of the gold was found)."""
+    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+
+    report = HopReport(tuple(metrics), primary=metrics[0],
+                       threshold=0.0 if threshold is None else threshold)
+    n_hops = max((len(hops_of(s)) for s in samples if _has_gold(s)), default=0)
+    values: dict[str, list[float]] = {s.id: [] for s in samples if hops_of(s) and _has_gold(s)}
+    for hop in range(n_hops):
+        res = evaluate_retrieval(hop_samples(samples, hop), metrics=list(metrics), seed=seed,
+                                 name=f"hop {hop + 1}")
+        report.per_hop.append(res)
+        first = res.results[next(iter(res.results))]
+        for sid, v in zip(first.sample_ids, first.values, strict=True):
+            values[sid].append(float(v))
+    for sid, vals in values.items():
+        bad = [i for i, v in enumerate(vals) if not np.isnan(v) and v <= report.threshold]
+        report.first_degraded[sid] = bad[0] if bad else None
+    return report
