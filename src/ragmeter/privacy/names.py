@@ -22,7 +22,13 @@ _CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 _INITIALS_AFTER = re.compile(r"^\s+[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.)?")
 _INITIALS_BEFORE = re.compile(r"(?:[А-ЯЁ]\.\s?){1,2}\s*$")
 
-EN_FIRST_NAMES = frozenset("""
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+EN_FIRST_NAMES = _words("""
 James John Robert Michael William David Richard Joseph Thomas Charles Christopher Daniel
 Matthew Anthony Mark Donald Steven Paul Andrew Joshua Kenneth Kevin Brian George Timothy Ronald
 Edward Jason Jeffrey Ryan Jacob Gary Nicholas Eric Jonathan Stephen Larry Justin Scott Brandon
@@ -36,15 +42,15 @@ Evelyn Judith Megan Andrea Cheryl Hannah Jacqueline Martha Gloria Teresa Ann Sar
 Frances Kathryn Janice Jean Abigail Alice Julia Judy Sophia Grace Denise Amber Doris Marilyn
 Danielle Beverly Isabella Theresa Diana Natalie Brittany Charlotte Marie Kayla Alexis Lori
 Chloe Lily Ella Mia Ava Ivan Dmitry Sergey Alexey Maxim Olga Natalia Elena Irina Anastasia
-""".split())
+""")
 EN_TITLES = r"(?:Mr|Mrs|Ms|Miss|Dr|Prof|Professor|Sir|Dame)\.?"
 #: capitalised words that follow an initial or a first name without being a surname
-EN_NOT_SURNAMES = frozenset("""
+EN_NOT_SURNAMES = _words("""
 The A An And Or But If In On At To From For With By Of Is Are Was Were Be I We You He She They
 It This That These Those Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
 February March April May June July August September October November December Room Building
 Floor University Street Avenue Road Office Dean Department Group Course
-""".split())
+""")
 _CAP = r"[A-Z][a-z]+(?:-[A-Z][a-z]+)?"
 _EN_PATTERNS = (
     re.compile(rf"\b{EN_TITLES}\s+(?:{_CAP}\s+)?{_CAP}"),
