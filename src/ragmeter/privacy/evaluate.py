@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ragmeter.privacy.detect import Finding, find_all
-from ragmeter.privacy.labelled import KINDS, Item, load_labelled
+from ragmeter.privacy.labelled import KINDS, Item, load_labelled, template_of
 
 STRUCTURED = tuple(k for k in KINDS if k != "person")
 
@@ -97,6 +97,17 @@ def misses(items: Sequence[Item], detect: Callable[[str], list[Finding]] = find_
     return out
 
 
+def wilson_low(k: int, n: int, z: float = 1.959964) -> float | None:
+    """Lower end of the Wilson score interval of ``k`` out of ``n`` (informative where the
+    bootstrap interval of an all-found kind collapses to [1, 1])."""
+    if n == 0:
+        return None
+    p = k / n
+    centre = p + z * z / (2 * n)
+    margin = z * ((p * (1 - p) + z * z / (4 * n)) / n) ** 0.5
+    return (centre - margin) / (1 + z * z / n)
+
+
 def _fmt(v: float | None, ci: tuple[float, float] | None) -> str:
     return "—" if v is None or ci is None else f"{v:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
@@ -104,11 +115,13 @@ def _fmt(v: float | None, ci: tuple[float, float] | None) -> str:
 def markdown(rows: Sequence[KindScore], split: str, n_items: int) -> str:
     """The figures as a Markdown table."""
     lines = [f"Split `{split}`: {n_items} texts. 95% percentile-bootstrap CIs over texts.", "",
-             "| kind | labelled | found | recall [95% CI] | detected | correct | "
-             "precision [95% CI] |", "|---|---|---|---|---|---|---|"]
+             "| kind | labelled | found | recall [95% CI] | recall Wilson low | detected | "
+             "correct | precision [95% CI] |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        low = wilson_low(r.n_found, r.n_gold)
         lines.append(f"| {r.kind} | {r.n_gold} | {r.n_found} | {_fmt(r.recall, r.recall_ci)} "
-                     f"| {r.n_pred} | {r.n_correct} | {_fmt(r.precision, r.precision_ci)} |")
+                     f"| {'—' if low is None else f'{low:.3f}'} | {r.n_pred} | {r.n_correct} "
+                     f"| {_fmt(r.precision, r.precision_ci)} |")
     return "\n".join(lines)
 
 
@@ -116,9 +129,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ragmeter.privacy.evaluate")
     ap.add_argument("--split", choices=("dev", "test", "all"), default="test")
     ap.add_argument("--misses", action="store_true", help="List misses and false alarms.")
+    ap.add_argument("--unseen-templates", action="store_true",
+                    help="Only test items whose template has no item in the dev half.")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     items = load_labelled(None if args.split == "all" else args.split)
+    split = args.split
+    if args.unseen_templates:
+        seen = {template_of(i.id) for i in load_labelled("dev")}
+        items = [i for i in items if template_of(i.id) not in seen]
+        split += ", templates unseen in dev"
     if args.misses:
         sys.stdout.write("\n".join(misses(items)) + "\n")
         return 0
@@ -127,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(json.dumps([r.__dict__ for r in rows], ensure_ascii=False, indent=1)
                          + "\n")
     else:
-        sys.stdout.write(markdown(rows, args.split, len(items)) + "\n")
+        sys.stdout.write(markdown(rows, split, len(items)) + "\n")
     return 0
 
 

@@ -47,6 +47,12 @@ def split_of(item_id: str) -> str:
     return "dev" if hashlib.sha256(item_id.encode()).digest()[0] % 2 == 0 else "test"
 
 
+def template_of(item_id: str) -> str:
+    """The template an item was filled from (``ru-012-3`` → ``ru-012``; negatives are their
+    own template)."""
+    return item_id if "-neg-" in item_id else item_id.rsplit("-", 1)[0]
+
+
 def load_labelled(split: str | None = None, path: Path = DATA) -> list[Item]:
     """Items of the set (one half with ``split``)."""
     out = []
