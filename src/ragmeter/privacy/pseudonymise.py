@@ -70,9 +70,9 @@ class Pseudonymiser:
         """The token of one finding (a new one for a value not seen before)."""
         if f.kind == "person":
             words = _person_words(f.text)
-            for known, token in self._people:
-                if words and (words <= known or known <= words):
-                    return token
+            for people_words, person in self._people:
+                if words and (words <= people_words or people_words <= words):
+                    return person
             token = self._new("person", f.text)
             self._people.append((words, token))
             return token
