@@ -1,6 +1,7 @@
 """No raw identifier of the labelled test half reaches the judge when ``--pseudonymise`` is on
-(the mock judge records every request body), and the same run without it does leak — so the
-test can fail. ``judge.allow_hosts`` refuses unlisted endpoints before anything is sent."""
+(the mock judge records every request body); the same run without it does leak, so the test can
+fail; the verdicts are the same. ``judge.allow_hosts`` refuses unlisted endpoints before
+anything is sent."""
 
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *flags: str
     items = load_labelled("test")
     rows = [{"id": it.id, "user_input": it.text, "response": it.text,
              "retrieved_contexts": [it.text], "reference": it.text} for it in items]
+    tmp_path.mkdir(parents=True, exist_ok=True)
     data = tmp_path / "samples.jsonl"
     data.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
     out = tmp_path / "res.json"
@@ -84,7 +86,7 @@ def test_no_raw_identifier_reaches_the_judge(tmp_path: Path, monkeypatch: pytest
     assert code == 0 and len(bodies) >= 200
     sent = _sent_texts(bodies)
     assert _leaks(sent, values) == []
-    assert any("<PERSON_" in t for t in sent) and any("<SNILS_" in t for t in sent)
+    assert any("[PERSON_" in t for t in sent) and any("[SNILS_" in t for t in sent)
     faith = saved["results"]["faithfulness"]
     assert "|pii:pii-v1" in faith["signature"]
     assert faith["counts"]["redacted_snils"] >= 17
@@ -93,16 +95,14 @@ def test_no_raw_identifier_reaches_the_judge(tmp_path: Path, monkeypatch: pytest
     assert any(v in tokens.values() for _, v in values)
     result_text = json.dumps(saved, ensure_ascii=False)
     assert [v for _, v in values if v in result_text] == []
-
-
-def test_without_pseudonymise_the_same_run_leaks(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
-    values = [(k, it.text[a:b]) for it in load_labelled("test") for a, b, k in it.spans]
-    code, bodies, _ = _run(tmp_path, capsys)
-    assert code == 0
-    assert len(_leaks(_sent_texts(bodies), values)) > 0.9 * len(values)
+    # the same run without the flag leaks (so the check above can fail), and the judge's
+    # verdicts on consistent tokens equal those on the raw texts
+    monkeypatch.delenv("RAGMETER_PSEUDONYMISE_MAP")
+    code, raw_bodies, raw = _run(tmp_path / "raw", capsys)
+    assert code == 0 and len(_leaks(_sent_texts(raw_bodies), values)) > 0.9 * len(values)
+    for metric in ("faithfulness", "context_relevance"):
+        assert ([r["value"] for r in saved["results"][metric]["per_sample"]]
+                == [r["value"] for r in raw["results"][metric]["per_sample"]]), metric
 
 
 def test_allow_hosts_refuses_unlisted_endpoints(tmp_path: Path,

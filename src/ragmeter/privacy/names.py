@@ -168,6 +168,9 @@ def russian_names(text: str) -> list[Finding]:
         if before:
             start -= len(text[max(0, start - 8):start]) - before.start()
         start = _trim_start(text, start, end)
+        words = [w.group(0) for w in _RU_WORD.finditer(text, start, end)]
+        if len(words) == 1 and name_part(words[0]) is None and _pos(words[0]) in _NOT_NAME_POS:
+            continue  # one word the dictionary reads as a verb etc. ("Разбей")
         out.append(Finding(start, end, "person", text[start:end]))
     return _merge(text, [*out, *_name_runs(text)])
 

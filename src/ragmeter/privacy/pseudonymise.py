@@ -1,5 +1,5 @@
-"""Consistent, reversible pseudonyms: ``Иванова Мария`` → ``<PERSON_1>``, ``+7 912 …`` →
-``<PHONE_1>``.
+"""Consistent, reversible pseudonyms: ``Иванова Мария`` → ``[PERSON_1]``, ``+7 912 …`` →
+``[PHONE_1]``.
 
 One :class:`Pseudonymiser` gives the same value the same token for as long as it lives (a
 conversation, a file, a run): identifiers are compared by their digits (``123-456-789 01`` and
@@ -24,7 +24,9 @@ from ragmeter.privacy.detect import Finding, find_all
 
 #: the pseudonymiser's rules; part of the signature of a pseudonymised run
 VERSION = "pii-v1"
-TOKEN = re.compile(r"<([A-Z_]+)_(\d+)>")
+#: ``[PERSON_1]``: square brackets, never tag-like, so a token quoted back by the judge (a
+#: claim) survives the prompt builder's neutralisation of ``<tags>`` unchanged
+TOKEN = re.compile(r"\[([A-Z_]+)_(\d+)\]")
 _SEEN_LIMIT = 100_000
 _NUMERIC = ("snils", "inn", "ogrn", "card", "phone", "passport")
 
@@ -62,7 +64,7 @@ class Pseudonymiser:
 
     def _new(self, kind: str, surface: str) -> str:
         self._next[kind] += 1
-        token = f"<{kind.upper()}_{self._next[kind]}>"
+        token = f"[{kind.upper()}_{self._next[kind]}]"
         self.originals[token] = surface
         return token
 
