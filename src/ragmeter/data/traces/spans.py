@@ -255,7 +255,7 @@ def request_record(group: list[Span]) -> dict[str, Any]:
     if answer is not None:
         rec["response"] = answer
     rec.update(_retrieved(hops))
-    meta: dict[str, Any] = {"trace_id": root.trace_id}
+    meta: dict[str, Any] = {"trace_id": root.trace_id, "span_id": root.span_id}
     starts = [s.start_ns for s in group if s.start_ns is not None]
     ends = [s.end_ns for s in group if s.end_ns is not None]
     if starts and ends:
