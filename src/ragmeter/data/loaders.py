@@ -50,11 +50,13 @@ FLOAT_LIST_FIELDS = ("retrieved_scores",)
 ALIASES = {"question": "user_input", "query": "user_input", "answer": "response",
            "ground_truth": "reference", "ground_truth_answer": "reference",
            "contexts": "retrieved_contexts",
-           "context": "retrieved_contexts", "sample_id": "id", "qid": "id"}
+           "context": "retrieved_contexts", "sample_id": "id", "qid": "id",
+           "chat_history": "history", "conversation_history": "history"}
 #: aliases whose value may be one string instead of a list of strings
 SINGLE_TEXT_ALIASES = ("context",)
 META_FIELDS = ("notes", "source")
 KNOWN = ("id", *STR_FIELDS, *STR_LIST_FIELDS, *FLOAT_LIST_FIELDS, "gold_grades", "metadata",
+         "history",
          *ALIASES, *META_FIELDS)
 
 
@@ -121,6 +123,7 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         bad("id", "must not be empty")
     _check_texts(values, bad)
     _check_scores(values, bad)
+    _check_history(values, bad)
     grades = values.get("gold_grades")
     _check_grades(grades, bad)
     meta = values.get("metadata")
@@ -145,6 +148,7 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         gold_grades=dict(grades) if grades is not None else None,
         type=qtype,
         metadata={**(dict(meta) if meta else {}), **metadata},
+        history=values.get("history"),
     )
     return sample, []
 
@@ -183,7 +187,7 @@ def _parse_cells(values: dict[str, Any]) -> None:
     for name in (*STR_LIST_FIELDS, *FLOAT_LIST_FIELDS):
         if isinstance(values.get(name), str):
             values[name] = _csv_list(values[name])
-    for name in ("gold_grades", "metadata"):
+    for name in ("gold_grades", "metadata", "history"):
         if isinstance(values.get(name), str):
             values[name] = _csv_obj(values[name])
 
@@ -204,6 +208,37 @@ def _check_texts(values: Mapping[str, Any], bad: Bad) -> None:
             if wrong:
                 bad(name, f"must be a list of strings; item {wrong[0]} is "
                           f"{type(v[wrong[0]]).__name__}")
+
+
+HISTORY_ROLES = ("user", "assistant", "system")
+
+
+def _check_history(values: dict[str, Any], bad: Bad) -> None:
+    """``history``: earlier turns as ``{"role", "content"}`` objects; plain strings alternate
+    user / assistant, starting with the user."""
+    turns = values.get("history")
+    if turns is None:
+        return
+    if not isinstance(turns, list):
+        bad("history", f"must be a list of {{role, content}} objects, got {type(turns).__name__}")
+        return
+    out: list[dict[str, str]] = []
+    for i, t in enumerate(turns):
+        if isinstance(t, str):
+            t = {"role": "user" if i % 2 == 0 else "assistant", "content": t}
+        if not isinstance(t, Mapping):
+            bad("history", f"item {i} must be an object with role and content")
+            return
+        role, content = t.get("role"), t.get("content")
+        if role not in HISTORY_ROLES:
+            bad("history", f"item {i}: role must be one of {', '.join(HISTORY_ROLES)}, "
+                           f"got {role!r}")
+            return
+        if not isinstance(content, str):
+            bad("history", f"item {i}: content must be a string")
+            return
+        out.append({"role": str(role), "content": content})
+    values["history"] = out
 
 
 def _check_scores(values: dict[str, Any], bad: Bad) -> None:
