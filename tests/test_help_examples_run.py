@@ -114,6 +114,8 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
     shutil.copy(FIX / "runner" / "evalset.jsonl", d / "questions.jsonl")
     shutil.copy(FIX / "runner" / "samples.jsonl", d / "answers.jsonl")
     shutil.copy(DEMO / "judge_pipeline.jsonl", d / "items.jsonl")
+    shutil.copy(FIX / "traces" / "otlp_current.json", d / "otel.json")
+    shutil.copy(FIX / "traces" / "langfuse_export.csv", d / "langfuse.csv")
     qa = (DEMO / "judge_pipeline.jsonl").read_text("utf-8").splitlines()[:5]
     (d / "qa.jsonl").write_text("\n".join(qa) + "\n", encoding="utf-8")
     (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")

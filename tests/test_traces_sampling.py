@@ -15,6 +15,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.data.traces.hops import hop_results
 from ragmeter.data.traces.sampling import dedupe, normalise_question, select
 from ragmeter.errors import UsageError
+from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
 FIX = Path(__file__).parent / "fixtures" / "traces"
 GOLD = {"0af7651916cd43dd8448eb211c80319c": ["d1"], "1bf7651916cd43dd8448eb211c80319d": ["d2"],
@@ -25,7 +26,7 @@ def test_each_retrieval_span_is_a_hop_scored_against_the_gold() -> None:
     samples = load_samples(FIX / "otlp_current.json").samples
     for s in samples:
         s.gold_doc_ids = GOLD[s.id]
-    rep = hop_results(samples, ["hit_rate@1(level=doc)", "mrr(level=doc)"])
+    rep = hop_results(samples, evaluate_retrieval, ["hit_rate@1(level=doc)", "mrr(level=doc)"])
     first, second = rep.per_hop
     assert first["mrr(level=doc)"].values.tolist() == [1.0, 0.0, 1.0]  # hop 1 of request 2
     assert second["mrr(level=doc)"].sample_ids == ["1bf7651916cd43dd8448eb211c80319d"]
@@ -37,7 +38,7 @@ def test_each_retrieval_span_is_a_hop_scored_against_the_gold() -> None:
 
 def test_requests_without_gold_have_no_hop_scores() -> None:
     samples = load_samples(FIX / "otlp_current.json").samples
-    rep = hop_results(samples)
+    rep = hop_results(samples, evaluate_retrieval)
     assert rep.per_hop == [] and rep.first_degraded == {}
 
 

@@ -24,7 +24,7 @@ def export_command(
 
     Examples:
 
-      ragmeter export results.json --to otlp --samples samples.jsonl --out scores.otlp.json
+      ragmeter export results.json --to otlp --out scores.otlp.json
 
       ragmeter export results.json --to langfuse-csv --out scores.csv
     """

@@ -41,17 +41,18 @@ def import_command(
 
       ragmeter import otel.json --format otlp --out samples.jsonl
 
-      ragmeter import langfuse.csv --out s.jsonl --dedupe --sample 200 --stratify model
+      ragmeter import langfuse.csv --out s.jsonl --dedupe --sample 2 --stratify model
     """
     from ragmeter.data.traces.hops import hop_results
     from ragmeter.data.traces.importing import import_samples, sidecar, write_samples
+    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
     imported = import_samples(file, format=fmt, gold=gold, dedup=dedupe, sample=sample,
                               stratify=stratify, seed=seed, skip_invalid=skip_invalid)
     hops = None
     if hop_metrics:
         metrics = [m.strip() for m in hop_metrics.split(",") if m.strip()]
-        hops = hop_results(imported.samples, metrics, seed=seed).to_dict()
+        hops = hop_results(imported.samples, evaluate_retrieval, metrics, seed=seed).to_dict()
     with common.writing_out(out) as p:
         meta = write_samples(imported, p)
         if hops is not None:

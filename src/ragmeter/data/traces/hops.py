@@ -8,7 +8,7 @@ hop found none of the gold documents).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,12 +64,19 @@ class HopReport:
                 "first_degraded_hop": self.first_degraded}
 
 
-def hop_results(samples: Sequence[Sample], metrics: Sequence[str] = DEFAULT_HOP_METRICS, *,
-                threshold: float | None = None, seed: int = 42) -> HopReport:
-    """Score ``metrics`` on each hop; the first metric decides degradation: a hop is degraded
-    when its value is at most ``threshold`` (default 0: nothing of the gold was found)."""
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+#: ``evaluate(samples, metrics=..., seed=..., name=...) -> EvalResult``: the retrieval tier's
+#: ``ragmeter.tiers.retrieval_eval.evaluate_retrieval`` (passed in: the data floor never
+#: imports a tier)
+Evaluate = Callable[..., EvalResult]
 
+
+def hop_results(samples: Sequence[Sample], evaluate: Evaluate,
+                metrics: Sequence[str] = DEFAULT_HOP_METRICS, *,
+                threshold: float | None = None, seed: int = 42) -> HopReport:
+    """Score ``metrics`` on each hop with ``evaluate`` (``evaluate_retrieval``); the first
+    metric decides degradation: a hop is degraded when its value is at most ``threshold``
+    (default 0: nothing of the gold was found)."""
+    evaluate_retrieval = evaluate
     report = HopReport(tuple(metrics), primary=metrics[0],
                        threshold=0.0 if threshold is None else threshold)
     n_hops = max((len(hops_of(s)) for s in samples if _has_gold(s)), default=0)
