@@ -102,3 +102,32 @@ def test_without_the_extra_the_error_names_it(monkeypatch: pytest.MonkeyPatch) -
         Pseudonymiser()
     p = Pseudonymiser(names=False, detect=find_identifiers)  # identifiers alone need nothing
     assert p("ИНН 7707083893") == "ИНН [INN_1]"
+
+
+@needs_ner
+def test_import_with_pseudonymise_writes_tokens_only(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    from ragmeter.cli import app as cli
+
+    src = tmp_path / "log.jsonl"
+    rows = [{"id": "1", "question": "Меня зовут Иван Петров, телефон +7 912 345-67-89.",
+             "answer": "Иван Петров, ваша заявка принята."},
+            {"id": "2", "question": "Перезвоните Ивану Петрову на 8 912 345 67 89.",
+             "contexts": ["Студент Петров И. С., зачётная книжка № 21-0456."]}]
+    src.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
+    map_path = tmp_path / "secret" / "map.json"
+    monkeypatch.setenv("RAGMETER_PSEUDONYMISE_MAP", str(map_path))
+    out = tmp_path / "s.jsonl"
+    assert cli.run(["--pseudonymise", "import", str(src), "--out", str(out)]) == 0, \
+        capsys.readouterr()
+    written = out.read_text("utf-8")
+    for raw in ("Иван", "Петров", "912", "21-0456"):
+        assert raw not in written, raw
+    first, second = (json.loads(x) for x in written.splitlines())
+    assert first["user_input"] == "Меня зовут [PERSON_1], телефон [PHONE_1]."
+    assert second["user_input"] == "Перезвоните [PERSON_1] на [PHONE_1]."
+    meta = json.loads((tmp_path / "s.import.json").read_text("utf-8"))
+    assert meta["privacy"]["pii"] == "pii-v1" and meta["privacy"]["redacted_phone"] == 2
+    assert "Иван" not in json.dumps(meta, ensure_ascii=False)
+    assert "Иван Петров" in load_map(map_path).values()

@@ -84,6 +84,11 @@ def activate(enabled: bool, map_path: str | None = None) -> None:
     _MAP.set(map_path if enabled else None)
 
 
+def active() -> tuple[Pseudonymiser | None, str | None]:
+    """The pseudonymiser switched on for this context (``--pseudonymise``) and its map path."""
+    return _ACTIVE.get(), _MAP.get()
+
+
 def pseudonymised(judge: Any, config: Any = None) -> Any:
     """``judge`` wrapped when pseudonymisation is on (scope or ``config.pseudonymise``)."""
     if isinstance(judge, PseudonymisingJudge):

@@ -18,6 +18,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ragmeter.errors import DataError, RecordProblem
 from ragmeter.privacy.detect import Finding, find_all
@@ -151,3 +152,29 @@ def load_map(path: str | Path) -> dict[str, str]:
 def restore(text: str, originals: Mapping[str, str]) -> str:
     """``text`` with every known token replaced by its value (unknown tokens stay)."""
     return TOKEN.sub(lambda m: originals.get(m.group(0), m.group(0)), text)
+
+
+def pseudonymise_sample(sample: Any, p: Pseudonymiser) -> Any:
+    """A copy of a :class:`~ragmeter.data.sample.Sample` whose texts (question, answer,
+    reference, contexts, and the conversation history and hop texts/queries in its metadata)
+    are pseudonymised with ``p``; ids and scores are kept."""
+    from dataclasses import replace
+
+    def texts(values: list[str] | None) -> list[str] | None:
+        return None if values is None else [p(v) for v in values]
+
+    meta = dict(sample.metadata)
+    if isinstance(meta.get("history"), list):
+        meta["history"] = [{**t, "content": p(t["content"])}
+                           if isinstance(t, dict) and isinstance(t.get("content"), str) else t
+                           for t in meta["history"]]
+    if isinstance(meta.get("hops"), list):
+        meta["hops"] = [{**h, "texts": [p(t) if isinstance(t, str) else t
+                                        for t in h.get("texts") or []],
+                         **({"query": p(h["query"])} if isinstance(h.get("query"), str)
+                            else {})} if isinstance(h, dict) else h for h in meta["hops"]]
+    return replace(sample, user_input=p(sample.user_input) if sample.user_input else
+                   sample.user_input, response=p(sample.response) if sample.response else
+                   sample.response, reference=p(sample.reference) if sample.reference else
+                   sample.reference, retrieved_contexts=texts(sample.retrieved_contexts),
+                   reference_contexts=texts(sample.reference_contexts), metadata=meta)

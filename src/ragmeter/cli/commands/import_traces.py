@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ragmeter.cli import common
+
+if TYPE_CHECKING:
+    from ragmeter.data.traces.importing import Imported
 
 
 def import_command(
@@ -49,6 +52,7 @@ def import_command(
 
     imported = import_samples(file, format=fmt, gold=gold, dedup=dedupe, sample=sample,
                               stratify=stratify, seed=seed, skip_invalid=skip_invalid)
+    _pseudonymise(imported)
     hops = None
     if hop_metrics:
         metrics = [m.strip() for m in hop_metrics.split(",") if m.strip()]
@@ -72,6 +76,22 @@ def import_command(
                           markup=False)
     if common.state().json:
         common.emit_json(meta)
+
+
+def _pseudonymise(imported: Imported) -> None:
+    """``ragmeter --pseudonymise import``: the samples file is written with tokens only (the
+    map goes to $RAGMETER_PSEUDONYMISE_MAP, when set, and nowhere else)."""
+    from ragmeter.privacy.judge import active
+    from ragmeter.privacy.pseudonymise import pseudonymise_sample
+
+    p, map_path = active()
+    if p is None:
+        return
+    samples = imported.samples
+    samples[:] = [pseudonymise_sample(s, p) for s in samples]
+    imported.privacy = {**p.signature(), **p.redaction_counts()}
+    if map_path:
+        p.save_map(map_path)
 
 
 def register(app: typer.Typer) -> None:

@@ -29,11 +29,14 @@ class Imported:
     selection: Selection
     n_skipped: int = 0
     gold: dict[str, Any] = field(default_factory=dict)
+    #: pseudonymiser version and redaction counts, when the texts were pseudonymised
+    privacy: dict[str, Any] = field(default_factory=dict)
 
     def meta(self) -> dict[str, Any]:
         return {"source": self.source, "format": self.format, "n_skipped": self.n_skipped,
-                "selection": self.selection.to_dict(), **({"gold": self.gold} if self.gold
-                                                          else {})}
+                "selection": self.selection.to_dict(),
+                **({"gold": self.gold} if self.gold else {}),
+                **({"privacy": self.privacy} if self.privacy else {})}
 
 
 def merge_gold(samples: list[Sample], gold_path: str | Path) -> dict[str, Any]:
