@@ -160,3 +160,11 @@ def test_cli_import_writes_samples_and_exits_2_on_bad_traces(
     code = cli.run(["import", str(FIX / "otlp_current.json"), "--format", "mlflow", "--out",
                     str(out)])
     assert code == EXIT_USAGE and "--format otlp" in capsys.readouterr().err
+
+
+def test_cli_import_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.run(["import", str(FIX / "phoenix_spans.json"), "--out", "-"]) == 0
+    out, err = capsys.readouterr()
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 3 and all(r["metadata"]["trace_id"] == r["id"] for r in rows)
+    assert '"format": "phoenix"' in err

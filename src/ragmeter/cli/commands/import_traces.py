@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 def import_command(
     file: Annotated[Path, typer.Argument(help="Trace export or samples file.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Samples JSON Lines to write "
-                                      "(a <name>.import.json sidecar records the selection).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Samples JSON Lines to write, '-' = "
+                                      "stdout (a <name>.import.json sidecar records the "
+                                      "selection).")],
     fmt: common.FormatOpt = "auto",
     gold: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--gold", help="Evalset whose gold ids/references are merged in by id (trace id).")
@@ -47,7 +48,12 @@ def import_command(
       ragmeter import langfuse.csv --out s.jsonl --dedupe --sample 2 --stratify model
     """
     from ragmeter.data.traces.hops import hop_results
-    from ragmeter.data.traces.importing import import_samples, sidecar, write_samples
+    from ragmeter.data.traces.importing import (
+        import_samples,
+        render_samples,
+        sidecar,
+        write_samples,
+    )
     from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
     imported = import_samples(file, format=fmt, gold=gold, dedup=dedupe, sample=sample,
@@ -57,6 +63,14 @@ def import_command(
     if hop_metrics:
         metrics = [m.strip() for m in hop_metrics.split(",") if m.strip()]
         hops = hop_results(imported.samples, evaluate_retrieval, metrics, seed=seed).to_dict()
+    if common.is_stdout(out):  # --out -: the samples on stdout, the summary on stderr
+        body, meta = render_samples(imported)
+        common.write_text_out(body, out)
+        if hops is not None:
+            meta["hops"] = hops
+        common.err_console().print(json.dumps(meta, ensure_ascii=False), highlight=False,
+                                   markup=False)
+        return
     with common.writing_out(out) as p:
         meta = write_samples(imported, p)
         if hops is not None:

@@ -92,13 +92,18 @@ def sidecar(out: str | Path) -> Path:
     return p.with_name(f"{p.stem}.import.json")
 
 
-def write_samples(imported: Imported, out: str | Path) -> dict[str, Any]:
-    """Write the samples as JSON Lines and the sidecar; returns the sidecar's content."""
+def render_samples(imported: Imported) -> tuple[str, dict[str, Any]]:
+    """The samples as JSON Lines text, and the sidecar's content."""
     lines = [json.dumps(s.to_dict(), ensure_ascii=False, sort_keys=True)
              for s in imported.samples]
     body = "\n".join(lines) + ("\n" if lines else "")
-    meta = {**imported.meta(), "n_samples": len(lines),
-            "samples_sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()}
+    return body, {**imported.meta(), "n_samples": len(lines),
+                  "samples_sha256": hashlib.sha256(body.encode("utf-8")).hexdigest()}
+
+
+def write_samples(imported: Imported, out: str | Path) -> dict[str, Any]:
+    """Write the samples as JSON Lines and the sidecar; returns the sidecar's content."""
+    body, meta = render_samples(imported)
     p = Path(out)
     p.write_text(body, encoding="utf-8")
     sidecar(p).write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", "utf-8")
