@@ -85,3 +85,17 @@ def test_cli_sample_goes_into_the_sidecar(tmp_path: Path,
     assert meta["selection"]["n_duplicates"] == 1 and meta["selection"]["strata"] == {
         "a": 6, "b": 2}
     assert meta["selection"]["seed"] == 3 and len(load_samples(out).samples) == 8
+
+
+def test_sample_size_from_a_target_ci_width() -> None:
+    from ragmeter.data.traces.sampling import size_for_width
+
+    assert size_for_width(0.1, 10**7) == 385  # 1.96² · 0.25 / 0.05², rounded up
+    assert size_for_width(0.1, 500) == 218    # fewer from a small population
+    assert size_for_width(0.5, 3) == 3
+    chosen, sel = select(_samples(400), ci_width=0.2, stratify="model", seed=1)
+    assert sel.ci_width == 0.2 and len(chosen) == sel.sample == size_for_width(0.2, 400)
+    with pytest.raises(UsageError, match="not both"):
+        select(_samples(10), n=3, ci_width=0.2)
+    with pytest.raises(UsageError, match="--ci-width"):
+        size_for_width(1.5, 10)

@@ -29,6 +29,9 @@ def import_command(
         "--dedupe", help="Keep the first request of each question (normalised text).")] = False,
     sample: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--sample", help="Keep N requests (after --dedupe).")] = None,
+    ci_width: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--ci-width", help="Instead of --sample: as many requests as a 0-1 metric needs for a "
+                           "95% CI this wide (worst case p=0.5), e.g. 0.1.")] = None,
     stratify: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--stratify", help="Sample each value of this field or metadata key in proportion "
                            "(e.g. model, session_id).")] = None,
@@ -57,7 +60,8 @@ def import_command(
     from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
     imported = import_samples(file, format=fmt, gold=gold, dedup=dedupe, sample=sample,
-                              stratify=stratify, seed=seed, skip_invalid=skip_invalid)
+                              stratify=stratify, seed=seed, skip_invalid=skip_invalid,
+                              ci_width=ci_width)
     _pseudonymise(imported)
     hops = None
     if hop_metrics:

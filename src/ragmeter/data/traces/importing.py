@@ -66,7 +66,8 @@ def merge_gold(samples: list[Sample], gold_path: str | Path) -> dict[str, Any]:
 
 def import_samples(path: str | Path, *, format: str = "auto", gold: str | Path | None = None,
                    dedup: bool = False, sample: int | None = None, stratify: str | None = None,
-                   seed: int = 42, skip_invalid: bool = False) -> Imported:
+                   seed: int = 42, skip_invalid: bool = False,
+                   ci_width: float | None = None) -> Imported:
     """Load ``path`` in layout ``format`` (``auto`` detects), merge ``gold``, then select."""
     from ragmeter.data.formats import detect_format
     from ragmeter.data.loaders import load_samples
@@ -82,7 +83,8 @@ def import_samples(path: str | Path, *, format: str = "auto", gold: str | Path |
                                                          "no request to import")],
                         hint="every trace of the file was skipped: nothing to write")
     gold_info = merge_gold(samples, gold) if gold is not None else {}
-    chosen, selection = select(samples, dedup=dedup, n=sample, stratify=stratify, seed=seed)
+    chosen, selection = select(samples, dedup=dedup, n=sample, stratify=stratify, seed=seed,
+                               ci_width=ci_width)
     return Imported(chosen, loaded.source, fmt, selection, loaded.n_skipped, gold_info)
 
 

@@ -31,6 +31,21 @@ def normalise_question(text: str | None) -> str:
     return " ".join(t.split())
 
 
+def size_for_width(width: float, population: int, *, level: float = 0.95,
+                   spread: float = 0.5) -> int:
+    """Requests needed so a proportion metric's CI (normal approximation, worst case ``spread``
+    = 0.5) is at most ``width`` wide, with the finite-population correction for drawing from
+    ``population`` requests."""
+    from statistics import NormalDist
+
+    if not 0 < width < 1:
+        raise UsageError("--ci-width", f"must be between 0 and 1, got {width}")
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    n0 = z * z * spread * (1 - spread) / (width / 2) ** 2
+    n = n0 / (1 + (n0 - 1) / population) if population > 0 else n0
+    return max(1, min(population, int(-(-n // 1))))
+
+
 @dataclass
 class Selection:
     """How the evaluated requests were chosen from the file."""
@@ -39,6 +54,8 @@ class Selection:
     dedupe: bool = False
     n_duplicates: int = 0
     sample: int | None = None
+    #: the CI width the sample size was planned for (``--ci-width``)
+    ci_width: float | None = None
     stratify: str | None = None
     seed: int | None = None
     strata: dict[str, int] = field(default_factory=dict)
@@ -112,12 +129,18 @@ def stratified_sample(samples: Sequence[Sample], n: int, stratify: str | None, s
 
 
 def select(samples: Sequence[Sample], *, dedup: bool = False, n: int | None = None,
-           stratify: str | None = None, seed: int = 42) -> tuple[list[Sample], Selection]:
-    """Dedupe, then sample; the :class:`Selection` records both."""
+           stratify: str | None = None, seed: int = 42, ci_width: float | None = None
+           ) -> tuple[list[Sample], Selection]:
+    """Dedupe, then sample (``n`` requests, or as many as a ``ci_width`` needs); the
+    :class:`Selection` records both."""
     sel = Selection(n_read=len(samples), dedupe=dedup)
     out = list(samples)
     if dedup:
         out, sel.n_duplicates = dedupe(out)
+    if ci_width is not None:
+        if n is not None:
+            raise UsageError("--ci-width", "give --sample N or --ci-width W, not both")
+        n, sel.ci_width = size_for_width(ci_width, len(out)), ci_width
     if stratify and n is None:
         raise UsageError("--stratify", "needs --sample N")
     if n is not None:
