@@ -99,3 +99,23 @@ def test_sample_size_from_a_target_ci_width() -> None:
         select(_samples(10), n=3, ci_width=0.2)
     with pytest.raises(UsageError, match="--ci-width"):
         size_for_width(1.5, 10)
+
+
+def test_two_systems_hops_are_paired_by_question() -> None:
+    from ragmeter.data.traces.hops import compare_hops
+
+    a = load_samples(FIX / "otlp_current.json").samples
+    b = load_samples(FIX / "mlflow_traces.json").samples  # same questions, other trace ids
+    for s in a:
+        s.gold_doc_ids = GOLD[s.id]
+    for s in b:
+        s.gold_doc_ids = GOLD[s.id.removeprefix("tr-")]
+        if s.user_input == "А когда она заканчивается?":  # B finds d2 at its first hop
+            s.metadata["hops"][0]["ids"] = ["d2", "d3"]
+    metrics = ["mrr(level=doc)"]
+    ra, rb = (hop_results(a, evaluate_retrieval, metrics), hop_results(b, evaluate_retrieval,
+                                                                        metrics))
+    cmp = compare_hops(ra, a, rb, b, n_resamples=200)
+    first = cmp["hops"][0]["tests"][0]
+    assert first["n"] == 3 and first["mean_b"] - first["mean_a"] == pytest.approx(1 / 3)
+    assert cmp["first_degraded_hop_of_b"] == {"earlier": 0, "later": 1, "same": 2}

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.data.sample import Sample
-from ragmeter.results.records import EvalResult
+from ragmeter.results.records import EvalResult, MetricResult
 
 DEFAULT_HOP_METRICS = ("hit_rate@10(level=doc)", "mrr(level=doc)")
 
@@ -92,3 +92,43 @@ def hop_results(samples: Sequence[Sample], evaluate: Evaluate,
         bad = [i for i, v in enumerate(vals) if not np.isnan(v) and v <= report.threshold]
         report.first_degraded[sid] = bad[0] if bad else None
     return report
+
+
+def _rekeyed(result: EvalResult, key_of: dict[str, str]) -> EvalResult:
+    """``result`` with sample ids replaced by ``key_of`` (samples without a key dropped)."""
+    out = EvalResult(result.name, meta=dict(result.meta))
+    for m in result:
+        keep = [i for i, sid in enumerate(m.sample_ids) if sid in key_of]
+        out.add(MetricResult(m.metric, [key_of[m.sample_ids[i]] for i in keep],
+                             m.values[keep], m.signature,
+                             reasons={keep.index(i): r for i, r in m.reasons.items()
+                                      if i in keep},
+                             higher_is_better=m.higher_is_better, seed=m.seed))
+    return out
+
+
+def compare_hops(a: HopReport, a_samples: Sequence[Sample], b: HopReport,
+                 b_samples: Sequence[Sample], *, seed: int = 42,
+                 n_resamples: int = 10000) -> dict[str, Any]:
+    """Two systems' hops on the same questions (paired by normalised question text, since
+    their trace ids differ): a paired test per hop and metric, and how often B's first
+    degraded hop comes earlier, later or at the same hop as A's."""
+    from ragmeter.data.traces.sampling import normalise_question
+    from ragmeter.results.records import compare_results
+
+    key_a = {s.id: normalise_question(s.user_input) for s in a_samples if s.user_input}
+    key_b = {s.id: normalise_question(s.user_input) for s in b_samples if s.user_input}
+    hops = []
+    for i in range(min(len(a.per_hop), len(b.per_hop))):
+        tests = compare_results(_rekeyed(a.per_hop[i], key_a), _rekeyed(b.per_hop[i], key_b),
+                                n_resamples=n_resamples, seed=seed)
+        hops.append({"hop": i, "tests": [t.to_dict() for t in tests]})
+    first_a = {key_a[k]: v for k, v in a.first_degraded.items() if k in key_a}
+    first_b = {key_b[k]: v for k, v in b.first_degraded.items() if k in key_b}
+    never = 10**6  # "never degraded" sorts after every hop
+    moves = {"earlier": 0, "later": 0, "same": 0}
+    for q in sorted(set(first_a) & set(first_b)):
+        da = never if first_a[q] is None else first_a[q]
+        db = never if first_b[q] is None else first_b[q]
+        moves["same" if da == db else "earlier" if db < da else "later"] += 1
+    return {"hops": hops, "first_degraded_hop_of_b": moves}
