@@ -128,7 +128,8 @@ def compare_hops(a: HopReport, a_samples: Sequence[Sample], b: HopReport,
     never = 10**6  # "never degraded" sorts after every hop
     moves = {"earlier": 0, "later": 0, "same": 0}
     for q in sorted(set(first_a) & set(first_b)):
-        da = never if first_a[q] is None else first_a[q]
-        db = never if first_b[q] is None else first_b[q]
+        fa, fb = first_a[q], first_b[q]
+        da = never if fa is None else fa
+        db = never if fb is None else fb
         moves["same" if da == db else "earlier" if db < da else "later"] += 1
     return {"hops": hops, "first_degraded_hop_of_b": moves}
