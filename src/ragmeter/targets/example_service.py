@@ -178,13 +178,23 @@ class ExampleService:
     def app(self) -> Any:
         from aiohttp import web
 
-        app = web.Application(middlewares=[self._faults])
+        @web.middleware
+        async def faults(request: Any, handler: Any) -> Any:
+            return await self._faults(request, handler)
+
+        async def health(request: Any) -> Any:
+            return web.json_response({"ok": True})
+
+        async def stats(request: Any) -> Any:
+            return web.json_response(dict(self.counts))
+
+        app = web.Application(middlewares=[faults])
         app.router.add_post("/answer", self._answer)
         app.router.add_post("/retrieve", self._retrieve)
         app.router.add_post("/generate", self._generate)
         app.router.add_post("/v1/chat/completions", self._chat)
-        app.router.add_get("/health", lambda r: web.json_response({"ok": True}))
-        app.router.add_get("/stats", lambda r: web.json_response(dict(self.counts)))
+        app.router.add_get("/health", health)
+        app.router.add_get("/stats", stats)
         return app
 
     async def serve(self, stop: asyncio.Event | None = None) -> None:
@@ -221,24 +231,20 @@ class ExampleService:
         resp.headers["X-RAG-Version"] = VERSION
         return resp
 
-    async def _faults(self, app: Any, handler: Any) -> Any:
+    async def _faults(self, request: Any, handler: Any) -> Any:
         from aiohttp import web
 
-        async def mw(request: Any) -> Any:
-            if request.method != "POST":
-                return await handler(request)
-            self.counts["requests"] += 1
-            if self._draw(self.config.fault_rate):
-                kind = self._pick(self.config.fault_kinds)
-                self.counts[f"fault_{kind}"] += 1
-                status = 429 if kind == "429" else 500
-                headers = {"Retry-After": str(self.config.retry_after_s)} if status == 429 \
-                    else {}
-                return self._version(web.json_response({"error": kind}, status=status,
-                                                       headers=headers))
+        if request.method != "POST":
             return await handler(request)
-
-        return mw
+        self.counts["requests"] += 1
+        if self._draw(self.config.fault_rate):
+            kind = self._pick(self.config.fault_kinds)
+            self.counts[f"fault_{kind}"] += 1
+            status = 429 if kind == "429" else 500
+            headers = {"Retry-After": str(self.config.retry_after_s)} if status == 429 else {}
+            return self._version(web.json_response({"error": kind}, status=status,
+                                                   headers=headers))
+        return await handler(request)
 
     async def _body(self, request: Any) -> dict[str, Any]:
         from aiohttp import web
