@@ -25,7 +25,7 @@ from typing import Any
 
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
 from ragmeter.judges.endpoints import Endpoint, mask_url_credentials
-from ragmeter.judges.engine import BackendError, Completion
+from ragmeter.judges.backend import BackendBase, BackendError, Completion
 from ragmeter.secrets import mask, register_secret
 
 #: the fake server marks its replies with this header; they are never cached for a real judge
@@ -52,7 +52,7 @@ log = logging.getLogger("ragmeter.judges")
 _SCHEMA_REJECTION_HINTS = ("response_format", "json_schema", "structured output", "grammar")
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
     """Chat completions at ``{base_url}/chat/completions`` with optional JSON-schema output."""
 
     kind = "openai"
@@ -240,7 +240,7 @@ class OpenAIBackend:
         )
 
 
-class PoolBackend:
+class PoolBackend(BackendBase):
     """Several endpoints serving one model: the engine gives each its own adaptive limit and
     sends each call to the member with spare capacity (see ``EndpointPool``)."""
 
@@ -299,11 +299,11 @@ async def post_json(url: str, body: Mapping[str, Any], headers: Mapping[str, str
     """POST JSON and return the decoded reply, with the judge engine's retry policy:
     429, 408, 409, 5xx, timeouts and connection errors are retried up to
     ``policy.max_retries`` times, waiting the server's ``Retry-After`` when it sends one
-    (:func:`~ragmeter.judges.engine.retry_delay`), else the exponential backoff; any other
+    (:func:`~ragmeter.judges.retry.retry_delay`), else the exponential backoff; any other
     status fails at once. Used by clients outside the judge engine (the embedder)."""
     import aiohttp
 
-    from ragmeter.judges.engine import retry_delay
+    from ragmeter.judges.retry import retry_delay
 
     for secret in secrets:
         register_secret(secret)
