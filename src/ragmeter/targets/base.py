@@ -46,9 +46,10 @@ class TargetRequest:
                 "k": self.k, "contexts": list(self.contexts)}
 
     def key(self, signature: TargetSignature) -> str:
-        """The recorded-replies key: the target's identity plus this request."""
-        text = json.dumps({"target": signature.identity(), "request": self.canonical()},
-                          sort_keys=True, ensure_ascii=False)
+        """The recorded-replies key: the target's identity, this request and its sample (a
+        question asked twice — a semantic-cache probe — is two calls, each measured)."""
+        text = json.dumps({"target": signature.identity(), "request": self.canonical(),
+                           "sample": self.sample_id}, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
