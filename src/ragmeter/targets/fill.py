@@ -93,9 +93,13 @@ def apply_replies(samples: Sequence[Sample], replies: Sequence[TargetReply], ent
         if not rep.ok:
             meta["target_error"] = f"{rep.reason}: {rep.detail}" if rep.detail else \
                 str(rep.reason)
+            # an empty ranking, not a missing one: the sample stays in the retrieval population
+            # and mark_unscored gives it the call's reason
             if entry == "retrieve":
-                out.append(replace(s, retrieved_ids=None, retrieved_scores=None,
-                                   metadata=meta))
+                out.append(replace(s, retrieved_ids=[], retrieved_scores=None, metadata=meta))
+            elif entry == "answer":
+                out.append(replace(s, response=None, retrieved_ids=[], retrieved_scores=None,
+                                   retrieved_contexts=None, metadata=meta))
             else:
                 out.append(replace(s, response=None, metadata=meta))
             continue

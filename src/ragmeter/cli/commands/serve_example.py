@@ -30,8 +30,6 @@ def serve_example_command(
     Examples:
 
       ragmeter serve-example --port 8790
-
-      ragmeter generation --samples evalset.jsonl --target http://127.0.0.1:8790/answer
     """
     from ragmeter.targets.example_service import ExampleService, ServiceConfig, wait_until_stopped
 
