@@ -1,0 +1,82 @@
+"""The tiered benchmark on the user's system: one config with ``target:`` runs Tier 1
+(``retrieve``), Tier 2 (``generate`` on the gold contexts) and Tier 3 (``answer``) against the
+reference service over real sockets; ``target_mode: replay`` then gives identical values with
+the service stopped (0 target calls)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ragmeter.errors import ConfigError
+from ragmeter.runner.config import parse_config
+from ragmeter.runner.engine import run_benchmark
+from ragmeter.targets.example_service import DATA, ExampleService, ServiceConfig
+
+
+def _config(url: str, tmp_path: Path, mode: str = "live", **extra: Any) -> Any:
+    return parse_config({
+        "name": "live-bot", "k": [1, 5], "batch_size": 40, "target_mode": mode,
+        "run_dir": str(tmp_path / "runs"), "store": str(tmp_path / "store.sqlite"),
+        "datasets": [{"name": "main", "path": str(DATA / "evalset.jsonl"),
+                      "format": "evalset"}],
+        "corpus": {"path": str(DATA / "corpus.jsonl")},
+        "target": {"kind": "http", "name": "bot", "url": url + "/answer",
+                   "version_header": "X-RAG-Version",
+                   "entries": {"retrieve": {"url": url + "/retrieve"},
+                               "generate": {"url": url + "/generate"}}},
+        "tiers": [{"name": "retrieval", "metrics": ["hit_rate@5", "hit_rate@5(level=doc)",
+                                                    "mrr"]},
+                  {"name": "generation", "metrics": ["rouge_l", "bleu"]},
+                  {"name": "e2e", "metrics": ["rouge_l", "id_context_recall@5"]}],
+        **extra}, base_dir=tmp_path)
+
+
+def _values(run: Any) -> dict[str, Any]:
+    out = {}
+    for key, res in run.results().items():
+        for m in res:
+            a = m.aggregate
+            out[f"{key}:{m.metric}"] = (a.mean, a.ci_low, a.ci_high, a.n, a.n_unscored,
+                                        str(m.signature))
+    return out
+
+
+@pytest.mark.slow
+def test_every_tier_on_the_target_then_replay_identical(tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    srv = ExampleService(ServiceConfig(), port=0).start()
+    try:
+        url = srv.url
+        live = run_benchmark(_config(url, tmp_path))
+        calls = srv.counts["requests"]
+    finally:
+        srv.stop()
+    n = 110
+    assert calls == 3 * n                          # retrieve + generate + answer, each once
+    got = _values(live)
+    for key in ("retrieval/bot:hit_rate@5", "generation/bot:rouge_l", "e2e/bot:rouge_l",
+                "e2e/bot:id_context_recall@5", "e2e/bot:latency:latency_p95",
+                "retrieval/bot:latency:ttft_p50", "generation/bot:latency:throughput"):
+        assert key in got, sorted(got)
+    assert got["retrieval/bot:hit_rate@5"][0] > 0.5
+    assert got["generation/bot:rouge_l"][0] > got["e2e/bot:rouge_l"][0] * 0.5
+    assert "target_version:example-1" in got["e2e/bot:rouge_l"][5]
+    p50, p95 = got["e2e/bot:latency:latency_p50"][0], got["e2e/bot:latency:latency_p95"][0]
+    assert 0 < p50 <= p95
+
+    # the service is gone: replay re-scores the recorded replies, calling nothing
+    replay = run_benchmark(_config(url, tmp_path, mode="replay"))
+    assert _values(replay) == got
+
+
+def test_target_config_errors_name_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"'target\.kind': unknown target kind"):
+        _config("http://h", tmp_path, target={"kind": "soap"})
+    with pytest.raises(ConfigError, match="'target_mode': unknown mode"):
+        _config("http://h", tmp_path, mode="dry")
+    with pytest.raises(ConfigError, match="not both"):
+        _config("http://h", tmp_path, targets=[{"kind": "http", "url": "http://x/a"}])
