@@ -30,8 +30,12 @@ _CONTEXT_NOTE = "Answer the question from these passages only:\n\n"
 
 
 def _endpoint(url: str) -> str:
-    url = url.rstrip("/")
-    return url if url.endswith("/chat/completions") else url + "/chat/completions"
+    """``…/v1`` -> ``…/v1/chat/completions`` (a query string stays at the end)."""
+    path, sep, query = url.partition("?")
+    path = path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions"
+    return path + sep + query
 
 
 class OpenAIChatTarget:

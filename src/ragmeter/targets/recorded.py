@@ -34,6 +34,9 @@ class ReplyStore:
         self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         with self._lock:
             self._db.execute("PRAGMA journal_mode=WAL")
+            # a commit reaches the WAL file without an fsync: it survives kill -9 (the OS
+            # keeps the page), only a power cut may lose the last replies; ~0.05 ms, not ~5
+            self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, "
                              "target TEXT NOT NULL, reply TEXT NOT NULL, at REAL NOT NULL)")
             self._db.commit()
