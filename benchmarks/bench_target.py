@@ -189,7 +189,7 @@ def main() -> None:
               f"{args.repeats}): bare aiohttp {bare:.3f} ms/call, ragmeter http target "
               f"{ours:.3f} ms/call -> overhead {ours - bare:.3f} ms/call (target <= 2 ms)")
         bound = args.calls * args.latency_ms / 1000 / args.concurrency
-        wall, out, counts = loaded(base, args.calls, args.latency_ms, args.concurrency, 0.0,
+        wall, out, _counts = loaded(base, args.calls, args.latency_ms, args.concurrency, 0.0,
                                    store, "l")
         lost = sum(1 for x in out if not x.response)
         print(f"2. {args.calls} calls at {args.latency_ms:g} ms, concurrency "
