@@ -32,6 +32,10 @@ KEYS = {
     "python": (*_COMMON, "function"),
     "command": (*_COMMON, "command", "jsonl", "cwd"),
 }
+#: keys that change how calls are made, not what a reply says (outside the config hash, so
+#: recorded replies stay valid when they change)
+_NOT_HASHED = ("name", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
+               "max_calls")
 _ENTRY_KEYS = {"http": ("url", "method", "request", "response"), "openai": (),
                "python": ("function",), "command": ("command",)}
 
@@ -76,9 +80,10 @@ class TargetConfig:
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     def config_hash(self) -> str:
-        """A short hash of the config as written (function objects by their qualified name)."""
-        text = json.dumps({k: v for k, v in self.raw.items() if k != "name"}, sort_keys=True,
-                          ensure_ascii=False, default=_name_of)
+        """A short hash of the config as written, minus the keys that do not change a reply
+        (name, limits, retries, timeouts); function objects by their qualified name."""
+        text = json.dumps({k: v for k, v in self.raw.items() if k not in _NOT_HASHED},
+                          sort_keys=True, ensure_ascii=False, default=_name_of)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
