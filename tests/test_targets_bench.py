@@ -80,3 +80,44 @@ def test_target_config_errors_name_the_key(tmp_path: Path) -> None:
         _config("http://h", tmp_path, mode="dry")
     with pytest.raises(ConfigError, match="not both"):
         _config("http://h", tmp_path, targets=[{"kind": "http", "url": "http://x/a"}])
+
+
+def test_run_estimate_counts_target_calls_and_replay_flag(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]
+                                                          ) -> None:
+    import yaml
+
+    from ragmeter.cli.app import run as cli_run
+
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    with ExampleService(ServiceConfig()) as srv:
+        raw = _config(srv.url, tmp_path).raw
+        raw["tiers"] = [{"name": "retrieval", "metrics": ["hit_rate@5"]},
+                        {"name": "e2e", "metrics": ["rouge_l"]}]
+        raw["limit"] = 12
+        path = tmp_path / "bench.yaml"
+        path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
+        assert cli_run(["run", str(path), "--estimate"]) == 0
+        out = capsys.readouterr().out
+        assert srv.counts["requests"] == 0
+        assert "target bot (retrieve): 12 calls" in out and "target bot (answer): 12" in out
+        assert cli_run(["run", str(path), "-q", "--json"]) == 0
+        live = capsys.readouterr().out
+        calls = srv.counts["requests"]
+        assert calls == 24
+    assert cli_run(["run", str(path), "-q", "--json", "--replay"]) == 0
+    replay = capsys.readouterr().out
+    import json
+
+    def aggregates(text: str) -> dict[str, Any]:
+        out = {}
+        for tier, rec in json.loads(text)["tiers"].items():
+            for res in rec["results"]:
+                for m, r in res["results"].items():
+                    out[f"{tier}/{res['name']}:{m}"] = (r["aggregate"], r["signature"])
+        return out
+
+    got = aggregates(live)
+    assert "e2e/bot:latency:latency_p95" in got and "retrieval/bot:hit_rate@5" in got
+    assert got == aggregates(replay)

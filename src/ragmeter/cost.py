@@ -506,13 +506,17 @@ def estimate_run(config: Any, *, tiers: Sequence[str] | None = None, limit: int 
         from rich.console import Console
 
         echo = Console().print
+    from ragmeter.targets.tier_hooks import plan_lines, planned_target_calls
+
     with tempfile.TemporaryDirectory(prefix="ragmeter-estimate-") as tmp:
         cfg = dataclasses.replace(config, run_dir=Path(tmp))
-        with estimate_scope() as planned:
+        with estimate_scope() as planned, planned_target_calls() as target_calls:
             run_benchmark(cfg, tiers=tiers, limit=limit, save=False)
     estimates = [summarise(j) for j in planned]
     echo(f"estimate for {getattr(config, 'name', 'run')}: nothing was sent or stored")
     print_estimates(estimates, echo)
+    for line in plan_lines(target_calls):   # the user's own systems (targets)
+        echo(line)
     return estimates
 
 

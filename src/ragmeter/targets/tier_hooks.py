@@ -12,7 +12,11 @@ tiers and imports none of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import replace
 from typing import Any
 
 from ragmeter.data.sample import Sample
@@ -22,6 +26,36 @@ from ragmeter.targets.latency import latency_result
 from ragmeter.targets.session import TargetSession
 
 Score = Callable[[list[Sample], str, dict[str, str]], EvalResult]
+
+#: inside :func:`planned_target_calls` (``ragmeter run --estimate``) targets are not called:
+#: the calls they would get are counted here, per target and entry
+_PLANNED: ContextVar[Counter[str] | None] = ContextVar("ragmeter_target_plan", default=None)
+
+
+@contextlib.contextmanager
+def planned_target_calls() -> Iterator[Counter[str]]:
+    """Count the target calls a run would make instead of making them."""
+    counts: Counter[str] = Counter()
+    token = _PLANNED.set(counts)
+    try:
+        yield counts
+    finally:
+        _PLANNED.reset(token)
+
+
+def plan_lines(counts: Counter[str]) -> list[str]:
+    """What ``--estimate`` prints for the targets."""
+    return [f"target {key}: {n} calls (none sent; retries not counted)"
+            for key, n in sorted(counts.items())]
+
+
+def _stand_ins(samples: list[Sample], entry: str) -> list[Sample]:
+    """Outputs that let the judge plan count the calls real answers would need."""
+    if entry == "retrieve":
+        return [replace(s, retrieved_ids=[]) for s in samples]
+    return [replace(s, response="(the target's answer)",
+                    retrieved_contexts=s.retrieved_contexts or s.reference_contexts
+                    or ["(the target's context)"]) for s in samples]
 
 
 def target_sessions(ctx: Any) -> dict[str, TargetSession]:
@@ -53,6 +87,11 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
                                               "answer" in entries else None)
         if use is None:
             continue
+        planned = _PLANNED.get()
+        if planned is not None:
+            planned[f"{name} ({use})"] += len(samples)
+            out.append(score(_stand_ins(samples, use), name, session.signature_fields()))
+            continue
         before = len(session.replies.get(use, []))
         filled = session.call(samples, use, k=k, contexts=contexts)
         for s in filled:
@@ -70,4 +109,5 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
     return out
 
 
-__all__ = ["has_targets", "run_targets", "target_sessions"]
+__all__ = ["has_targets", "plan_lines", "planned_target_calls", "run_targets",
+           "target_sessions"]

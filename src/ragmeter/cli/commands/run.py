@@ -76,6 +76,9 @@ def register(app: typer.Typer) -> None:
         estimate: common.EstimateOpt = False,
         max_cost: common.MaxCostOpt = None,
         max_calls: common.MaxCallsOpt = None,
+        replay: Annotated[bool, typer.Option(
+            "--replay", help="Re-score the targets' recorded replies, calling none of them "
+            "(the config's target: / targets:).")] = False,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store.
 
@@ -95,6 +98,10 @@ def register(app: typer.Typer) -> None:
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
+        if replay:
+            cfg.target_mode = "replay"
+        elif resume and cfg.target_mode == "live":   # finished questions are not asked again
+            cfg.target_mode = "resume"
         tags = parse_tags(tag, "--tag") if tag else ()
         st = common.state()
         st.json = st.json or json_out
