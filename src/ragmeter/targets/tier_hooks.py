@@ -109,5 +109,103 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
     return out
 
 
-__all__ = ["has_targets", "plan_lines", "planned_target_calls", "run_targets",
-           "target_sessions"]
+def replay_sessions(ctx: Any, sessions: Sequence[Any]
+                    ) -> list[tuple[str, list[Any], EvalResult]]:
+    """Multi-turn sessions through each target with an ``answer`` entry, turn by turn: turn
+    ``t`` of every session is asked with the session's history so far (the questions and the
+    target's own earlier answers) and the session id, then the next turn. Returns per target
+    its name, the sessions with the target's answers (``answers``; a failed turn: None) and
+    the calls' latency result. ``sessions``: objects with ``id``, ``questions``, ``answers``
+    (the UX tier's sessions)."""
+    out: list[tuple[str, list[Any], EvalResult]] = []
+    for name, session in target_sessions(ctx).items():
+        if "answer" not in session.target.entries():
+            continue
+        answers: dict[str, list[str | None]] = {s.id: [None] * len(s.questions)
+                                                for s in sessions}
+        history: dict[str, list[dict[str, str]]] = {s.id: [] for s in sessions}
+        before = len(session.replies.get("answer", []))
+        for turn in range(max((len(s.questions) for s in sessions), default=0)):
+            live = [s for s in sessions if len(s.questions) > turn]
+            asked = [Sample(f"{s.id}#{turn + 1}", s.questions[turn],
+                            metadata={"history": list(history[s.id]), "session_id": s.id})
+                     for s in live]
+            for s, got in zip(live, session.answer(asked), strict=True):
+                answers[s.id][turn] = got.response
+                history[s.id] += [{"role": "user", "content": s.questions[turn]},
+                                  {"role": "assistant", "content": got.response or ""}]
+        got_all = session.replies["answer"][before:]
+        lat = latency_result([sid for sid, _ in got_all], [r for _, r in got_all],
+                             session.target.signature, seed=ctx.seed,
+                             name=f"{name}:latency", entry="answer")
+        out.append((name, [replace(s, answers=answers[s.id]) for s in sessions], lat))
+    return out
+
+
+class TargetRetriever:
+    """A target as a retriever (``search(questions, k) -> hit lists``), for tiers that run a
+    retriever object (real users' logged questions). A failed call is an empty hit list here
+    and that sample's reason after :meth:`finish`."""
+
+    def __init__(self, session: TargetSession):
+        self.chunks: list[Any] = []      # no texts of its own: contexts come from the target
+        self.session = session
+        self.name = session.name
+        self.entry = "retrieve" if "retrieve" in session.target.entries() else "answer"
+        self.reasons: list[str | None] = []
+        self.latency: EvalResult | None = None
+
+    def index(self, chunks: Any) -> None:
+        return None
+
+    def signature_fields(self) -> dict[str, str]:
+        return self.session.signature_fields()
+
+    def search(self, questions: Sequence[str], k: int) -> list[list[Any]]:
+        from ragmeter.retrieval.base import Hit
+
+        before = len(self.session.replies.get(self.entry, []))
+        asked = [Sample(f"q{i + 1}", q) for i, q in enumerate(questions)]
+        filled = self.session.call(asked, self.entry, k=k)
+        got = self.session.replies[self.entry][before:]
+        self.latency = latency_result([sid for sid, _ in got], [r for _, r in got],
+                                      self.session.target.signature,
+                                      name=f"{self.name}:latency", entry=self.entry)
+        self.reasons = [s.metadata.get("target_error") for s in filled]
+        out = []
+        for s in filled:
+            ids = list(s.retrieved_ids or [])
+            scores = list(s.retrieved_scores or [float(len(ids) - i) for i in range(len(ids))])
+            out.append([Hit(i, i.rsplit("#", 1)[0], sc) for i, sc in zip(ids, scores,
+                                                                          strict=False)])
+        return out
+
+    def finish(self, result: EvalResult) -> list[EvalResult]:
+        """The result with each failed call's reason on its sample (the samples were asked in
+        the result's order), and the calls' latency result."""
+        for res in result:
+            if len(res.sample_ids) != len(self.reasons):
+                continue
+            for i, why in enumerate(self.reasons):
+                if why:
+                    res.reasons[i] = str(why)
+                    res.values[i] = float("nan")
+            res.__dict__.pop("aggregate", None)
+        return [result, *([self.latency] if self.latency is not None else [])]
+
+
+def target_retrievers(ctx: Any) -> list[TargetRetriever]:
+    """The configured targets as retrievers (empty without targets)."""
+    return [TargetRetriever(s) for s in target_sessions(ctx).values()]
+
+
+__all__ = [
+    "TargetRetriever",
+    "has_targets",
+    "plan_lines",
+    "planned_target_calls",
+    "replay_sessions",
+    "run_targets",
+    "target_retrievers",
+    "target_sessions",
+]

@@ -444,10 +444,20 @@ def run_ux(ctx: TierContext, samples: list[Any], options: UxOptions) -> list[Eva
     if emb is None:
         raise TierNotRunnable("ux needs an embedding model (add one under 'embeddings')")
     judge = ctx.judge() if ctx.tier.judge and sessions else None
+    from ragmeter.targets.tier_hooks import replay_sessions  # the user's system, turn by turn
+
+    if sessions and (replayed := replay_sessions(ctx, load_sessions(sessions))):
+        return [r for name, ss, lat in replayed for r in (_named(evaluate_ux(
+            emb, sessions=ss, judge=judge, seed=ctx.seed), f"ux:{name}"), lat)]
     return [evaluate_ux(emb, cache=load_questions(cache) if cache else None,
                         queries=load_questions(queries) if queries else None,
                         sessions=load_sessions(sessions) if sessions else None, judge=judge,
                         threshold=options.threshold, seed=ctx.seed)]
+
+
+def _named(result: EvalResult, name: str) -> EvalResult:
+    result.name = name
+    return result
 
 
 register_tier(Tier(
