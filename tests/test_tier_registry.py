@@ -48,6 +48,25 @@ def test_registry_lists_all_eight_tiers_in_run_order():
     assert "ux" in (info.value.allowed or [])
 
 
+def test_tier_table_is_the_generic_registry_and_a_tier_is_one_declaration():
+    from dataclasses import replace
+
+    from ragmeter.registry import Registry
+    from ragmeter.tiers.registry import TIERS, is_builtin, register_tier
+
+    assert isinstance(TIERS, Registry) and TIERS.canonical("tier1") == "retrieval"
+    base = get_tier("ux")
+    with TIERS.scoped():
+        register_tier(replace(base, name="ux_copy", title="UX copy"))
+        assert is_builtin("ux_copy") and get_tier("ux_copy").title == "UX copy"
+        assert "ux_copy" in tier_names()
+        assert parse_config(_cfg([{"name": "ux_copy"}]), base_dir="/tmp").tiers[0].name == \
+            "ux_copy"
+        with pytest.raises(ValueError, match="alias"):
+            register_tier(replace(base, name="tier3"))
+    assert not is_builtin("ux_copy") and "ux_copy" not in tier_names()
+
+
 @pytest.mark.parametrize("tier, key, allowed", [
     ({"name": "retrieval", "options": {"limt": 5}}, "tiers[0].options.limt", "limit"),
     ({"name": "judge_quality", "options": {"repeats": 3}}, "tiers[0].options.repeats",

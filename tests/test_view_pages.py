@@ -55,6 +55,9 @@ def xss_run(run_id: str = "xss-run"):
 def fill(store: ResultStore, *runs) -> None:
     for run in runs:
         store.save_run(run)
+    # close the writer's pooled connections now: closing the last one checkpoints SQLite's WAL
+    # into the file, which must not happen later, while the test checks nothing is written
+    store.engine.dispose()
 
 
 async def _fetch_all(app, paths: list[str]) -> dict[str, tuple[int, str]]:
@@ -213,3 +216,41 @@ def test_local_only_refuses_foreign_host_names(tmp_path):
             return ok.status, evil.status
 
     assert asyncio.run(go()) == (200, 421)
+
+
+def test_a_new_page_is_one_entry_of_the_page_table(tmp_path):
+    import subprocess
+    from html import escape
+
+    from ragmeter.view import make_app
+    from ragmeter.view.table import PAGES, PageOut, PageRequest, page, page_list
+
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    fill(ResultStore(url), xss_run("r1"))
+    paths = ["/notes", "/notes?lang=ru", "/notes?fail=1", "/"]
+    with PAGES.scoped():
+        # the whole declaration of the new page:
+        @page("/notes", title=("Notes", "Заметки"), nav=True, doc="the run names")
+        def notes(req: PageRequest) -> PageOut:
+            if req.param("fail"):
+                raise RagmeterError("no such note")
+            return PageOut("<ul id=notes>" + "".join(
+                f"<li>{escape(r.name)}</li>" for r in req.viewer.store.run_rows()) + "</ul>")
+
+        got = asyncio.run(_fetch_all(make_app(url, lang="en"), paths))
+        assert "| Notes (`/notes`) | the run names |" in page_list()
+    status, html = got["/notes"]
+    assert status == 200 and "<title>Notes · ragmeter</title>" in html
+    assert '<a href="/notes?lang=en" class=active>Notes</a>' in html  # its navigation entry
+    assert "<ul id=notes><li>bench &lt;img" in html and PAYLOAD not in html
+    assert "<title>Заметки · ragmeter</title>" in got["/notes?lang=ru"][1]
+    assert got["/notes?fail=1"][0] == 404 and "no such note" in got["/notes?fail=1"][1]
+    assert '<a href="/notes?lang=en">Notes</a>' in got["/"][1]  # on every page's navigation
+    # gone with its entry
+    after = asyncio.run(_fetch_all(make_app(url, lang="en"), ["/"]))
+    assert "/notes" not in after["/"][1]
+    # the page list in docs/reports.md is generated from the table
+    out = subprocess.run([sys.executable, "-m", "ragmeter.view.reference", "--check"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")})
+    assert out.returncode == 0, out.stderr  # stale: python -m ragmeter.view.reference

@@ -261,13 +261,13 @@ def _check_format(value: str) -> str:
     """``--format``: the data layer names a bad layout as config key ``format``; the command
     line names its option."""
     if value not in FORMATS:
-        raise UsageError("--format", f"unknown format {value!r} (allowed: {', '.join(FORMATS)})")
+        raise UsageError("--format", f"unknown format {value!r}", FORMATS.names())
     return value
 
 
 FormatOpt = Annotated[str, typer.Option(
     "--format", callback=_check_format, help="Layout of the samples file: auto (by content), "
-                     + ", ".join(f for f in FORMATS if f != "auto") + ".")]
+                     + ", ".join(f for f in FORMATS.names() if f != "auto") + ".")]
 MapOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "--map", help="Column map TARGET=SOURCE for renamed columns, e.g. user_input=prompt "
                   "(repeatable or comma-separated).")]

@@ -1,55 +1,219 @@
-"""Other tools' sample layouts, mapped onto ragmeter's field names (detected by content).
+"""Sample layouts ("input formats"): one declaration each, in one table.
 
-=================  ===========================================================================
-format             fields (→ ragmeter field)
-=================  ===========================================================================
-``ragas``          RAGAS ``EvaluationDataset``: ``user_input``, ``retrieved_contexts``,
-                   ``response``, ``reference``, ``reference_contexts`` (native names; older
-                   ``question``/``answer``/``contexts``/``ground_truth`` also read)
-``deepeval``       DeepEval test cases (JSON, or CSV with ``;``-joined list cells):
-                   ``input`` → user_input, ``actual_output`` → response,
-                   ``expected_output`` → reference, ``retrieval_context`` → retrieved_contexts,
-                   ``context`` → **reference_contexts** (DeepEval's ``context`` is the gold
-                   context); ``additional_metadata`` and the rest → metadata
-``synthetic``      a synthetic question set generated from a knowledge base's chunks: one
-                   question per gold chunk — ``question``, ``chunk_id`` → gold_chunk_ids,
-                   ``confluence_url``/``url``/``source_url`` → gold_doc_ids, ``chunk_text``/
-                   ``chunk``/``context`` → reference_contexts, ``answer``/``expected_answer`` →
-                   reference (often a compact one-line JSON array without ids)
-``evalset``        ``id, question, gold_doc_ids, gold_chunk_ids, type, notes, source``
-``samples``/``hf``  generic records (Hugging Face ``datasets`` JSON Lines/Parquet exports are
-                   plain records): RAGAS or evalset names plus the aliases of
-                   :mod:`ragmeter.data.loaders`
-=================  ===========================================================================
+A layout is a :class:`Format` registered in :data:`FORMATS`: its name, what it is, how it is
+recognised by content and how its columns map onto ragmeter's fields. Detection
+(``--format auto``), the ``--format`` choices and their errors, ``load_samples(format=...)``,
+streamed loading and the reference in ``docs/formats.md`` all read this table, so a new layout
+is one declaration::
 
+    declare_format(Format(
+        "helpdesk", "a help-desk export",
+        fields={"ticket_text": "user_input", "agent_reply": "reference"},
+        requires=("ticket_text",)))
+
+Detection looks at the keys of the first records: the declared layouts are tried in
+``priority`` order (then declaration order); records no layout claims are ``samples``.
 ``column_map`` (``--map target=source``) renames a source column to a ragmeter field first.
+Regenerate the reference after a change: ``python -m ragmeter.data.format_reference``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
+from ragmeter.registry import Registry
 
-FORMATS = ("auto", "samples", "ragas", "deepeval", "hf", "synthetic", "evalset")
-
-DEEPEVAL_MAP = {"input": "user_input", "actual_output": "response",
-                "expected_output": "reference", "retrieval_context": "retrieved_contexts",
-                "context": "reference_contexts"}
-DEEPEVAL_META = ("additional_metadata",)
-SYNTHETIC_MAP = {"question": "user_input", "chunk_id": "gold_chunk_ids",
-                 "chunk_ids": "gold_chunk_ids", "confluence_url": "gold_doc_ids",
-                 "source_url": "gold_doc_ids", "url": "gold_doc_ids", "doc_id": "gold_doc_ids",
-                 "chunk_text": "reference_contexts", "chunk": "reference_contexts",
-                 "context": "reference_contexts", "answer": "reference",
-                 "expected_answer": "reference"}
-#: ragmeter fields a --map may target
+#: ragmeter fields a --map (or a layout's field mapping) may target
 TARGETS = ("id", "user_input", "response", "reference", "type", "retrieved_contexts",
            "retrieved_ids", "reference_contexts", "gold_doc_ids", "gold_chunk_ids",
            "retrieved_scores", "gold_grades", "metadata")
 _LIST_TARGETS = ("retrieved_contexts", "retrieved_ids", "reference_contexts", "gold_doc_ids",
                  "gold_chunk_ids")
+#: list fields whose items are ids: an integer id (``"chunk_id": 17``) is read as text
+ID_LIST_FIELDS = ("retrieved_ids", "gold_doc_ids", "gold_chunk_ids")
+#: keys the generic reader keeps in ``metadata`` under their own name
+META_KEYS = ("notes", "source")
+#: the layout of records that no declared layout claims
+FALLBACK = "samples"
+
+#: ``validate(sample, record) -> [(field, message)]``: a layout's own rules
+Validator = Callable[[Any, Mapping[str, Any]], list[tuple[str | None, str]]]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One sample layout.
+
+    ``fields`` maps a source column to a ragmeter field (a native ragmeter name in the record
+    wins over a renamed column; the loser is kept in ``metadata``). ``others``: what happens to
+    the remaining columns — ``fields`` (read by the generic reader, its aliases included) or
+    ``metadata``. ``list_sep``: how a CSV/TSV text cell of a list field is split (a JSON list
+    cell is always read as one); without it a text cell is one item. Recognised by content when
+    every key of ``requires`` and at least one of ``requires_any`` occur in the first records,
+    or by ``detect(keys)``; a layout with none of the three is chosen explicitly only.
+    ``refuses``: detected layouts this one must not be forced onto (besides every layout that
+    renames columns). ``validate``: extra rules applied when a benchmark dataset has this
+    layout. ``doc`` is a noun phrase ("DeepEval test cases"); ``columns`` the columns shown
+    in messages and docs (default: ``fields``' sources); ``note``: one more line for the docs.
+    """
+
+    name: str
+    doc: str
+    fields: Mapping[str, str] = field(default_factory=dict)
+    requires: tuple[str, ...] = ()
+    requires_any: tuple[str, ...] = ()
+    detect: Callable[[frozenset[str]], bool] | None = field(default=None, compare=False)
+    priority: int = 50
+    others: Literal["fields", "metadata"] = "fields"
+    list_sep: str | None = None
+    refuses: tuple[str, ...] = ()
+    validate: Validator | None = field(default=None, compare=False)
+    columns: tuple[str, ...] = ()
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        bad = sorted(set(self.fields.values()) - set(TARGETS))
+        if bad:
+            raise ValueError(f"format {self.name!r} maps to unknown field(s) {bad}")
+
+    @property
+    def detectable(self) -> bool:
+        return bool(self.requires or self.requires_any or self.detect)
+
+    def matches(self, keys: frozenset[str]) -> bool:
+        """Whether records with these keys have this layout."""
+        if self.detect is not None:
+            return self.detect(keys)
+        if not (self.requires or self.requires_any):
+            return False
+        return all(k in keys for k in self.requires) and (
+            not self.requires_any or any(k in keys for k in self.requires_any))
+
+    def shown_columns(self) -> tuple[str, ...]:
+        return self.columns or tuple(self.fields)
+
+    def describe(self) -> str:
+        """``DeepEval test cases (input, actual_output, ...)``: for messages."""
+        cols = self.shown_columns()
+        return f"{self.doc} ({', '.join(cols)})" if cols else self.doc
+
+    def apply(self, rec: Mapping[str, Any], *, tabular: bool = False) -> dict[str, Any]:
+        """``rec`` with ragmeter field names (see the class docstring)."""
+        if not self.fields and self.others == "fields":
+            return dict(rec)
+        mapped: dict[str, Any] = {}
+        meta: dict[str, Any] = {}
+        for k, v in rec.items():  # native names first: they win over a renamed column
+            if k in self.fields:
+                continue
+            if self.others == "fields" or k in TARGETS or k in META_KEYS:
+                mapped[k] = v
+            elif v is not None:
+                meta[k] = v
+        for k, v in rec.items():
+            target = self.fields.get(k)
+            if target is None:
+                continue
+            if target == "metadata" and isinstance(v, Mapping):
+                meta.update(v)
+            elif target in mapped or target == "metadata":
+                if v is not None:
+                    meta[k] = v
+            else:
+                mapped[target] = self._cell(target, v, tabular)
+        if meta:
+            base = mapped.get("metadata")
+            mapped["metadata"] = {**meta, **(dict(base) if isinstance(base, Mapping) else {})}
+        return mapped
+
+    def _cell(self, target: str, value: Any, tabular: bool) -> Any:
+        if target not in _LIST_TARGETS:
+            return value
+        if isinstance(value, str):
+            if tabular and self.list_sep and not value.lstrip().startswith("["):
+                return [part.strip() for part in value.split(self.list_sep) if part.strip()]
+            if not (tabular and self.list_sep):
+                return [value]
+        if target in ID_LIST_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+            return [str(value)]
+        return value
+
+
+FORMATS: Registry[Format] = Registry("format", key="format")
+
+
+def declare_format(fmt: Format) -> Format:
+    """Add ``fmt`` to :data:`FORMATS` under its name (a taken name is a programming error)."""
+    return FORMATS.register(fmt.name, fmt)
+
+
+def _evalset_rules(sample: Any, record: Mapping[str, Any]) -> list[tuple[str | None, str]]:
+    from ragmeter.data.evalset import check_evalset_sample
+
+    return check_evalset_sample(sample, record)
+
+
+# --- the layouts ------------------------------------------------------------------------------
+declare_format(Format(
+    "auto", "the layout detected by content: the first layout below whose columns occur in the "
+    "first records, else samples"))
+declare_format(Format(
+    "samples", "generic records", columns=("id", "user_input", "response", "reference",
+                                           "retrieved_contexts", "retrieved_ids",
+                                           "reference_contexts", "gold_doc_ids",
+                                           "gold_chunk_ids", "type", "metadata"),
+    note="ragmeter's field names, RAGAS names or their aliases (question, query, answer, "
+         "ground_truth, contexts, …); any other column goes to metadata"))
+declare_format(Format(
+    "ragas", "a RAGAS EvaluationDataset", requires=("user_input",), priority=20,
+    columns=("user_input", "retrieved_contexts", "response", "reference", "reference_contexts"),
+    note="native names; the older question/answer/contexts/ground_truth are read too; "
+         "to_csv's Python-list cells are parsed"))
+declare_format(Format(
+    "deepeval", "DeepEval test cases", priority=10, others="metadata", list_sep=";",
+    fields={"input": "user_input", "actual_output": "response",
+            "expected_output": "reference", "retrieval_context": "retrieved_contexts",
+            "context": "reference_contexts", "additional_metadata": "metadata", "name": "id"},
+    requires=("input",), requires_any=("actual_output", "expected_output", "retrieval_context"),
+    columns=("input", "actual_output", "expected_output", "retrieval_context", "context"),
+    note="DeepEval's context is the gold context; CSV list cells are `;`-joined; other "
+         "columns go to metadata"))
+declare_format(Format(
+    "hf", "Hugging Face datasets exports (JSON Lines, Parquet) and pandas frames",
+    note="plain records, read as samples; ragmeter.data.from_pandas(df), from_records(rows)"))
+declare_format(Format(
+    "synthetic", "a synthetic question set (one question per gold chunk)", priority=40,
+    fields={"question": "user_input", "chunk_id": "gold_chunk_ids",
+            "chunk_ids": "gold_chunk_ids", "confluence_url": "gold_doc_ids",
+            "source_url": "gold_doc_ids", "url": "gold_doc_ids", "doc_id": "gold_doc_ids",
+            "chunk_text": "reference_contexts", "chunk": "reference_contexts",
+            "context": "reference_contexts", "answer": "reference",
+            "expected_answer": "reference", "ground_truth_answer": "reference"},
+    requires=("question",),
+    requires_any=("chunk_id", "confluence_url", "source_url", "chunk_text"),
+    columns=("question", "chunk_id", "confluence_url/url", "chunk_text",
+             "answer/ground_truth_answer"),
+    note="often a compact JSON array without ids; integer chunk ids are read as text"))
+declare_format(Format(
+    "evalset", "an evalset", requires_any=("gold_doc_ids", "gold_chunk_ids"), priority=30,
+    refuses=("ragas",), validate=_evalset_rules,
+    columns=("id", "question", "gold_doc_ids", "gold_chunk_ids", "type", "notes", "source"),
+    note="as a benchmark dataset: ids, questions and gold ids of non-negative questions "
+         "required"))
+
+
+# --- using the table ---------------------------------------------------------------------------
+def format_names() -> list[str]:
+    """Every ``--format`` choice (``auto`` first)."""
+    return FORMATS.names()
+
+
+def get_format(name: str, *, key: str = "format") -> Format:
+    """The declaration of ``name``; an unknown name is a ConfigError under ``key``."""
+    return FORMATS.get(name, key=key)
 
 
 def _keys(records: Iterable[tuple[int | None, Any]], n: int = 50) -> set[str]:
@@ -63,44 +227,42 @@ def _keys(records: Iterable[tuple[int | None, Any]], n: int = 50) -> set[str]:
 
 
 def detect_format(records: Sequence[tuple[int | None, Any]]) -> str:
-    """The sample layout of ``records`` by their keys: ``deepeval``, ``ragas``, ``synthetic``,
-    ``evalset`` or ``samples``."""
-    keys = _keys(records)
-    if "input" in keys and keys & {"actual_output", "expected_output", "retrieval_context"}:
-        return "deepeval"
-    if "user_input" in keys:
-        return "ragas"
-    if "gold_doc_ids" in keys or "gold_chunk_ids" in keys:
-        return "evalset"
-    if "question" in keys and keys & {"chunk_id", "confluence_url", "source_url", "chunk_text"}:
-        return "synthetic"
-    return "samples"
-
-
-#: what each detected layout looks like, for errors that name it
-LAYOUT_NAMES = {"deepeval": "DeepEval test cases (input, actual_output, expected_output, "
-                            "retrieval_context, context)",
-                "synthetic": "a synthetic question set (question, chunk_id, confluence_url/url, "
-                             "chunk_text, answer)",
-                "ragas": "a RAGAS EvaluationDataset (user_input, retrieved_contexts, response, "
-                         "reference, reference_contexts)"}
-#: explicit formats that would silently remap (or drop into metadata) another layout's fields
-_CONFLICTS = {"samples": ("deepeval", "synthetic"), "hf": ("deepeval", "synthetic"),
-              "ragas": ("deepeval", "synthetic"), "evalset": ("deepeval", "synthetic", "ragas"),
-              "synthetic": ("deepeval",)}
+    """The layout of ``records`` by the keys of the first ones (see :data:`FORMATS`)."""
+    keys = frozenset(_keys(records))
+    ranked = sorted((f for f in FORMATS if f.detectable), key=lambda f: f.priority)
+    return next((f.name for f in ranked if f.matches(keys)), FALLBACK)
 
 
 def check_explicit_format(fmt: str, records: Sequence[tuple[int | None, Any]],
                           source: str) -> None:
-    """An explicit ``fmt`` must not be applied to records of another known layout: DeepEval's
-    gold ``context`` read as retrieved contexts under ``samples``, RAGAS names under
-    ``evalset``… Raises a :class:`DataError` naming the likely format."""
+    """An explicit ``fmt`` must not be applied to records of another layout that renames
+    columns (DeepEval's gold ``context`` read as retrieved contexts under ``samples``…), nor to
+    one it refuses (RAGAS names under ``evalset``). Raises a :class:`DataError` naming the
+    likely format."""
     looks = detect_format(records)
-    if looks in _CONFLICTS.get(fmt, ()):
+    if looks in (fmt, FALLBACK):
+        return
+    seen = get_format(looks)
+    if seen.fields or looks in get_format(fmt).refuses:
         raise DataError(RecordProblem(source, None, None,
                                       f"format '{fmt}' was given, but the records look like "
-                                      f"{LAYOUT_NAMES[looks]}"),
+                                      f"{seen.describe()}"),
                         hint=f"use format '{looks}' (--format {looks}), or --format auto")
+
+
+def apply_format(rec: Mapping[str, Any], fmt: str | Format,
+                 column_map: Mapping[str, str] | None = None, *,
+                 tabular: bool = False) -> dict[str, Any]:
+    """``rec`` with ragmeter field names for layout ``fmt`` (after ``column_map``)."""
+    out: dict[str, Any] = dict(rec)
+    if column_map:
+        for target, src in column_map.items():
+            if src in out:
+                value = out.pop(src)
+                out.pop(target, None)
+                out[target] = value
+    decl = get_format(fmt) if isinstance(fmt, str) else fmt
+    return decl.apply(out, tabular=tabular)
 
 
 def other_kind_hint(records: Sequence[tuple[int | None, Any]]) -> str | None:
@@ -150,54 +312,6 @@ def check_map(column_map: Mapping[str, str], records: Sequence[tuple[int | None,
     if missing and records:
         raise ConfigError("column_map", f"column(s) {', '.join(map(repr, missing))} not found "
                                         f"in {source} (columns: {', '.join(sorted(keys)[:40])})")
-
-
-def apply_format(rec: Mapping[str, Any], fmt: str, column_map: Mapping[str, str] | None = None,
-                 *, tabular: bool = False) -> dict[str, Any]:
-    """``rec`` with ragmeter field names for layout ``fmt`` (after ``column_map``).
-
-    In a DeepEval CSV, list cells (``context``, ``retrieval_context``) are split on ``;``
-    (DeepEval's default ``context_col_delimiter``) unless they hold a JSON/Python list.
-    """
-    out: dict[str, Any] = dict(rec)
-    if column_map:
-        for target, src in column_map.items():
-            if src in out:
-                value = out.pop(src)
-                out.pop(target, None)
-                out[target] = value
-    if fmt == "deepeval":
-        mapped: dict[str, Any] = {}
-        meta: dict[str, Any] = {}
-        for k, v in out.items():
-            if k in DEEPEVAL_MAP and DEEPEVAL_MAP[k] not in out:
-                if tabular and k in ("context", "retrieval_context") and isinstance(v, str) \
-                        and not v.lstrip().startswith("["):
-                    v = [part.strip() for part in v.split(";") if part.strip()]
-                mapped[DEEPEVAL_MAP[k]] = v
-            elif k in DEEPEVAL_META and isinstance(v, Mapping):
-                meta.update(v)
-            elif k in TARGETS or k in ("notes", "source"):
-                mapped[k] = v
-            elif k == "name" and "id" not in out:
-                mapped["id"] = v
-            elif v is not None:
-                meta[k] = v
-        if meta:
-            base = mapped.get("metadata")
-            mapped["metadata"] = {**meta, **(dict(base) if isinstance(base, Mapping) else {})}
-        return mapped
-    if fmt == "synthetic":
-        mapped = {}
-        for k, v in out.items():
-            target = SYNTHETIC_MAP.get(k, k)
-            if target in mapped:
-                continue
-            if target in _LIST_TARGETS and isinstance(v, str):
-                v = [v]
-            mapped[target] = v
-        return mapped
-    return out
 
 
 def plain_value(value: Any) -> Any:

@@ -56,7 +56,7 @@ def pairs_hash(data: Mapping[str, Mapping[str, Any]], *, short: bool = True) -> 
 #: the fields that define *what is asked and what is right* — the dataset hash covers these only,
 #: so a new system output (response, retrieved contexts/ids/scores) keeps the dataset's identity
 GOLD_FIELDS = ("id", "user_input", "reference", "reference_contexts", "gold_doc_ids",
-               "gold_chunk_ids", "gold_grades", "type")
+               "gold_chunk_ids", "gold_grades", "type", "history")
 
 
 def gold_record(s: Any) -> dict[str, Any]:

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.data.formats import (
-    FORMATS,
+    ID_LIST_FIELDS,
+    Validator,
     apply_format,
     check_explicit_format,
     check_map,
     detect_format,
+    get_format,
     other_kind_hint,
     plain_value,
 )
@@ -37,20 +39,25 @@ from ragmeter.data.reading import Table, cell_list, cell_obj, parse_json_line, r
 from ragmeter.data.sample import QUESTION_TYPES, Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 
+__all__ = ["LoadResult", "SampleStream", "Validator", "from_pandas", "from_records",
+           "iter_samples", "load_dataset_file", "load_samples", "load_table", "read_records",
+           "record_to_sample"]
+
 STR_FIELDS = ("user_input", "response", "reference", "type")
 STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
                    "gold_doc_ids", "gold_chunk_ids")
 FLOAT_LIST_FIELDS = ("retrieved_scores",)
 ALIASES = {"question": "user_input", "query": "user_input", "answer": "response",
-           "ground_truth": "reference", "contexts": "retrieved_contexts",
-           "context": "retrieved_contexts", "sample_id": "id", "qid": "id"}
+           "ground_truth": "reference", "ground_truth_answer": "reference",
+           "contexts": "retrieved_contexts",
+           "context": "retrieved_contexts", "sample_id": "id", "qid": "id",
+           "chat_history": "history", "conversation_history": "history"}
 #: aliases whose value may be one string instead of a list of strings
 SINGLE_TEXT_ALIASES = ("context",)
 META_FIELDS = ("notes", "source")
 KNOWN = ("id", *STR_FIELDS, *STR_LIST_FIELDS, *FLOAT_LIST_FIELDS, "gold_grades", "metadata",
+         "history",
          *ALIASES, *META_FIELDS)
-
-Validator = Callable[[Sample, Mapping[str, Any]], list[tuple[str | None, str]]]
 
 
 @dataclass
@@ -80,6 +87,10 @@ _csv_list = cell_list
 _csv_obj = cell_obj
 
 
+def _int_id(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = None,
                      index: int = 0, from_csv: bool = False, by_index: bool = True
                      ) -> tuple[Sample | None, list[RecordProblem]]:
@@ -96,34 +107,13 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
     if not isinstance(record, Mapping):
         bad(None, f"a record must be a JSON object, got {type(record).__name__}")
         return None, problems
-    values: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
-    for key, value in record.items():
-        name = ALIASES.get(key, key)
-        if key in META_FIELDS:
-            metadata[key] = value
-            continue
-        if name not in KNOWN:
-            close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.85)
-            if close:
-                bad(key, f"unknown field (did you mean '{close[0]}'?)")
-            else:
-                metadata[key] = value
-            continue
-        if key in SINGLE_TEXT_ALIASES and isinstance(value, str):
-            value = [value]
-        if name in values and values[name] != value:
-            bad(key, f"conflicts with another spelling of '{name}'")
-            continue
-        values[name] = value
+    values, metadata = _field_values(record, bad)
     if from_csv:
-        for name in (*STR_LIST_FIELDS, *FLOAT_LIST_FIELDS):
-            if isinstance(values.get(name), str):
-                values[name] = _csv_list(values[name])
-        for name in ("gold_grades", "metadata"):
-            if isinstance(values.get(name), str):
-                values[name] = _csv_obj(values[name])
-
+        _parse_cells(values)
+    for name in ID_LIST_FIELDS:  # integer ids ("chunk_id": 17) are ids written as numbers
+        ids = values.get(name)
+        if isinstance(ids, list) and any(_int_id(x) for x in ids):
+            values[name] = [str(x) if _int_id(x) else x for x in ids]
     sid = values.get("id")
     if sid is None:
         sid = f"#{index}"  # the record index in every container; line numbers are for errors
@@ -131,45 +121,11 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         bad("id", f"must be a string, got {type(sid).__name__}")
     elif str(sid).strip() == "":
         bad("id", "must not be empty")
-    for name in STR_FIELDS:
-        v = values.get(name)
-        if v is not None and not isinstance(v, str):
-            bad(name, f"must be a string, got {type(v).__name__}")
-    for name in STR_LIST_FIELDS:
-        v = values.get(name)
-        if v is None:
-            continue
-        if not isinstance(v, list):
-            bad(name, f"must be a list of strings, got {type(v).__name__}")
-        else:
-            wrong = [i for i, x in enumerate(v) if not isinstance(x, str)]
-            if wrong:
-                bad(name, f"must be a list of strings; item {wrong[0]} is "
-                          f"{type(v[wrong[0]]).__name__}")
-    scores = values.get("retrieved_scores")
-    if scores is not None:
-        if not isinstance(scores, list):
-            bad("retrieved_scores", f"must be a list of numbers, got {type(scores).__name__}")
-        else:
-            try:
-                values["retrieved_scores"] = [float(x) for x in scores if not isinstance(x, bool)]
-                if len(values["retrieved_scores"]) != len(scores) or any(
-                        math.isnan(x) for x in values["retrieved_scores"]):
-                    raise ValueError
-            except (TypeError, ValueError):
-                bad("retrieved_scores", "must be a list of numbers (no NaN)")
-            else:
-                ids = values.get("retrieved_ids")
-                if isinstance(ids, list) and len(ids) != len(scores):
-                    bad("retrieved_scores", f"has {len(scores)} items but retrieved_ids has {len(ids)}")
+    _check_texts(values, bad)
+    _check_scores(values, bad)
+    _check_history(values, bad)
     grades = values.get("gold_grades")
-    if grades is not None and (not isinstance(grades, Mapping) or not all(
-            isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
-        bad("gold_grades", "must be an object {id: integer grade}")
-    elif grades is not None:
-        for doc, g in grades.items():
-            if grade_problem(g) is not None:
-                bad("gold_grades", f"doc '{doc}': {grade_problem(g)}")
+    _check_grades(grades, bad)
     meta = values.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         bad("metadata", f"must be an object, got {type(meta).__name__}")
@@ -192,16 +148,136 @@ def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = 
         gold_grades=dict(grades) if grades is not None else None,
         type=qtype,
         metadata={**(dict(meta) if meta else {}), **metadata},
+        history=values.get("history"),
     )
     return sample, []
+
+
+Bad = Callable[[str | None, str], None]
+
+
+def _field_values(record: Mapping[str, Any], bad: Bad) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(values by ragmeter field, metadata)`` of a record: aliases resolved, unknown fields to
+    metadata unless they look like a typo of a known field."""
+    values: dict[str, Any] = {}
+    metadata: dict[str, Any] = {}
+    for key, value in record.items():
+        name = ALIASES.get(key, key)
+        if key in META_FIELDS:
+            metadata[key] = value
+            continue
+        if name not in KNOWN:
+            close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.85)
+            if close:
+                bad(key, f"unknown field (did you mean '{close[0]}'?)")
+            else:
+                metadata[key] = value
+            continue
+        if key in SINGLE_TEXT_ALIASES and isinstance(value, str):
+            value = [value]
+        if name in values and values[name] != value:
+            bad(key, f"conflicts with another spelling of '{name}'")
+            continue
+        values[name] = value
+    return values, metadata
+
+
+def _parse_cells(values: dict[str, Any]) -> None:
+    """CSV/TSV cells of list and object fields, parsed in place."""
+    for name in (*STR_LIST_FIELDS, *FLOAT_LIST_FIELDS):
+        if isinstance(values.get(name), str):
+            values[name] = _csv_list(values[name])
+    for name in ("gold_grades", "metadata", "history"):
+        if isinstance(values.get(name), str):
+            values[name] = _csv_obj(values[name])
+
+
+def _check_texts(values: Mapping[str, Any], bad: Bad) -> None:
+    for name in STR_FIELDS:
+        v = values.get(name)
+        if v is not None and not isinstance(v, str):
+            bad(name, f"must be a string, got {type(v).__name__}")
+    for name in STR_LIST_FIELDS:
+        v = values.get(name)
+        if v is None:
+            continue
+        if not isinstance(v, list):
+            bad(name, f"must be a list of strings, got {type(v).__name__}")
+        else:
+            wrong = [i for i, x in enumerate(v) if not isinstance(x, str)]
+            if wrong:
+                bad(name, f"must be a list of strings; item {wrong[0]} is "
+                          f"{type(v[wrong[0]]).__name__}")
+
+
+HISTORY_ROLES = ("user", "assistant", "system")
+
+
+def _check_history(values: dict[str, Any], bad: Bad) -> None:
+    """``history``: earlier turns as ``{"role", "content"}`` objects; plain strings alternate
+    user / assistant, starting with the user."""
+    turns = values.get("history")
+    if turns is None:
+        return
+    if not isinstance(turns, list):
+        bad("history", f"must be a list of {{role, content}} objects, got {type(turns).__name__}")
+        return
+    out: list[dict[str, str]] = []
+    for i, t in enumerate(turns):
+        if isinstance(t, str):
+            t = {"role": "user" if i % 2 == 0 else "assistant", "content": t}
+        if not isinstance(t, Mapping):
+            bad("history", f"item {i} must be an object with role and content")
+            return
+        role, content = t.get("role"), t.get("content")
+        if role not in HISTORY_ROLES:
+            bad("history", f"item {i}: role must be one of {', '.join(HISTORY_ROLES)}, "
+                           f"got {role!r}")
+            return
+        if not isinstance(content, str):
+            bad("history", f"item {i}: content must be a string")
+            return
+        out.append({"role": str(role), "content": content})
+    values["history"] = out
+
+
+def _check_scores(values: dict[str, Any], bad: Bad) -> None:
+    """``retrieved_scores``: numbers (no NaN), as many as ``retrieved_ids``; made floats."""
+    scores = values.get("retrieved_scores")
+    if scores is None:
+        return
+    if not isinstance(scores, list):
+        bad("retrieved_scores", f"must be a list of numbers, got {type(scores).__name__}")
+        return
+    try:
+        values["retrieved_scores"] = [float(x) for x in scores if not isinstance(x, bool)]
+        if len(values["retrieved_scores"]) != len(scores) or any(
+                math.isnan(x) for x in values["retrieved_scores"]):
+            raise ValueError
+    except (TypeError, ValueError):
+        bad("retrieved_scores", "must be a list of numbers (no NaN)")
+    else:
+        ids = values.get("retrieved_ids")
+        if isinstance(ids, list) and len(ids) != len(scores):
+            bad("retrieved_scores", f"has {len(scores)} items but retrieved_ids has {len(ids)}")
+
+
+def _check_grades(grades: Any, bad: Bad) -> None:
+    if grades is not None and (not isinstance(grades, Mapping) or not all(
+            isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
+        bad("gold_grades", "must be an object {id: integer grade}")
+    elif grades is not None:
+        for doc, g in grades.items():
+            if grade_problem(g) is not None:
+                bad("gold_grades", f"doc '{doc}': {grade_problem(g)}")
 
 
 def load_samples(path: str | Path, *, skip_invalid: bool = False,
                  validate: Validator | None = None, format: str = "auto",
                  column_map: Mapping[str, str] | None = None) -> LoadResult:
     """Load samples from any container (JSON Lines, JSON, CSV, TSV, Parquet; by content) in any
-    known layout (``format``: auto, samples, ragas, deepeval, hf, synthetic, evalset — see
-    :mod:`ragmeter.data.formats`); ``column_map`` is ``{ragmeter_field: source_column}``.
+    declared layout (``format``: ``auto`` or a name of
+    :data:`ragmeter.data.formats.FORMATS`); ``column_map`` is ``{ragmeter_field: source_column}``.
 
     ``validate(sample, record)`` adds ``(field, msg)`` checks. Raises one :class:`DataError`
     listing every problem, unless ``skip_invalid`` (then bad records are skipped and listed in
@@ -249,8 +325,7 @@ def from_pandas(df: Any, *, format: str = "auto", column_map: Mapping[str, str] 
 def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator | None = None,
                format: str = "auto", column_map: Mapping[str, str] | None = None) -> LoadResult:
     """Validate the records of a :class:`~ragmeter.data.reading.Table` into samples."""
-    if format not in FORMATS:
-        raise ConfigError("format", f"unknown format {format!r}", list(FORMATS))
+    get_format(format)
     source = table.source
     records, problems = table.records, list(table.problems)
     n_unreadable = len(problems)
@@ -258,7 +333,7 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
         check_map(column_map, records, source)
     if format != "auto":
         check_explicit_format(format, records, source)
-    fmt = detect_format(records) if format == "auto" else format
+    fmt = get_format(detect_format(records) if format == "auto" else format)
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
@@ -303,19 +378,13 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
 def load_dataset_file(path: str | Path, *, format: str = "auto", skip_invalid: bool = False,
                       column_map: Mapping[str, str] | None = None) -> LoadResult:
     """A dataset of a benchmark config: the layout is detected by content (never by the file
-    name); an evalset (records with ``gold_doc_ids``/``gold_chunk_ids`` and ``question``) gets
-    the evalset rules."""
-    from ragmeter.data.evalset import check_evalset_sample
-
+    name) and its own rules apply (an evalset's: ids, questions, gold ids of non-negative
+    questions; see :class:`~ragmeter.data.formats.Format`)."""
+    get_format(format)
     table = read_table(path)
-    fmt = format
-    if fmt == "auto":
-        fmt = detect_format(table.records)
-    elif fmt == "evalset":  # loaded below as "samples" with the evalset rules
-        check_explicit_format(fmt, table.records, table.source)
-    validate = check_evalset_sample if fmt == "evalset" else None
-    return load_table(table, skip_invalid=skip_invalid, validate=validate,
-                      format="samples" if fmt == "evalset" else fmt, column_map=column_map)
+    fmt = detect_format(table.records) if format == "auto" else format
+    return load_table(table, skip_invalid=skip_invalid, validate=get_format(fmt).validate,
+                      format=fmt, column_map=column_map)
 
 
 # --- Streaming: records one at a time, with per-record size limits ------------------------------
@@ -375,8 +444,7 @@ class SampleStream:
                  validate: Validator | None = None, max_record_bytes: int | None = None,
                  max_list_items: int | None = None, format: str = "auto",
                  column_map: Mapping[str, str] | None = None) -> None:
-        if format not in FORMATS:
-            raise ConfigError("format", f"unknown format {format!r}", list(FORMATS))
+        get_format(format)
         self.path = Path(path)
         self.format = format
         self.column_map = dict(column_map) if column_map else None
@@ -449,7 +517,7 @@ class SampleStream:
             check_map(self.column_map, head, source)
         if self.format != "auto":
             check_explicit_format(self.format, head, source)
-        fmt = detect_format(head) if self.format == "auto" else self.format
+        fmt = get_format(detect_format(head) if self.format == "auto" else self.format)
         tabular = self.container in ("csv", "tsv")
         for index, (line, rec) in enumerate(itertools.chain(head, records)):
             n_records += 1

@@ -6,10 +6,12 @@ Containers: JSON Lines, a JSON array (or an object holding one under ``samples``
 
 Encodings: UTF-8 with or without a byte-order mark. UTF-16/32 files, files that are not UTF-8
 (e.g. cp1251) and binary files get one clear error naming the file and, where it helps, the line.
-Raw U+2028 / U+2029 / U+0085 inside JSON strings do not split records (only ``\\n`` ends a JSON
-Lines record). A string holding a lone surrogate (``"\\ud800"``) is reported for its record.
-Repeated keys inside one JSON object and repeated CSV header columns are problems, never silently
-resolved.
+Line endings: ``\\n``, ``\\r\\n`` and a lone ``\\r`` (old Mac files) each end a line; raw
+U+2028 / U+2029 / U+0085 inside JSON strings do not split records. Every reader of a text input
+goes through here (:func:`read_text`, :func:`read_lines`, :func:`read_table`), so a BOM or a line
+ending is accepted everywhere or nowhere. A string holding a lone surrogate (``"\\ud800"``) is
+reported for its record. Repeated keys inside one JSON object and repeated CSV header columns are
+problems, never silently resolved.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ ARRAY_KEYS = ("samples", "test_cases", "data", "examples", "items", "rows")
 #: largest CSV cell accepted (contexts can be long)
 CSV_FIELD_LIMIT = 64 * 1024 * 1024
 _TREC_LINE = re.compile(r"^\s*\S+\s+(?:0|Q0|q0)\s+\S+\s+-?\d+(?:\s|$)")
+_LINE_END = re.compile(r"\r\n?|\n")
 
 
 _log = logging.getLogger("ragmeter.data")
@@ -100,6 +103,25 @@ def read_text(path: str | Path) -> str:
     return decode_text(raw, str(path))
 
 
+def split_lines(text: str) -> list[str]:
+    """``text`` split at ``\\n``, ``\\r\\n`` or a lone ``\\r`` (never at U+2028, U+0085…)."""
+    if "\r" not in text:
+        return text.split("\n")
+    return _LINE_END.split(text)
+
+
+def read_lines(path: str | Path) -> list[tuple[int, str]]:
+    """The non-blank lines of a text file with their line numbers, read the one way: UTF-8 with
+    or without a BOM (anything else is a clear :class:`DataError`), any line ending."""
+    return [(n, line) for n, line in enumerate(split_lines(read_text(path)), start=1)
+            if line.strip()]
+
+
+def _line_sep(text: str) -> str:
+    """The character that ends lines in ``text``: ``\\r`` in an old-Mac (CR-only) file."""
+    return "\r" if "\n" not in text and "\r" in text else "\n"
+
+
 def has_lone_surrogate(obj: Any, _depth: int = 0) -> bool:
     """Whether a string anywhere in ``obj`` holds an unpaired surrogate (not valid Unicode)."""
     if isinstance(obj, str):
@@ -138,8 +160,8 @@ def _loads(text: str) -> tuple[Any, list[str]]:
     return json.loads(text, object_pairs_hook=hook), hook.keys
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+def _line_of(text: str, pos: int, sep: str = "\n") -> int:
+    return text.count(sep, 0, pos) + 1
 
 
 def _record_problems(source: str, line: int | None, obj: Any, dupes: list[str]
@@ -154,8 +176,7 @@ def _record_problems(source: str, line: int | None, obj: Any, dupes: list[str]
 
 def _read_jsonl(text: str, source: str) -> Table:
     t = Table([], container="jsonl", source=source)
-    for lineno, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
+    for lineno, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
         obj, probs = parse_json_line(line, source, lineno)
@@ -183,9 +204,9 @@ def parse_json_line(line: str, source: str, lineno: int | None
 
 def _json_items(text: str, start: int) -> list[tuple[int, Any, list[str]]] | None:
     """Decode the JSON array at ``text[start] == '['`` item by item with line numbers."""
-    dec = json.JSONDecoder()
     items: list[tuple[int, Any, list[str]]] = []
     ws = re.compile(r"[\s,]*")
+    sep = _line_sep(text)
     pos = start + 1
     while True:
         m = ws.match(text, pos)
@@ -200,7 +221,7 @@ def _json_items(text: str, start: int) -> list[tuple[int, Any, list[str]]] | Non
             obj, end = dec.raw_decode(text, pos)
         except (json.JSONDecodeError, RecursionError):
             return None
-        items.append((_line_of(text, pos), obj, hook.keys))
+        items.append((_line_of(text, pos, sep), obj, hook.keys))
         pos = end
 
 
@@ -209,8 +230,10 @@ def _read_json(text: str, source: str) -> Table:
     try:
         data, dupes = _loads(text)
     except json.JSONDecodeError as exc:
-        t.problems.append(RecordProblem(source, exc.lineno, None,
-                                        f"invalid JSON at column {exc.colno}: {exc.msg}"))
+        line = _line_of(text, exc.pos, _line_sep(text))
+        col = exc.pos - max(text.rfind("\n", 0, exc.pos), text.rfind("\r", 0, exc.pos))
+        t.problems.append(RecordProblem(source, line, None,
+                                        f"invalid JSON at column {col}: {exc.msg}"))
         return t
     except RecursionError:
         t.problems.append(RecordProblem(source, None, None, "JSON nested too deeply"))
@@ -223,7 +246,7 @@ def _read_json(text: str, source: str) -> Table:
             probs = _record_problems(source, 1, data, dupes)
             t.problems.extend(probs)
             if not probs:
-                t.records.append((_line_of(text, text.index("{")), data))
+                t.records.append((_line_of(text, text.index("{"), _line_sep(text)), data))
             return t
         items = data[key]
         m = re.search(r'"' + key + r'"\s*:\s*\[', text)
@@ -309,7 +332,8 @@ def _read_parquet(path: Path, source: str) -> Table:
 
 def looks_like_trec(text: str) -> bool:
     """Whether the first data lines are TREC qrels/run lines (``qid 0|Q0 doc n ...``)."""
-    lines = [ln for ln in text.split("\n")[:20] if ln.strip() and not ln.lstrip().startswith("#")]
+    lines = [ln for ln in split_lines(text[:65536])[:20]
+             if ln.strip() and not ln.lstrip().startswith("#")]
     return bool(lines) and all(_TREC_LINE.match(ln) for ln in lines[:5])
 
 
@@ -360,7 +384,7 @@ def parse_text(text: str, source: str = "<data>") -> Table:
                                             "(a JSON array, JSON Lines, or {\"samples\": [...]}), "
                                             f"got a JSON {type(scalar).__name__}"))
             return t
-    first = body.split("\n", 1)[0]
+    first = split_lines(body[:65536])[0]
     if looks_like_trec(text):
         t = Table([], container="csv", source=source)
         t.problems.append(RecordProblem(source, None, None, "looks like a TREC qrels/run file, "

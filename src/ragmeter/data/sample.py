@@ -19,6 +19,8 @@ class Sample:
     ``gold_grades`` optionally maps a gold id to a graded relevance (default grade 1).
     ``retrieved_scores`` are the retriever's scores, aligned with ``retrieved_ids``.
     A ``type`` of ``"negative"`` marks a question whose answer is not in the corpus.
+    ``history`` holds the earlier turns of a conversation, oldest first, as
+    ``{"role": "user" | "assistant", "content": text}``; ``user_input`` is the current turn.
     """
 
     id: str
@@ -34,10 +36,16 @@ class Sample:
     gold_grades: dict[str, int] | None = None
     type: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, str]] | None = None
 
     @property
     def is_negative(self) -> bool:
         return self.type == "negative"
+
+    @property
+    def turn(self) -> int:
+        """The current turn's index in its conversation (0 for a single question)."""
+        return sum(1 for m in self.history or () if m.get("role") == "user")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict without empty optional fields (stable for hashing and JSON)."""

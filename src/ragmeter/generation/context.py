@@ -5,7 +5,9 @@ MetricResult``. The context carries the samples, the seed, the dataset hash, the
 embedder factory, and per-run state so that metrics sharing work do it once: ``judged`` (typed
 state of the judge-call planner: one plan for all judged metrics), ``embedders`` (one embedder
 per model name) and ``cache`` (memo of the lexical and semantic families, keyed by those
-modules).
+modules). It satisfies :class:`ragmeter.metrics.judged.state.JudgedContext`, what the judged
+metrics read. ``missing_field`` (the one "is this input missing" rule) lives in
+:mod:`ragmeter.metrics.inputs` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.data.sample import Sample
-from ragmeter.generation.judgement import JudgedState
-from ragmeter.results.records import SampleScore, Signature
+from ragmeter.metrics.inputs import missing_field
+from ragmeter.metrics.judged.state import JudgedState
+from ragmeter.results.records import Signature
 from ragmeter.stats import DEFAULT_SEED
 
 
@@ -60,24 +63,4 @@ class GenerationContext:
                               seed=self.seed, **extra)
 
 
-def missing_field(sample: Sample, names: Sequence[str]) -> str | None:
-    """Why a sample cannot be scored for lack of input, or ``None``.
-
-    ``missing_field:<name>`` when a required field is absent (``None``) or an empty list;
-    ``empty_input`` when it is present but blank (no judge call is made for it).
-    """
-    for name in names:
-        value = getattr(sample, name)
-        if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
-            return f"missing_field:{name}"
-    for name in names:
-        value = getattr(sample, name)
-        if isinstance(value, str) and not value.strip():
-            return "empty_input"
-        if isinstance(value, (list, tuple)) and all(not str(v).strip() for v in value):
-            return "empty_input"
-    return None
-
-
-def unscored(sample: Sample, reason: str, details: dict[str, Any] | None = None) -> SampleScore:
-    return SampleScore(sample.id, None, reason, details)
+__all__ = ["GenerationContext", "missing_field"]

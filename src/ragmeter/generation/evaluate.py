@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MissingExtraError
 from ragmeter.generation.context import GenerationContext
-from ragmeter.metrics.judged import ROWS as JUDGED_ROWS
+from ragmeter.metrics.judged.rows import ROWS as JUDGED_ROWS
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
 from ragmeter.stats import DEFAULT_SEED
@@ -20,10 +20,10 @@ _log = logging.getLogger("ragmeter.generation")
 
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")
-#: The full judged set, one per row of :mod:`ragmeter.metrics.judged` (≤ 4 judge calls per
+#: The full judged set, one per row of :mod:`ragmeter.metrics.judged.rows` (≤ 4 judge calls per
 #: sample together).
 JUDGED_DEFAULT = tuple(row.name for row in JUDGED_ROWS)
-GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids")
+GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids", "refusal", "citations")
 #: metrics that embed text; their ``model`` parameter names the embedder (an optional extra)
 EMBEDDING_METRICS = ("semantic_similarity", "answer_correctness")
 
@@ -67,29 +67,10 @@ def evaluate_generation(
     if language not in ("auto", "ru", "en"):
         raise ConfigError("language", f"unknown language {language!r}", ["auto", "ru", "en"])
     defaulted = metrics is None
-    if metrics is None:
-        metrics = [*DEFAULT_METRICS, *(JUDGED_DEFAULT if judge is not None else ())]
-    if isinstance(embedder, str):
-        # a bare "semantic_similarity" names no model: use the one asked for
-        metrics = [f"semantic_similarity(model={embedder})"
-                   if isinstance(m, str) and m.strip() == "semantic_similarity" else m
-                   for m in metrics]
-    parsed = [parse_metric(m) for m in metrics]
-    for m in parsed:
-        if m.spec.family not in GENERATION_FAMILIES:
-            raise ConfigError("metrics", f"'{m}' is a {m.spec.family} metric, not a generation "
-                              "metric", list(GENERATION_FAMILIES))
-    kwargs: dict[str, Any] = {}
-    if callable(embedder):
-        kwargs["embedder_factory"] = embedder
-    if data_hash:
-        kwargs["data_hash"] = data_hash
-    if outputs_hash:
-        kwargs["outputs_hash"] = outputs_hash
-    if embedders is not None:
-        kwargs["embedders"] = embedders
-    ctx = GenerationContext(list(samples), seed=seed, judge=judge, language=language,
-                            keep_prompts=keep_prompts, **kwargs)
+    parsed = _parse(metrics, judge is not None, embedder)
+    ctx = _context(samples, embedder, seed=seed, judge=judge, language=language,
+                   keep_prompts=keep_prompts, data_hash=data_hash, outputs_hash=outputs_hash,
+                   embedders=embedders)
     skipped: list[dict[str, str]] = []
     if defaulted:  # a default metric whose extra is not installed is skipped, not an error
         parsed, skipped = _drop_unavailable(parsed, ctx)
@@ -118,16 +99,50 @@ def evaluate_generation(
     plans = ctx.judged.plans
     if plans:
         total = sum(p.n_requests for p in plans)
-        by_prompt: dict[str, int] = {}
-        for p in plans:
-            for k, v in p.by_prompt.items():
-                by_prompt[k] = by_prompt.get(k, 0) + v
         result.meta["judge_calls"] = {
             "total": total, "per_sample": total / max(1, len(ctx.samples)),
-            "by_prompt": by_prompt, "judge": plans[0].judge_name,
+            "by_prompt": _summed(p.by_prompt for p in plans), "judge": plans[0].judge_name,
             "model": plans[0].judge_model, "demo": plans[0].binary,
         }
     return result
+
+
+def _parse(metrics: Sequence[str | Metric] | None, with_judge: bool,
+           embedder: str | Callable[[str], Any] | None) -> list[Metric]:
+    """The generation metrics asked for (default: :data:`DEFAULT_METRICS`, plus
+    :data:`JUDGED_DEFAULT` with a judge); any other family is a :class:`ConfigError`."""
+    if metrics is None:
+        metrics = [*DEFAULT_METRICS, *(JUDGED_DEFAULT if with_judge else ())]
+    if isinstance(embedder, str):
+        # a bare "semantic_similarity" names no model: use the one asked for
+        metrics = [f"semantic_similarity(model={embedder})"
+                   if isinstance(m, str) and m.strip() == "semantic_similarity" else m
+                   for m in metrics]
+    parsed = [parse_metric(m) for m in metrics]
+    for m in parsed:
+        if m.spec.family not in GENERATION_FAMILIES:
+            raise ConfigError("metrics", f"'{m}' is a {m.spec.family} metric, not a generation "
+                              "metric", list(GENERATION_FAMILIES))
+    return parsed
+
+
+def _summed(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    """Counts by key, added up."""
+    out: dict[str, int] = {}
+    for c in counts:
+        for k, v in c.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _context(samples: Sequence[Sample], embedder: str | Callable[[str], Any] | None,
+             **kwargs: Any) -> GenerationContext:
+    """The scoring context; empty hashes and a missing embedder factory take the defaults."""
+    given = {k: v for k, v in kwargs.items()
+             if v is not None and not (isinstance(v, str) and not v)}
+    if callable(embedder):
+        given["embedder_factory"] = embedder
+    return GenerationContext(list(samples), **given)
 
 
 def _drop_unavailable(parsed: list[Metric], ctx: GenerationContext
@@ -185,10 +200,7 @@ def _in_batches(samples: list[Sample], batch_size: int,
     calls = [p.meta["judge_calls"] for p in parts if "judge_calls" in p.meta]
     if calls:
         total = sum(c["total"] for c in calls)
-        by_prompt: dict[str, int] = {}
-        for c in calls:
-            for k, v in c["by_prompt"].items():
-                by_prompt[k] = by_prompt.get(k, 0) + v
-        merged.meta["judge_calls"] = {**calls[0], "total": total, "by_prompt": by_prompt,
+        merged.meta["judge_calls"] = {**calls[0], "total": total,
+                                      "by_prompt": _summed(c["by_prompt"] for c in calls),
                                       "per_sample": total / max(1, len(samples))}
     return merged

@@ -15,11 +15,16 @@ task                        label                  judged with
 ``production_gate``         yes / no (show it?)    a show/don't-show yes/no prompt
 ==========================  =====================  ==========================================
 
-Items are sent with ragmeter's own judge prompts for those metrics (the binary variants for
-demo judges, as the metrics themselves do), one item per call, zero-shot: no benchmark item
-ever appears in a prompt as an example. The result is a :class:`~ragmeter.judge_trust.card.
-JudgeCard` per judge; :func:`compare_bench` ranks several with paired tests on per-item
-correctness.
+A task is the name of a judged metric (or the production gate): an item is asked through that
+metric's own judge calls and its reply read by the metric's own readers and score function
+(:mod:`ragmeter.metrics.judged`), the binary variants for demo judges as the metrics
+themselves do, so any judged metric declared there — built in or the user's — can be graded
+on a benchmark file (``--items``) with no edit here. The item's question, context, answer and
+reference are the sample's ``user_input``, only retrieved context, ``response`` and
+``reference``; a text the metric would split into claims is one claim (one item, one
+verdict). One item per call, zero-shot: no benchmark item ever appears in a prompt as an
+example. The result is a :class:`~ragmeter.judge_trust.card.JudgeCard` per judge;
+:func:`compare_bench` ranks several with paired tests on per-item correctness.
 """
 
 from __future__ import annotations
@@ -35,22 +40,73 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.reading import read_lines
+from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.judge_trust.card import JudgeCard, card_from_values
-from ragmeter.judge_trust.labels import LabelSet, label_scale_of, labels_from_records
+from ragmeter.judge_trust.labels import LabelSet, labels_from_records
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.prompts import PromptTemplate, register_prompt
+from ragmeter.metrics.inputs import missing_field
+from ragmeter.metrics.judged import (
+    Asking,
+    JudgedMetric,
+    LabelScale,
+    SampleJudgement,
+    judged_row,
+    questions_of,
+    score_sample,
+)
+from ragmeter.metrics.judged import label_scale_of as row_label_scale
+from ragmeter.metrics.judged.plan import ask
+from ragmeter.metrics.registry import Metric, list_specs, parse_metric
 from ragmeter.stats import flip_stats, verdict_flip_rate
 
+GATE_TASK = "production_gate"
+#: the tasks of the bundled benchmark file (any judged metric can be a task of another file)
 TASKS = ("faithfulness", "factual_correctness", "answer_relevance", "context_relevance",
-         "production_gate")
-#: tasks graded 0/1/2: those whose judged metric row declares an ordinal label scale
-GRADED = tuple(t for t in TASKS if label_scale_of(t) == "ordinal")
+         GATE_TASK)
 LANGS = ("ru", "en", "all")
 BENCH_FILE = "judge_bench.jsonl"
-_NEEDS = {"faithfulness": ("context", "answer"), "factual_correctness": ("reference", "answer"),
-          "answer_relevance": ("question", "answer"), "context_relevance": ("question", "context"),
-          "production_gate": ("question", "context", "answer")}
+#: item fields of the sample fields a judged metric reads
+_ITEM_FIELDS = {"user_input": "question", "retrieved_contexts": "context",
+                "response": "answer", "reference": "reference"}
+
+
+def task_scale(task: str) -> LabelScale | None:
+    """The label scale of a task: the judged metric row's (yes/no for the gate); ``None`` for
+    a name that is no task."""
+    return "binary" if task == GATE_TASK else row_label_scale(task)
+
+
+#: tasks of the bundled file graded 0/1/2: those whose judged metric row declares an ordinal
+#: label scale
+GRADED = tuple(t for t in TASKS if task_scale(t) == "ordinal")
+
+
+def bench_tasks() -> tuple[str, ...]:
+    """Every task a benchmark file may hold: each registered judged metric (built in or
+    declared by the user) whose value comes from the judge alone, and the gate; the bundled
+    file's tasks first. (``answer_correctness`` also needs an embedder: not a task.)"""
+    judged = [s.name for s in list_specs("judged")
+              if isinstance(s.compute, JudgedMetric) and s.compute.prepare is None]
+    return (*TASKS, *(n for n in judged if n not in TASKS))
+
+
+def _task_metric(task: str) -> tuple[JudgedMetric, Metric]:
+    """The judged metric row of ``task`` and the configured metric the benchmark grades."""
+    row = judged_row(parse_metric(task))
+    return row, parse_metric(row.bench_metric or row.name)
+
+
+def _item_fields(task: str) -> tuple[tuple[str, ...], list[str]]:
+    """The item fields ``task`` needs, and the sample fields it reads that items lack."""
+    if task == GATE_TASK:
+        return ("question", "context", "answer"), []
+    fields = _task_metric(task)[0].fields
+    return (tuple(_ITEM_FIELDS[f] for f in fields if f in _ITEM_FIELDS),
+            [f for f in fields if f not in _ITEM_FIELDS])
+
 
 GATE_PROMPT = register_prompt(PromptTemplate(
     name="bench.gate",
@@ -87,13 +143,30 @@ class BenchItem:
     context: str | None = None
     answer: str | None = None
     reference: str | None = None
+    #: the task's label scale: binary (yes/no), ordinal (0/1/2) or continuous (0–1); by
+    #: default the one the task's judged metric row declares
+    scale: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.scale:
+            object.__setattr__(self, "scale", task_scale(self.task) or "binary")
 
     @property
     def label_value(self) -> float:
-        """The label on 0–1 (yes → 1, grade / 2)."""
+        """The label on 0–1 (yes → 1, grade / 2, a continuous label as it is)."""
         if isinstance(self.label, str):
             return 1.0 if self.label == "yes" else 0.0
-        return float(self.label) / 2.0
+        return float(self.label) if self.scale == "continuous" else float(self.label) / 2.0
+
+    @property
+    def graded(self) -> bool:
+        return self.scale == "ordinal"
+
+    def sample(self) -> Sample:
+        """The item as the sample a judged metric reads."""
+        return Sample(id=self.id, user_input=self.question, response=self.answer,
+                      reference=self.reference,
+                      retrieved_contexts=None if self.context is None else [self.context])
 
 
 def bench_path() -> Path:
@@ -104,60 +177,30 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
                tasks: Sequence[str] | None = None, limit: int = 0) -> list[BenchItem]:
     """Benchmark items (the bundled file by default), filtered by language and task.
 
-    ``limit`` keeps the first ``limit`` items *per task* (the file is shuffled, so a limit
-    still covers every kind).
+    A task is a judged metric's name (or ``production_gate``). ``limit`` keeps the first
+    ``limit`` items *per task* (the file is shuffled, so a limit still covers every kind).
     """
     if lang not in LANGS:
         raise ConfigError("lang", f"unknown language {lang!r}", list(LANGS))
+    known = bench_tasks()
     for t in tasks or ():
-        if t not in TASKS:
-            raise ConfigError("task", f"unknown benchmark task {t!r}", list(TASKS))
+        if t not in known:
+            raise ConfigError("task", f"unknown benchmark task {t!r}", list(known))
     p = Path(path) if path is not None else bench_path()
     problems: list[RecordProblem] = []
     items: list[BenchItem] = []
     seen: set[str] = set()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError(RecordProblem(str(p), None, None, "file not found")) from None
     index = -1  # record index: the id of a record without one (line numbers are for errors)
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for n, line in read_lines(p):  # the one reading path: BOM, encodings, line endings
         index += 1
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            problems.append(RecordProblem(str(p), n, None, f"invalid JSON: {exc}"))
+        got = _read_item(line, RecordProblem(str(p), n, None, ""), f"#{index}", known)
+        if isinstance(got, BenchItem) and got.id in seen:
+            got = RecordProblem(str(p), n, "id", f"duplicate id {got.id!r}")
+        if isinstance(got, RecordProblem):
+            problems.append(got)
             continue
-        if not isinstance(rec, dict):
-            problems.append(RecordProblem(str(p), n, None, "expected an object"))
-            continue
-        task = rec.get("task")
-        if task not in TASKS:
-            problems.append(RecordProblem(str(p), n, "task", f"unknown task {task!r} "
-                                          f"(allowed: {', '.join(TASKS)})"))
-            continue
-        label = rec.get("label")
-        ok = label in (0, 1, 2) if task in GRADED else label in ("yes", "no")
-        if not ok or isinstance(label, bool):
-            problems.append(RecordProblem(str(p), n, "label", "must be 0, 1 or 2" if task in
-                                          GRADED else "must be \"yes\" or \"no\""))
-            continue
-        missing = [k for k in _NEEDS[task] if not isinstance(rec.get(k), str)
-                   or not rec[k].strip()]
-        if missing:
-            problems.append(RecordProblem(str(p), n, missing[0], f"is required for {task}"))
-            continue
-        sid = str(rec.get("id") or f"#{index}")
-        if sid in seen:
-            problems.append(RecordProblem(str(p), n, "id", f"duplicate id {sid!r}"))
-            continue
-        seen.add(sid)
-        items.append(BenchItem(sid, str(rec.get("lang") or "ru"), task,
-                               str(rec.get("kind") or ""), label,  # type: ignore[arg-type]
-                               rec.get("question"),
-                               rec.get("context"), rec.get("answer"), rec.get("reference")))
+        seen.add(got.id)
+        items.append(got)
     if problems:
         raise DataError(problems)
     out = [i for i in items if (lang == "all" or i.lang == lang)
@@ -173,10 +216,49 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
     return out
 
 
+_LABEL_RULE = {"binary": ("must be \"yes\" or \"no\"", lambda v: v in ("yes", "no")),
+               "ordinal": ("must be 0, 1 or 2",
+                           lambda v: not isinstance(v, bool) and v in (0, 1, 2)),
+               "continuous": ("must be a number in 0–1",
+                              lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
+                              and 0 <= v <= 1)}
+
+
+def _read_item(line: str, at: RecordProblem, default_id: str,
+               known: Sequence[str]) -> BenchItem | RecordProblem:
+    """One benchmark line as an item, or the problem with it (``at``: its file and line)."""
+    try:
+        rec = json.loads(line)
+    except ValueError as exc:
+        return replace(at, message=f"invalid JSON: {exc}")
+    if not isinstance(rec, dict):
+        return replace(at, message="expected an object")
+    task = rec.get("task")
+    if not isinstance(task, str) or task not in known:
+        return replace(at, field="task", message=f"unknown task {task!r} "
+                       f"(allowed: {', '.join(known)})")
+    scale = task_scale(task) or "binary"
+    rule, ok = _LABEL_RULE[scale]
+    label = rec.get("label")
+    if not ok(label):
+        return replace(at, field="label", message=rule)
+    needs, lacking = _item_fields(task)
+    if lacking:
+        return replace(at, field="task", message=f"the judged metric {task!r} reads "
+                       f"{', '.join(lacking)}, which benchmark items do not carry")
+    missing = [k for k in needs if not isinstance(rec.get(k), str) or not rec[k].strip()]
+    if missing:
+        return replace(at, field=missing[0], message=f"is required for {task}")
+    return BenchItem(str(rec.get("id") or default_id), str(rec.get("lang") or "ru"), task,
+                     str(rec.get("kind") or ""), label,  # type: ignore[arg-type]
+                     rec.get("question"), rec.get("context"),
+                     rec.get("answer"), rec.get("reference"), scale)
+
+
 def bench_labels(items: Sequence[BenchItem]) -> LabelSet:
     """The items' labels as a :class:`LabelSet` (metric = task)."""
     recs = [(k + 1, {"sample_id": i.id, "metric": i.task, "label": i.label,
-                     "scale": label_scale_of(i.task) or "binary"})
+                     "scale": i.scale})
             for k, i in enumerate(items)]
     return labels_from_records(recs, "judge-benchmark")
 
@@ -186,67 +268,111 @@ def bench_labels(items: Sequence[BenchItem]) -> LabelSet:
 MAX_TOKENS = 200
 
 
+def item_requests(item: BenchItem, *, binary: bool,
+                  max_tokens: int | None = MAX_TOKENS) -> list[JudgeRequest]:
+    """The first judge requests ragmeter's metric sends for this item (zero-shot); one for
+    every task whose calls do not wait on each other."""
+    return [replace(q, then=None) for q in _Round([item], binary, max_tokens, "").requests]
+
+
 def item_request(item: BenchItem, *, binary: bool,
                  max_tokens: int | None = MAX_TOKENS) -> JudgeRequest:
     """The judge request ragmeter's metric would send for this item (zero-shot)."""
-    from ragmeter.generation import prompts as P
-
-    lang = item.lang if item.lang in ("ru", "en") else "en"
-    if item.task == "faithfulness":
-        req = P.verify_request(item.id, lang, binary=binary, checks=["answer_in_context"],
-                               answer_claims=[item.answer or ""], reference_claims=[],
-                               contexts=[item.context or ""], reference=None, answer=None)
-    elif item.task == "factual_correctness":
-        req = P.verify_request(item.id, lang, binary=binary, checks=["answer_in_reference"],
-                               answer_claims=[item.answer or ""], reference_claims=[],
-                               contexts=None, reference=item.reference, answer=None)
-    elif item.task == "context_relevance":
-        req = P.contexts_request(item.id, lang, binary=binary, question=item.question or "",
-                                 contexts=[item.context or ""], reference=None, relevance=True,
-                                 useful=False)
-    elif item.task == "answer_relevance":
-        req = P.answer_request(item.id, lang, binary=binary, question=item.question or "",
-                               answer=item.answer or "", reference=None, relevance=True,
-                               e2e=False)
-    else:
-        req = GATE_PROMPT.request(lang, metric="production_gate", sample_id=item.id,
-                                  question=item.question, context=item.context,
-                                  answer=item.answer)
-    return replace(req, metric=item.task, max_tokens=max_tokens)
+    reqs = item_requests(item, binary=binary, max_tokens=max_tokens)
+    if not reqs:
+        raise ConfigError("task", f"benchmark item {item.id!r}: the judged metric "
+                          f"{item.task!r} asks the judge nothing about it")
+    return reqs[0]
 
 
-def _yes(v: Any) -> float | None:
-    if isinstance(v, str) and v.strip().lower() in ("yes", "no"):
-        return 1.0 if v.strip().lower() == "yes" else 0.0
-    return None
+class _Round:
+    """One pass over the items, each asked through its own metric's calls (the gate through
+    its prompt): the requests in item order, then each item's value or why it has none."""
+
+    def __init__(self, items: Sequence[BenchItem], binary: bool, max_tokens: int | None,
+                 tag: str) -> None:
+        self.items = items
+        self.versions: set[str] = set()
+        task_of = {it.id: it.task for it in items}
+
+        def send(req: JudgeRequest) -> JudgeRequest:
+            self.versions.add(req.prompt_version)
+            return replace(req, metric=task_of.get(req.sample_id, req.metric),
+                           max_tokens=max_tokens, prompt_version=req.prompt_version + tag)
+
+        self.asking = Asking(binary=binary, claims="whole", send=send)
+        self.judged: dict[str, tuple[JudgedMetric, Metric, Sample, SampleJudgement]] = {}
+        for it in items:
+            if it.task != GATE_TASK:
+                row, metric = _task_metric(it.task)
+                s = it.sample()
+                needs = questions_of(row, metric) if missing_field(s, row.fields) is None else ()
+                j = self.asking.add(s, needs, _lang(it))
+                self.judged[it.id] = (row, metric, s, j)
+        first: dict[str, list[JudgeRequest]] = defaultdict(list)
+        for q in self.asking.requests():
+            first[q.sample_id].append(q)
+        self.requests: list[JudgeRequest] = []
+        self.gate_at: dict[str, int] = {}
+        for it in items:
+            if it.task == GATE_TASK:
+                self.gate_at[it.id] = len(self.requests)
+                self.requests.append(send(GATE_PROMPT.request(
+                    _lang(it), metric=GATE_TASK, sample_id=it.id, question=it.question,
+                    context=it.context, answer=it.answer)))
+            else:
+                self.requests += first[it.id]
+
+    def values(self, replies: Sequence[JudgeReply]
+               ) -> list[tuple[float | None, str | None]]:
+        """Each item's verdict on 0–1, or ``(None, reason)``; ``replies``: this round's
+        replies in request order (the gate's are read from them)."""
+        self.asking.finish()
+        out: list[tuple[float | None, str | None]] = []
+        for it in self.items:
+            if it.task == GATE_TASK:
+                out.append(_gate_value(replies[self.gate_at[it.id]]))
+                continue
+            row, metric, s, j = self.judged[it.id]
+            sc = score_sample(row, metric, s, j, keep_prompts=False)
+            out.append((sc.value, None) if sc.value is not None
+                       else (None, sc.reason or "unscored"))
+        return out
 
 
-def reply_value(item: BenchItem, reply: JudgeReply) -> tuple[float | None, str | None]:
-    """The judge's verdict on 0–1, or ``(None, reason)`` when unscored."""
+def _lang(item: BenchItem) -> str:
+    return item.lang if item.lang in ("ru", "en") else "en"
+
+
+def _gate_value(reply: JudgeReply) -> tuple[float | None, str | None]:
+    """The gate's verdict on 0–1 (yes → 1), or ``(None, reason)`` when unscored."""
     if not reply.ok:
         return None, reply.reason or "backend_error"
-    d: Any = reply.data
-    try:
-        if item.task in ("faithfulness", "factual_correctness"):
-            key = "in_context" if item.task == "faithfulness" else "in_reference"
-            v = _yes(d["answer_claims"][0][key])
-        elif item.task == "context_relevance":
-            c = d["contexts"][0]
-            v = _yes(c["relevant"]) if "relevant" in c else _grade(c.get("relevance"))
-        elif item.task == "answer_relevance":
-            v = (_yes(d["answers_question"]) if "answers_question" in d
-                 else _grade(d.get("answer_relevance")))
-        else:
-            v = _yes(d["verdict"])
-    except (KeyError, IndexError, TypeError):
-        return None, "schema_error"
-    return (v, None) if v is not None else (None, "schema_error")
+    v = reply.data.get("verdict") if isinstance(reply.data, dict) else None
+    if isinstance(v, str) and v.strip().lower() in ("yes", "no"):
+        return (1.0 if v.strip().lower() == "yes" else 0.0), None
+    return None, "schema_error"
 
 
-def _grade(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v not in (0, 1, 2):
-        return None
-    return float(v) / 2.0
+def _ask_items(judge: Any, items: Sequence[BenchItem], repeats: int, binary: bool,
+               max_tokens: int | None) -> tuple[np.ndarray, list[dict[str, str]], list[str]]:
+    """Values (repeats × items, NaN = unscored), unscored reasons per repeat, prompt versions;
+    every repeat's requests in one batch."""
+    rounds = [_Round(items, binary, max_tokens, "" if repeats == 1 else f"#r{r + 1}")
+              for r in range(repeats)]
+    replies = ask(judge, [q for rnd in rounds for q in rnd.requests])
+    V = np.full((repeats, len(items)), np.nan)
+    reasons: list[dict[str, str]] = [{} for _ in range(repeats)]
+    start = 0
+    for r, rnd in enumerate(rounds):
+        got = rnd.values(replies[start:start + len(rnd.requests)])
+        start += len(rnd.requests)
+        for k, (it, (v, why)) in enumerate(zip(items, got, strict=True)):
+            if v is None:
+                reasons[r][it.id] = why or "unscored"
+            else:
+                V[r, k] = v
+    return V, reasons, sorted(set().union(*(rnd.versions for rnd in rounds)))
 
 
 @dataclass
@@ -271,7 +397,7 @@ class BenchRun:
             ids.append(it.id)
             if math.isnan(v):
                 out.append(np.nan)
-            elif it.task in GRADED:
+            elif it.graded:
                 out.append(float(round(v * 2) == round(it.label_value * 2)))
             else:
                 out.append(float((v >= 0.5) == (it.label_value >= 0.5)))
@@ -288,20 +414,7 @@ def run_bench(judge: Any, items: Sequence[BenchItem], *, repeats: int = 1,
     if not items:
         raise ConfigError("items", "no benchmark items selected")
     use_binary = bool(getattr(judge, "demo", False)) if binary is None else binary
-    base = [item_request(it, binary=use_binary, max_tokens=max_tokens) for it in items]
-    reqs = [b if repeats == 1 else replace(b, prompt_version=f"{b.prompt_version}#r{r + 1}")
-            for r in range(repeats) for b in base]
-    replies = judge.ask_many(reqs)
-    n = len(items)
-    V = np.full((repeats, n), np.nan)
-    reasons: list[dict[str, str]] = [{} for _ in range(repeats)]
-    for r in range(repeats):
-        for k, it in enumerate(items):
-            v, why = reply_value(it, replies[r * n + k])
-            if v is None:
-                reasons[r][it.id] = why or "unscored"
-            else:
-                V[r, k] = v
+    V, reasons, versions = _ask_items(judge, items, repeats, use_binary, max_tokens)
     labels = bench_labels(items)
     jv: dict[str, dict[str, float | None]] = defaultdict(dict)
     why_first: dict[str, dict[str, str]] = defaultdict(dict)
@@ -311,7 +424,6 @@ def run_bench(judge: Any, items: Sequence[BenchItem], *, repeats: int = 1,
         if it.id in reasons[0]:
             why_first[it.task][it.id] = reasons[0][it.id]
     model = str(getattr(judge, "model", "") or getattr(judge, "name", "judge"))
-    versions = sorted({q.prompt_version for q in base})
     card = card_from_values(jv, labels, judge=str(getattr(judge, "name", "judge")),
                             model=model, prompt_versions=versions, reasons=why_first,
                             dataset=f"judge-bench:{_file_hash(items)}",
@@ -324,7 +436,7 @@ def run_bench(judge: Any, items: Sequence[BenchItem], *, repeats: int = 1,
         for task, mc in card.metrics.items():
             cols = [k for k, it in enumerate(items) if it.task == task]
             sub = V[:, cols]
-            cats = np.where(np.isnan(sub), np.nan, np.round(sub * 2) if task in GRADED
+            cats = np.where(np.isnan(sub), np.nan, np.round(sub * 2) if task_scale(task) == "ordinal"
                             else (sub >= 0.5).astype(float))
             flip = verdict_flip_rate(cats)
             _, cross = flip_stats(sub, 0.5)
@@ -361,7 +473,7 @@ def _by_kind(items: Sequence[BenchItem], v: np.ndarray) -> dict[str, dict[str, A
         if math.isnan(v[k]):
             unscored[(it.task, key)] += 1
             continue
-        if it.task in GRADED:
+        if it.graded:
             ok = float(round(v[k] * 2) == round(it.label_value * 2))
         else:
             ok = float((v[k] >= 0.5) == (it.label_value >= 0.5))
@@ -383,7 +495,7 @@ def compare_bench(runs: Sequence[BenchRun], *, seed: int = 42,
     from ragmeter.stats import paired_test
 
     rows: list[dict[str, Any]] = []
-    tasks = [t for t in TASKS if any(t in r.card.metrics for r in runs)]
+    tasks = [t for t in bench_tasks() if any(t in r.card.metrics for r in runs)]
     for task in tasks:
         corr = {}
         for r in runs:
@@ -422,6 +534,6 @@ def compare_bench(runs: Sequence[BenchRun], *, seed: int = 42,
     return rows
 
 
-__all__ = ["BENCH_FILE", "GATE_PROMPT", "GRADED", "LANGS", "TASKS", "BenchItem", "BenchRun",
-           "bench_labels", "bench_path", "compare_bench", "item_request", "load_bench",
-           "reply_value", "run_bench"]
+__all__ = ["BENCH_FILE", "GATE_PROMPT", "GATE_TASK", "GRADED", "LANGS", "TASKS", "BenchItem",
+           "BenchRun", "bench_labels", "bench_path", "bench_tasks", "compare_bench",
+           "item_request", "item_requests", "load_bench", "run_bench", "task_scale"]

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.metrics.inputs import missing_field
 from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
 from ragmeter.results.records import MetricResult, SampleScore
 from ragmeter.text import STEMMERS, TOKENIZERS, make_tokenizer
@@ -212,8 +213,6 @@ def _rouge_compute(kind: str) -> Callable[[Metric, Any], MetricResult]:
 
 def _lexical_scores(ctx: Any, values: np.ndarray, h_tok: Sequence[list[str]],
                     r_tok: Sequence[list[str]]) -> tuple[list[SampleScore], dict[str, int]]:
-    from ragmeter.generation.context import missing_field
-
     scores: list[SampleScore] = []
     counts = {"empty_response": 0}
     for i, s in enumerate(ctx.samples):
@@ -276,8 +275,6 @@ def corpus_bleu(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "intl"
 
 
 def _bleu_compute(metric: Metric, ctx: Any) -> MetricResult:
-    from ragmeter.generation.context import missing_field
-
     tokenize = str(metric.get("tokenize"))
     idx = []
     scores: list[SampleScore | None] = []

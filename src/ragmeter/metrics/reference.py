@@ -25,6 +25,8 @@ FAMILY_TITLES: dict[str, str] = {
     "judge": "Judge quality",
     "classification": "Production judge (yes/no classification)",
     "ux": "User experience",
+    "refusal": "Refusals (Tiers 2–3, rules, no judge)",
+    "citations": "Citations (Tiers 2–3, parsed, no judge)",
 }
 _CUTOFF = {"required": "required (`name@k`)", "optional": "optional (`name@k` or the full "
            "ranking)", "none": "none"}

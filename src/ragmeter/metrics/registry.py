@@ -33,11 +33,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ragmeter.errors import MetricSpecError
+from ragmeter.registry import Registry
 
 KPolicy = Literal["required", "optional", "none"]
 ParamValue = int | float | str | bool
@@ -149,9 +151,7 @@ def _fmt(value: ParamValue) -> str:
     return str(value)
 
 
-_REGISTRY: dict[str, MetricSpec] = {}
 _ALIASES: dict[str, tuple[str, Mapping[str, ParamValue]]] = {}
-_LOADED = False
 _PATTERN = re.compile(
     r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+)\s*)?"
     r"(?:\((?P<params>[^()]*)\)\s*)?$"  # no adjacent overlapping quantifiers: linear
@@ -161,24 +161,8 @@ _KLIST = re.compile(r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*@\s*(?P<ks>[0-9][
                     r"(?P<rest>\(.*\)\s*)?$")
 
 
-def register(spec: MetricSpec) -> MetricSpec:
-    """Add a spec to the registry (called once, from the module that defines the metric)."""
-    if spec.name in _REGISTRY and _REGISTRY[spec.name] != spec:
-        raise MetricSpecError(f"metric '{spec.name}' is registered twice")
-    if not re.fullmatch(r"[a-z][a-z0-9_]*", spec.name):
-        raise MetricSpecError(f"metric name '{spec.name}' must be lower_snake_case")
-    _REGISTRY[spec.name] = spec
-    for alias, fixed in spec.aliases.items():
-        _ALIASES[alias] = (spec.name, fixed)
-    return spec
-
-
-def _ensure_loaded() -> None:
+def _load_builtin_metrics() -> None:
     """Import every module of ``ragmeter.metrics`` so that all built-in specs are registered."""
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
     import ragmeter.metrics as pkg
 
     for info in pkgutil.walk_packages(pkg.__path__, prefix="ragmeter.metrics."):
@@ -187,29 +171,56 @@ def _ensure_loaded() -> None:
         importlib.import_module(info.name)
 
 
+#: Every metric spec by name (the generic name table; the families load on first lookup).
+#: Aliases with fixed parameters (``doc_hit`` → ``hit_rate(level=doc)``) live beside it.
+SPECS: Registry[MetricSpec] = Registry("metric", key="metric", loader=_load_builtin_metrics)
+
+
+def register(spec: MetricSpec) -> MetricSpec:
+    """Add a spec to the registry (called once, from the module that defines the metric)."""
+    known = SPECS.find(spec.name, load=False)
+    if known is not None and known != spec:
+        raise MetricSpecError(f"metric '{spec.name}' is registered twice")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", spec.name):
+        raise MetricSpecError(f"metric name '{spec.name}' must be lower_snake_case")
+    SPECS.register(spec.name, spec, replace=True)
+    for alias, fixed in spec.aliases.items():
+        _ALIASES[alias] = (spec.name, fixed)
+    return spec
+
+
+@contextmanager
+def scoped() -> Iterator[None]:
+    """Metrics registered inside the ``with`` block are forgotten at its end (tests)."""
+    aliases = dict(_ALIASES)
+    with SPECS.scoped():
+        try:
+            yield
+        finally:
+            _ALIASES.clear()
+            _ALIASES.update(aliases)
+
+
 def get_spec(name: str) -> MetricSpec:
-    _ensure_loaded()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
+    spec = SPECS.find(name)
+    if spec is None:
         raise MetricSpecError(
-            f"unknown metric '{name}'. Known metrics: {', '.join(sorted(_REGISTRY))}"
-        ) from None
+            f"unknown metric '{name}'. Known metrics: {', '.join(sorted(SPECS.names()))}"
+        )
+    return spec
 
 
 def list_specs(family: str | None = None) -> list[MetricSpec]:
-    _ensure_loaded()
     return sorted(
-        (s for s in _REGISTRY.values() if family is None or s.family == family),
+        (s for s in SPECS if family is None or s.family == family),
         key=lambda s: (s.family, s.name),
     )
 
 
 def make_metric(name: str, k: int | None = None, **params: Any) -> Metric:
     """Build a validated :class:`Metric` (aliases resolved, defaults filled, types coerced)."""
-    _ensure_loaded()
     fixed: Mapping[str, ParamValue] = {}
-    if name not in _REGISTRY and name in _ALIASES:
+    if name not in SPECS and name in _ALIASES:
         name, fixed = _ALIASES[name]
         for key, value in fixed.items():
             if key in params and params[key] != value:

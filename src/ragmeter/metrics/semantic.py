@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.metrics.inputs import missing_field
 from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
 from ragmeter.results.records import MetricResult, SampleScore
 
@@ -75,8 +76,6 @@ def cosine_pairs(embedder: Any, a: Sequence[str], b: Sequence[str]) -> np.ndarra
 
 def semantic_scores(metric: Metric, ctx: Any) -> tuple[list[SampleScore], str]:
     """Per-sample scores and the signature text of the similarity part."""
-    from ragmeter.generation.context import missing_field
-
     model = str(metric.get("model"))
     calib_name = str(metric.get("calibration"))
     threshold = float(metric.get("threshold"))

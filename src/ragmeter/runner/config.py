@@ -294,7 +294,7 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         ds = _check_keys(ds, p, ("name", "path", "format", "skip_invalid"), ("path",))
         fmt = ds.get("format", "auto")
         if fmt not in DATASET_FORMATS:
-            raise ConfigError(f"{p}.format", f"unknown format {fmt!r}", list(DATASET_FORMATS))
+            raise ConfigError(f"{p}.format", f"unknown format {fmt!r}", DATASET_FORMATS.names())
         skip = ds.get("skip_invalid", False)
         if not isinstance(skip, bool):
             raise ConfigError(f"{p}.skip_invalid", f"must be true or false, got {skip!r}")

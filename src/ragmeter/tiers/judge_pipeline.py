@@ -433,7 +433,9 @@ def run_judge_pipeline(ctx: TierContext, samples: list[Any],
     template = options.prompt_template
     tfile = ctx.path(options.prompt_template_file)
     if tfile is not None:
-        template = tfile.read_text(encoding="utf-8")
+        from ragmeter.data.reading import read_text
+
+        template = read_text(tfile)  # the one reading path: BOM, encodings, a missing file
     use_judge = ctx.tier.judge is not None
     items = load_pipeline_items(items_path, need_predictions=not use_judge)
     return [evaluate_judge_pipeline(items, judge=ctx.judge() if use_judge else None,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragmeter.errors import ConfigError
+from ragmeter.registry import Registry
 
 if TYPE_CHECKING:
     from ragmeter.data.sample import Sample
@@ -91,31 +92,24 @@ class Tier:
         return option_names(self.options)
 
 
-_TIERS: dict[str, Tier] = {}
-_loaded = False
+#: The built-in tiers by name (the generic name table; modules load on first lookup).
+TIERS: Registry[Tier] = Registry("tier", key="tier", modules=BUILTIN_MODULES)
+for _alias, _name in TIER_ALIASES.items():
+    TIERS.alias(_alias, _name)
 
 
 def register_tier(tier: Tier) -> Tier:
-    """Add a built-in tier (called at the top level of the module that implements it)."""
+    """Add a built-in tier (called at the top level of the module that implements it); a
+    module imported again replaces its tier."""
     if tier.name in TIER_ALIASES:
         raise ValueError(f"tier name {tier.name!r} is an alias of {TIER_ALIASES[tier.name]!r}")
-    _TIERS[tier.name] = tier
-    return tier
-
-
-def _load_builtins() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
+    return TIERS.register(tier.name, tier, replace=True)
 
 
 def all_tiers() -> list[Tier]:
     """Every built-in tier, in the order a benchmark runs them."""
-    _load_builtins()
     order = {m: i for i, m in enumerate(BUILTIN_MODULES)}
-    return sorted(_TIERS.values(), key=lambda t: order.get(t.run.__module__, len(order)))
+    return sorted(TIERS, key=lambda t: order.get(t.run.__module__, len(order)))
 
 
 def tier_names() -> list[str]:
@@ -128,14 +122,12 @@ def canonical_tier(name: str) -> str:
 
 
 def is_builtin(name: str) -> bool:
-    _load_builtins()
-    return canonical_tier(name) in _TIERS
+    return name in TIERS
 
 
 def get_tier(name: str) -> Tier:
     """The built-in tier of that name (or alias); :class:`ConfigError` listing the names."""
-    _load_builtins()
-    tier = _TIERS.get(canonical_tier(name))
+    tier = TIERS.find(name)
     if tier is None:
         raise ConfigError("tier", f"unknown tier {name!r}", tier_names())
     return tier
@@ -255,7 +247,7 @@ def load_plugin(name: str, target: str, base_dir: Path) -> Tier:
                 options=options, plugin=True)
 
 
-__all__ = ["BUILTIN_MODULES", "TIER_ALIASES", "Tier", "TierOptions", "all_tiers",
+__all__ = ["BUILTIN_MODULES", "TIERS", "TIER_ALIASES", "Tier", "TierOptions", "all_tiers",
            "canonical_tier", "get_tier", "is_builtin", "judged_tier_names", "load_plugin",
            "register_tier", "tier_names"]
 

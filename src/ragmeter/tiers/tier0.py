@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.data.reading import read_lines
 from ragmeter.errors import DataError, RecordProblem
 from ragmeter.metrics.embedding import ClusterStats, cluster_stats, validate_labels
 from ragmeter.results.records import EvalResult, MetricResult, Signature
@@ -62,38 +63,34 @@ def load_labelled_texts(
     field. Every bad line is reported (file, line, field).
     """
     p = Path(path)
-    if not p.is_file():
-        raise DataError(RecordProblem(str(p), None, None, "file not found"))
     texts: list[str] = []
     labels: list[str] = []
     ids: list[str] = []
     problems: list[RecordProblem] = []
     field = label_field
-    with p.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(RecordProblem(str(p), lineno, None, f"invalid JSON: {exc.msg}"))
-                continue
-            if not isinstance(rec, dict):
-                problems.append(RecordProblem(str(p), lineno, None, "expected a JSON object"))
-                continue
-            if field is None:
-                field = "label" if "label" in rec else "doc_id"
-            text = rec.get(text_field)
-            lab = _dig(rec, field)
-            if not isinstance(text, str) or not text.strip():
-                problems.append(RecordProblem(str(p), lineno, text_field, "missing or empty text"))
-            if lab is None or (isinstance(lab, str) and not lab.strip()):
-                problems.append(RecordProblem(str(p), lineno, field,
-                                              "missing cluster label (never scored as 0)"))
-            if isinstance(text, str) and text.strip() and lab is not None and str(lab).strip():
-                texts.append(text)
-                labels.append(str(lab))
-                ids.append(str(rec.get("id", rec.get("chunk_id", f"t{lineno}"))))
+    # one reading path: BOM, encodings and line endings as for every other input
+    for lineno, line in read_lines(p):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            problems.append(RecordProblem(str(p), lineno, None, f"invalid JSON: {exc.msg}"))
+            continue
+        if not isinstance(rec, dict):
+            problems.append(RecordProblem(str(p), lineno, None, "expected a JSON object"))
+            continue
+        if field is None:
+            field = "label" if "label" in rec else "doc_id"
+        text = rec.get(text_field)
+        lab = _dig(rec, field)
+        if not isinstance(text, str) or not text.strip():
+            problems.append(RecordProblem(str(p), lineno, text_field, "missing or empty text"))
+        if lab is None or (isinstance(lab, str) and not lab.strip()):
+            problems.append(RecordProblem(str(p), lineno, field,
+                                          "missing cluster label (never scored as 0)"))
+        if isinstance(text, str) and text.strip() and lab is not None and str(lab).strip():
+            texts.append(text)
+            labels.append(str(lab))
+            ids.append(str(rec.get("id", rec.get("chunk_id", f"t{lineno}"))))
     if problems:
         raise DataError(problems)
     if not texts:

@@ -1,9 +1,7 @@
 """The ``ragmeter view`` web app (aiohttp.web): read-only pages over a results store.
 
-Routes (all GET): ``/`` runs registry, ``/history`` metric history, ``/run/{id}`` run details
-(the HTML report), ``/run/{id}/sample/{sample}`` per-sample drill-down, ``/compare`` one tier
-across runs, ``/diff`` two runs side by side, ``/judges`` the judge cards of stored runs side
-by side. Every response carries a strict
+Its routes (all GET) come from the page table, :data:`ragmeter.view.table.PAGES` (the built-in
+pages are declared in :mod:`ragmeter.view.routes`). Every response carries a strict
 Content-Security-Policy (no network, no framing); nothing is ever written to the store.
 """
 
@@ -22,6 +20,7 @@ from ragmeter.reports.html import run_lang
 from ragmeter.reports.i18n import LANGS, t
 from ragmeter.results.store import ResultStore, StoredRun, mask_url
 from ragmeter.view import pages
+from ragmeter.view.table import PAGES, Page, PageRequest
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -100,129 +99,25 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
         return web.Response(text=html, content_type="text/html", charset="utf-8",
                             status=status, headers=HEADERS)
 
-    Handler = Callable[[Any], Awaitable[Any]]
+    def serve_page(page: Page) -> Callable[[Any], Awaitable[Any]]:
+        def render(request: Any) -> Any:
+            lang = lang_of(request)
+            try:
+                out = page.handler(PageRequest(viewer, request, lang))
+            except RagmeterError as exc:
+                return respond(request, t("v_not_found", lang), pages.error_body(str(exc), lang),
+                               page.active, status=404)
+            return respond(request, out.title or page.title_in(lang), out.body, page.active,
+                           status=out.status, data=out.data)
 
-    def guarded(active: str) -> Callable[[Callable[[Any], Any]], Handler]:
-        def wrap(fn: Callable[[Any], Any]) -> Handler:
-            async def handler(request: Any) -> Any:
-                loop = asyncio.get_running_loop()
-                try:
-                    return await loop.run_in_executor(None, fn, request)
-                except RagmeterError as exc:
-                    return respond(request, t("v_not_found", lang_of(request)),
-                                   pages.error_body(str(exc), lang_of(request)), active,
-                                   status=404)
-            return handler
-        return wrap
-
-    @guarded("v_runs")
-    def registry(request: Any) -> Any:
-        lang = lang_of(request)
-        q = request.query
-        rows = viewer.store.run_rows()
-        params = {k: q.get(k, "").strip() for k in ("name", "tag", "commit", "since", "until")}
-        shown = pages.filter_runs(rows, **params)
-        ids = [r.id for r in shown]
-        summaries = viewer.store.metric_summaries(ids) if ids else []
-        cols = list(q.getall("col", []))
-        latest = [m for m in summaries if shown and m.run_id == shown[0].id]
-        columns = cols or pages.default_columns(latest)
-        body = pages.registry_page(shown, len(rows), summaries, columns,
-                                   {**params, "col_list": cols}, lang)
-        return respond(request, t("v_runs", lang), body, "v_runs")
-
-    @guarded("v_history")
-    def history(request: Any) -> Any:
-        lang = lang_of(request)
-        name = request.query.get("name", "").strip()
-        rows = pages.filter_runs(viewer.store.run_rows(), name=name)
-        summaries = viewer.store.metric_summaries([r.id for r in rows]) if rows else []
-        choices = pages.metric_choices(summaries)
-        choice = request.query.get("metric") or (choices[0] if choices else "")
-        if choice and "|" in choice and choice not in choices:
-            raise RagmeterError(f"no metric '{choice.replace('|', ' · ')}' in this store")
-        body = pages.history_page(rows, summaries, choices, choice, lang, name)
-        return respond(request, t("v_history", lang), body, "v_history")
-
-    @guarded("v_runs")
-    def run_details(request: Any) -> Any:
-        lang = lang_of(request)
-        run = viewer.run(request.match_info["run_id"])
-        body, data = pages.run_page(run, lang)
-        return respond(request, f"{run.name} · {run.id}", body, "v_runs", data=data)
-
-    @guarded("v_runs")
-    def sample(request: Any) -> Any:
-        lang = lang_of(request)
-        run = viewer.run(request.match_info["run_id"])
-        sid = request.match_info["sample_id"]
-        body = pages.sample_page(run, sid, lang)
-        status = 404 if "class=error" in body[:400] else 200
-        return respond(request, f"{sid} · {run.id}", body, "v_runs", status=status)
-
-    @guarded("v_compare")
-    def compare(request: Any) -> Any:
-        lang = lang_of(request)
-        rows = viewer.store.run_rows()
-        chosen = list(request.query.getall("run", []))
-        if not chosen and rows:  # the latest runs of the latest benchmark (same data)
-            chosen = [r.id for r in rows if r.name == rows[0].name][:5]
-        runs = [viewer.run(rid, samples=False) for rid in chosen]
-        runs.sort(key=lambda r: (r.created_at, r.id))
-        tiers: list[str] = []
-        for run in runs:
-            tiers += [x for x, rec in run.tiers.items() if rec.status == "ok" and rec.results
-                      and x not in tiers]
-        tier = request.query.get("tier") or ("retrieval" if "retrieval" in tiers
-                                             else (tiers[0] if tiers else ""))
-        body = pages.compare_page(runs, tiers, tier, rows, [r.id for r in runs], lang)
-        return respond(request, t("v_compare", lang), body, "v_compare")
-
-    @guarded("v_diff")
-    def diff(request: Any) -> Any:
-        from ragmeter.runner.comparing import compare_runs
-
-        lang = lang_of(request)
-        rows = viewer.store.run_rows()
-        picks = list(request.query.getall("pick", []))
-        a_id = request.query.get("a") or (picks[0] if len(picks) >= 2 else None)
-        b_id = request.query.get("b") or (picks[1] if len(picks) >= 2 else None)
-        if not a_id and not b_id and len(rows) >= 2:
-            a_id, b_id = rows[1].id, rows[0].id
-        if a_id and b_id:
-            a, b = viewer.run(a_id), viewer.run(b_id)
-            if b.created_at < a.created_at and picks:  # ticked boxes: older one is A
-                a, b = b, a
-            cmp_rows = compare_runs(a.results(), b.results())
-            regressions = pages.sample_regressions(a, b)
-            body = pages.diff_page(a, b, cmp_rows, regressions, rows, lang)
-        else:
-            body = pages.diff_page(None, None, [], [], rows, lang)
-        return respond(request, t("v_diff", lang), body, "v_diff")
-
-    @guarded("judges")
-    def judges(request: Any) -> Any:
-        from ragmeter.judge_trust.card import STATS
-        from ragmeter.judge_trust.runs import TIER
-
-        lang = lang_of(request)
-        stat = request.query.get("stat") or "kappa"
-        if stat not in STATS:
-            stat = "kappa"
-        runs = [viewer.run(r.id, samples=False)
-                for r in viewer.store.run_rows()[:pages.JUDGES_RUNS]]
-        runs = [r for r in runs if TIER in r.tiers]
-        return respond(request, t("judges", lang), pages.judges_page(runs, lang, stat), "judges")
+        async def handler(request: Any) -> Any:
+            return await asyncio.get_running_loop().run_in_executor(None, render, request)
+        return handler
 
     app = web.Application(middlewares=[only_local])
     app[VIEWER] = viewer
-    app.router.add_get("/", registry)
-    app.router.add_get("/history", history)
-    app.router.add_get("/compare", compare)
-    app.router.add_get("/diff", diff)
-    app.router.add_get("/judges", judges)
-    app.router.add_get("/run/{run_id}", run_details)
-    app.router.add_get("/run/{run_id}/sample/{sample_id:.+}", sample)
+    for page in PAGES:  # routes from the page table
+        app.router.add_get(page.route, serve_page(page))
     return app
 
 

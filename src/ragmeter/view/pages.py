@@ -30,12 +30,11 @@ from ragmeter.reports.i18n import t
 from ragmeter.reports.tiers_view import tier_position, tier_title
 from ragmeter.results.records import EvalResult
 from ragmeter.results.store import MetricSummary, RunRow, StoredRun
+from ragmeter.view.table import nav_entries
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "img-src data:; form-action 'self'; base-uri 'none'")
 CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
-NAV = (("/", "v_runs"), ("/history", "v_history"), ("/compare", "v_compare"),
-       ("/diff", "v_diff"), ("/judges", "judges"))
 
 #: how many of the latest runs the judges page reads for their cards
 JUDGES_RUNS = 50
@@ -59,10 +58,12 @@ def run_href(run_id: str, lang: str) -> str:
 def layout(title: str, body: str, *, lang: str, active: str, store: str, note: str = "",
            data: Mapping[str, Any] | None = None, path: str = "/",
            query: Mapping[str, str] | None = None) -> str:
-    """The frame of every page: navigation, language switch, store line, inlined assets."""
+    """The frame of every page: navigation (from the page table), language switch, store line,
+    inlined assets. ``active`` names the page whose navigation entry is highlighted."""
     nav = "".join(
-        f'<a href="{escape(href(p, lang=lang))}"{" class=active" if key == active else ""}>'
-        f"{t(key, lang)}</a>" for p, key in NAV)
+        f'<a href="{escape(href(p.route, lang=lang))}"'
+        f'{" class=active" if p.name == active else ""}>{escape(p.title_in(lang))}</a>'
+        for p in nav_entries())
     other = "en" if lang == "ru" else "ru"
     q = {k: v for k, v in (query or {}).items() if k != "lang"}
     switch = f'<a href="{escape(href(path, **q, lang=other))}" id=lang-switch>{other.upper()}</a>'

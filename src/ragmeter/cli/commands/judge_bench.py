@@ -114,8 +114,9 @@ def bench_command(
         "--base-url", help="Override base_url of every configured judge.")] = None,
     lang: Annotated[str, typer.Option("--lang", help="ru, en or all.")] = "ru",
     task: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-        "--task", help="Only this task (repeatable): faithfulness, factual_correctness, "
-                       "answer_relevance, context_relevance, production_gate.")] = None,
+        "--task", help="Only this task (repeatable): a judged metric's name or "
+                       "production_gate (bundled items: faithfulness, factual_correctness, "
+                       "answer_relevance, context_relevance, production_gate).")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most N items per task "
                                                        "(0 = all).")] = 0,
     repeats: Annotated[int, typer.Option("--repeats", help="Ask every item N times (>= 2 "

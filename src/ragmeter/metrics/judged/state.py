@@ -3,20 +3,25 @@
 * :class:`SampleJudgement` — one sample's parsed answers (claims, verdicts, grades), the calls
   made for it and which calls failed;
 * :class:`JudgePlan` — the judgements of every sample plus call accounting for one plan;
-* :class:`JudgedState` — the per-run state on :class:`~ragmeter.generation.context.
-  GenerationContext`: which judged metrics the run announced, the shared plan, every plan made.
+* :class:`JudgedState` — the per-run state a scoring context holds: which judged metrics the
+  run announced, the shared plan, every plan made;
+* :class:`JudgedContext` — what the judged metrics read from that context (the generation
+  context satisfies it).
 
-The answers are filled by the readers of the judge calls (:mod:`ragmeter.generation.prompts`)
-and read by the score functions of the judged metrics (:mod:`ragmeter.metrics.judged`).
+The answers are filled by the readers of the judge calls (:mod:`.questions`) and read by the
+score functions of the judged metrics (:mod:`.rows`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from ragmeter.data.sample import Sample
     from ragmeter.metrics.registry import Metric
+    from ragmeter.results.records import Signature
 
 
 @dataclass
@@ -48,8 +53,8 @@ class SampleJudgement:
     """Everything the judge said about one sample, parsed; failures per call kind.
 
     ``needs`` are the questions asked for this sample (names of
-    :data:`ragmeter.generation.prompts.QUESTIONS`). Answers of the built-in calls have typed
-    fields; a call added later may keep its parsed answers in ``answers`` by question name.
+    :data:`ragmeter.metrics.judged.calls.QUESTIONS`). Answers of the built-in calls have typed
+    fields; a call added later keeps its parsed answers in ``answers`` by question name.
     """
 
     sample_id: str
@@ -93,7 +98,7 @@ class JudgePlan:
 
 @dataclass
 class JudgedState:
-    """The judged-metric planner's state for one run (held by the generation context).
+    """The judged-metric planner's state for one run (held by the scoring context).
 
     ``announced``: the judged metrics of the run, planned together on first use; ``plan``: that
     shared plan and ``planned`` the metrics it covers; ``plans``: every plan made (a metric not
@@ -104,3 +109,28 @@ class JudgedState:
     plan: JudgePlan | None = None
     planned: tuple[Metric, ...] = ()
     plans: list[JudgePlan] = field(default_factory=list)
+
+
+class JudgedContext(Protocol):
+    """What a judged metric reads from its scoring context (the generation context,
+    ``GenerationContext``, is one)."""
+
+    @property
+    def samples(self) -> Sequence[Sample]: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def judge(self) -> Any: ...
+
+    @property
+    def language(self) -> str: ...
+
+    @property
+    def keep_prompts(self) -> bool: ...
+
+    @property
+    def judged(self) -> JudgedState: ...
+
+    def signature(self, metric: str, **extra: Any) -> Signature: ...

@@ -1,15 +1,13 @@
-"""Judged generation metrics (family ``judged``): one declarative row per metric.
+"""The built-in judged generation metrics (family ``judged``): one declarative row each.
 
-A row (:class:`JudgedMetric`) is the whole metric: its doc with the formula, parameters,
-required sample fields, the judge *questions* it needs (names of
-:data:`ragmeter.generation.prompts.QUESTIONS`, possibly depending on its parameters), and a
-score function from the typed per-sample judgement
-(:class:`~ragmeter.generation.judgement.SampleJudgement`) to a value. The rows register the
-metric specs; the planner (:mod:`ragmeter.generation.judge_plan`) asks, per sample, only the
+Each row (:class:`~ragmeter.metrics.judged.row.JudgedMetric`) is the whole metric: doc with the
+formula, parameters, required sample fields, the judge questions it needs and a score function
+from the typed per-sample judgement to a value. The planner asks, per sample, only the
 questions the requested metrics need, in ≤ 4 calls per sample for the full set below.
 
 Adding a metric that reuses the existing questions is one row in :data:`ROWS`; one that needs a
-new question is that row plus the question and its call in :mod:`ragmeter.generation.prompts`.
+new question is that row plus the question and its call (:func:`~ragmeter.metrics.judged.
+calls.register_call`, beside the built-in calls in :mod:`ragmeter.metrics.judged.questions`).
 
 Scales: every value is in [0, 1]. Graded judge outputs (0/1/2) are divided by 2; with a demo
 judge (``judge.demo``) the graded questions become yes/no (``scale:binary`` in the signature).
@@ -20,102 +18,15 @@ for the run) and in ``EvalResult.meta["judge_calls"]``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
 from ragmeter.errors import MetricSpecError
-from ragmeter.metrics.registry import Metric, MetricSpec, Param, parse_metric, register
-from ragmeter.results.records import MetricResult, SampleScore
-
-if TYPE_CHECKING:
-    from ragmeter.generation.context import GenerationContext
-    from ragmeter.generation.judgement import SampleJudgement
-
-#: the shapes a human label of a judged metric can take
-LabelScale = Literal["binary", "ordinal", "continuous"]
-LABEL_SCALES: tuple[LabelScale, ...] = ("binary", "ordinal", "continuous")
-
-
-@dataclass(frozen=True)
-class Score:
-    """One sample's value (or why it has none) and the details that explain it."""
-
-    value: float | None
-    reason: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """Inputs a row takes from outside the judge: one score per sample plus signature fields."""
-
-    per_sample: Sequence[SampleScore]
-    signature: Mapping[str, Any]
-
-
-ScoreFn = Callable[[Metric, "SampleJudgement", "SampleScore | None"], Score]
-
-
-@dataclass(frozen=True)
-class JudgedMetric:
-    """One judged metric, declared in one place.
-
-    ``needs``: the questions it reads (a set, or a function of the configured metric);
-    ``score(metric, judgement, extra)``: its value for one sample whose calls succeeded
-    (``extra``: this sample's score from ``prepare``, when the row has one);
-    ``prepare(metric, ctx)``: optional per-run inputs from outside the judge.
-    """
-
-    name: str
-    doc: str
-    fields: tuple[str, ...]
-    needs: frozenset[str] | Callable[[Metric], frozenset[str]]
-    score: ScoreFn
-    params: tuple[Param, ...] = ()
-    higher_is_better: bool = True
-    value_range: tuple[float, float] = (0.0, 1.0)
-    prepare: Callable[[Metric, GenerationContext], Prepared] | None = None
-    #: what a human label for this metric looks like: ``binary`` (yes/no), ``ordinal`` (a grade
-    #: 0/1/2) or ``continuous`` (a number in 0–1); judge cards compare on this scale
-    label_scale: LabelScale = "continuous"
-
-    def __post_init__(self) -> None:
-        if self.label_scale not in LABEL_SCALES:
-            raise MetricSpecError(f"judged metric {self.name!r}: unknown label_scale "
-                                  f"{self.label_scale!r} (allowed: {', '.join(LABEL_SCALES)})")
-
-    def needs_of(self, metric: Metric) -> frozenset[str]:
-        return self.needs if isinstance(self.needs, frozenset) else self.needs(metric)
-
-    def spec(self) -> MetricSpec:
-        return MetricSpec(name=self.name, family="judged", doc=self.doc, params=self.params,
-                          higher_is_better=self.higher_is_better, required_fields=self.fields,
-                          value_range=self.value_range, compute=self)
-
-    def __call__(self, metric: Metric, ctx: GenerationContext) -> MetricResult:
-        from ragmeter.generation.judge_plan import compute_judged
-
-        return compute_judged(self, metric, ctx)
-
-
-def label_scale_of(name: str) -> LabelScale | None:
-    """The label scale declared by the judged metric row ``name`` (a bare name or a metric
-    string such as ``answer_correctness(preset=equal)``); ``None`` when no row has that name."""
-    base = name.split("(")[0].split("@")[0].strip()
-    for row in ROWS:
-        if row.name == base:
-            return row.label_scale
-    return None
-
-
-def judged_row(metric: Metric) -> JudgedMetric:
-    """The row of a judged metric (its spec's ``compute``)."""
-    row = metric.spec.compute
-    if not isinstance(row, JudgedMetric):
-        raise MetricSpecError(f"'{metric}' is not a judged generation metric")
-    return row
-
+from ragmeter.metrics.judged.row import JudgedMetric, Prepared, Score, ScoreFn
+from ragmeter.metrics.judged.state import JudgedContext, SampleJudgement
+from ragmeter.metrics.registry import Metric, Param, parse_metric, register
+from ragmeter.metrics.semantic import semantic_scores
+from ragmeter.results.records import SampleScore
 
 # ------------------------------------------------------------------------------ score helpers
 
@@ -209,9 +120,7 @@ def answer_correctness_weight(metric: Metric) -> float:
     return PRESETS[preset]
 
 
-def _semantic_part(metric: Metric, ctx: GenerationContext) -> Prepared:
-    from ragmeter.metrics.semantic import semantic_scores
-
+def _semantic_part(metric: Metric, ctx: JudgedContext) -> Prepared:
     w = answer_correctness_weight(metric)
     sem, sem_sig = semantic_scores(
         parse_metric(f"semantic_similarity(model={metric.get('model')})"), ctx)
@@ -269,7 +178,8 @@ ROWS: tuple[JudgedMetric, ...] = (
         "supported by answer|/|reference claims|, F1 = 2PR/(P+R) (calls: claims, verify)",
         ("response", "reference"), lambda m: _FACTUAL_NEEDS[str(m.get("mode"))], _factual,
         params=(Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),),
-        label_scale="binary"),
+        # a benchmark item is one answer claim checked against the reference answer
+        label_scale="binary", bench_metric="factual_correctness(mode=precision)"),
     JudgedMetric(
         "answer_correctness",
         "w·factual_F1 + (1−w)·semantic_similarity; presets default 0.75, equal 0.5, "

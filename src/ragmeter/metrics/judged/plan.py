@@ -1,0 +1,216 @@
+"""The judge-call planner of the judged metrics: few calls per sample, driven by the metric rows.
+
+Each judged metric is one row (:class:`~ragmeter.metrics.judged.row.JudgedMetric`) naming the
+questions it needs (:data:`~ragmeter.metrics.judged.calls.QUESTIONS`). The planner looks at
+every judged metric requested in a run and, per sample, at the fields the sample has, and asks
+only the questions some metric needs, grouped into the calls that ask them
+(:data:`~ragmeter.metrics.judged.calls.CALLS`):
+
+1. ``gen.claims/v1`` — answer and reference split into atomic claims, both in one call
+   (demo judges: razdel sentences, no call);
+2. ``gen.verify/v1`` — after call 1: yes/no verdicts for answer claims vs context and vs
+   reference, and for reference claims vs answer and vs context, all in one structured reply;
+3. ``gen.contexts/v1`` — every context of the sample at once: relevance 0/1/2 and, when a
+   reference exists, usefulness yes/no;
+4. ``gen.answer/v1`` — answer relevance 0/1/2 and end-to-end usefulness 0/1/2.
+
+Calls that depend on no other call (1, 3, 4) of all samples go out together; a call that needs
+an earlier call's answers (2) is chained to that sample's own earlier call and sent as soon as
+it returns (``JudgeRequest.then``), so one slow reply never holds back the other samples. The
+full set of eight built-in metrics therefore costs ≤ 4 calls per sample (RAGAS: 13), plus at
+most one repair call per unparseable reply made by the judge engine.
+
+A reply that fails (unparseable, schema mismatch, timeout, ...) leaves unscored exactly the
+calls that needed it, with the judge's reason. :class:`Asking` is the mechanism (the judge
+benchmark uses it too, on its items); :func:`run_plan` applies it to a run's samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ragmeter.data.sample import Sample
+from ragmeter.errors import ConfigError, MetricSpecError
+from ragmeter.metrics.inputs import missing_field
+from ragmeter.metrics.judged import calls as C
+from ragmeter.metrics.judged.state import CallRecord, JudgedContext, JudgePlan, SampleJudgement
+from ragmeter.text import detect_language
+
+if TYPE_CHECKING:
+    from ragmeter.judges.base import JudgeReply, JudgeRequest
+    from ragmeter.metrics.judged.row import JudgedMetric
+    from ragmeter.metrics.registry import Metric
+
+
+def questions_of(row: JudgedMetric, metric: Metric) -> frozenset[str]:
+    """The questions ``metric`` needs, with the questions they are asked about."""
+    out: set[str] = set()
+    todo = list(row.needs_of(metric))
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        q = C.QUESTIONS.get(name)
+        if q is None:
+            raise MetricSpecError(f"judged metric '{row.name}' needs an unknown question "
+                                  f"'{name}' (known: {', '.join(sorted(C.QUESTIONS))})")
+        out.add(name)
+        todo.extend(q.requires)
+    return frozenset(out)
+
+
+def calls_of(questions: Iterable[str]) -> tuple[str, ...]:
+    """The call kinds that ask ``questions``, in call order."""
+    kinds = {C.QUESTIONS[q].call for q in questions}
+    return tuple(c.kind for c in C.CALLS if c.kind in kinds)
+
+
+class _Chain:
+    """One sample on its way through its calls: which are settled, which are in flight."""
+
+    def __init__(self, sample: Sample, judgement: SampleJudgement, lang: str) -> None:
+        self.sample, self.judgement, self.lang = sample, judgement, lang
+        self.settled: set[str] = set()
+        self.issued: set[str] = set()
+
+
+class Asking:
+    """The judge calls of a set of samples, each sample asked only the questions it needs.
+
+    :meth:`add` each sample with its questions; :meth:`requests` gives every sample's first
+    calls, each chained (``JudgeRequest.then``) to the calls that need its answers. Send them
+    with :func:`ragmeter.judges.engine.ask_chained` (alone or in a larger batch): the replies
+    are read into the judgements as they arrive; :meth:`finish` orders each sample's call
+    records. ``binary``: the yes/no prompt variants (demo judges); ``claims``: where claims
+    come from (default: sentences for binary prompts, else the judge); ``send``: applied to
+    every request as it is sent (the judge benchmark sets its token limit and repeat tag).
+    """
+
+    def __init__(self, *, binary: bool, claims: C.ClaimsSource | None = None,
+                 send: Callable[[JudgeRequest], JudgeRequest] | None = None) -> None:
+        self.binary = binary
+        self.claims: C.ClaimsSource = claims or ("sentences" if binary else "judge")
+        self.send = send
+        self.calls = tuple(C.CALLS)
+        self.judgements: list[SampleJudgement] = []
+        self.n_requests = 0
+        self.by_prompt: dict[str, int] = {}
+        #: call kind -> prompt versions sent
+        self.versions: dict[str, set[str]] = {}
+        self._chains: list[_Chain] = []
+
+    def add(self, sample: Sample, needs: Iterable[str], lang: str) -> SampleJudgement:
+        """Ask ``sample`` the questions ``needs`` in language ``lang``; its judgement."""
+        j = SampleJudgement(sample.id)
+        j.needs |= set(needs)
+        self.judgements.append(j)
+        self._chains.append(_Chain(sample, j, lang))
+        return j
+
+    def requests(self) -> list[JudgeRequest]:
+        """The first calls of every sample added (calls with nothing to ask settle at once)."""
+        return [r for ch in self._chains for r in self._ready(ch)]
+
+    def _ready(self, ch: _Chain) -> list[JudgeRequest]:
+        """This sample's calls whose earlier calls are all settled, as requests."""
+        out: list[JudgeRequest] = []
+        j = ch.judgement
+        progress = True
+        while progress:
+            progress = False
+            for call in self.calls:
+                if call.kind in ch.settled or call.kind in ch.issued \
+                        or not all(a in ch.settled for a in call.after):
+                    continue
+                questions = frozenset(q for q in j.needs if C.QUESTIONS[q].call == call.kind)
+                req = None
+                if questions and not any(a in j.failed for a in call.after):
+                    req = call.build(C.Ask(ch.sample, ch.lang, self.binary, questions, j,
+                                           self.claims))
+                if req is None:  # nothing to ask, or answered without a call
+                    ch.settled.add(call.kind)
+                    progress = True
+                    continue
+                ch.issued.add(call.kind)
+                sent = self.send(req) if self.send is not None else req
+                out.append(replace(sent, then=self._then(ch, call, req)))
+        self.n_requests += len(out)
+        return out
+
+    def _then(self, ch: _Chain, call: C.Call, req: JudgeRequest
+              ) -> Callable[[JudgeReply], list[JudgeRequest]]:
+        def then(rep: JudgeReply) -> list[JudgeRequest]:
+            self._read(ch.judgement, call, req, rep)
+            ch.settled.add(call.kind)
+            return self._ready(ch)
+        return then
+
+    def _read(self, j: SampleJudgement, call: C.Call, req: JudgeRequest,
+              rep: JudgeReply) -> None:
+        self.by_prompt[req.prompt_version] = self.by_prompt.get(req.prompt_version, 0) + 1
+        self.versions.setdefault(call.kind, set()).add(req.prompt_version)
+        msgs = rep.extra.get("messages") if rep.extra else None
+        j.calls.append(CallRecord(call.kind, req.prompt_version, rep.ok, rep.reason,
+                                  rep.detail, rep.raw, msgs if msgs is not None
+                                  else [dict(m) for m in req.messages]))
+        if not rep.ok:
+            j.failed[call.kind] = (rep.reason or "backend_error", rep.detail)
+        elif not isinstance(rep.data, dict):
+            j.failed[call.kind] = ("schema_error", "reply is not a JSON object")
+        elif (problem := call.read(j, req, rep.data)) is not None:
+            j.failed[call.kind] = ("schema_error", problem)
+
+    def finish(self) -> list[SampleJudgement]:
+        """The judgements, each sample's calls in one order whatever the replies' timing:
+        independent calls first, then the calls that need them."""
+        by_kind = {c.kind: c for c in self.calls}
+
+        def depth(c: C.Call) -> int:
+            return 1 + max((depth(by_kind[a]) for a in c.after), default=-1)
+
+        order = {c.kind: (depth(c), i) for i, c in enumerate(self.calls)}
+        for j in self.judgements:
+            j.calls.sort(key=lambda c: order[c.kind])
+        return self.judgements
+
+
+def ask(judge: object, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
+    """Send ``requests`` with their chains (one batch; a follow-up goes out as soon as its
+    own earlier call returned, never after the slowest call of all)."""
+    from ragmeter.judges.engine import ask_chained
+
+    return ask_chained(judge, requests) if requests else []
+
+
+def _lang(ctx: JudgedContext, sample: Sample, binary: bool) -> str:
+    if binary:
+        return "en"
+    if ctx.language in ("ru", "en"):
+        return ctx.language
+    return detect_language([sample.user_input, sample.response, sample.reference])
+
+
+def run_plan(ctx: JudgedContext, metrics: Sequence[tuple[JudgedMetric, Metric]]) -> JudgePlan:
+    """Make the judge calls needed by ``metrics`` (rows with their configured metric) for every
+    sample of ``ctx``."""
+    judge = ctx.judge
+    if judge is None:
+        raise ConfigError("judge", "judged metrics need a judge: pass judge=make_judge("
+                          "JudgeConfig(...)) or --judge-url/--judge-model on the command line")
+    binary = bool(getattr(judge, "demo", False))
+    asked = [(row.fields, questions_of(row, m)) for row, m in metrics]
+    asking = Asking(binary=binary)
+    langs: list[str] = []
+    for s in ctx.samples:
+        needs: set[str] = set()
+        for fields, questions in asked:
+            if missing_field(s, fields) is None:
+                needs |= questions
+        langs.append(_lang(ctx, s, binary))
+        asking.add(s, needs, langs[-1])
+    ask(judge, asking.requests())
+    return JudgePlan(asking.finish(), asking.n_requests, asking.by_prompt, binary,
+                     ",".join(sorted(set(langs))) or "-", getattr(judge, "name", "judge"),
+                     getattr(judge, "model", ""), asking.versions)

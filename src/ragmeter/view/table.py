@@ -1,0 +1,126 @@
+"""The viewer's page table: one :class:`Page` per page — route, title, navigation entry and
+handler. The app's routes, the navigation bar and the page list in ``docs/reports.md`` are all
+generated from :data:`PAGES`, so a new page is one entry::
+
+    @page("/notes", title=("Notes", "Заметки"), nav=True, doc="free notes of every run")
+    def notes(req: PageRequest) -> PageOut:
+        rows = req.viewer.store.run_rows()
+        return PageOut("<h1>…</h1>")
+
+The built-in pages are declared in :mod:`ragmeter.view.routes` (loaded on first lookup);
+``python -m ragmeter.view.reference`` refreshes the page list in ``docs/reports.md``.
+A handler runs in a worker thread; a :class:`~ragmeter.errors.RagmeterError` it raises becomes
+a 404 page with the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ragmeter.registry import Registry
+from ragmeter.reports.i18n import t
+
+if TYPE_CHECKING:
+    from ragmeter.view.app import Viewer
+
+
+@dataclass
+class PageRequest:
+    """What a handler gets: the viewer (store, run cache), the aiohttp request and the
+    language the page is shown in."""
+
+    viewer: Viewer
+    request: Any
+    lang: str
+
+    @property
+    def query(self) -> Any:
+        return self.request.query
+
+    def param(self, name: str) -> str:
+        """A query parameter, stripped (``""`` when absent)."""
+        return str(self.request.query.get(name, "")).strip()
+
+    def match(self, name: str) -> str:
+        """A part of the route (``{run_id}``)."""
+        return str(self.request.match_info[name])
+
+
+@dataclass
+class PageOut:
+    """A handler's answer: the body HTML, and optionally a title other than the page's, a
+    status and the data for the page script."""
+
+    body: str
+    title: str | None = None
+    status: int = 200
+    data: dict[str, Any] | None = None
+
+
+Handler = Callable[[PageRequest], PageOut]
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the viewer.
+
+    ``title``: a key of :data:`ragmeter.reports.i18n.TEXT` or an ``(en, ru)`` pair. ``nav``:
+    shown in the navigation bar (in table order). ``section``: the navigation entry highlighted
+    on this page (default: the page itself). ``doc``: one line for the docs' page list, where
+    the route is shown as ``shown_route`` (default ``route``).
+    """
+
+    name: str
+    route: str
+    title: str | tuple[str, str]
+    handler: Handler = field(compare=False)
+    nav: bool = False
+    section: str | None = None
+    doc: str = ""
+    shown_route: str | None = None
+
+    def title_in(self, lang: str) -> str:
+        if isinstance(self.title, tuple):
+            en, ru = self.title
+            return ru if lang == "ru" and ru else en
+        return t(self.title, lang)
+
+    @property
+    def active(self) -> str:
+        return self.section or self.name
+
+
+#: Every page by name, in navigation order.
+PAGES: Registry[Page] = Registry("viewer page", key="page", modules=("ragmeter.view.routes",))
+
+
+def page(route: str, *, title: str | tuple[str, str], name: str | None = None,
+         nav: bool = False, section: str | None = None, doc: str = "",
+         shown_route: str | None = None) -> Callable[[Handler], Handler]:
+    """Declare the decorated function as the handler of a page (its name: the function's)."""
+    def deco(fn: Handler) -> Handler:
+        key = name or fn.__name__
+        PAGES.register(key, Page(key, route, title, fn, nav=nav, section=section, doc=doc,
+                                 shown_route=shown_route))
+        return fn
+    return deco
+
+
+def nav_entries() -> list[Page]:
+    """The pages of the navigation bar, in order."""
+    return [p for p in PAGES if p.nav]
+
+
+def page_list(lang: str = "en") -> str:
+    """The docs' page list (Markdown table)."""
+    rows = ["| page | what it shows |", "|---|---|"]
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
+    for p in PAGES:
+        rows.append(f"| {cell(p.title_in(lang))} (`{cell(p.shown_route or p.route)}`) | "
+                    f"{cell(p.doc)} |")
+    return "\n".join(rows)
+

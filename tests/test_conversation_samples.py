@@ -1,0 +1,48 @@
+"""Multi-turn samples: earlier turns in ``history``, the current turn in ``user_input``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragmeter.data.hashing import gold_hash
+from ragmeter.data.loaders import load_samples
+from ragmeter.data.sample import Sample
+from ragmeter.errors import DataError
+
+
+def test_history_loads_with_roles_and_plain_strings(tmp_path: Path) -> None:
+    f = tmp_path / "conv.jsonl"
+    rows = [{"id": "s1-t2", "question": "А если заочно?", "answer": "140 000 рублей.",
+             "history": [{"role": "user", "content": "Сколько стоит очно?"},
+                         {"role": "assistant", "content": "280 000 рублей в год."}]},
+            {"id": "s2-t2", "question": "А в субботу?",
+             "chat_history": ["Когда открыта библиотека?", "С 9:00."]}]
+    f.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
+    a, b = load_samples(f).samples
+    assert a.history == rows[0]["history"] and a.turn == 1
+    assert b.history == [{"role": "user", "content": "Когда открыта библиотека?"},
+                         {"role": "assistant", "content": "С 9:00."}]
+
+
+@pytest.mark.parametrize("history,msg", [
+    ("text", "must be a list"),
+    ([{"role": "bot", "content": "x"}], "role must be one of"),
+    ([{"role": "user", "content": 3}], "content must be a string"),
+])
+def test_bad_history_names_line_and_field(tmp_path: Path, history: object, msg: str) -> None:
+    f = tmp_path / "bad.jsonl"
+    f.write_text(json.dumps({"id": "x", "question": "q", "history": history}), "utf-8")
+    with pytest.raises(DataError) as e:
+        load_samples(f)
+    assert "bad.jsonl:1 field 'history'" in str(e.value) and msg in str(e.value)
+
+
+def test_history_is_part_of_the_dataset_identity() -> None:
+    plain = Sample(id="1", user_input="А если заочно?")
+    conv = Sample(id="1", user_input="А если заочно?",
+                  history=[{"role": "user", "content": "Сколько стоит очно?"}])
+    assert gold_hash([plain]) != gold_hash([conv])
+    assert gold_hash([plain]) == gold_hash([Sample(id="1", user_input="А если заочно?")])
