@@ -211,6 +211,11 @@ def test_python_sync_async_and_objects(tmp_path: Path) -> None:
                                                   {"role": "assistant", "content": "yo"}]})
     out = _session({"kind": "python", "function": rag_fn}, tmp_path).answer([hist])
     assert out[0].response == "q|2" and out[0].retrieved_ids == ["d#0", "d#1"]
+    turns = Sample("t", "q", history=[{"role": "user", "content": "a"},
+                                      {"role": "assistant", "content": "b"},
+                                      {"role": "user", "content": "c"}])
+    out = _session({"kind": "python", "function": rag_fn}, tmp_path).answer([turns])
+    assert out[0].response == "q|3"
     out = _session({"kind": "python", "function": rag_async}, tmp_path).answer(
         [Sample("a", "abc")], k=3)
     assert out[0].response == "ABC" and out[0].retrieved_ids == ["x#0"] * 3

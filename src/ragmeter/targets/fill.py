@@ -28,9 +28,10 @@ from ragmeter.targets.config import TargetConfig
 
 
 def history_of(sample: Sample) -> tuple[Mapping[str, str], ...]:
-    """A sample's conversation so far: ``metadata["history"]`` as ``{role, content}`` turns
-    (``{"question", "answer"}`` pairs are accepted too)."""
-    raw = sample.metadata.get("history") if sample.metadata else None
+    """A sample's conversation so far: ``Sample.history`` (``{role, content}`` turns, oldest
+    first), else ``metadata["history"]`` (``{"question", "answer"}`` pairs accepted too)."""
+    raw = sample.history if sample.history else (
+        sample.metadata.get("history") if sample.metadata else None)
     if not isinstance(raw, list):
         return ()
     out: list[Mapping[str, str]] = []

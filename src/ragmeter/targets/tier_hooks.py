@@ -128,8 +128,8 @@ def replay_sessions(ctx: Any, sessions: Sequence[Any]
         for turn in range(max((len(s.questions) for s in sessions), default=0)):
             live = [s for s in sessions if len(s.questions) > turn]
             asked = [Sample(f"{s.id}#{turn + 1}", s.questions[turn],
-                            metadata={"history": list(history[s.id]), "session_id": s.id})
-                     for s in live]
+                            history=list(history[s.id]) or None,
+                            metadata={"session_id": s.id}) for s in live]
             for s, got in zip(live, session.answer(asked), strict=True):
                 answers[s.id][turn] = got.response
                 history[s.id] += [{"role": "user", "content": s.questions[turn]},
