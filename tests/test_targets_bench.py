@@ -143,3 +143,17 @@ def test_run_estimate_counts_target_calls_and_replay_flag(tmp_path: Path,
     got = aggregates(live)
     assert "e2e/bot:latency:latency_p95" in got and "retrieval/bot:hit_rate@5" in got
     assert got == aggregates(replay)
+
+
+def test_two_targets_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    with ExampleService(ServiceConfig()) as srv:
+        cfg = _config(srv.url, tmp_path, limit=12, target=None, targets=[
+            {"name": "json", "kind": "http", "url": srv.url + "/answer"},
+            {"name": "chat", "kind": "openai", "url": srv.url + "/v1"}],
+            tiers=[{"name": "e2e", "metrics": ["rouge_l", "id_context_recall@5"]}])
+        run = run_benchmark(cfg)
+    got = _values(run)
+    for name in ("json", "chat"):
+        assert f"e2e/{name}:rouge_l" in got and f"e2e/{name}:latency:ttft_p50" in got
+    assert got["e2e/json:rouge_l"][3] == got["e2e/chat:rouge_l"][3] == 12

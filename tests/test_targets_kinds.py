@@ -253,3 +253,21 @@ def test_command_failures(tmp_path: Path, flag: str, reason: str) -> None:
     assert out[0].metadata["target_error"].startswith(reason)
     if flag == "--fail":
         assert "the index is not built" in out[0].metadata["target_error"]
+
+
+def test_openai_without_streaming_and_http_get(service: ExampleService, tmp_path: Path) -> None:
+    s = _session({"kind": "openai", "url": service.url + "/v1", "stream": False}, tmp_path)
+    out = s.answer([Sample("a", Q)])
+    assert out[0].response and out[0].retrieved_ids
+    assert out[0].metadata["target_call"]["ttft_s"] > 0
+
+
+def test_ids_map_rule_over_http(service: ExampleService, tmp_path: Path) -> None:
+    from ragmeter.retrieval.corpus import load_corpus
+    from ragmeter.targets.example_service import DATA
+
+    table = {d.url: f"gold-{d.doc_id}" for d in load_corpus(DATA / "corpus.jsonl") if d.url}
+    s = _session({"kind": "http", "url": service.url + "/answer",
+                  "ids": {"from": "doc_ids", "map": table}}, tmp_path)
+    out = s.answer([Sample("a", Q)], k=3)
+    assert out[0].retrieved_ids and all(i.startswith("gold-") for i in out[0].retrieved_ids)
