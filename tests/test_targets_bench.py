@@ -32,7 +32,9 @@ def _config(url: str, tmp_path: Path, mode: str = "live", **extra: Any) -> Any:
                                                     "mrr"]},
                   {"name": "generation", "metrics": ["rouge_l", "bleu"]},
                   {"name": "e2e", "metrics": ["rouge_l", "id_context_recall@5"]},
-                  {"name": "ux", "options": {"sessions": str(DATA / "ux_sessions.jsonl")}},
+                  {"name": "ux", "options": {"sessions": str(DATA / "ux_sessions.jsonl"),
+                                             "cache": str(DATA / "semantic_cache.jsonl"),
+                                             "queries": str(DATA / "cache_queries.jsonl")}},
                   {"name": "real_users", "options": {"db_url_env": "RAG_TEST_LOGS_URL"}}],
         **extra}, base_dir=tmp_path)
 
@@ -75,7 +77,9 @@ def test_every_tier_on_the_target_then_replay_identical(tmp_path: Path,
         srv.stop()
     n = 110
     turns = sum(len(x["turns"]) for x in _jsonl(DATA / "ux_sessions.jsonl"))
-    assert calls == 3 * n + turns + live_logged(live)   # every question once per tier
+    probes = len(_jsonl(DATA / "semantic_cache.jsonl")) + len(_jsonl(DATA /
+                                                                    "cache_queries.jsonl"))
+    assert calls == 3 * n + turns + probes + live_logged(live)   # once per question and tier
     got = _values(live)
     for key in ("retrieval/bot:hit_rate@5", "generation/bot:rouge_l", "e2e/bot:rouge_l",
                 "e2e/bot:id_context_recall@5", "e2e/bot:latency:latency_p95",
@@ -89,6 +93,9 @@ def test_every_tier_on_the_target_then_replay_identical(tmp_path: Path,
     assert "ux/ux:bot:context_preservation" in got or "ux/ux:bot:multi_turn_answer_similarity" \
         in got, sorted(got)
     assert "real_users/real_users:bot:hit_rate@5(level=doc)" in got, sorted(got)
+    consistency = got["ux/ux_cache:bot:cache_answer_consistency"]
+    assert consistency[3] > 0 and 0 < consistency[0] <= 1.0
+    assert "ux/ux_cache:bot:cache_latency_ratio" in got
 
     # the service is gone: replay re-scores the recorded replies, calling nothing
     replay = run_benchmark(_config(url, tmp_path, mode="replay"))

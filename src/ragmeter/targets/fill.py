@@ -105,6 +105,8 @@ def apply_replies(samples: Sequence[Sample], replies: Sequence[TargetReply], ent
                 out.append(replace(s, response=None, metadata=meta))
             continue
         meta.pop("target_error", None)
+        if rep.metadata:
+            meta["target_metadata"] = rep.metadata
         ids = _ids(rep, cfg)
         scores = rep.scores if rep.scores and ids and len(rep.scores) == len(ids) else None
         if entry == "generate":

@@ -118,7 +118,7 @@ def replay_sessions(ctx: Any, sessions: Sequence[Any]
     the calls' latency result. ``sessions``: objects with ``id``, ``questions``, ``answers``
     (the UX tier's sessions)."""
     out: list[tuple[str, list[Any], EvalResult]] = []
-    for name, session in target_sessions(ctx).items():
+    for name, session in target_sessions(ctx).items() if sessions else ():
         if "answer" not in session.target.entries():
             continue
         answers: dict[str, list[str | None]] = {s.id: [None] * len(s.questions)
@@ -139,6 +139,83 @@ def replay_sessions(ctx: Any, sessions: Sequence[Any]
                              session.target.signature, seed=ctx.seed,
                              name=f"{name}:latency", entry="answer")
         out.append((name, [replace(s, answers=answers[s.id]) for s in sessions], lat))
+    return out
+
+
+def _cosines(emb: Any, a: list[str], b: list[str]) -> Any:
+    import numpy as np
+
+    x = np.asarray(emb.embed(a, kind="symmetric"), dtype=np.float64)
+    y = np.asarray(emb.embed(b, kind="symmetric"), dtype=np.float64)
+    x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    y /= np.maximum(np.linalg.norm(y, axis=1, keepdims=True), 1e-12)
+    return x @ y.T
+
+
+def probe_cache(ctx: Any, cache: Sequence[Any], queries: Sequence[Any], emb: Any,
+                threshold: float) -> list[EvalResult]:
+    """The semantic-cache probes through each target: the cached questions are asked first,
+    then the queries (repeats and paraphrases). For every query whose nearest cached question
+    (embedding cosine above ``threshold``) is a repeat or paraphrase of it:
+    ``cache_answer_consistency`` (cosine of the two answers the target gave),
+    ``cache_latency_ratio`` (the query's latency / the cached question's; well below 1 where
+    the system served it from a cache) and, when replies report ``metadata.cache_hit``,
+    ``cache_reported_hit_rate``. A failed call is that query's reason."""
+    import numpy as np
+
+    from ragmeter.results.records import MetricResult, Signature
+
+    out: list[EvalResult] = []
+    near = _cosines(emb, [q.question for q in queries], [c.question for c in cache])
+    for name, session in target_sessions(ctx).items():
+        if "answer" not in session.target.entries():
+            continue
+        before = len(session.replies.get("answer", []))
+        warm = session.answer([Sample(f"cache:{c.id}", c.question) for c in cache])
+        probe = session.answer([Sample(f"probe:{q.id}", q.question) for q in queries])
+        pairs = [(i, int(near[i].argmax())) for i in range(len(queries))
+                 if near[i].max() > threshold]
+        ids = [queries[i].id for i, _ in pairs]
+        sig = Signature.make(model=getattr(emb, "name", "?"), tau=threshold,
+                             **session.signature_fields())
+        cons, ratio, hits = (np.full(len(pairs), np.nan) for _ in range(3))
+        reasons: dict[int, str] = {}
+        both = [(probe[i], warm[j]) for i, j in pairs]
+        ok = [k for k, (p, w) in enumerate(both) if p.response and w.response]
+        for k, (p, w) in enumerate(both):
+            if k not in ok:
+                reasons[k] = str(p.metadata.get("target_error") or w.metadata.get(
+                    "target_error") or "missing_field:response")
+        if ok:
+            sims = _cosines(emb, [both[k][0].response or "" for k in ok],
+                            [both[k][1].response or "" for k in ok])
+            for n, k in enumerate(ok):
+                p, w = both[k]
+                cons[k] = float(sims[n, n])
+                lp, lw = (x.metadata["target_call"].get("latency_s") for x in (p, w))
+                ratio[k] = lp / lw if lp and lw else np.nan
+                flag = p.metadata.get("target_metadata", {}).get("cache_hit")
+                hits[k] = float(flag) if isinstance(flag, bool) else np.nan
+        res = EvalResult(f"ux_cache:{name}", meta={"tier": "ux", "pairs": len(pairs),
+                                                   "queries": len(queries)})
+        res.add(MetricResult("cache_answer_consistency", ids, cons,
+                             sig.with_fields(metric="cache_answer_consistency"),
+                             reasons=dict(reasons), seed=ctx.seed))
+        r_reasons = {k: reasons.get(k, "target_no_timing") for k in range(len(pairs))
+                     if np.isnan(ratio[k])}
+        res.add(MetricResult("cache_latency_ratio", ids, ratio,
+                             sig.with_fields(metric="cache_latency_ratio"), reasons=r_reasons,
+                             higher_is_better=False, seed=ctx.seed))
+        if ok and not np.all(np.isnan(hits[ok])):
+            res.add(MetricResult("cache_reported_hit_rate", ids, hits,
+                                 sig.with_fields(metric="cache_reported_hit_rate"),
+                                 reasons={k: reasons.get(k, "target_no_cache_flag")
+                                          for k in range(len(pairs)) if np.isnan(hits[k])},
+                                 seed=ctx.seed))
+        got = session.replies["answer"][before:]
+        out += [res, latency_result([sid for sid, _ in got], [r for _, r in got],
+                                    session.target.signature, seed=ctx.seed,
+                                    name=f"{name}:cache_latency", entry="answer")]
     return out
 
 
@@ -204,6 +281,7 @@ __all__ = [
     "has_targets",
     "plan_lines",
     "planned_target_calls",
+    "probe_cache",
     "replay_sessions",
     "run_targets",
     "target_retrievers",
