@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +35,7 @@ class JudgeBatch:
         self.state = state
         self.t0 = time.perf_counter()
         self._dig: dict[int, RequestDigest] = {}
+        self._settings = judge.key_settings()   # the same for every request of the batch
         digests = [self._digest(r) for r in requests]
         self.stats = JudgeStats()
         self.done = 0
@@ -48,8 +49,10 @@ class JudgeBatch:
         self.writer = (CacheWriter(self.cache, namespace=judge.namespace,
                                    endpoint=judge.endpoint_identity)
                        if self.cache is not None else None)
-        self.lookup = self._lookup if self.cache is not None else None
-        self.store = self._store if self.writer is not None else None
+        self.lookup: Callable[[list[str]], Awaitable[dict[str, JudgeReply]]] | None = (
+            self._lookup if self.cache is not None else None)
+        self.store: Callable[[str, JudgeReply], Awaitable[None]] | None = (
+            self._store if self.writer is not None else None)
         self.runner: RequestRunner[Completion] = RequestRunner(
             self.dispatcher, judge.config.retry, calls=len({d.key for d in digests}))
 
@@ -61,7 +64,7 @@ class JudgeBatch:
         for lim in pool.members:
             lim.peak = lim.in_flight  # peak of this run
         try:
-            replies = await self.runner.run(self.requests, self)
+            replies: list[JudgeReply] = await self.runner.run(self.requests, self)
         finally:
             if self.writer is not None:
                 await self.writer.drain()
@@ -100,7 +103,7 @@ class JudgeBatch:
     def _digest(self, req: JudgeRequest) -> RequestDigest:
         got = self._dig.get(id(req))
         if got is None:
-            got = self._dig[id(req)] = self.judge.digest_of(req)
+            got = self._dig[id(req)] = self.judge.digest_of(req, self._settings)
         return got
 
     async def _lookup(self, keys: list[str]) -> dict[str, JudgeReply]:

@@ -54,6 +54,10 @@ class Breaker:
             self._open.set()
             log.info("judge circuit open: %s", self.detail)
 
+    def wake(self) -> None:
+        """End every backoff now (the batch stopped sending) without opening the circuit."""
+        self._open.set()
+
     async def sleep(self, delay: float) -> None:
         """Back off ``delay`` seconds, or less if the breaker opens meanwhile."""
         with contextlib.suppress(asyncio.TimeoutError):

@@ -12,6 +12,7 @@ transaction holding it committed, so ``kill -9`` loses no acknowledged reply).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -33,6 +34,12 @@ TABLE = "replies_v2"
 
 def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+@functools.lru_cache(maxsize=1024, typed=True)
+def _scalar(value: str | int | float | None) -> str:
+    """Canonical JSON of a scalar (the judge's settings repeat in every key: made once)."""
+    return _canonical(value)
 
 
 def _join(parts: Mapping[str, str]) -> str:
@@ -59,7 +66,7 @@ class RequestDigest:
 def _request_parts(request: JudgeRequest) -> dict[str, str]:
     return {"messages": _canonical([dict(m) for m in request.messages]),
             "schema": _canonical(request.schema),
-            "prompt_version": _canonical(request.prompt_version)}
+            "prompt_version": _scalar(request.prompt_version)}
 
 
 def digest(request: JudgeRequest, *, backend: str, model: str, temperature: float,
@@ -67,14 +74,14 @@ def digest(request: JudgeRequest, *, backend: str, model: str, temperature: floa
            namespace: str = "default") -> RequestDigest:
     """:func:`cache_key` and :func:`request_hash` of ``request`` at once (see there)."""
     parts = _request_parts(request)
-    own = {**parts, "max_tokens": _canonical(request.max_tokens),
-           "temperature": _canonical(request.temperature)}
+    own = {**parts, "max_tokens": _scalar(request.max_tokens),
+           "temperature": _scalar(request.temperature)}
     eff_t = request.temperature if request.temperature is not None else temperature
     eff_m = request.max_tokens if request.max_tokens is not None else max_tokens
-    keyed = {**parts, "format": _canonical(CACHE_FORMAT), "namespace": _canonical(namespace),
-             "endpoint": _canonical(endpoint), "backend": _canonical(backend),
-             "model": _canonical(model), "temperature": _canonical(eff_t),
-             "max_tokens": _canonical(eff_m), "seed": _canonical(seed)}
+    keyed = {**parts, "format": _scalar(CACHE_FORMAT), "namespace": _scalar(namespace),
+             "endpoint": _scalar(endpoint), "backend": _scalar(backend),
+             "model": _scalar(model), "temperature": _scalar(eff_t),
+             "max_tokens": _scalar(eff_m), "seed": _scalar(seed)}
     return RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"])
 
 

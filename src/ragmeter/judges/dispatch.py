@@ -105,26 +105,34 @@ class Dispatcher(Generic[R]):
         self.gate = gate
         self.measure = measure
         self.stop: BaseException | None = None
+        self._bg: asyncio.Future[None] | None = None
+        #: called once when the gate stops the batch (the runner ends its backoffs)
+        self.on_stop: Callable[[], None] | None = None
         self.sent = 0
         self.decisions: Counter[str] = Counter()
 
-    async def _raw(self, idx: int, payload: Any, request: Any) -> tuple[R | None,
-                                                                         BackendError | None]:
+    async def _raw(self, idx: int, payload: Any, request: Any,
+                   deadline: _Deadline) -> tuple[R | None, BackendError | None]:
+        """The send itself, ended by ``deadline`` (a timer on this task, not another task);
+        ``after_send`` follows every send, also one cancelled or timed out."""
+        out: R | None = None
+        err: BackendError | None = None
         try:
-            out = await asyncio.wait_for(self.send(idx, payload), timeout=self.timeout_s)
-        except asyncio.TimeoutError:
-            out, err = None, BackendError("timeout", f"no reply within {self.timeout_s:g} s",
-                                          retryable=True)
+            out = await self.send(idx, payload)
+        except asyncio.CancelledError:
+            if not deadline.expired:
+                raise
+            err = BackendError("timeout", f"no reply within {self.timeout_s:g} s",
+                               retryable=True)
         except BackendError as exc:
-            out, err = None, exc
+            err = exc
         except Exception as exc:  # a backend bug or library error: unscored, not raised
-            out, err = None, BackendError("backend_error", f"{type(exc).__name__}: {exc}")
-        else:
-            err = None
-        if self.gate is not None:
-            cost, t_in, t_out = (self.measure(out) if out is not None and self.measure
-                                 else (0.0, 0, 0))
-            self.gate.after_send(request, cost, t_in, t_out)
+            err = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
+        finally:
+            if self.gate is not None:
+                cost, t_in, t_out = (self.measure(out) if out is not None and self.measure
+                                     else (0.0, 0, 0))
+                self.gate.after_send(request, cost, t_in, t_out)
         return out, err
 
     def _open_gate(self, request: Any) -> None:
@@ -136,24 +144,36 @@ class Dispatcher(Generic[R]):
                 self.gate.before_send(request)
             except BaseException as exc:  # a budget stop may be a KeyboardInterrupt subclass
                 self.stop = exc
+                self._bg = asyncio.ensure_future(self.pool.wake_all())  # abandon the queue
+                if self.on_stop is not None:
+                    self.on_stop()
                 raise SendStopped(str(exc)) from None
         self.sent += 1
 
     async def attempt(self, payload: Callable[[], Any], request: Any = None, *,
-                      depth: int = 0) -> Attempt[R]:
-        """One attempt; ``payload()`` is built once a slot is taken."""
+                      depth: int = 0,
+                      skip: Callable[[], bool] | None = None) -> Attempt[R] | None:
+        """One attempt; ``payload()`` is built once a slot is taken. None: ``skip()`` said,
+        once a slot was free, that the call is no longer wanted (an open circuit)."""
         pool = self.pool
         if self.stop is not None:
             raise SendStopped(str(self.stop))
-        idx, slot = await pool.acquire(priority=depth > 0)
+        got = await pool.acquire_unless(lambda: self.stop is not None, priority=depth > 0)
+        if got is None:
+            raise SendStopped(str(self.stop))
+        idx, slot = got
         task: asyncio.Future[tuple[R | None, BackendError | None]] | None = None
         try:
+            if skip is not None and skip():
+                return None
             self._open_gate(request)
             t0 = time.perf_counter()
-            task = asyncio.ensure_future(self._raw(idx, payload(), request))
+            deadline = _Deadline()
+            task = asyncio.ensure_future(self._raw(idx, payload(), request, deadline))
+            deadline.start(task, self.timeout_s)
             if depth < MAX_HEDGES and self.hedgeable[idx] and await self._stalled(task, t0):
                 await pool.release(idx, slot, "stalled")
-                return await self._race(task, t0, idx, payload, request, depth)
+                return await self._race(task, t0, idx, payload, request, depth, skip)
             result, err = await task
             latency = time.perf_counter() - t0
             outcome, retry_after = "ok", None
@@ -162,14 +182,17 @@ class Dispatcher(Generic[R]):
                 retry_after = err.retry_after
             else:
                 self.clock.record(latency)
+            # a reply's health is known once the caller read it (Exchange.usable)
             await pool.release(idx, slot, outcome, retry_after,
-                               failure=err is not None and err.reason in FAILURE_REASONS)
+                               failure=err is not None and err.reason in FAILURE_REASONS,
+                               health=err is not None)
             return Attempt(result, err, latency, idx)
         finally:
             if not slot.released:   # cancelled or stopped: give the slot back
                 pool.release_nowait(idx, slot)
             if task is not None and not task.done():
                 task.cancel()
+                deadline.stop()
 
     async def _stalled(self, task: asyncio.Future[Any], t0: float) -> bool:
         """Wait for ``task`` while it may still be hedged; True once it counts as stalled."""
@@ -184,29 +207,57 @@ class Dispatcher(Generic[R]):
         return False
 
     async def _race(self, task: asyncio.Future[tuple[R | None, BackendError | None]], t0: float,
-                    idx: int, payload: Callable[[], Any], request: Any,
-                    depth: int) -> Attempt[R]:
+                    idx: int, payload: Callable[[], Any], request: Any, depth: int,
+                    skip: Callable[[], bool] | None) -> Attempt[R]:
         """A stalled call against its duplicate: the first success wins."""
         self.decisions["hedged"] += 1
-        twin = asyncio.ensure_future(self.attempt(payload, request, depth=depth + 1))
+        twin = asyncio.ensure_future(self.attempt(payload, request, depth=depth + 1,
+                                                  skip=skip))
         try:
-            done, _ = await asyncio.wait({task, twin}, return_when=asyncio.FIRST_COMPLETED)
+            both: set[asyncio.Future[Any]] = {task, twin}
+            done, _ = await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
             twin_failed = twin in done and (twin.exception() is not None
-                                            or twin.result().err is not None)
-            if twin in done and not twin_failed:
+                                            or _failed(twin.result()))
+            won = twin.result() if twin in done and not twin_failed else None
+            if won is not None:
                 self.decisions["hedge_won"] += 1
-                return twin.result()
+                return won
             result, err = await task   # the duplicate failed, or the first call finished
             first = Attempt(result, err, time.perf_counter() - t0, idx)
             if err is None:
                 return first
             try:
-                return await twin
+                second = await twin
             except SendStopped:        # the gate refused the duplicate
                 return first
+            return first if second is None else second
         finally:
             if not twin.done():
                 twin.cancel()
+
+
+class _Deadline:
+    """Cancels a send task when its time is up, marked so the task reports a timeout."""
+
+    expired = False
+    handle: asyncio.TimerHandle | None = None
+
+    def start(self, task: asyncio.Future[Any], timeout_s: float) -> None:
+        def expire() -> None:
+            if not task.done():
+                self.expired = True
+                task.cancel()
+
+        self.handle = asyncio.get_running_loop().call_later(timeout_s, expire)
+        task.add_done_callback(lambda _: self.stop())
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+
+def _failed(got: Attempt[Any] | None) -> bool:
+    return got is None or got.err is not None
 
 
 __all__ = ["HEDGE_MIN_S", "HEDGE_MIN_SAMPLES", "MAX_HEDGES", "Attempt", "Dispatcher", "Gate",

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -32,14 +31,13 @@ from ragmeter.judges._sync import run_sync
 from ragmeter.judges.backend import Backend, BackendError, Completion, as_backend
 from ragmeter.judges.base import JudgeReply, JudgeRequest, SendGate
 from ragmeter.judges.breaker import Breaker
-from ragmeter.judges.cache import CacheWriter, JudgeCache, RequestDigest, digest, reply_to_json
+from ragmeter.judges.cache import JudgeCache, RequestDigest, digest, reply_to_json
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.dispatch import Dispatcher, HedgeClock
 from ragmeter.judges.exchange import REPAIR_PROMPT, JudgeExchange, Session, cost_of
 from ragmeter.judges.limiter import AdaptiveLimiter, LimiterMemory, Slot
 from ragmeter.judges.pool import EndpointPool
 from ragmeter.judges.retry import RetryBudget, retry_delay
-from ragmeter.judges.runner import RequestRunner
 from ragmeter.judges.stats import JudgeStats, ProgressInfo
 
 #: Declare this schema for a plain-text call: ``reply.data`` is the stripped text, no JSON.
@@ -138,12 +136,17 @@ class EngineJudge:
         own = self.backend.identity
         return str(own) if own else self.config.endpoint_identity()
 
-    def digest_of(self, request: JudgeRequest) -> RequestDigest:
-        """The request's cache key and provenance hash, from one serialisation."""
+    def key_settings(self) -> dict[str, Any]:
+        """What this judge adds to every cache key (see :func:`~ragmeter.judges.cache.digest`)."""
         cfg = self.config
-        return digest(request, backend=self.backend.kind, model=self.model,
-                      temperature=cfg.temperature, seed=cfg.seed, max_tokens=cfg.max_tokens,
-                      endpoint=self.endpoint_identity, namespace=self.namespace)
+        return {"backend": self.backend.kind, "model": self.model,
+                "temperature": cfg.temperature, "seed": cfg.seed, "max_tokens": cfg.max_tokens,
+                "endpoint": self.endpoint_identity, "namespace": self.namespace}
+
+    def digest_of(self, request: JudgeRequest,
+                  settings: dict[str, Any] | None = None) -> RequestDigest:
+        """The request's cache key and provenance hash, from one serialisation."""
+        return digest(request, **(settings or self.key_settings()))
 
     def key_for(self, request: JudgeRequest) -> str:
         return self.digest_of(request).key

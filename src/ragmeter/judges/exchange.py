@@ -31,6 +31,9 @@ REPAIR_PROMPT = {
            "JSON-значением по схеме, без другого текста."),
 }
 
+#: in a pool, an unparseable reply is resent unchanged this many times before a repair
+POOL_RESENDS = 3
+
 _COMPILED: dict[str, CompiledSchema] = {}
 _INSTRUCTIONS: dict[tuple[str, str], str] = {}
 _MEMO_MAX = 256
@@ -84,6 +87,8 @@ class JudgeExchange:
         self.raw: str | None = None
         self.model = model
         self._lang: str | None = None
+        self._usable = True
+        self.moved = 0    # unparseable replies of a pool resent as they were
 
     @property
     def language(self) -> str:
@@ -122,7 +127,11 @@ class JudgeExchange:
     def skipped(self, detail: str, rec: CallRecord) -> JudgeReply:
         return self.finish(None, "connection_error", detail, rec)
 
+    def usable(self) -> bool:
+        return self._usable
+
     def outcome(self, comp: Completion, rec: CallRecord) -> JudgeReply | None:
+        self._usable = True
         self.tokens_in += comp.tokens_in
         self.tokens_out += comp.tokens_out
         self.raw = comp.text
@@ -143,6 +152,13 @@ class JudgeExchange:
         parsed = compiled_schema(self.request.schema, self.schema_json).parse(comp.text)
         if parsed.ok:
             return self.finish(parsed.data, None, None, rec)
+        self._usable = parsed.reason != "parse_error"   # no JSON at all: an endpoint fault
+        if not self._usable and self.session.pooled and self.moved < POOL_RESENDS:
+            # in a pool, the same question goes again, most likely to another endpoint
+            # (the one that answered it loses health and is taken out after a few)
+            self.moved += 1
+            self.session.decisions["resent_unparseable"] += 1
+            return None
         if self.repaired:
             return self.finish(None, parsed.reason, f"{parsed.detail} (after one repair)", rec)
         self.repaired = True

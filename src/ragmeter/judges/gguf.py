@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import MissingExtraError, RagmeterError, require
-from ragmeter.judges.config import JudgeConfig, default_cache_dir
 from ragmeter.judges.backend import BackendBase, BackendError, Completion
+from ragmeter.judges.config import JudgeConfig, default_cache_dir
 from ragmeter.judges.engine import EngineJudge
 
 log = logging.getLogger("ragmeter.judges")

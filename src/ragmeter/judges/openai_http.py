@@ -23,9 +23,9 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragmeter.judges.backend import BackendBase, BackendError, Completion
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
 from ragmeter.judges.endpoints import Endpoint, mask_url_credentials
-from ragmeter.judges.backend import BackendBase, BackendError, Completion
 from ragmeter.secrets import mask, register_secret
 
 #: the fake server marks its replies with this header; they are never cached for a real judge
@@ -74,6 +74,7 @@ class OpenAIBackend(BackendBase):
         self.supports_schema = config.structured_output
         self._config = config
         self._extra_body = dict(extra_body or {})
+        self._secrets = endpoint.secrets()   # the endpoint is frozen: decoded once
         self._use_max_completion_tokens = False
         self._send_seed = True
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
@@ -180,7 +181,7 @@ class OpenAIBackend(BackendBase):
                 "type": "json_schema",
                 "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
             }
-        for secret in (self._key(), *self.endpoint.secrets()):
+        for secret in (self._key(), *self._secrets):
             register_secret(secret)  # masked by ragmeter.secrets.mask in every message from now on
         import aiohttp
 
@@ -247,12 +248,13 @@ class PoolBackend(BackendBase):
     kind = "openai"
 
     def __init__(self, config: JudgeConfig, members: Sequence[OpenAIBackend]):
-        self.members = list(members)
+        self.endpoints = list(members)
+        self.members = self.endpoints
         self.model = config.model
         self.supports_schema = config.structured_output
 
     def __repr__(self) -> str:
-        return f"PoolBackend({[m.endpoint.identity for m in self.members]!r})"
+        return f"PoolBackend({[m.endpoint.identity for m in self.endpoints]!r})"
 
     async def enter(self) -> None:
         for m in self.members:

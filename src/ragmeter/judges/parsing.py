@@ -194,9 +194,14 @@ def compile_validator(schema: Any) -> Check:
     names = None if stype is None else (stype if isinstance(stype, list) else [stype])
     steps = [f for f in (_scalar_checks(schema), _object_check(schema), _array_check(schema))
              if f is not None]
+    # plain types are one isinstance; numbers need _is_type (bool is not a number, 2.0 is
+    # an integer)
+    simple = names is not None and not ({"number", "integer"} & set(names))
+    types = tuple(t for n in names or () for t in _TYPES.get(n, (object,)))
 
     def check(value: Any, path: str, errors: list[str]) -> None:
-        if names is not None and not any(_is_type(value, n) for n in names):
+        if names is not None and not (isinstance(value, types) if simple
+                                      else any(_is_type(value, n) for n in names)):
             errors.append(f"{path}: expected {'|'.join(names)}, got {type(value).__name__}")
             return
         for step in steps:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ragmeter.judges.limiter import AdaptiveLimiter, Slot
@@ -82,40 +82,75 @@ class EndpointPool:
     async def acquire(self, *, priority: bool = False) -> tuple[int, Slot]:
         """A slot on the member with the most spare capacity; ``priority`` (a hedge of a
         stalled call) goes before every queued ordinary call."""
+        got = await self.acquire_unless(lambda: False, priority=priority)
+        assert got is not None
+        return got
+
+    async def acquire_unless(self, abandon: Callable[[], bool], *,
+                             priority: bool = False) -> tuple[int, Slot] | None:
+        """:meth:`acquire`, or None once ``abandon()`` is true (checked at every wake-up;
+        see :meth:`wake_all`)."""
         loop = asyncio.get_running_loop()
         async with self._cond:
             if priority:
                 self._priority += 1
             try:
                 while True:
+                    if abandon():
+                        return None
                     now = loop.time()
                     idx, wake = self._pick(now)
                     if idx is not None and (priority or not self._priority):
-                        return idx, self.members[idx].admit()
+                        slot = self.members[idx].admit()
+                        if self._pick(now)[0] is not None:
+                            self._wake()       # more room: pass it on to the next waiter
+                        return idx, slot
                     if idx is not None:        # free, but a hedge is waiting: let it in
                         self._urgent.notify(1)
                     cond = self._urgent if priority else self._cond
-                    if wake is not None:
-                        with contextlib.suppress(asyncio.TimeoutError):
-                            await asyncio.wait_for(cond.wait(), max(0.0, wake - now))
-                    else:
-                        await cond.wait()
+                    try:
+                        if wake is not None:
+                            with contextlib.suppress(asyncio.TimeoutError):
+                                await asyncio.wait_for(cond.wait(), max(0.0, wake - now))
+                        else:
+                            await cond.wait()
+                    except asyncio.CancelledError:
+                        self._wake()           # a wake-up this waiter may have taken
+                        raise
             finally:
                 if priority:
                     self._priority -= 1
 
     async def release(self, idx: int, slot: Slot | None, outcome: str,
-                      retry_after: float | None = None, *, failure: bool = False) -> None:
+                      retry_after: float | None = None, *, failure: bool = False,
+                      health: bool = True) -> None:
         """Account a call on member ``idx``; ``failure`` marks an endpoint fault (connection
-        error, 5xx, timeout) for the member's health."""
+        error, 5xx, timeout) for the member's health. ``health=False`` leaves the health to
+        a later :meth:`judged` (a reply that still has to be read)."""
         loop = asyncio.get_running_loop()
         async with self._cond:
             now = loop.time()
             if slot is not None:
                 self.members[idx].settle(slot, outcome, retry_after, now)
-            if outcome != "stalled":
+            if outcome != "stalled" and health:
                 self._health(idx, outcome == "ok", failure, now)
             self._wake()
+
+    async def judged(self, idx: int, usable: bool) -> None:
+        """The health of member ``idx`` after its reply was read: an unusable reply (HTTP 200
+        with nothing parseable in it) counts like a server error."""
+        h = self.health[idx]
+        was_out = bool(h.out_until)
+        self._health(idx, usable, not usable, asyncio.get_running_loop().time())
+        if was_out and not h.out_until:        # back in the pool: its room is free
+            async with self._cond:
+                self._wake()
+
+    async def wake_all(self) -> None:
+        """Wake every waiter to re-check (a batch that stopped abandons its waiting calls)."""
+        async with self._cond:
+            self._cond.notify_all()
+            self._urgent.notify_all()
 
     def release_nowait(self, idx: int, slot: Slot) -> None:
         """Free the slot of a cancelled call (from a ``finally``) and wake waiters soon."""
@@ -131,13 +166,12 @@ class EndpointPool:
             task.add_done_callback(self._bg.discard)
 
     def _wake(self) -> None:
-        """Notify as many waiters as there are free slots, hedges first (lock held)."""
-        free = max(1, sum(max(0, m.limit - m.in_flight) for m in self.members))
+        """Wake one waiter, a hedge first (lock held). A waiter that takes a slot and still
+        sees room wakes the next one, so each freed slot costs one wake-up, not a herd."""
         if self._priority:
-            self._urgent.notify(free)
-            free = max(0, free - self._priority)
-        if free:
-            self._cond.notify(free)
+            self._urgent.notify(1)
+        else:
+            self._cond.notify(1)
 
     def _health(self, idx: int, ok: bool, failure: bool, now: float) -> None:
         h = self.health[idx]

@@ -20,7 +20,21 @@ as their own outcome arrives, outcomes in submission order. A send gate stop
 (:class:`~ragmeter.judges.dispatch.SendStopped`) ends the batch after the calls in flight and
 re-raises the gate's exception; outcomes received so far were stored by then.
 
-:class:`~ragmeter.judges.engine.EngineJudge` is the LLM-judge user of this runner.
+:class:`~ragmeter.judges.engine.EngineJudge` is the LLM-judge user of this runner. A caller
+with one fixed payload per request needs only :class:`PlainExchange` and :class:`Hooks`::
+
+    async def send(idx: int, body: dict) -> dict:      # POST body to endpoint idx
+        ...
+
+    class Calls(Hooks[dict, Answer]):
+        def key(self, item): return item["id"]
+        def exchange(self, item, key):
+            return PlainExchange(item, item, read=Answer.from_reply,
+                                 fail=lambda err, detail: Answer.failed(err.reason, detail))
+
+    runner = RequestRunner.create(send, max_in_flight=8, policy=RetryPolicy(max_retries=3),
+                                  timeout_s=30.0, gate=budget_gate, calls=len(items))
+    answers = await runner.run(items, Calls())
 """
 
 from __future__ import annotations
@@ -34,7 +48,9 @@ from typing import Any, Generic, Protocol, TypeVar
 from ragmeter.judges.backend import BackendError
 from ragmeter.judges.breaker import Breaker
 from ragmeter.judges.config import RetryPolicy
-from ragmeter.judges.dispatch import Dispatcher, SendStopped
+from ragmeter.judges.dispatch import Dispatcher, Gate, HedgeClock, SendStopped
+from ragmeter.judges.limiter import AdaptiveLimiter
+from ragmeter.judges.pool import EndpointPool
 from ragmeter.judges.retry import RetryBudget, retry_delay
 
 log = logging.getLogger("ragmeter.judges")
@@ -42,6 +58,8 @@ log = logging.getLogger("ragmeter.judges")
 Q = TypeVar("Q")
 O = TypeVar("O")  # noqa: E741  (an outcome)
 R = TypeVar("R")
+R_in = TypeVar("R_in", contravariant=True)
+O_out = TypeVar("O_out", covariant=True)
 
 
 @dataclass
@@ -54,7 +72,7 @@ class CallRecord:
     endpoints: list[int] = field(default_factory=list)
 
 
-class Exchange(Protocol[R, O]):
+class Exchange(Protocol[R_in, O_out]):
     """One request's conversation with the endpoints."""
 
     #: handed to the send gate's ``before_send``/``after_send``
@@ -66,13 +84,17 @@ class Exchange(Protocol[R, O]):
     def resend(self, err: BackendError) -> bool:
         """True: ``err`` is answered by changing the payload; send again at once, no retry."""
 
-    def outcome(self, result: R, rec: CallRecord) -> O | None:
+    def outcome(self, result: R_in, rec: CallRecord) -> O_out | None:
         """The final outcome of a result, or None to send again (e.g. a repair)."""
 
-    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O:
+    def usable(self) -> bool:
+        """Whether the last result read by :meth:`outcome` could be used; an unusable one
+        (unparseable) counts against its endpoint's health like a server error."""
+
+    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O_out:
         """The outcome of a call that failed for good."""
 
-    def skipped(self, detail: str, rec: CallRecord) -> O:
+    def skipped(self, detail: str, rec: CallRecord) -> O_out:
         """The outcome of a call not sent because the circuit is open."""
 
 
@@ -86,6 +108,23 @@ class RequestRunner(Generic[R]):
                                   else max(20, calls))
         self.breaker = Breaker(len(dispatcher.pool.members))
         self.decisions = dispatcher.decisions
+        dispatcher.on_stop = self.breaker.wake   # a stopped batch does not sit out backoffs
+
+    @classmethod
+    def create(cls, send: Callable[[int, Any], Awaitable[R]], *, endpoints: int = 1,
+               max_in_flight: int = 4, policy: RetryPolicy | None = None,
+               timeout_s: float = 60.0, hedge_after_p90: float | None = None,
+               gate: Gate | None = None,
+               measure: Callable[[R], tuple[float, int, int]] | None = None,
+               calls: int = 0) -> RequestRunner[R]:
+        """A runner over a fresh pool of ``endpoints`` members (``max_in_flight`` each):
+        the short way for a caller that keeps no limiter memory between batches."""
+        pool = EndpointPool([AdaptiveLimiter(max_in_flight) for _ in range(endpoints)])
+        clock = HedgeClock(hedge_after_p90, timeout_s)
+        dispatcher: Dispatcher[R] = Dispatcher(
+            pool, send, timeout_s=timeout_s, clock=clock,
+            hedgeable=[hedge_after_p90 is not None] * endpoints, gate=gate, measure=measure)
+        return cls(dispatcher, policy or RetryPolicy(), calls=calls)
 
     def add_call(self) -> None:
         """One more call joined the batch (a follow-up): the default budget grows with it."""
@@ -100,8 +139,11 @@ class RequestRunner(Generic[R]):
             if breaker.tripped:
                 self.decisions["circuit_skipped"] += 1
                 return ex.skipped(breaker.detail or "", rec)
+            got = await self.dispatcher.attempt(ex.payload, ex.request,
+                                                skip=lambda: breaker.tripped)
+            if got is None:            # the circuit opened while this call waited
+                continue
             rec.attempts += 1
-            got = await self.dispatcher.attempt(ex.payload, ex.request)
             rec.latency += got.latency
             rec.endpoints.append(got.idx)
             breaker.record(got.idx, got.err)
@@ -109,6 +151,7 @@ class RequestRunner(Generic[R]):
             if err is None:
                 assert got.result is not None
                 out = ex.outcome(got.result, rec)
+                await self.dispatcher.pool.judged(got.idx, ex.usable())
                 if out is not None:
                     return out
                 continue
@@ -119,7 +162,9 @@ class RequestRunner(Generic[R]):
                     and (err.reason == "rate_limited" or self.budget.take())):
                 rec.retries += 1
                 self.decisions[f"retry:{err.reason}"] += 1
-                await breaker.sleep(retry_delay(policy, rec.retries, err.retry_after))
+                delay = retry_delay(policy, rec.retries, err.retry_after)
+                log.debug("%s, retry %d in %.2f s", err.reason, rec.retries, delay)
+                await breaker.sleep(delay)
                 continue
             detail = err.detail
             if err.retryable:
@@ -154,6 +199,63 @@ class BatchHooks(Protocol[Q, O]):
 
     def delivered(self, i: int, item: Q, out: O) -> Sequence[Q]:
         """Outcome ``i`` is known; returns its follow-up requests (may be empty)."""
+
+
+class PlainExchange(Generic[R, O]):
+    """An :class:`Exchange` that sends one fixed payload: ``read(result)`` is the outcome,
+    ``fail(err, detail)`` the outcome of a failure (an open circuit is a
+    ``connection_error``)."""
+
+    def __init__(self, request: Any, payload: Any, read: Callable[[R], O],
+                 fail: Callable[[BackendError, str], O]):
+        self.request = request
+        self._payload = payload
+        self._read = read
+        self._fail = fail
+
+    def payload(self) -> Any:
+        return self._payload
+
+    def resend(self, err: BackendError) -> bool:
+        return False
+
+    def outcome(self, result: R, rec: CallRecord) -> O | None:
+        return self._read(result)
+
+    def usable(self) -> bool:
+        return True
+
+    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O:
+        return self._fail(err, detail)
+
+    def skipped(self, detail: str, rec: CallRecord) -> O:
+        return self._fail(BackendError("connection_error", detail, unreachable=True), detail)
+
+
+class Hooks(Generic[Q, O]):
+    """:class:`BatchHooks` defaults: no cache, no follow-ups, outcomes delivered as they are.
+    A caller overrides :meth:`key` and :meth:`exchange` (and what else it needs)."""
+
+    lookup: Callable[[list[str]], Awaitable[dict[str, O]]] | None = None
+    store: Callable[[str, O], Awaitable[None]] | None = None
+
+    def key(self, item: Q) -> str:
+        raise NotImplementedError
+
+    def exchange(self, item: Q, key: str) -> Exchange[Any, O]:
+        raise NotImplementedError
+
+    def hit(self, item: Q, key: str, out: O) -> O:
+        return out
+
+    def duplicate(self, out: O) -> O:
+        return out
+
+    def finished(self, item: Q, key: str, out: O) -> O:
+        return out
+
+    def delivered(self, i: int, item: Q, out: O) -> Sequence[Q]:
+        return ()
 
 
 class _Batch(Generic[Q, O]):
@@ -263,4 +365,4 @@ class _Batch(Generic[Q, O]):
         self._deliver(i, await self._call(key, item))
 
 
-__all__ = ["BatchHooks", "CallRecord", "Exchange", "RequestRunner"]
+__all__ = ["BatchHooks", "CallRecord", "Exchange", "Hooks", "PlainExchange", "RequestRunner"]

@@ -19,10 +19,10 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.judges._sync import run_sync
+from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.cache import reply_from_json, reply_to_json, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.engine import EngineJudge
 from ragmeter.judges.stats import JudgeStats
 
