@@ -110,6 +110,11 @@ class _Exchange:
         self.batch.caller.counts.retries += rec.retries
         return replace(result, attempts=rec.attempts, started_s=self.started)
 
+    def usable(self) -> bool:
+        """A reply is read by the kind itself: one that cannot be read already came back
+        as an error (``target_bad_reply`` / ``target_unmapped``)."""
+        return True
+
     def failed(self, err: BackendError, detail: str, rec: CallRecord) -> TargetReply:
         self.batch.caller.counts.retries += rec.retries
         te = getattr(err, "target_error", None)
