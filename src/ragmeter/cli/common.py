@@ -216,7 +216,10 @@ def check_scored(results: Iterable[Any], max_unscored: float | None = None) -> l
             warnings.append(f"{name}: no sample scored ({a.n_unscored} unscored: {reasons}); "
                             "reported because the data has such samples, not requested")
         elif a.n == 0:
-            failures.append(f"{name}: no sample scored ({a.n_unscored} unscored: {reasons})")
+            from ragmeter.results.unscored import describe_unscored
+
+            failures.append(f"{name}: no sample scored ({a.n_unscored} unscored: "
+                            f"{describe_unscored(a.unscored_by_reason)})")
         elif a.n_unscored:
             frac = a.n_unscored / total
             line = f"{name}: {a.n_unscored} of {total} unscored ({frac:.1%}; {reasons})"
