@@ -140,7 +140,6 @@ def register(app: typer.Typer) -> None:
         def plan() -> None:
             from ragmeter.cli.cost_options import print_estimates
             from ragmeter.runner.costing import estimate_run
-
             from ragmeter.targets.tier_hooks import plan_lines, planned_target_calls
 
             with planned_target_calls() as target_calls:   # the user's systems: counted only
