@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ragmeter.errors import ConfigError
@@ -116,3 +118,13 @@ def test_read_plain_shapes() -> None:
 ])
 def test_id_rules(rule: IdRule, value: str, want: str) -> None:
     assert rule.apply(value) == want
+
+
+def test_python_file_paths_are_relative_to_the_config(tmp_path: Path) -> None:
+    (tmp_path / "bot.py").write_text("def answer(q):\n    return 'hi ' + q\n", encoding="utf-8")
+    cfg = load_target({"kind": "python", "function": "bot.py:answer"}, base_dir=tmp_path)
+    from ragmeter.targets import make_target
+
+    target = make_target(cfg)   # imports tmp_path/bot.py whatever the working directory
+    assert target.signature.kind == "python"
+    assert str(tmp_path) in str(cfg.entries["answer"].function)

@@ -254,7 +254,7 @@ def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -
     if isinstance(spec, TargetConfig):
         return spec
     if isinstance(spec, Mapping):
-        return parse_target(spec, key)
+        return _relative_to(parse_target(spec, key), Path(base_dir))
     if callable(spec):
         return parse_target({"kind": "python", "function": spec,
                              "name": getattr(spec, "__name__", "target")}, key)
@@ -269,8 +269,7 @@ def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -
             data = read_yaml_file(p, key)
             if isinstance(data, Mapping) and "target" in data and "kind" not in data:
                 data = data["target"]
-            cfg = parse_target(data, key)
-            return _with_cwd(cfg, p.parent)
+            return _relative_to(parse_target(data, key), p.parent)
         if ":" in text and "://" not in text:
             return parse_target({"kind": "python", "function": text}, key)
         if text.startswith(("http://", "https://")):
@@ -279,14 +278,25 @@ def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -
                       "'module:function', a callable or a mapping with a 'kind'")
 
 
-def _with_cwd(cfg: TargetConfig, folder: Path) -> TargetConfig:
-    """A command target's relative working directory is relative to its config file."""
-    if cfg.kind != "command":
-        return cfg
+def _relative_to(cfg: TargetConfig, folder: Path) -> TargetConfig:
+    """Paths in a target config are relative to the file that declares it: a command's
+    working directory, a ``path/file.py:function``."""
     from dataclasses import replace
 
-    cwd = Path(cfg.cwd) if cfg.cwd else folder
-    return replace(cfg, cwd=str(cwd if cwd.is_absolute() else folder / cwd))
+    if cfg.kind == "command":
+        cwd = Path(cfg.cwd) if cfg.cwd else folder
+        return replace(cfg, cwd=str(cwd if cwd.is_absolute() else folder / cwd))
+    if cfg.kind != "python":
+        return cfg
+    entries = {}
+    for name, e in cfg.entries.items():
+        fn = e.function
+        if isinstance(fn, str) and ".py:" in fn:
+            file, _, func = fn.rpartition(":")
+            if not Path(file).is_absolute():
+                fn = f"{(folder / file).resolve()}:{func}"
+        entries[name] = replace(e, function=fn)
+    return replace(cfg, entries=entries)
 
 
 def resolve_function(spec: Any, key: str) -> Callable[..., Any]:
