@@ -119,3 +119,31 @@ def test_two_systems_hops_are_paired_by_question() -> None:
     first = cmp["hops"][0]["tests"][0]
     assert first["n"] == 3 and first["mean_b"] - first["mean_a"] == pytest.approx(1 / 3)
     assert cmp["first_degraded_hop_of_b"] == {"earlier": 0, "later": 1, "same": 2}
+
+
+def test_hops_without_gold_get_a_judged_context_metric(monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    from ragmeter.data.traces.hops import hop_context_relevance
+    from ragmeter.generation.evaluate import evaluate_generation
+    from ragmeter.judges import JudgeConfig, make_judge
+    from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
+
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path))
+    seen: list[str] = []
+
+    def reply(body: dict, schema: dict | None) -> dict:
+        user = body["messages"][-1]["content"]
+        seen.append(user)
+        n = user.count("<context_")  # one verdict per numbered context, relevant iff d2's text
+        return {"contexts": [{"id": i, "relevance": 2 if "31 января" in part else 0}
+                             for i, part in enumerate(user.split("<context_")[1:n + 1], 1)]}
+
+    samples = load_samples(FIX / "otlp_current.json").samples  # no gold at all
+    with MockJudgeServer(MockConfig(reply_fn=reply)) as srv:
+        judge = make_judge(JudgeConfig(base_url=srv.base_url, model="m", api_key_env=None))
+        results = hop_context_relevance(samples, evaluate_generation, judge)
+    assert len(results) == 2 and len(seen) == 4  # 3 first hops + 1 second hop
+    second = results[1]["context_relevance"]
+    assert second.sample_ids == ["1bf7651916cd43dd8448eb211c80319d"]
+    assert second.values[0] > results[0]["context_relevance"].values[1]
+    assert any("дата окончания зимней сессии" in u for u in seen)  # the hop's own query

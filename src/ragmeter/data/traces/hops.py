@@ -133,3 +133,29 @@ def compare_hops(a: HopReport, a_samples: Sequence[Sample], b: HopReport,
         db = never if fb is None else fb
         moves["same" if da == db else "earlier" if db < da else "later"] += 1
     return {"hops": hops, "first_degraded_hop_of_b": moves}
+
+
+def hop_context_samples(samples: Sequence[Sample], hop: int) -> list[Sample]:
+    """Samples for judging hop ``hop`` without gold: the hop's query (else the question)
+    against the hop's retrieved texts."""
+    out = []
+    for s in samples:
+        hops = hops_of(s)
+        if hop >= len(hops):
+            continue
+        texts = [t for t in hops[hop].get("texts") or [] if isinstance(t, str)]
+        if texts:
+            out.append(Sample(id=s.id, user_input=hops[hop].get("query") or s.user_input,
+                              retrieved_contexts=texts))
+    return out
+
+
+def hop_context_relevance(samples: Sequence[Sample], evaluate: Evaluate, judge: Any, *,
+                          metric: str = "context_relevance", seed: int = 42
+                          ) -> list[EvalResult]:
+    """A judged context metric on every hop (no gold needed), one result per hop, with
+    ``evaluate`` = ``ragmeter.generation.evaluate.evaluate_generation`` and any judge
+    (``make_judge``: pseudonymisation and cost control apply)."""
+    n_hops = max((len(hops_of(s)) for s in samples), default=0)
+    return [evaluate(hop_context_samples(samples, hop), [metric], judge=judge, seed=seed,
+                     name=f"hop {hop + 1}") for hop in range(n_hops)]
