@@ -181,6 +181,46 @@ class StoreData:
                     continue
         return out
 
+    def sample_of(self, run_id: str, sample_id: str
+                  ) -> tuple[dict[str, Any], list[tuple[str, str, str, Any, Any, Any]]]:
+        """One sample of one run without loading the run: its stored text and its scores
+        ``(tier, system, metric, value, reason, details)``; :class:`CorruptRun` when a row of
+        it cannot be read."""
+        return self.cached(("sample", run_id, sample_id),
+                           lambda: self._sample_of(run_id, sample_id))
+
+    def _sample_of(self, run_id: str, sample_id: str
+                   ) -> tuple[dict[str, Any], list[tuple[str, str, str, Any, Any, Any]]]:
+        import sqlalchemy as sa
+
+        s = self.store
+        v = s.t_values.c
+        try:
+            with s.engine.connect() as conn:
+                row = conn.execute(sa.select(s.t_samples.c.data_json).where(
+                    s.t_samples.c.run_id == run_id, s.t_samples.c.sample_id == sample_id)).first()
+                sample = json.loads(row[0]) if row else {}
+                scores = [(x.tier, x.system, x.metric, x.value, x.reason,
+                           json.loads(x.details_json) if x.details_json else None)
+                          for x in conn.execute(
+                              sa.select(v.tier, v.system, v.metric, v.value, v.reason,
+                                        v.details_json)
+                              .where(v.run_id == run_id, v.sample_id == sample_id)
+                              .order_by(v.tier, v.system, v.metric))]
+        except Exception as exc:
+            raise CorruptRun(run_id, exc) from None
+        return dict(sample), scores
+
+    def sample_ids(self, run_id: str, limit: int) -> list[str]:
+        """The first ``limit`` sample ids of a run, in dataset order."""
+        import sqlalchemy as sa
+
+        s = self.store
+        q = (sa.select(s.t_samples.c.sample_id).where(s.t_samples.c.run_id == run_id)
+             .order_by(s.t_samples.c.position).limit(limit))
+        with s.engine.connect() as conn:
+            return [r[0] for r in conn.execute(q)]
+
     def judge_cards(self, limit: int) -> list[StoredRun]:
         """The judge cards of the latest ``limit`` runs that have any, read from the card rows
         alone (no per-sample values): each as a run whose judge-card tier holds only the

@@ -8,7 +8,6 @@ network (CSS and the report script are inlined, charts are inline SVG).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -20,7 +19,6 @@ from ragmeter.reports.html import (
     _asset,
     _fmt_value,
     _reasons_from_details,
-    comparison_body,
     decision_charts,
     decision_table,
     json_for_script,
@@ -30,6 +28,7 @@ from ragmeter.reports.i18n import t
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult
 from ragmeter.results.store import RunRow, StoredRun
+from ragmeter.view.diff import diff_page, sample_changes, sample_regressions
 from ragmeter.view.history import headline, history_page, metric_choices
 from ragmeter.view.links import href, run_href
 from ragmeter.view.registry import PAGE_SIZE, default_columns, filter_runs, registry_page
@@ -38,7 +37,7 @@ from ragmeter.view.table import nav_entries
 __all__ = ["CSP", "CSP_HEADER", "JUDGES_RUNS", "PAGE_SIZE", "broken_note", "compare_page",
            "default_columns", "diff_page", "error_body", "filter_runs", "headline", "history_page",
            "href", "judges_page", "layout", "metric_choices", "registry_page", "run_href",
-           "run_page", "sample_page", "sample_regressions"]
+           "run_page", "sample_changes", "sample_page", "sample_regressions"]
 
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
        "img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'")
@@ -206,83 +205,6 @@ def compare_page(runs: Sequence[StoredRun], tiers: Sequence[str], tier: str,
     charts = decision_charts(dec, systems, colors, lang)
     parts.append("<div class=charts>" + "".join(f"<figure>{c}</figure>" for c in charts)
                  + "</div>")
-    return "".join(parts)
-
-
-# ------------------------------------------------------------------------- diff
-def sample_regressions(a: StoredRun, b: StoredRun, limit: int = 100
-                       ) -> list[dict[str, Any]]:
-    """Per-sample changes B − A on every shared tier/system/metric, worst first (a change is
-    "worse" in the metric's direction); only samples both runs scored."""
-    from ragmeter.runner.comparing import pair_results
-
-    out = []
-    for key, ra, rb in pair_results(a.results(), b.results()):
-        for metric, ma in ra.results.items():
-            mb = rb.results.get(metric)
-            if mb is None:
-                continue
-            va, vb = ma.by_id(), mb.by_id()
-            sign = 1.0 if ma.higher_is_better else -1.0
-            for sid, x in va.items():
-                y = vb.get(sid)
-                if x is None or y is None or math.isnan(x) or math.isnan(y) or x == y:
-                    continue
-                change = (y - x) * sign
-                if change < 0:
-                    out.append({"result": key, "metric": metric, "sample": sid, "a": x, "b": y,
-                                "change": change})
-    out.sort(key=lambda r: (r["change"], r["sample"]))
-    return out[:limit]
-
-
-def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
-              regressions: Sequence[Mapping[str, Any]], all_rows: Sequence[RunRow],
-              lang: str) -> str:
-    def select(name: str, chosen: str | None) -> str:
-        return (f"<select name={name} id=diff-{name}>" + "".join(
-            f'<option value="{escape(r.id)}"{" selected" if r.id == chosen else ""}>'
-            f"{escape(r.id)} · {escape(r.name)}</option>" for r in all_rows) + "</select>")
-
-    form = (f'<form class=filters method=get action="/diff"><label>{t("v_a", lang)}'
-            f'{select("a", a.id if a else None)}</label><label>{t("v_b", lang)}'
-            f'{select("b", b.id if b else None)}</label><input type=hidden name=lang '
-            f'value="{lang}"><button>{t("v_show", lang)}</button></form>')
-    parts = [f"<h1>{t('v_diff', lang)}</h1>", form]
-    if a is None or b is None:
-        return "".join([*parts, f"<p class=note>{t('v_pick_two', lang)}</p>"])
-    parts.append(f'<p class=meta>A = <a href="{escape(run_href(a.id, lang))}"><code>'
-                 f"{escape(a.id)}</code></a> ({escape(a.name)}) · B = <a href=\""
-                 f'{escape(run_href(b.id, lang))}"><code>{escape(b.id)}</code></a> '
-                 f"({escape(b.name)})</p>")
-
-    class _Src:
-        def __init__(self, run: StoredRun) -> None:
-            self.run, self.label = run, run.id
-
-    parts.append(f"<h2>{t('v_sample_regressions', lang)}</h2>")
-    if regressions:
-        trs = []
-        for r in regressions:
-            q = str(b.samples.get(r["sample"], a.samples.get(r["sample"], {})).get(
-                "user_input") or "")
-            link = href(f"/run/{quote(b.id, safe='')}/sample/{quote(r['sample'], safe='')}",
-                        lang=lang)
-            trs.append(f'<tr class=sample-regression data-sample="{escape(r["sample"])}">'
-                       f'<td><a href="{escape(link)}"><code>{escape(r["sample"])}</code></a></td>'
-                       f"<td>{escape(svg.short(q, 90))}</td><td>{escape(r['result'])}</td>"
-                       f"<td><code>{escape(r['metric'])}</code></td><td class=num>"
-                       f"{_fmt_value(r['a'])}</td><td class=num>{_fmt_value(r['b'])}</td>"
-                       f"<td class=\"num delta-bad\">{r['change']:+.3f}</td></tr>")
-        parts.append(f"<table id=sample-regressions><thead><tr><th>id</th>"
-                     f"<th>{t('question', lang)}</th><th>{t('result', lang)}</th>"
-                     f"<th>{t('metric', lang)}</th><th class=num>A</th><th class=num>B</th>"
-                     f"<th class=num>{t('v_delta', lang)}</th></tr></thead><tbody>"
-                     f"{''.join(trs)}</tbody></table>")
-    else:
-        parts.append(f"<p class=note>{t('v_no_sample_regressions', lang)}</p>")
-    parts.append(f"<h2>{t('comparison', lang)}</h2>")
-    parts.append(comparison_body(_Src(a), _Src(b), rows, lang))
     return "".join(parts)
 
 

@@ -107,7 +107,8 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
     else:
         table = (f'<form method=get action="/diff" id=pick-form><input type=hidden name=lang '
                  f'value="{lang}"><p class=muted>{t("v_pick_two", lang)} <button '
-                 f'id=diff-btn>{t("v_diff_btn", lang)}</button></p>'
+                 f'id=diff-btn>{t("v_diff_btn", lang)}</button> <button formaction="/side" '
+                 f'id=side-btn>{t("v_side_btn", lang)}</button></p>'
                  f"<div class=scroll><table class=runs id=runs><thead><tr><th></th><th>id</th>"
                  f"<th>{t('created', lang)}</th><th>{t('name', lang)}</th>"
                  f"<th>{t('status', lang)}</th><th class=num>{t('v_tiers_ok', lang)}</th>"

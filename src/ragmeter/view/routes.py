@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ragmeter.errors import RagmeterError
 from ragmeter.view import pages
+from ragmeter.view.data import CorruptRun
 from ragmeter.view.live import LiveRun, find_live, live_page, live_rows
 from ragmeter.view.params import (
     BadQuery,
@@ -87,8 +88,9 @@ def compare(req: PageRequest) -> PageOut:
 
 
 @page("/diff", title="v_diff", nav=True, shown_route="/diff?a=ID&b=ID", params=("a", "b", "pick"),
-      doc="per-sample regressions first (largest drop on top), then the paired test of every "
-          "metric")
+      doc="per-sample regressions (largest drop on top) and improvements, each with its "
+          "metric's paired test and a link to the side-by-side view, then the paired test of "
+          "every metric")
 def diff(req: PageRequest) -> PageOut:
     from ragmeter.runner.comparing import compare_runs
 
@@ -100,13 +102,42 @@ def diff(req: PageRequest) -> PageOut:
     if not a_id and not b_id and len(rows) >= 2:
         a_id, b_id = rows[1].id, rows[0].id
     if not (a_id and b_id):
-        return PageOut(pages.diff_page(None, None, [], [], rows, lang))
+        return PageOut(pages.diff_page(None, None, [], ([], []), rows, lang))
     a, b = viewer.run(a_id), viewer.run(b_id)
     if b.created_at < a.created_at and picks:  # ticked boxes: older one is A
         a, b = b, a
     cmp_rows = compare_runs(a.results(), b.results())
-    regressions = pages.sample_regressions(a, b)
-    return PageOut(pages.diff_page(a, b, cmp_rows, regressions, rows, lang))
+    return PageOut(pages.diff_page(a, b, cmp_rows, pages.sample_changes(a, b), rows, lang))
+
+
+@page("/side", title="v_side", nav=True, params=("run", "pick", "sample"),
+      shown_route="/side?run=ID&run=ID&sample=SID",
+      doc="one question in two or more runs next to each other: answers, contexts (gold "
+          "marked) and scores with the judge's reasoning claim by claim (read per sample, "
+          "without loading the runs)")
+def side(req: PageRequest) -> PageOut:
+    from ragmeter.view.side import SideColumn, side_page
+
+    data = req.viewer.data
+    rows = data.rows()
+    by_id = {r.id: r for r in rows}
+    chosen = list(req.query.getall("run", [])) + list(req.query.getall("pick", []))
+    for rid in chosen:
+        if rid not in by_id:
+            raise BadQuery("run", f"no run {rid[:80]!r} in this store")
+    if not chosen and rows:  # the two latest runs of the latest benchmark
+        chosen = [r.id for r in rows if r.name == rows[0].name][:2][::-1]
+    chosen = list(dict.fromkeys(chosen))
+    choices = data.sample_ids(chosen[0], 500) if chosen else []
+    sample_id = req.param("sample") or (choices[0] if choices else "")
+    columns = []
+    for rid in chosen:
+        try:
+            sample, scores = data.sample_of(rid, sample_id)
+            columns.append(SideColumn(by_id[rid], sample, scores))
+        except CorruptRun as exc:
+            columns.append(SideColumn(by_id[rid], {}, [], str(exc)))
+    return PageOut(side_page(columns, sample_id, rows, choices, req.lang))
 
 
 @page("/judges", title="judges", nav=True, shown_route="/judges?stat=kappa", params=("stat",),
