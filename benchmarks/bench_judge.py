@@ -24,6 +24,12 @@ throughput ratio (target ≥ 1.8).
 synthetic samples, fault-free and with ``--fault-rate`` mixed faults (429, 500, hang,
 invalid JSON, truncated). Printed: walls, ratio (target ≤ 3), lost samples (must be 0).
 
+``--only cpu``: client CPU per request and per judged sample at 0 ms server latency for
+``--cpu-n`` requests (default 1,000 and 5,000; the judged set on ``N / 8`` samples, one per
+judged metric), beside a
+bare aiohttp loop posting the same requests in the same run (ratio printed; best of
+``--repeats``). Target: ≤ 0.35 ms per request, flat from 1,000 to 5,000.
+
 ``--cap-scenario`` (or ``--only cap``): 50 samples × 4 calls at C=16, sent as two batches (150,
 then 50, like the generation plan) to one judge, against a server that answers HTTP 429
 (``Retry-After: 1``) above 8 in flight. Bound ``200 × latency / 8``; reported: median wall,
@@ -385,6 +391,101 @@ def judged(args: argparse.Namespace, out: dict[str, Any]) -> None:
           f"fault-free wall (target <= 3), lost {res['mixed']['lost']}")
 
 
+def _bare_bodies(reqs: list[JudgeRequest]) -> list[dict[str, Any]]:
+    return [{"model": "mock", "messages": list(r.messages), "temperature": 0.0,
+             "max_tokens": 512, "seed": 0,
+             "response_format": {"type": "json_schema", "json_schema": {
+                 "name": "judge_reply", "strict": False, "schema": r.schema}}}
+            for r in reqs]
+
+
+def _bare_loop(base_url: str, reqs: list[JudgeRequest], concurrency: int) -> float:
+    """Client CPU seconds of a bare aiohttp loop posting the same requests (no engine)."""
+    import asyncio
+
+    import aiohttp
+
+    url = base_url + "/chat/completions"
+
+    async def main() -> None:
+        sem = asyncio.Semaphore(concurrency)
+        async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=2 * concurrency + 4)) as session:
+            async def one(body: dict[str, Any]) -> None:
+                async with sem, session.post(url, json=body) as resp:
+                    payload = json.loads(await resp.read())
+                    json.loads(payload["choices"][0]["message"]["content"])
+
+            await asyncio.gather(*(one(b) for b in _bare_bodies(reqs)))
+
+    cpu0 = time.process_time()
+    asyncio.run(main())
+    return time.process_time() - cpu0
+
+
+def _judged_samples(n: int) -> list[Any]:
+    from ragmeter.data.sample import Sample
+
+    return [Sample(id=f"s{i}", user_input=f"Where is city {i}?",
+                   response=f"City {i} is in country {i % 7}. It is large.",
+                   reference=f"City {i} is in country {i % 7}.",
+                   retrieved_contexts=[f"City {i} is in country {i % 7}. [rel=2] [useful]",
+                                       f"Cats purr {i}."]) for i in range(n)]
+
+
+def cpu(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    """Client CPU per request and per judged sample at 0 ms server latency, beside a bare
+    aiohttp loop posting the same requests in the same run."""
+    from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
+
+    c = args.concurrency[0]
+    res: dict[str, Any] = {"concurrency": c}
+    srv = Server(0.0)
+    jsrv = Server(0.0, seed=3, reply_fn=_judged_reply)
+    try:
+        for n in args.cpu_n:
+            reqs = make_requests(n // args.calls + 1, args.calls)[:n]
+            bare = min(_bare_loop(srv.base_url, reqs, c) for _ in range(args.repeats))
+            engine = []
+            for _ in range(args.repeats):
+                cpu0 = time.process_time()
+                _, st, replies = run_once(srv.base_url, reqs, c)
+                engine.append(time.process_time() - cpu0)
+                assert all(r.ok for r in replies), st.summary()
+            eng = min(engine)
+            n_samples = max(1, n // len(JUDGED_DEFAULT))
+            samples = _judged_samples(n_samples)
+            cfg = JudgeConfig(name="bench", backend="openai", base_url=jsrv.base_url,
+                              model="mock", api_key_env=None, max_concurrency=c,
+                              no_cache=True)
+            per_sample = []
+            calls = 0
+            for _ in range(args.repeats):
+                judge = make_judge(cfg)
+                jsrv.reset()
+                cpu0 = time.process_time()
+                evaluate_generation(samples, list(JUDGED_DEFAULT), judge=judge)
+                per_sample.append(time.process_time() - cpu0)
+                calls = jsrv.stats()["requests"]
+            smp = min(per_sample)
+            row = {"requests": n, "bare_ms_per_request": round(1000 * bare / n, 4),
+                   "engine_ms_per_request": round(1000 * eng / n, 4),
+                   "ratio_to_bare": round(eng / bare, 3),
+                   "judged_samples": n_samples, "judged_requests": calls,
+                   "engine_ms_per_sample": round(1000 * smp / n_samples, 4),
+                   "engine_ms_per_judged_request": round(1000 * smp / max(1, calls), 4)}
+            res[f"n{n}"] = row
+            print(f"cpu N={n:5d}: engine {row['engine_ms_per_request']:.3f} ms/request, bare "
+                  f"aiohttp {row['bare_ms_per_request']:.3f} ms/request, ratio "
+                  f"{row['ratio_to_bare']:.2f}x; judged set {n_samples} samples "
+                  f"({calls} requests): {row['engine_ms_per_sample']:.3f} ms/sample, "
+                  f"{row['engine_ms_per_judged_request']:.3f} ms/request")
+    finally:
+        srv.close()
+        jsrv.close()
+    out["cpu"] = res
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--samples", type=int, default=200)
@@ -394,13 +495,16 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--fault-rate", type=float, default=0.2)
     ap.add_argument("--only", nargs="+", default=["all"],
-                    choices=["all", "speed", "faults", "cap", "limiter", "pool", "judged"])
+                    choices=["all", "speed", "faults", "cap", "limiter", "pool", "judged",
+                             "cpu"])
     ap.add_argument("--timeout", type=float, default=3.0,
                     help="per-call timeout of the limiter and judged scenarios (seconds)")
     ap.add_argument("--pool-requests", type=int, default=400)
     ap.add_argument("--judged-samples", type=int, default=500)
     ap.add_argument("--cap-scenario", action="store_true",
                     help="also 200 requests at C=16 against a 429-above-8-in-flight server")
+    ap.add_argument("--cpu-n", type=int, nargs="+", default=[1000, 5000],
+                    help="request counts of the client CPU scenario")
     ap.add_argument("--json", default="", help="also write the figures to this file")
     args = ap.parse_args()
 
@@ -425,6 +529,8 @@ def main() -> None:
         pool(args, out)
     if "judged" in only:
         judged(args, out)
+    if "cpu" in only:
+        cpu(args, out)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)

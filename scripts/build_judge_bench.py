@@ -532,6 +532,37 @@ def build() -> list[dict]:
     return b.items
 
 
+BEHAVIOURS = Path(__file__).resolve().parent / "judge_bench_behaviours"
+
+
+def behaviours() -> list[dict]:
+    """Hand-written items for the behaviour tasks (tab-separated files beside this script):
+    refusal vs answer (``judged_refusal``), conversation turns whose claims rest on earlier
+    turns (``history_faithfulness``) and citing sentences vs the passage they cite
+    (``citation_support``); labels written with each item."""
+    items: list[dict] = []
+
+    def add(task: str, kind: str, lang: str, label: str, **fields: object) -> None:
+        n = sum(1 for i in items if i["task"] == task and i["lang"] == lang) + 1
+        items.append({"id": f"{lang}-{task}-{kind}-{n:03d}", "lang": lang, "task": task,
+                      "kind": kind, "label": label, **fields})
+
+    def rows(name: str) -> list[list[str]]:
+        text = (BEHAVIOURS / name).read_text(encoding="utf-8")
+        return [line.split("\t") for line in text.splitlines() if line.strip()]
+
+    for lang, q, a, label in rows("refusal.tsv"):
+        add("judged_refusal", "refusal", lang, label, question=q, answer=a)
+    for lang, prev_q, prev_a, q, ctx, a, label in rows("conversation.tsv"):
+        add("history_faithfulness", "conversation", lang, label, question=q, context=ctx,
+            answer=a, history=[{"role": "user", "content": prev_q},
+                               {"role": "assistant", "content": prev_a}])
+    for lang, ctx, a, label in rows("citation.tsv"):
+        add("citation_support", "citation", lang, label, context=ctx, answer=a)
+    random.Random(7).shuffle(items)
+    return items
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
@@ -539,6 +570,7 @@ def main() -> int:
     rng = random.Random(20260123)
     items = build()
     rng.shuffle(items)  # mix tasks so a --limit subset covers every task
+    items += behaviours()  # after the templated items: their order (and --limit subsets) stays
     text = "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items)
     if args.check:
         if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:

@@ -11,6 +11,9 @@ from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, ScriptedJudg
 from ragmeter.judges.cache import JudgeCache, cache_key, request_hash
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 
+#: request_hash of a fixed request before the key and hash shared one serialisation
+KNOWN_HASH = "0aa5eae629780ae1acad7045ce72beefad657c8cab19a9338665e0f660153bec"
+
 SCHEMA = {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"]}
 REQ = JudgeRequest(messages=({"role": "user", "content": "hello"},), schema=SCHEMA,
                    prompt_version="p@1")
@@ -123,3 +126,23 @@ def test_cache_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     judge = ScriptedJudge(lambda r: {"v": 1}, config=cfg)
     judge.ask_many([REQ])
     assert (tmp_path / "env" / "judge_cache.sqlite").exists()
+
+
+def test_one_digest_gives_the_cache_key_and_the_request_hash() -> None:
+    from ragmeter.judges.cache import digest
+
+    settings = dict(backend="openai", model="m", temperature=0.0, seed=7, max_tokens=64,
+                    endpoint="http://h", namespace="ns")
+    for r in (JudgeRequest(messages=({"role": "user", "content": "Привет \"x\""},),
+                           schema={"type": "object"}, prompt_version="p@1"),
+              JudgeRequest(messages=({"role": "system", "content": "s"},
+                                     {"role": "user", "content": "q"}),
+                           schema={"type": "string"}, prompt_version="p@2", max_tokens=9,
+                           temperature=0.5)):
+        d = digest(r, **settings)  # type: ignore[arg-type]
+        assert d.key == cache_key(r, **settings)  # type: ignore[arg-type]
+        assert d.hash == request_hash(r)
+    # the stored provenance hash of a known request stays what it was
+    known = JudgeRequest(messages=({"role": "user", "content": "q"},), schema={"type": "object"},
+                         prompt_version="v@1")
+    assert request_hash(known) == KNOWN_HASH

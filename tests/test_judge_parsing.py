@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ragmeter.judges.parsing import (
@@ -101,3 +103,34 @@ def test_example_instance_numbers_id_items() -> None:
     inst = example_instance(schema, seed=7)
     assert [c["id"] for c in inst["claims"]] == [1, 2, 3]
     assert not validate(inst, schema)
+
+
+# -- the compiled validator gives exactly what validate() gives -------------------------------
+COMPILED_CASES = [
+    ({"type": "object", "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]},
+                                       "score": {"type": "integer", "minimum": 1,
+                                                 "maximum": 5}},
+      "required": ["verdict"], "additionalProperties": False},
+     [{"verdict": "yes"}, {"verdict": "maybe"}, {"score": 7}, {"verdict": "no", "x": 1},
+      {"verdict": "yes", "score": 2.0}, {"verdict": "yes", "score": True}, [], "text", None]),
+    ({"type": "array", "minItems": 1, "maxItems": 2,
+      "items": {"type": "object", "properties": {"id": {"type": "integer"},
+                                                 "t": {"type": ["string", "null"],
+                                                       "minLength": 2}},
+                "required": ["id"]}},
+     [[], [{"id": 1}], [{"id": 1}, {"id": "2"}, {"t": "a"}], [{"id": 1, "t": None}], {}]),
+    ({"type": "number"}, [1, 1.5, True, "1"]),
+    ({"const": 3}, [3, 4]),
+    ({}, [1, None]),
+]
+
+
+@pytest.mark.parametrize("schema,values", COMPILED_CASES)
+def test_compiled_validator_matches_validate(schema: dict, values: list) -> None:
+    from ragmeter.judges.parsing import CompiledSchema, parse_reply, validate
+
+    compiled = CompiledSchema.of(schema)
+    for value in values:
+        assert compiled.problems(value) == validate(value, schema), value
+        text = json.dumps(value)
+        assert compiled.parse(text) == parse_reply(text, schema), value

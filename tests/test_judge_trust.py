@@ -308,6 +308,12 @@ def _oracle(items, flip: float = 0.0, seed: int = 0):
         yn = it.label if not wrong else ("no" if it.label == "yes" else "yes")
         if it.task == "production_gate":
             return {"verdict": yn}
+        if it.task == "judged_refusal":
+            return {"refused": yn}
+        if it.task == "citation_support":
+            return {"pairs": [{"id": 1, "supported": yn}]}
+        if it.task == "history_faithfulness":
+            return {"answer_claims": [{"id": 1, "in_context": yn, "in_history": "no"}]}
         key = "in_context" if it.task == "faithfulness" else "in_reference"
         return {"answer_claims": [{"id": 1, key: yn}]}
     return fn
@@ -315,7 +321,7 @@ def _oracle(items, flip: float = 0.0, seed: int = 0):
 
 def test_run_bench_cards_compare_and_flip_rates() -> None:
     items = load_bench(lang="ru", limit=30)
-    assert {i.task for i in items} == set(TASKS) and len(items) == 150
+    assert {i.task for i in items} == set(TASKS) and len(items) == 30 * len(TASKS)
     good = run_bench(ScriptedJudge(_oracle(items), name="oracle"), items)
     noisy = run_bench(ScriptedJudge(_oracle(items, 0.35, 1), name="noisy"), items, repeats=3)
     for task in TASKS:

@@ -47,7 +47,7 @@ def test_failing_pytest_gate_names_the_three_worst_samples(tmp_path):
         from ragmeter.data.loaders import from_records
         from fake_judge import make_script
 
-        pytest_plugins = ["ragmeter.pytest_plugin"]
+        pytest_plugins = ["ragmeter.testing"]
         RECORDS = {RECORDS!r}
 
         def test_answers_are_faithful(rag_gate):

@@ -5,12 +5,22 @@
 
 A failure names the three worst samples of each failed metric with their question, answer and
 reason (the samples come with results of :func:`ragmeter.evaluate_generation`, or pass
-``samples=``). The pytest plugin :mod:`ragmeter.pytest_plugin` offers the same as a fixture.
+``samples=``).
+
+This module is also a pytest plugin: enable it in a ``conftest.py``
+(``pytest_plugins = ["ragmeter.testing"]``) or with ``pytest -p ragmeter.testing``, then::
+
+    def test_answers_are_faithful(rag_gate):
+        result = ragmeter.evaluate_generation(samples, ["faithfulness"], judge=my_judge)
+        rag_gate(result, min={"faithfulness": 0.8})
+
+A failed gate fails the test with the gate table and the worst samples; every gate checked is
+listed in the terminal summary ("ragmeter quality gates").
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ragmeter.results.records import EvalResult
@@ -49,3 +59,40 @@ def assert_metrics(
     if not gate_passed(rows):
         by_id = {str(getattr(s, "id", None) or s.get("id")): s for s in samples or []}
         raise AssertionError(gate_message(rows, failing_samples(result, rows, by_id)))
+
+
+# --------------------------------------------------------------------------- pytest plugin
+try:
+    import pytest
+except ImportError:  # pragma: no cover - the helpers above work without pytest
+    pytest = None  # type: ignore[assignment]
+
+if pytest is not None:
+    _CHECKED = pytest.StashKey[list[str]]()
+
+    @pytest.fixture
+    def rag_gate(request: Any) -> Callable[..., None]:
+        """``rag_gate(result, min={...}, max={...}, use_ci_bound=False, samples=None)``: the
+        :func:`assert_metrics` check, recorded for the terminal summary."""
+        checked = request.config.stash.setdefault(_CHECKED, [])
+
+        def gate(result: EvalResult | Mapping[str, EvalResult],
+                 min: Mapping[str, float] | None = None,
+                 max: Mapping[str, float] | None = None, *, use_ci_bound: bool = False,
+                 samples: Iterable[Any] | None = None) -> None:
+            names = ", ".join([*(min or {}), *(max or {})])
+            try:
+                assert_metrics(result, min=min, max=max, use_ci_bound=use_ci_bound,
+                               samples=samples)
+            except AssertionError:
+                checked.append(f"FAILED {request.node.nodeid}: {names}")
+                raise
+            checked.append(f"passed {request.node.nodeid}: {names}")
+        return gate
+
+    def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: Any) -> None:
+        checked = config.stash.get(_CHECKED, [])
+        if checked:
+            terminalreporter.section("ragmeter quality gates")
+            for line in checked:
+                terminalreporter.write_line(line)

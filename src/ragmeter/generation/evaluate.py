@@ -61,10 +61,7 @@ def evaluate_generation(
     ``data_hash`` / ``outputs_hash`` / ``embedders``: the gold-fields dataset hash, the hash of
     the system outputs and the loaded embedders to use (batches share them).
     """
-    if judge is not None and not hasattr(judge, "ask_many"):  # a plain function
-        from ragmeter.judges.factory import as_judge
-
-        judge = as_judge(judge)
+    judge = _judge_of(judge)
     if batch_size is not None:
         return _in_batches(list(samples), batch_size, on_batch, metrics=metrics, judge=judge,
                            embedder=embedder, seed=seed, language=language,
@@ -111,6 +108,15 @@ def evaluate_generation(
             "model": plans[0].judge_model, "demo": plans[0].binary,
         }
     return result
+
+
+def _judge_of(judge: Any) -> Any:
+    """A judge, or a plain function ``fn(request) -> dict | str`` made one."""
+    if judge is None or hasattr(judge, "ask_many"):
+        return judge
+    from ragmeter.judges.factory import as_judge
+
+    return as_judge(judge)
 
 
 def _parse(metrics: Sequence[str | Metric] | None, with_judge: bool,

@@ -65,7 +65,7 @@ from ragmeter.stats import flip_stats, verdict_flip_rate
 GATE_TASK = "production_gate"
 #: the tasks of the bundled benchmark file (any judged metric can be a task of another file)
 TASKS = ("faithfulness", "factual_correctness", "answer_relevance", "context_relevance",
-         GATE_TASK)
+         GATE_TASK, "judged_refusal", "history_faithfulness", "citation_support")
 LANGS = ("ru", "en", "all")
 BENCH_FILE = "judge_bench.jsonl"
 #: item fields of the sample fields a judged metric reads
@@ -143,6 +143,8 @@ class BenchItem:
     context: str | None = None
     answer: str | None = None
     reference: str | None = None
+    #: earlier turns of a conversation item (``{"role", "content"}``), oldest first
+    history: list[dict[str, str]] | None = None
     #: the task's label scale: binary (yes/no), ordinal (0/1/2) or continuous (0–1); by
     #: default the one the task's judged metric row declares
     scale: str = ""
@@ -165,7 +167,7 @@ class BenchItem:
     def sample(self) -> Sample:
         """The item as the sample a judged metric reads."""
         return Sample(id=self.id, user_input=self.question, response=self.answer,
-                      reference=self.reference,
+                      reference=self.reference, history=self.history,
                       retrieved_contexts=None if self.context is None else [self.context])
 
 
@@ -249,10 +251,16 @@ def _read_item(line: str, at: RecordProblem, default_id: str,
     missing = [k for k in needs if not isinstance(rec.get(k), str) or not rec[k].strip()]
     if missing:
         return replace(at, field=missing[0], message=f"is required for {task}")
+    history = rec.get("history")
+    if history is not None and not (isinstance(history, list) and all(
+            isinstance(t, dict) and t.get("role") in ("user", "assistant")
+            and isinstance(t.get("content"), str) for t in history)):
+        return replace(at, field="history", message="must be a list of {role: user|assistant, "
+                       "content: text} objects")
     return BenchItem(str(rec.get("id") or default_id), str(rec.get("lang") or "ru"), task,
                      str(rec.get("kind") or ""), label,  # type: ignore[arg-type]
                      rec.get("question"), rec.get("context"),
-                     rec.get("answer"), rec.get("reference"), scale)
+                     rec.get("answer"), rec.get("reference"), history, scale)
 
 
 def bench_labels(items: Sequence[BenchItem]) -> LabelSet:

@@ -91,3 +91,23 @@ class Judge(Protocol):
     def ask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]: ...
 
     async def aask_many(self, requests: Sequence[JudgeRequest]) -> list[JudgeReply]: ...
+
+
+@runtime_checkable
+class SendGate(Protocol):
+    """Sees every request an engine sends to a backend: first tries, retries and hedged
+    duplicates (never cache hits or in-batch duplicates).
+
+    ``before_send`` runs immediately before a request goes out; it may raise (typically a
+    budget's stop exception): the engine then sends nothing more in that batch, lets the calls
+    already in flight finish (their replies are cached), and re-raises the exception from
+    ``aask_many``/``ask_many``. ``after_send`` runs when that request's reply (or failure)
+    came back, with its cost from the judge's price table and its token counts (0 for a
+    failure).
+    """
+
+    def before_send(self, request: JudgeRequest) -> None: ...
+
+    def after_send(self, request: JudgeRequest, reply_cost: float, tokens_in: int,
+                   tokens_out: int) -> None: ...
+

@@ -12,6 +12,7 @@ transaction holding it committed, so ``kill -9`` loses no acknowledged reply).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -19,6 +20,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +36,59 @@ def _canonical(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+@functools.lru_cache(maxsize=1024, typed=True)
+def _scalar(value: str | int | float | None) -> str:
+    """Canonical JSON of a scalar (the judge's settings repeat in every key: made once)."""
+    return _canonical(value)
+
+
+def _join(parts: Mapping[str, str]) -> str:
+    """The canonical JSON of a dict whose values are already canonical JSON (same bytes as
+    ``_canonical`` of the dict itself: sorted keys, no spaces)."""
+    return "{" + ",".join(f'"{k}":{parts[k]}' for k in sorted(parts)) + "}"
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class RequestDigest:
+    """A request's cache key, its provenance hash and its schema's canonical JSON, from one
+    serialisation of its messages and schema (the two hashes are what :func:`cache_key` and
+    :func:`request_hash` return)."""
+
+    key: str
+    hash: str
+    schema_json: str
+
+
+def _request_parts(request: JudgeRequest) -> dict[str, str]:
+    return {"messages": _canonical([dict(m) for m in request.messages]),
+            "schema": _canonical(request.schema),
+            "prompt_version": _scalar(request.prompt_version)}
+
+
+def digest(request: JudgeRequest, *, backend: str, model: str, temperature: float,
+           seed: int | None, max_tokens: int, endpoint: str = "",
+           namespace: str = "default") -> RequestDigest:
+    """:func:`cache_key` and :func:`request_hash` of ``request`` at once (see there)."""
+    parts = _request_parts(request)
+    own = {**parts, "max_tokens": _scalar(request.max_tokens),
+           "temperature": _scalar(request.temperature)}
+    eff_t = request.temperature if request.temperature is not None else temperature
+    eff_m = request.max_tokens if request.max_tokens is not None else max_tokens
+    keyed = {**parts, "format": _scalar(CACHE_FORMAT), "namespace": _scalar(namespace),
+             "endpoint": _scalar(endpoint), "backend": _scalar(backend),
+             "model": _scalar(model), "temperature": _scalar(eff_t),
+             "max_tokens": _scalar(eff_m), "seed": _scalar(seed)}
+    return RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"])
+
+
 def request_hash(request: JudgeRequest) -> str:
     """Stable hash of what a request asks, independent of which judge answers it."""
-    payload = {
-        "messages": [dict(m) for m in request.messages],
-        "schema": request.schema,
-        "prompt_version": request.prompt_version,
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-    }
-    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
+    return digest(request, backend="", model="", temperature=0.0, seed=None,
+                  max_tokens=0).hash
 
 
 def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: float,
@@ -51,23 +96,13 @@ def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: f
               namespace: str = "default") -> str:
     """Cache key of ``request`` answered by ``backend``/``model`` with these sampling settings.
 
-    The request's own ``temperature``/``max_tokens`` win over the judge defaults, exactly as
-    they do when the call is made, so equal effective settings give equal keys.
+    The key covers the cache format, namespace, endpoint, backend, model, messages, schema,
+    prompt version, seed and the effective temperature and max_tokens: the request's own
+    ``temperature``/``max_tokens`` win over the judge defaults, exactly as they do when the
+    call is made, so equal effective settings give equal keys.
     """
-    payload = {
-        "format": CACHE_FORMAT,
-        "namespace": namespace,
-        "endpoint": endpoint,
-        "backend": backend,
-        "model": model,
-        "messages": [dict(m) for m in request.messages],
-        "schema": request.schema,
-        "prompt_version": request.prompt_version,
-        "temperature": request.temperature if request.temperature is not None else temperature,
-        "max_tokens": request.max_tokens if request.max_tokens is not None else max_tokens,
-        "seed": seed,
-    }
-    return hashlib.sha256(_canonical(payload).encode("utf-8")).hexdigest()
+    return digest(request, backend=backend, model=model, temperature=temperature, seed=seed,
+                  max_tokens=max_tokens, endpoint=endpoint, namespace=namespace).key
 
 
 def reply_to_json(reply: JudgeReply) -> dict[str, Any]:

@@ -1,14 +1,25 @@
-"""``make_judge(config) -> Judge``: the one place that maps a backend name to a judge."""
+"""``make_judge(config) -> Judge``: judge backends by name, one :data:`BACKENDS` entry each.
+
+A new backend is one ``@BACKENDS.register("name")`` function ``(config, **kwargs) -> Judge``
+(keyword arguments go to :class:`~ragmeter.judges.engine.EngineJudge`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.engine import EngineJudge
+from ragmeter.registry import Registry
+
+
+class JudgeBuilder(Protocol):
+    def __call__(self, config: JudgeConfig, **kwargs: Any) -> Judge: ...
+
+
+BACKENDS: Registry[JudgeBuilder] = Registry("judge backend", key="backend")
 
 
 def as_judge(judge: Any, **kwargs: Any) -> Any:
@@ -34,7 +45,7 @@ def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge
     ``local-demo``: the bundled weak demonstration model (extra ``local-judge``), ``demo=True``.
     ``mock``: the fake server (``base_url`` of a running one, else one started in-process).
     ``recorded``: replays ``record_path``. Keyword arguments go to :class:`EngineJudge`
-    (``progress``, ``keep_prompts``).
+    (``progress``, ``keep_prompts``, ``send_gate``).
 
     Inside :func:`ragmeter.cost.estimate_scope` nothing is built: a planning stand-in that
     counts tokens is returned; inside :func:`ragmeter.cost.budget_scope` the judge is wrapped
@@ -55,40 +66,61 @@ def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge
 
 
 def _build(config: JudgeConfig, **kwargs: Any) -> Judge:
-    backend = config.backend
-    if backend == "openai":
-        from ragmeter.judges.openai_http import make_backend
+    return BACKENDS.get(config.backend)(config, **kwargs)
 
-        return EngineJudge(config, make_backend(config), **kwargs)
-    if backend == "mock":
-        from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
-        from ragmeter.judges.openai_http import make_backend
 
-        server = None
-        cfg = config
-        if not cfg.base_url:
-            server = MockJudgeServer(MockConfig()).start()
-            cfg = cfg.with_(base_url=server.base_url)
-        if not cfg.model:
-            cfg = cfg.with_(model="mock-judge")
-        backend_ = make_backend(cfg)
-        backend_.kind = "mock"  # its own cache namespace: never shared with a real endpoint
-        judge = EngineJudge(cfg, backend_, **kwargs)
-        judge._mock_server = server  # type: ignore[attr-defined]  # keeps it alive
-        return judge
-    if backend == "gguf":
-        from ragmeter.judges.gguf import GGUFBackend
+@BACKENDS.register("openai")
+def _openai(config: JudgeConfig, **kwargs: Any) -> Judge:
+    from ragmeter.judges.openai_http import make_backend
 
-        return EngineJudge(config, GGUFBackend(config), **kwargs)
-    if backend == "local-demo":
-        from ragmeter.judges.gguf import make_demo_judge
+    return EngineJudge(config, make_backend(config), **kwargs)
 
-        return make_demo_judge(config, **kwargs)
-    if backend == "recorded":
-        from ragmeter.judges.scripted import RecordedJudge
 
-        assert config.record_path is not None  # validated by JudgeConfig
-        return RecordedJudge(config.record_path, name=config.name)
-    raise ConfigError("backend", f"backend {backend!r} cannot be built from a config "
-                      "(use ScriptedJudge(fn) in code)", ["openai", "gguf", "local-demo",
-                                                          "mock", "recorded"])
+@BACKENDS.register("gguf")
+def _gguf(config: JudgeConfig, **kwargs: Any) -> Judge:
+    from ragmeter.judges.gguf import GGUFBackend
+
+    return EngineJudge(config, GGUFBackend(config), **kwargs)
+
+
+@BACKENDS.register("local-demo")
+def _local_demo(config: JudgeConfig, **kwargs: Any) -> Judge:
+    from ragmeter.judges.gguf import make_demo_judge
+
+    return make_demo_judge(config, **kwargs)
+
+
+@BACKENDS.register("mock")
+def _mock(config: JudgeConfig, **kwargs: Any) -> Judge:
+    from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
+    from ragmeter.judges.openai_http import make_backend
+
+    server = None
+    cfg = config
+    if not cfg.base_url:
+        server = MockJudgeServer(MockConfig()).start()
+        cfg = cfg.with_(base_url=server.base_url)
+    if not cfg.model:
+        cfg = cfg.with_(model="mock-judge")
+    backend = make_backend(cfg)
+    backend.kind = "mock"  # its own cache namespace: never shared with a real endpoint
+    judge = EngineJudge(cfg, backend, **kwargs)
+    judge._mock_server = server  # type: ignore[attr-defined]  # keeps it alive
+    return judge
+
+
+@BACKENDS.register("recorded")
+def _recorded(config: JudgeConfig, **kwargs: Any) -> Judge:
+    from ragmeter.judges.scripted import RecordedJudge
+
+    assert config.record_path is not None  # validated by JudgeConfig
+    return RecordedJudge(config.record_path, name=config.name)
+
+
+@BACKENDS.register("scripted")
+def _scripted(config: JudgeConfig, **kwargs: Any) -> Judge:
+    from ragmeter.errors import ConfigError
+
+    raise ConfigError("backend", f"backend {config.backend!r} cannot be built from a config "
+                      "(use ScriptedJudge(fn) in code)",
+                      [n for n in BACKENDS.names() if n != "scripted"])

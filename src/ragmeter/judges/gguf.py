@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import MissingExtraError, RagmeterError, require
+from ragmeter.judges.backend import BackendBase, BackendError, Completion
 from ragmeter.judges.config import JudgeConfig, default_cache_dir
-from ragmeter.judges.engine import BackendError, Completion, EngineJudge
+from ragmeter.judges.engine import EngineJudge
 
 log = logging.getLogger("ragmeter.judges")
 
@@ -152,7 +153,7 @@ def assemble_model(spec: ModelSpec, cache_dir: str | os.PathLike[str] | None = N
         return target
 
 
-class GGUFBackend:
+class GGUFBackend(BackendBase):
     """One in-process ``xllamacpp.Server`` per backend; calls are serialised in a worker thread
     (llama.cpp decodes one sequence at a time here) so the event loop never blocks."""
 

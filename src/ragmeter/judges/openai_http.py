@@ -23,9 +23,9 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragmeter.judges.backend import BackendBase, BackendError, Completion
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
 from ragmeter.judges.endpoints import Endpoint, mask_url_credentials
-from ragmeter.judges.engine import BackendError, Completion
 from ragmeter.secrets import mask, register_secret
 
 #: the fake server marks its replies with this header; they are never cached for a real judge
@@ -52,7 +52,7 @@ log = logging.getLogger("ragmeter.judges")
 _SCHEMA_REJECTION_HINTS = ("response_format", "json_schema", "structured output", "grammar")
 
 
-class OpenAIBackend:
+class OpenAIBackend(BackendBase):
     """Chat completions at ``{base_url}/chat/completions`` with optional JSON-schema output."""
 
     kind = "openai"
@@ -74,6 +74,7 @@ class OpenAIBackend:
         self.supports_schema = config.structured_output
         self._config = config
         self._extra_body = dict(extra_body or {})
+        self._secrets = endpoint.secrets()   # the endpoint is frozen: decoded once
         self._use_max_completion_tokens = False
         self._send_seed = True
         self._sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
@@ -180,7 +181,7 @@ class OpenAIBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
             }
-        for secret in (self._key(), *self.endpoint.secrets()):
+        for secret in (self._key(), *self._secrets):
             register_secret(secret)  # masked by ragmeter.secrets.mask in every message from now on
         import aiohttp
 
@@ -240,19 +241,20 @@ class OpenAIBackend:
         )
 
 
-class PoolBackend:
+class PoolBackend(BackendBase):
     """Several endpoints serving one model: the engine gives each its own adaptive limit and
     sends each call to the member with spare capacity (see ``EndpointPool``)."""
 
     kind = "openai"
 
     def __init__(self, config: JudgeConfig, members: Sequence[OpenAIBackend]):
-        self.members = list(members)
+        self.endpoints = list(members)
+        self.members = self.endpoints
         self.model = config.model
         self.supports_schema = config.structured_output
 
     def __repr__(self) -> str:
-        return f"PoolBackend({[m.endpoint.identity for m in self.members]!r})"
+        return f"PoolBackend({[m.endpoint.identity for m in self.endpoints]!r})"
 
     async def enter(self) -> None:
         for m in self.members:
@@ -299,11 +301,11 @@ async def post_json(url: str, body: Mapping[str, Any], headers: Mapping[str, str
     """POST JSON and return the decoded reply, with the judge engine's retry policy:
     429, 408, 409, 5xx, timeouts and connection errors are retried up to
     ``policy.max_retries`` times, waiting the server's ``Retry-After`` when it sends one
-    (:func:`~ragmeter.judges.engine.retry_delay`), else the exponential backoff; any other
+    (:func:`~ragmeter.judges.retry.retry_delay`), else the exponential backoff; any other
     status fails at once. Used by clients outside the judge engine (the embedder)."""
     import aiohttp
 
-    from ragmeter.judges.engine import retry_delay
+    from ragmeter.judges.retry import retry_delay
 
     for secret in secrets:
         register_secret(secret)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,16 +178,145 @@ def coerce_integers(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
+Check = Callable[[Any, str, list[str]], None]
+
+
+def _no_check(value: Any, path: str, errors: list[str]) -> None:
+    return None
+
+
+def compile_validator(schema: Any) -> Check:
+    """``schema`` compiled once into ``check(value, path, errors)``: appends exactly the
+    problems :func:`validate` returns, without re-reading the schema for every reply."""
+    if not isinstance(schema, dict):
+        return _no_check
+    stype = schema.get("type")
+    names = None if stype is None else (stype if isinstance(stype, list) else [stype])
+    steps = [f for f in (_scalar_checks(schema), _object_check(schema), _array_check(schema))
+             if f is not None]
+    # plain types are one isinstance; numbers need _is_type (bool is not a number, 2.0 is
+    # an integer)
+    simple = names is not None and not ({"number", "integer"} & set(names))
+    types = tuple(t for n in names or () for t in _TYPES.get(n, (object,)))
+
+    def check(value: Any, path: str, errors: list[str]) -> None:
+        if names is not None and not (isinstance(value, types) if simple
+                                      else any(_is_type(value, n) for n in names)):
+            errors.append(f"{path}: expected {'|'.join(names)}, got {type(value).__name__}")
+            return
+        for step in steps:
+            step(value, path, errors)
+
+    return check
+
+
+def _scalar_checks(schema: dict[str, Any]) -> Check | None:
+    keys = ("enum", "const", "minimum", "maximum", "minLength", "maxLength")
+    scalar = {k: schema[k] for k in keys if k in schema}
+    if not scalar:
+        return None
+
+    def check(value: Any, path: str, errors: list[str]) -> None:
+        errors.extend(validate(value, scalar, path))   # the scalar keywords only
+
+    return check
+
+
+def _object_check(schema: dict[str, Any]) -> Check | None:
+    props = schema.get("properties", {})
+    required = list(schema.get("required", []))
+    closed = schema.get("additionalProperties") is False
+    if not props and not required and not closed:
+        return None
+    subs = [(k, compile_validator(v)) for k, v in props.items()]
+
+    def check(value: Any, path: str, errors: list[str]) -> None:
+        if not isinstance(value, dict):
+            return
+        for key in required:
+            if key not in value:
+                errors.append(f"{path}: missing required property '{key}'")
+        for key, sub in subs:
+            if key in value:
+                sub(value[key], f"{path}.{key}", errors)
+        if closed:
+            for key in value:
+                if key not in props:
+                    errors.append(f"{path}: unexpected property '{key}'")
+
+    return check
+
+
+def _array_check(schema: dict[str, Any]) -> Check | None:
+    lo, hi, items = schema.get("minItems"), schema.get("maxItems"), schema.get("items")
+    if lo is None and hi is None and not isinstance(items, dict):
+        return None
+    sub = compile_validator(items) if isinstance(items, dict) else None
+
+    def check(value: Any, path: str, errors: list[str]) -> None:
+        if not isinstance(value, list):
+            return
+        if lo is not None and len(value) < lo:
+            errors.append(f"{path}: fewer than {lo} items")
+        if hi is not None and len(value) > hi:
+            errors.append(f"{path}: more than {hi} items")
+        if sub is not None:
+            for i, item in enumerate(value):
+                sub(item, f"{path}[{i}]", errors)
+
+    return check
+
+
+def _has_integers(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("type") == "integer":
+        return True
+    return (any(_has_integers(v) for v in (schema.get("properties") or {}).values())
+            or _has_integers(schema.get("items")))
+
+
+@dataclass(frozen=True)
+class CompiledSchema:
+    """A schema prepared once for many replies: :meth:`parse` equals :func:`parse_reply`."""
+
+    schema: dict[str, Any]
+    check: Check
+    integers: bool
+
+    @classmethod
+    def of(cls, schema: dict[str, Any]) -> CompiledSchema:
+        return cls(schema, compile_validator(schema), _has_integers(schema))
+
+    def problems(self, value: Any) -> list[str]:
+        errors: list[str] = []
+        self.check(value, "$", errors)
+        return errors
+
+    def parse(self, text: str | None) -> ParseOutcome:
+        return _parse(text, self.schema, self)
+
+
 def parse_reply(text: str | None, schema: dict[str, Any]) -> ParseOutcome:
     """Extract and validate; ``parse_error`` when no JSON, ``schema_error`` when it mismatches."""
+    return _parse(text, schema, None)
+
+
+def _parse(text: str | None, schema: dict[str, Any],
+           compiled: CompiledSchema | None) -> ParseOutcome:
     if text is None or not str(text).strip():
         return ParseOutcome(None, "parse_error", "empty reply")
     try:
         value = extract_json(text)
     except JSONExtractError as exc:
         return ParseOutcome(None, "parse_error", str(exc))
-    value = coerce_integers(value, schema)
-    problems = validate(value, schema)
+    if compiled is None:
+        value = coerce_integers(value, schema)
+        problems = validate(value, schema)
+    else:
+        if compiled.integers:
+            value = coerce_integers(value, schema)
+        problems = compiled.problems(value)
     if problems:
         return ParseOutcome(None, "schema_error", "; ".join(problems[:5]))
     return ParseOutcome(value)

@@ -13,6 +13,7 @@ import re
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ragmeter.text import detect_language
@@ -95,17 +96,32 @@ class PromptTemplate:
         return tuple(sorted(set(self.system) & set(self.user)))
 
     def fields(self) -> set[str]:
+        return set(self._fields)
+
+    @cached_property
+    def _fields(self) -> frozenset[str]:
         names: set[str] = set()
         for text in (*self.system.values(), *self.user.values()):
             names |= {f for _, f, _, _ in string.Formatter().parse(text) if f}
-        return names
+        return frozenset(names)
+
+    @cached_property
+    def _notes(self) -> dict[str, str]:
+        """The schema instruction per language, serialised once per template."""
+        return {}
+
+    def _schema_note(self, language: str) -> str:
+        note = self._notes.get(language)
+        if note is None:
+            note = self._notes[language] = schema_instruction(self.schema, language)
+        return note
 
     def render(self, language: str = "en", **values: Any) -> tuple[dict[str, str], ...]:
         """System + user messages with fenced values and the JSON-schema instruction."""
         if language not in self.system or language not in self.user:
             raise ValueError(f"prompt {self.prompt_version} has no '{language}' text "
                              f"(has: {', '.join(self.languages())})")
-        missing = self.fields() - set(values)
+        missing = self._fields - set(values)
         if missing:
             raise ValueError(f"prompt {self.prompt_version} needs {sorted(missing)}")
         filled = {}
@@ -118,7 +134,7 @@ class PromptTemplate:
                 filled[key] = fence("" if val is None else str(val), key)
         system = self.system[language].format(**filled)
         system += "\n\n" + _FENCE_NOTE[language if language in _FENCE_NOTE else "en"]
-        system += "\n" + schema_instruction(self.schema, language)
+        system += "\n" + self._schema_note(language)
         user = self.user[language].format(**filled)
         return ({"role": "system", "content": system}, {"role": "user", "content": user})
 

@@ -19,17 +19,18 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.judges._sync import run_sync
+from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.cache import reply_from_json, reply_to_json, request_hash
 from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.engine import Completion, EngineJudge
+from ragmeter.judges.engine import EngineJudge
 from ragmeter.judges.stats import JudgeStats
 
 ScriptResult = str | dict | list | Completion
 Script = Callable[[JudgeRequest], ScriptResult | Awaitable[ScriptResult]]
 
 
-class ScriptedBackend:
+class ScriptedBackend(BackendBase):
     """Calls ``fn(request)`` (sync or async); a dict/list reply is serialised to JSON text.
 
     Raise :class:`~ragmeter.judges.engine.BackendError` from ``fn`` to simulate faults.

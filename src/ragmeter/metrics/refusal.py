@@ -88,7 +88,7 @@ _REFUSAL_EN = (
 )
 # sending the user elsewhere
 _REDIRECT = (
-    r"\b(?:задать вопрос|можете спросить|обратит\w+|обращ\w+|уточнит\w*|спросит\w*|спросите|позвонит\w*|напишит\w*|"
+    r"\b(?:задать вопрос|можете спросить|обратит\w+|обращайтесь|обратиться|уточнит\w*|спросит\w*|спросите|позвонит\w*|напишит\w*|"
     r"свяжит\w+|рекоменд\w+|попробуйте|переформулир\w+)\b",
     r"\b(?:please )?(?:contact|ask|check with|call|email|e-mail|get in touch|reach out|"
     r"rephrase|try (?:clarifying|rephrasing|calling))\b",

@@ -15,8 +15,9 @@ from typing import Any
 from aiohttp import web
 
 from ragmeter.errors import RagmeterError
-from ragmeter.reports.i18n import LANGS, detect_lang, t
+from ragmeter.reports.i18n import LANGS, t
 from ragmeter.results.store import ResultStore, StoredRun, mask_url
+from ragmeter.text import detect_language
 from ragmeter.view import pages
 from ragmeter.view.data import MAX_CACHED_CHARS, CorruptRun, StoreData
 from ragmeter.view.params import BadQuery, check_names
@@ -56,7 +57,7 @@ class Viewer:
         def detect() -> str:
             try:
                 texts = self.data.sample_texts(rows[0].id)
-                return detect_lang([t for t in texts if t] or [rows[0].name])
+                return detect_language([t for t in texts if t] or [rows[0].name])
             except Exception:  # a corrupt latest run must not break every page
                 return "en"
         return self.data.cached(("lang", rows[0].id), detect)

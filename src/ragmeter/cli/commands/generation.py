@@ -102,7 +102,10 @@ def register(app: typer.Typer) -> None:
             backend=judge_backend if judge_backend != "openai" else None, **extra)
         if cfg is not None and check_judge and not estimate:
             common.check_judge_reachable(cfg)
-        metric_list = _split_metrics(metrics) if metrics is not None else None
+        from ragmeter.metrics.registry import split_metric_list
+
+        metric_list = ([m for item in metrics for m in split_metric_list(item)]
+                       if metrics is not None else None)
         if metric_list is not None and not metric_list:
             from ragmeter.errors import UsageError
 
@@ -124,12 +127,11 @@ def register(app: typer.Typer) -> None:
                     batch_size=batch_size if sink is not None else None,
                     on_batch=sink.write if sink is not None else None)
 
-        from ragmeter.cost import run_with_cost_control
+        from ragmeter.cli.cost_options import CostOptions, run_costed
 
         try:
-            result = run_with_cost_control(work, estimate=estimate, max_cost=max_cost,
-                                           max_calls=max_calls,
-                                           title=f"generation: {len(items)} samples")
+            result = run_costed(work, CostOptions(estimate, max_cost, max_calls),
+                                title=f"generation: {len(items)} samples")
         finally:
             if sink is not None:
                 sink.close()
@@ -180,25 +182,3 @@ class SampleSink:
 
     def close(self) -> None:
         self.fh.close()
-
-
-def _split_metrics(items: list[str]) -> list[str]:
-    """Split ``a,b(x=1,y=2),c`` on commas outside parentheses."""
-    out: list[str] = []
-    for item in items:
-        depth = 0
-        cur = ""
-        for ch in item:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            if ch == "," and depth == 0:
-                if cur.strip():
-                    out.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        if cur.strip():
-            out.append(cur.strip())
-    return out

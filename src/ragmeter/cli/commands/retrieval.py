@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import csv
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -25,10 +25,12 @@ from ragmeter.metrics.registry import (
     with_cutoffs,
 )
 from ragmeter.metrics.retrieval import RANKING_METRICS
-from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
+from ragmeter.reports.console import render_eval_result, render_per_query
+from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.streaming import write_per_query_csv, write_result_json
 from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
 
-LEVELS = ("chunk", "doc", "both")
+LEVELS = ("auto", "chunk", "doc", "both")
 BY_QUERY_LIMIT = 200
 
 
@@ -55,11 +57,10 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
     out: list[Metric] = []
     for m in parsed:
         levels = ["chunk", "doc"] if level == "both" else [level]
-        if m.name not in RANKING_METRICS or m.get("level") != "chunk":
+        if m.name not in RANKING_METRICS or m.get("level") != "auto":
             targets = [m]
         else:
-            targets = [m if lv == "chunk" else make_metric(m.name, k=m.k, **{**dict(m.params),
-                                                                             "level": lv})
+            targets = [make_metric(m.name, k=m.k, **{**dict(m.params), "level": lv})
                        for lv in levels]
         for t in targets:
             if t not in out:
@@ -105,6 +106,55 @@ def _report_skipped(loaded: LoadResult, console: Console) -> None:
             console.print(f"  ... and {len(loaded.skipped) - 20} more problems")
 
 
+def _render_head(result: EvalResult, console: Console, limit: int) -> None:
+    """Per-query values of the first ``limit`` queries (the rest: ``--csv``)."""
+    head: dict[str, None] = {}
+    total: set[str] = set()
+    for r in result:
+        total.update(r.sample_ids)
+        for sid in r.sample_ids:
+            if len(head) >= limit:
+                break
+            head.setdefault(sid, None)
+    small = EvalResult(result.name, meta=result.meta)
+    for r in result:
+        pos = [i for i, sid in enumerate(r.sample_ids) if sid in head]
+        small.add(MetricResult(r.metric, [r.sample_ids[i] for i in pos], r.values[pos],
+                               r.signature, reasons={j: r.reasons[i] for j, i in enumerate(pos)
+                                                     if i in r.reasons},
+                               counts=r.counts, higher_is_better=r.higher_is_better))
+    render_per_query(small, console)
+    if len(total) > limit:
+        console.print(f"... {len(total) - limit} more queries (use --csv for all)")
+
+
+def _write_outputs(result: EvalResult, out: Path | None, csv_path: Path | None,
+                   console: Console) -> None:
+    """``--out`` (JSON) and ``--csv``, streamed block by block (never the whole text at once)."""
+    if out is not None and common.is_stdout(out):
+        write_result_json(result, sys.stdout)
+    elif out is not None:
+        with common.writing_out(out) as p, p.open("w", encoding="utf-8") as fh:
+            write_result_json(result, fh)
+        console.print(f"wrote {out}", highlight=False, markup=False)
+    if common.state().json and (out is None or not common.is_stdout(out)):
+        common.emit_json(result)
+    if csv_path is not None:
+        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
+            write_per_query_csv(result, fh)
+        console.print(f"wrote {csv_path}", highlight=False, markup=False)
+
+
+def _print_notes(result: EvalResult, console: Console) -> None:
+    """What ``level=auto`` chose and any warning about the data."""
+    auto = result.meta.get("level_auto")
+    if auto and auto["level"] == "doc":
+        console.print(f"level: auto -> doc ({auto['why']}); write level=chunk to insist",
+                      highlight=False, markup=False)
+    for line in result.meta.get("warnings", []):
+        common.err_console().print(f"warning: {line}", highlight=False, markup=False)
+
+
 def retrieval(
     qrels: Annotated[Path | None, typer.Option(
         "--qrels", help="Qrels: TREC 'qid 0 doc rel' or JSON {qid: {doc: rel}}.")] = None,
@@ -121,7 +171,9 @@ def retrieval(
     k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
-    level: Annotated[str, typer.Option("--level", help="chunk | doc | both")] = "chunk",
+    level: Annotated[str, typer.Option(
+        "--level", help="auto (chunk when the data has chunk gold, else doc) | chunk | doc | "
+                        "both")] = "auto",
     ties: Annotated[str, typer.Option(
         "--ties", help="stable (score desc, input order) | trec (score desc, doc id desc)")] = "stable",
     match: Annotated[str, typer.Option(
@@ -139,6 +191,10 @@ def retrieval(
     name: Annotated[str | None, typer.Option("--name", help="System name.")] = None,
     doc_map: Annotated[Path | None, typer.Option(
         "--doc-map", help="JSON {chunk_id: doc_id} for --level doc (default: 'doc#n' ids).")] = None,
+    doc_id_pattern: Annotated[str | None, typer.Option(
+        "--doc-id-pattern", help="Regex: chunk id -> document id (group 'doc'), e.g. "
+                                 "'(?P<doc>.+)_part\\d+' (default rules: 'doc#n', "
+                                 "'doc_chunk_n').")] = None,
     data_format: common.FormatOpt = "auto",
     column_map: common.MapOpt = None,
     max_unscored: common.MaxUnscoredOpt = None,
@@ -170,7 +226,8 @@ def retrieval(
         result = evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"),
                                     run=run, metrics=metric_list, ties=ties, match=match,
                                     seed=seed, name=name or run.stem,
-                                    score_threshold=score_threshold, doc_of=doc_of)
+                                    score_threshold=score_threshold, doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
     elif qrels is not None:
         if evalset is not None or samples is not None:
             raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
@@ -180,7 +237,8 @@ def retrieval(
         result = evaluate_retrieval(qrels=load_qrels(qrels), run=run, metrics=metric_list,
                                     ties=ties, match=match, seed=seed,
                                     name=name or (run.stem if run else "run"),
-                                    score_threshold=score_threshold, doc_of=doc_of)
+                                    score_threshold=score_threshold, doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
     elif evalset is not None or samples is not None:
         if evalset is not None and samples is not None:
             raise UsageError("--evalset", "give --evalset or --samples, not both")
@@ -194,7 +252,8 @@ def retrieval(
                               column_map=cmap)
         result = evaluate_retrieval(loaded, run=run_data, metrics=metric_list, ties=ties,
                                     match=match, seed=seed, score_threshold=score_threshold,
-                                    name=name or (run.stem if run else path.stem), doc_of=doc_of)
+                                    name=name or (run.stem if run else path.stem), doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
         _report_skipped(loaded.result, console)
         skipped = loaded.result.n_skipped
     else:
@@ -204,17 +263,10 @@ def retrieval(
         for r in result:
             r.counts["skipped_invalid"] = skipped
     render_eval_result(result, console)
+    _print_notes(result, console)
     if by_query:
-        render_per_query(result, console, limit=BY_QUERY_LIMIT)
-    common.finish_result(result, out, console)
-    if csv_path is not None:
-        rows = per_query_rows(result)
-        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=["query", *result.results])
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-        console.print(f"wrote {csv_path}")
+        _render_head(result, console, BY_QUERY_LIMIT)
+    _write_outputs(result, out, csv_path, console)
     for line in common.check_scored(common.results_of(result), max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
 

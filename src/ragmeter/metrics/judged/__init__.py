@@ -14,6 +14,8 @@ module             what it holds
                    (:class:`Asking`, :func:`run_plan`)
 ``state.py``       typed planner state (:class:`SampleJudgement`, :class:`JudgePlan`,
                    :class:`JudgedState`) and the context a judged metric reads
+``behaviours.py``  opt-in behaviour metrics with their calls: history_faithfulness,
+                   citation_support, judged_refusal
 =================  ===========================================================================
 
 A judged metric declared here is scored by ``evaluate_generation`` and graded on the judge
@@ -22,6 +24,7 @@ benchmark (``ragmeter judge bench``) with the same calls and readers, with no fu
 
 from __future__ import annotations
 
+from ragmeter.metrics.judged import behaviours as _behaviours  # noqa: F401
 from ragmeter.metrics.judged import questions as _builtin_calls  # noqa: F401  (registers them)
 from ragmeter.metrics.judged.calls import (
     CALLS,
