@@ -242,6 +242,8 @@ TEXT: dict[str, tuple[str, str]] = {
     "st_running": ("running", "идёт"),
     "st_stalled": ("stalled (no progress for 10 min)", "остановился (10 мин без хода)"),
     "st_stored": ("finished", "завершён"),
+    "check_pass": ("PASS", "ПРОЙДЕНО"),
+    "check_fail": ("FAIL", "НЕ ПРОЙДЕНО"),
     "v_side": ("Side by side", "Рядом"),
     "v_side_short": ("side by side", "рядом"),
     "v_side_intro": ("One question in two or more runs: each run's answer, its contexts (gold "
@@ -288,6 +290,12 @@ def t(key: str, lang: str = "en", **fields: object) -> str:
         return key.format(**fields) if fields else key
     text = pair[1] if lang == "ru" else pair[0]
     return text.format(**fields) if fields else text
+
+
+def status_text(status: str, lang: str = "en") -> str:
+    """A run's or tier's status (``complete``, ``failed``, ``ok``...) in ``lang``."""
+    key = f"st_{status}"
+    return t(key, lang) if key in TEXT else status
 
 
 def check_lang(lang: str) -> str:

@@ -187,8 +187,9 @@ def live_page(run: LiveRun, lang: str) -> str:
             f"{v['n']}</td><td class=num>{v['n_unscored']}</td></tr>"
             for v in tier.to_dict()["values"])
         table = (f"<table class=live-values><thead><tr><th>{words['system']}</th><th>"
-                 f"{words['metric']}</th><th>{words['mean']}</th><th>n</th><th>"
-                 f"{words['unscored']}</th></tr></thead><tbody>{rows}</tbody></table>"
+                 f"{words['metric']}</th><th class=num>{words['mean']}</th><th class=num>n"
+                 f"</th><th class=num>{words['unscored']}</th></tr></thead><tbody>{rows}"
+                 "</tbody></table>"
                  if rows else "")
         total = tier.total if tier.total is not None else max(tier.done, 1)
         status = f" · {escape(t('st_' + tier.status, lang))}" if tier.status else ""

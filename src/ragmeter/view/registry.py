@@ -10,7 +10,7 @@ from typing import Any
 from ragmeter.reports import svg
 from ragmeter.reports.decision import rank_metrics
 from ragmeter.reports.html import _fmt_value
-from ragmeter.reports.i18n import t
+from ragmeter.reports.i18n import status_text, t
 from ragmeter.reports.tiers_view import tier_position
 from ragmeter.results.store import MetricSummary, RunRow
 from ragmeter.view.links import href, run_href, tags_html
@@ -165,7 +165,7 @@ def _status_cells(r: RunRow, lang: str) -> str:
     if r.n_tiers_not_run:
         notes.append(f"<span class=muted>{t('v_tiers_not_run', lang, n=r.n_tiers_not_run)}</span>")
     extra = (" " + ", ".join(notes)) if notes else ""
-    return (f"<td{cls}>{escape(t('st_' + status, lang))}</td><td class=num>{r.n_tiers_ok}{extra}"
+    return (f"<td{cls}>{escape(status_text(status, lang))}</td><td class=num>{r.n_tiers_ok}{extra}"
             "</td>")
 
 

@@ -108,8 +108,8 @@
       if (tier.values.length) {
         var table = el("table", null, "live-values");
         var head = table.createTHead().insertRow();
-        [words.system, words.metric, words.mean, "n", words.unscored].forEach(function (h) {
-          head.appendChild(el("th", h));
+        [words.system, words.metric, words.mean, "n", words.unscored].forEach(function (h, i) {
+          head.appendChild(el("th", h, i >= 2 ? "num" : ""));
         });
         var tb = table.createTBody();
         tier.values.forEach(function (v) {
