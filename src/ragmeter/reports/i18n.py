@@ -242,6 +242,10 @@ TEXT: dict[str, tuple[str, str]] = {
     "st_running": ("running", "идёт"),
     "st_stalled": ("stalled (no progress for 10 min)", "остановился (10 мин без хода)"),
     "st_stored": ("finished", "завершён"),
+    "explorer_hidden": ("{n} other scored items (texts, sessions, log rows) have no value in "
+                        "these columns: they are in their tiers' sections above.",
+                        "Ещё {n} оценённых элементов (тексты, сессии, строки журнала) без "
+                        "значения в этих столбцах: они в разделах своих уровней выше."),
     "check_pass": ("PASS", "ПРОЙДЕНО"),
     "check_fail": ("FAIL", "НЕ ПРОЙДЕНО"),
     "v_side": ("Side by side", "Рядом"),

@@ -41,7 +41,7 @@ def register(app: typer.Typer) -> None:
 
           ragmeter view --store results.sqlite --port 8770 --lang en
 
-          ragmeter view --export site/   (then open site/index.html)
+          ragmeter view --export site
         """
         from pathlib import Path
 
