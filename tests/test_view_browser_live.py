@@ -22,11 +22,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import cdp
+from ragmeter.results.store import ResultStore
 from test_view_export import make_store
 from test_view_live import start_slow_run
 from test_view_side_by_side import _run
-
-from ragmeter.results.store import ResultStore
 
 pytestmark = [
     pytest.mark.browser, pytest.mark.slow,

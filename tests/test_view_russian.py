@@ -6,10 +6,9 @@ from __future__ import annotations
 import asyncio
 import re
 
-from test_view_scale import _fill, _get, _run
-
 from ragmeter.reports.markdown import run_markdown
 from ragmeter.runner.gating import Threshold, check_thresholds
+from test_view_scale import _fill, _get, _run
 
 
 def _text(html: str) -> str:
