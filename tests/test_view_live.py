@@ -110,3 +110,28 @@ def test_live_pages_refuse_unknown_runs_and_paths(tmp_path):
             return [(await c.get(p)).status for p in
                     ("/api/live/nope", "/live/.x", "/api/live/x", "/api/live")]
     assert asyncio.run(go()) == [404, 404, 200, 200]
+
+
+def test_registry_shows_a_run_that_starts_after_it_was_cached(tmp_path):
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from ragmeter.view import make_app
+
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    ResultStore(url).engine.dispose()
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    async def go():
+        async with TestClient(TestServer(make_app(url, runs_dir=str(runs)))) as c:
+            before = await (await c.get("/")).text()
+            folder = runs / "20260101-000000-abcdef"
+            folder.mkdir()
+            (folder / "meta.json").write_text(json.dumps(
+                {"run_id": folder.name, "name": "late", "tiers": ["toy"]}))
+            (folder / "progress.jsonl").write_text(json.dumps(
+                {"type": "tier_start", "tier": "toy", "total": 8}) + "\n")
+            return before, await (await c.get("/")).text()
+    before, after = asyncio.run(go())
+    assert "class=live-row" not in before
+    assert 'class=live-row data-run="20260101-000000-abcdef"' in after and "0/8" in after

@@ -20,6 +20,7 @@ from ragmeter.results.store import ResultStore, StoredRun, mask_url
 from ragmeter.text import detect_language
 from ragmeter.view import pages
 from ragmeter.view.data import MAX_CACHED_CHARS, CorruptRun, StoreData
+from ragmeter.view.live import runs_version
 from ragmeter.view.params import BadQuery, check_names
 from ragmeter.view.table import PAGES, Page, PageRequest
 
@@ -125,6 +126,8 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
             if not page.cache:
                 return render(request)
             version = viewer.data.version()
+            if page.watches_runs and viewer.runs_dir:
+                version += "|" + runs_version(viewer.runs_dir)
             key = ("page", page.name, request.path_qs, lang_of(request))
             out = viewer.data.cached(key, lambda: render(request), version)
             if len(out[1]) > MAX_CACHED_CHARS:

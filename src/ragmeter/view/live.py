@@ -159,6 +159,27 @@ def live_rows(runs_dir: str | Path | None, stored_ids: Iterable[str]) -> list[Li
     return [x for x in out if x is not None]
 
 
+def runs_version(runs_dir: str | Path) -> str:
+    """Changes when a run folder appears or a recent run's log grows (for caches of pages that
+    list the running runs)."""
+    root = Path(runs_dir)
+    try:
+        parts = [str(root.stat().st_mtime_ns)]
+        folders = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.name,
+                         reverse=True)[:MAX_LIVE]
+    except OSError:
+        return "-"
+    for folder in folders:
+        try:
+            st = (folder / "progress.jsonl").stat()
+            parts.append(f"{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            parts.append("-")
+    if folders:  # a run that stopped writing turns "stalled" with time alone
+        parts.append(str(int(time.time() // 60)))
+    return ",".join(parts)
+
+
 def find_live(runs_dir: str | Path | None, run_id: str, stored_ids: Sequence[str]
               ) -> LiveRun | None:
     if not runs_dir or "/" in run_id or "\\" in run_id or run_id.startswith("."):

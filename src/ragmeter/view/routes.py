@@ -18,7 +18,7 @@ from ragmeter.view.params import (
 from ragmeter.view.table import PageOut, PageRequest, page
 
 
-@page("/", title="v_runs", name="runs", nav=True,
+@page("/", title="v_runs", name="runs", nav=True, watches_runs=True,
       params=("name", "tag", "commit", "since", "until", "col", "page"),
       doc="every run, newest first; filter by name, tag (`meta.tags` or `config.tags`), git "
           "commit prefix, date range; key metrics of the filtered runs as columns "

@@ -88,6 +88,8 @@ class Page:
     cache: bool = True
     #: the handler's ``PageOut.data`` is the answer, as JSON (a small endpoint pages poll)
     json: bool = False
+    #: the page also shows the runs still running: its cache follows the runner's folder too
+    watches_runs: bool = False
 
     def title_in(self, lang: str) -> str:
         if isinstance(self.title, tuple):
@@ -107,13 +109,14 @@ PAGES: Registry[Page] = Registry("viewer page", key="page", modules=("ragmeter.v
 def page(route: str, *, title: str | tuple[str, str], name: str | None = None,
          nav: bool = False, section: str | None = None, doc: str = "",
          shown_route: str | None = None, params: tuple[str, ...] | None = None,
-         cache: bool = True, json: bool = False) -> Callable[[Handler], Handler]:
+         cache: bool = True, json: bool = False,
+         watches_runs: bool = False) -> Callable[[Handler], Handler]:
     """Declare the decorated function as the handler of a page (its name: the function's)."""
     def deco(fn: Handler) -> Handler:
         key = name or fn.__name__
         PAGES.register(key, Page(key, route, title, fn, nav=nav, section=section, doc=doc,
                                  shown_route=shown_route, params=params, cache=cache,
-                                 json=json))
+                                 json=json, watches_runs=watches_runs))
         return fn
     return deco
 
