@@ -170,6 +170,8 @@ def test_static_export_opens_from_disk(tmp_path, browser):
     browser.open((site / "index.html").as_uri())
     _clean(browser, "file://")
     assert browser.eval("document.querySelectorAll('#runs tbody tr').length") == 2
+    assert browser.eval("getComputedStyle(document.querySelector('form.filters')).display") \
+        == "none"  # filters need the server
     browser.screenshot(SHOTS / "export-index.png")
     href = browser.eval("document.querySelector('#runs tbody a[href]').getAttribute('href')")
     assert href.endswith(".html") and not href.startswith("/")

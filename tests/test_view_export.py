@@ -51,7 +51,7 @@ def test_export_writes_linked_static_pages(tmp_path):
             assert not link.startswith(("/", "http:", "https:")), (f, link)
             assert (out / f).parent.joinpath(link).resolve().is_file(), (f, link)
     index = (out / "index.html").read_text(encoding="utf-8")
-    assert 'href="run/run-b.html"' in index and "data-offline hidden" in index
+    assert 'href="run/run-b.html"' in index and "data-offline style=\"display:none\"" in index
     sample = next(f for f in files if "/sample/" in f)
     assert 'href="../../run-a.html' in (out / sample).read_text() or "../../run-b.html" in (
         out / sample).read_text()

@@ -81,7 +81,8 @@ def _rewrite(html: str, here: str, files: dict[str, str], lang: str) -> tuple[st
             return 'data-offline="not exported"'
         return f'href="{os.path.relpath(target, folder or ".")}"'
     html = _HREF.sub(sub, html)
-    html = re.sub(r"<form class=filters", "<form class=filters data-offline hidden", html)
+    html = html.replace("<form class=filters",
+                        '<form class=filters data-offline style="display:none"')
     html = html.replace("<form method=get action=\"/diff\" id=pick-form",
                         "<form onsubmit=\"return false\" id=pick-form")
     return html, missing
