@@ -75,8 +75,14 @@ def register(app: typer.Typer) -> None:
         estimate: common.EstimateOpt = False,
         max_cost: common.MaxCostOpt = None,
         max_calls: common.MaxCallsOpt = None,
+        target: TargetOpt = None,
+        target_entry: TargetEntryOpt = None,
+        replay: ReplayOpt = False,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
+
+        With --target, your RAG system answers every question first (its 'answer' entry, or
+        'generate' from the gold context) and its latency is measured too.
 
         Examples:
 
@@ -93,6 +99,17 @@ def register(app: typer.Typer) -> None:
         loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
                               column_map=parse_map(column_map))
         items = list(loaded.samples)
+        filled = None
+        if target is not None:
+            from ragmeter.targets.oneshot import fill_from_target
+
+            filled = fill_from_target(items, target, entry=target_entry, default_entry="answer",
+                                      replay=replay, estimate=estimate)
+            items = filled.samples
+        elif replay or target_entry:
+            from ragmeter.errors import UsageError
+
+            raise UsageError("--replay" if replay else "--target-entry", "needs --target")
         extra = {"language": language}
         if judge_record:
             extra["record_path"] = judge_record
@@ -136,7 +153,15 @@ def register(app: typer.Typer) -> None:
             if sink is not None:
                 sink.close()
         if result is None:
+            if filled is not None:
+                from ragmeter.targets.oneshot import planned_calls
+
+                common.human_console().print(planned_calls(filled))
             return
+        if filled is not None:
+            from ragmeter.targets.oneshot import finish
+
+            finish(result, filled, seed=seed)
         console = common.human_console()
         console.print(_table(result))
         for skip in result.meta.get("skipped_metrics", ()):
@@ -155,6 +180,17 @@ def register(app: typer.Typer) -> None:
         for line in common.check_scored(common.results_of(result), max_unscored):
             common.err_console().print(f"partly unscored: {line}", highlight=False,
                                        markup=False)
+
+
+TargetOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer
+    "--target", help="Your RAG system, asked every question first: a target config file "
+    "(YAML/JSON), module:function, or an http(s) URL. See docs/targets.md.")]
+TargetEntryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer
+    "--target-entry", help="answer (default: question -> answer + contexts) or generate "
+    "(question + gold context -> answer).")]
+ReplayOpt = Annotated[bool, typer.Option(
+    "--replay", help="With --target: re-score the target's recorded replies, calling "
+    "nothing.")]
 
 
 class SampleSink:
