@@ -114,3 +114,14 @@ def test_gold_flags_by_id_grade_and_reference_text():
     assert gold_flags(s, ["c1", "c2", "c3", "c4", "c5"],
                       ["a", "b", "c", "d", "exact text"]) == [False, True, True, False, True]
     assert not np.any(gold_flags({}, ["x"], ["y"]))
+
+
+def test_sample_page_shows_the_reasoning_readably(tmp_path):
+    got = asyncio.run(_get(_app(tmp_path), ["/run/run-a/sample/q1"]))
+    status, html = got["/run/run-a/sample/q1"]
+    assert status == 200
+    assert "<table class=claims>" in html and "It takes 3 days." in html
+    assert "<td class=no>✗ no</td><td>no context mentions 3 days</td>" in html
+    # the raw JSON only inside its folded block
+    before_raw = html.split("all details (JSON)", 1)[0]
+    assert "&quot;verdicts&quot;" not in before_raw

@@ -246,6 +246,7 @@ TEXT: dict[str, tuple[str, str]] = {
                         "these columns: they are in their tiers' sections above.",
                         "Ещё {n} оценённых элементов (тексты, сессии, строки журнала) без "
                         "значения в этих столбцах: они в разделах своих уровней выше."),
+    "v_raw_details": ("all details (JSON)", "все подробности (JSON)"),
     "check_pass": ("PASS", "ПРОЙДЕНО"),
     "check_fail": ("FAIL", "НЕ ПРОЙДЕНО"),
     "v_side": ("Side by side", "Рядом"),

@@ -18,7 +18,6 @@ from ragmeter.reports.decision import TierDecision, decide
 from ragmeter.reports.html import (
     _asset,
     _fmt_value,
-    _reasons_from_details,
     decision_charts,
     decision_table,
     json_for_script,
@@ -32,6 +31,7 @@ from ragmeter.view.diff import diff_page, sample_changes, sample_regressions
 from ragmeter.view.history import headline, history_page, metric_choices
 from ragmeter.view.links import href, run_href
 from ragmeter.view.registry import PAGE_SIZE, default_columns, filter_runs, registry_page
+from ragmeter.view.side import reasoning_html
 from ragmeter.view.table import nav_entries
 
 __all__ = ["CSP", "CSP_HEADER", "JUDGES_RUNS", "PAGE_SIZE", "broken_note", "compare_page",
@@ -103,18 +103,17 @@ def sample_page(run: StoredRun, sample_id: str, lang: str) -> str:
                     found = True
                     value = (_fmt_value(s.value) if s.value is not None else
                              f'<span class=bad-text>{t("unscored", lang)}</span>')
-                    judge = _reasons_from_details(s.details)
+                    readable = reasoning_html(s.details, lang)  # claims with verdicts
                     detail = ""
                     if s.details:
-                        detail = (f"<details><summary>{t('v_details', lang)}</summary><pre>"
+                        detail = (f"<details><summary>{t('v_raw_details', lang)}</summary><pre>"
                                   + escape(json.dumps(dict(s.details), ensure_ascii=False,
                                                       indent=1, default=str)[:20000])
                                   + "</pre></details>")
                     rows.append(
                         f"<tr><td>{escape(tier_title(tier, lang))}</td><td>{escape(res.name)}"
                         f"</td><td><code>{escape(key)}</code></td><td class=num>{value}</td>"
-                        f"<td>{escape(s.reason or '')}</td><td>"
-                        + "<br>".join(escape(j) for j in judge) + f"{detail}</td></tr>")
+                        f"<td>{escape(s.reason or '')}</td><td>{readable}{detail}</td></tr>")
     if not found:
         return error_body(f"no sample '{sample_id}' in run {run.id}", lang)
     parts = [f"<h1>{t('v_sample', lang)} <code>{escape(sample_id)}</code></h1>",
