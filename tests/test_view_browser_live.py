@@ -84,12 +84,20 @@ def _wait(browser: cdp.Browser, expression: str, timeout: float = 60) -> None:
 
 
 def test_live_run_page_updates_in_place(tmp_path, browser):
-    run, url, runs = start_slow_run(tmp_path, sleep=0.15)
+    run, url, runs = start_slow_run(tmp_path, sleep=0.3)
     server, base = _serve(url, "--runs", str(runs))
     try:
         deadline = time.time() + 60  # the run folder appears once the run has started
         while not (runs / "live-run-1" / "progress.jsonl").exists() and time.time() < deadline:
             time.sleep(0.2)
+        # the runs page lists it on top and refreshes its progress in place
+        browser.open(f"{base}/?lang=en")
+        cell = "document.querySelector('#live-runs tr[data-run=\"live-run-1\"]').cells[3]" \
+               ".textContent"
+        shown = browser.eval(cell)
+        _wait(browser, f"+document.body.getAttribute('data-live-polls') >= 1 && {cell} !== "
+                       f"{shown!r}")
+        browser.screenshot(SHOTS / "live-runs-page.png", full=False)
         browser.open(f"{base}/live/live-run-1?lang=en")
         browser.eval("window.__sameDocument = 1")
         first = int(browser.eval("+document.getElementById('live').getAttribute('data-done')"

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -146,7 +147,10 @@ def live_table(live: Sequence[Any], lang: str) -> str:
         f'{escape(href("/live/" + x.run_id, lang=lang))}"><code>{escape(x.run_id)}</code></a>'
         f"</td><td>{escape(x.name)} {tags_html(x.tags)}</td><td>{escape(x.state_text(lang))}"
         f"</td><td class=num>{x.done}/{x.total if x.total else '?'}</td></tr>" for x in live)
-    return (f"<h2>{t('v_live', lang)}</h2><table id=live-runs><thead><tr><th>id</th>"
+    words = escape(json.dumps({k: t(k, lang) for k in ("st_running", "st_stalled", "st_stored")},
+                              ensure_ascii=False))
+    return (f"<h2>{t('v_live', lang)}</h2><table id=live-runs data-src=\"/api/live?lang={lang}\" "
+            f"data-words='{words}'><thead><tr><th>id</th>"
             f"<th>{t('name', lang)}</th><th>{t('status', lang)}</th>"
             f"<th class=num>{t('v_progress', lang)}</th></tr></thead><tbody>{trs}</tbody>"
             "</table>")

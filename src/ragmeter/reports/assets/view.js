@@ -76,6 +76,30 @@
     }
   });
 
+  /* ---- runs page: the running runs' progress and state, refreshed in place */
+  var liveRuns = document.getElementById("live-runs");
+  if (liveRuns) {
+    var runWords = JSON.parse(liveRuns.getAttribute("data-words") || "{}");
+    var refresh = function () {
+      fetch(liveRuns.getAttribute("data-src"), { cache: "no-store" }).then(function (r) {
+        return r.json();
+      }).then(function (data) {
+        var byId = {};
+        data.runs.forEach(function (x) { byId[x.run_id] = x; });
+        Array.prototype.forEach.call(liveRuns.tBodies[0].rows, function (tr) {
+          var x = byId[tr.getAttribute("data-run")];
+          tr.cells[2].textContent = x ? (runWords["st_" + x.state] || x.state)
+            : (runWords.st_stored || "finished");
+          if (x) { tr.cells[3].textContent = x.done + "/" + (x.total === null ? "?" : x.total); }
+        });
+        body.setAttribute("data-live-polls",
+          String(+(body.getAttribute("data-live-polls") || 0) + 1));
+        setTimeout(refresh, 3000);
+      }).catch(function () { setTimeout(refresh, 10000); });
+    };
+    setTimeout(refresh, 2000);
+  }
+
   /* ---- live run: poll the small JSON endpoint and redraw the progress in place */
   var live = document.getElementById("live");
   if (!live) { return; }
