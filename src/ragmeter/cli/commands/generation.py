@@ -30,6 +30,41 @@ def _table(result: Any) -> Any:
     return table
 
 
+def _load(samples: Path, skip_invalid: bool, data_format: str, column_map: Any,
+          target: Any, target_entry: Any, replay: bool, estimate: bool) -> tuple[Any, list[Any],
+                                                                              Any]:
+    """The samples file loaded, and the target's answers filled in when one is given."""
+    from ragmeter.data.formats import parse_map
+    from ragmeter.data.loaders import load_samples
+    from ragmeter.errors import UsageError
+
+    loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
+                          column_map=parse_map(column_map))
+    items = list(loaded.samples)
+    if target is None:
+        if replay or target_entry:
+            raise UsageError("--replay" if replay else "--target-entry", "needs --target")
+        return loaded, items, None
+    from ragmeter.targets.oneshot import fill_from_target
+
+    filled = fill_from_target(items, target, entry=target_entry, default_entry="answer",
+                              replay=replay, estimate=estimate)
+    return loaded, filled.samples, filled
+
+
+def _metric_list(metrics: list[str] | None) -> list[str] | None:
+    """``--metrics`` values split on commas outside parentheses (None: the default set)."""
+    from ragmeter.errors import UsageError
+    from ragmeter.metrics.registry import split_metric_list
+
+    if metrics is None:
+        return None
+    out = [m for item in metrics for m in split_metric_list(item)]
+    if not out:
+        raise UsageError("--metrics", f"no metric named in {metrics!r}")
+    return out
+
+
 def register(app: typer.Typer) -> None:
     @app.command("generation")
     def generation(
@@ -91,25 +126,11 @@ def register(app: typer.Typer) -> None:
           ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
         """
 
-        from ragmeter.data.formats import parse_map
-        from ragmeter.data.loaders import load_samples
         from ragmeter.generation.evaluate import evaluate_generation
 
         common.parse_fraction(max_unscored)
-        loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
-                              column_map=parse_map(column_map))
-        items = list(loaded.samples)
-        filled = None
-        if target is not None:
-            from ragmeter.targets.oneshot import fill_from_target
-
-            filled = fill_from_target(items, target, entry=target_entry, default_entry="answer",
-                                      replay=replay, estimate=estimate)
-            items = filled.samples
-        elif replay or target_entry:
-            from ragmeter.errors import UsageError
-
-            raise UsageError("--replay" if replay else "--target-entry", "needs --target")
+        _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
+                                       target_entry, replay, estimate)
         extra = {"language": language}
         if judge_record:
             extra["record_path"] = judge_record
@@ -119,14 +140,7 @@ def register(app: typer.Typer) -> None:
             backend=judge_backend if judge_backend != "openai" else None, **extra)
         if cfg is not None and check_judge and not estimate:
             common.check_judge_reachable(cfg)
-        from ragmeter.metrics.registry import split_metric_list
-
-        metric_list = ([m for item in metrics for m in split_metric_list(item)]
-                       if metrics is not None else None)
-        if metric_list is not None and not metric_list:
-            from ragmeter.errors import UsageError
-
-            raise UsageError("--metrics", f"no metric named in {metrics!r}")
+        metric_list = _metric_list(metrics)
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
             else None
