@@ -66,7 +66,7 @@ app = typer.Typer(
          "error; 3 the work failed (tier errored, metric with no scored sample, store not "
          "written); 4 internal error (rerun with --debug).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion
     pretty_exceptions_enable=False,
 )
 

@@ -75,6 +75,16 @@ class LoadResult:
         """Number of records (or unreadable lines) skipped."""
         return len({(p.line, p.source) for p in self.skipped})
 
+    # a LoadResult is its samples wherever samples are taken (evaluate_generation, ...)
+    def __iter__(self) -> Iterator[Sample]:
+        return iter(self.samples)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> Sample:
+        return self.samples[index]
+
 
 def read_records(path: str | Path) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
     """Read ``path`` (JSON Lines, JSON, CSV, TSV or Parquet, detected by content) into
