@@ -225,8 +225,18 @@ HISTORY_ROLES = ("user", "assistant", "system")
 
 def _check_history(values: dict[str, Any], bad: Bad) -> None:
     """``history``: earlier turns as ``{"role", "content"}`` objects; plain strings alternate
-    user / assistant, starting with the user."""
+    user / assistant, starting with the user; ``{"question", "answer"}`` turns (synthetic
+    conversational items, UX sessions) are two messages. Without a top-level ``history``, a
+    ``metadata.history`` (how the evalset format keeps it) is read the same way."""
     turns = values.get("history")
+    meta = values.get("metadata")
+    if turns is None and isinstance(meta, Mapping) and isinstance(meta.get("history"), list):
+        probe: dict[str, Any] = {"history": meta["history"]}
+        errors: list[str] = []
+        _check_history(probe, lambda fld, msg: errors.append(msg))
+        if not errors:  # free-form metadata: promoted only when it reads as turns
+            values["history"] = probe["history"]
+        return
     if turns is None:
         return
     if not isinstance(turns, list):
@@ -239,6 +249,11 @@ def _check_history(values: dict[str, Any], bad: Bad) -> None:
         if not isinstance(t, Mapping):
             bad("history", f"item {i} must be an object with role and content")
             return
+        if "role" not in t and isinstance(t.get("question"), str):  # a {question, answer} turn
+            out.append({"role": "user", "content": t["question"]})
+            if isinstance(t.get("answer"), str) and t["answer"]:
+                out.append({"role": "assistant", "content": t["answer"]})
+            continue
         role, content = t.get("role"), t.get("content")
         if role not in HISTORY_ROLES:
             bad("history", f"item {i}: role must be one of {', '.join(HISTORY_ROLES)}, "
