@@ -75,6 +75,16 @@ class LoadResult:
         """Number of records (or unreadable lines) skipped."""
         return len({(p.line, p.source) for p in self.skipped})
 
+    # a LoadResult is its samples wherever samples are taken (evaluate_generation, ...)
+    def __iter__(self) -> Iterator[Sample]:
+        return iter(self.samples)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> Sample:
+        return self.samples[index]
+
 
 def read_records(path: str | Path) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
     """Read ``path`` (JSON Lines, JSON, CSV, TSV or Parquet, detected by content) into
@@ -218,8 +228,18 @@ HISTORY_ROLES = ("user", "assistant", "system")
 
 def _check_history(values: dict[str, Any], bad: Bad) -> None:
     """``history``: earlier turns as ``{"role", "content"}`` objects; plain strings alternate
-    user / assistant, starting with the user."""
+    user / assistant, starting with the user; ``{"question", "answer"}`` turns (synthetic
+    conversational items, UX sessions) are two messages. Without a top-level ``history``, a
+    ``metadata.history`` (how the evalset format keeps it) is read the same way."""
     turns = values.get("history")
+    meta = values.get("metadata")
+    if turns is None and isinstance(meta, Mapping) and isinstance(meta.get("history"), list):
+        probe: dict[str, Any] = {"history": meta["history"]}
+        errors: list[str] = []
+        _check_history(probe, lambda fld, msg: errors.append(msg))
+        if not errors:  # free-form metadata: promoted only when it reads as turns
+            values["history"] = probe["history"]
+        return
     if turns is None:
         return
     if not isinstance(turns, list):
@@ -232,6 +252,11 @@ def _check_history(values: dict[str, Any], bad: Bad) -> None:
         if not isinstance(t, Mapping):
             bad("history", f"item {i} must be an object with role and content")
             return
+        if "role" not in t and isinstance(t.get("question"), str):  # a {question, answer} turn
+            out.append({"role": "user", "content": t["question"]})
+            if isinstance(t.get("answer"), str) and t["answer"]:
+                out.append({"role": "assistant", "content": t["answer"]})
+            continue
         role, content = t.get("role"), t.get("content")
         if role not in HISTORY_ROLES:
             bad("history", f"item {i}: role must be one of {', '.join(HISTORY_ROLES)}, "
@@ -337,6 +362,9 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     if format != "auto":
         check_explicit_format(format, records, source)
     fmt = get_format(detect_format(records) if format == "auto" else format)
+    if fmt.convert is not None:  # nested traces: flat sample records first
+        table = fmt.convert(table)
+        records, problems = table.records, list(table.problems)
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
@@ -525,6 +553,10 @@ class SampleStream:
             check_explicit_format(self.format, head, source)
         fmt = get_format(detect_format(head) if self.format == "auto" else self.format)
         tabular = self.container in ("csv", "tsv")
+        if fmt.convert is not None:  # nested traces: the whole file, converted to flat records
+            flat = fmt.convert(Table([*head, *records], list(unreadable), self.container, source))
+            records, head, tabular = iter(flat.records), [], False
+            unreadable[:] = flat.problems
         for index, (line, rec) in enumerate(itertools.chain(head, records)):
             n_records += 1
             probs = record_limit_problems(rec, source, line, self.max_items)

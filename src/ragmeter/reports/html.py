@@ -37,7 +37,7 @@ from ragmeter.reports.explorer import fmt_value as _fmt_value
 from ragmeter.reports.explorer import (  # noqa: F401 (the viewer's pages import it from here)
     reasons_from_details as _reasons_from_details,
 )
-from ragmeter.reports.i18n import check_lang, results_lang, t
+from ragmeter.reports.i18n import check_lang, results_lang, status_text, t
 from ragmeter.reports.judge_card import card_section
 from ragmeter.reports.judge_labels import is_demo, mock_banner
 from ragmeter.reports.tiers_view import tier_title
@@ -379,7 +379,7 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
     colors = svg.system_colors(r.name for rec in run.tiers.values() for r in rec.results)
     parts = [f"<header><h1>{escape(run.name)}</h1><p class=meta>{t('run', lang)} "
              f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)} "
-             f"{escape(run.status)} · git <code>{escape((run.git_commit or '–')[:12])}</code>"
+             f"{escape(status_text(run.status, lang))} · git <code>{escape((run.git_commit or '–')[:12])}</code>"
              f" · ragmeter {escape(__version__)}</p></header>"]
     if demo:
         parts.append('<div class="banner demo" id="demo-banner">'

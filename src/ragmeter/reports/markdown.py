@@ -132,7 +132,8 @@ def _gate_md(gate_rows: Sequence[Any], lang: str) -> list[str]:
               f"{t('threshold', lang)} | {t('verdict', lang)} | {t('message', lang)} |",
               "|---|---|---:|---|---|---|"]
     lines += [f"| {md_escape(r.target)} | {md_code(r.metric)} | {_f(r.value)} | "
-              f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} {r.verdict} | "
+              f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} "
+              f"{t('check_pass' if r.passed else 'check_fail', lang)} | "
               f"{md_escape(r.message)} |" for r in gate_rows]
     lines.append("")
     return lines

@@ -168,9 +168,11 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
         scale="binary" if plan.binary and graded else None,
         claims=(plan.judgements[0].claims_source
                 if plan.judgements and "claims" in calls else None),
-        **(prepared.signature if prepared is not None else {}))
+        **(prepared.signature if prepared is not None else {}),
+        **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}))
     return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
-                                    counts={"judge_calls": plan.n_requests})
+                                    counts={"judge_calls": plan.n_requests,
+                                            **(pii.redaction_counts() if pii else {})})
 
 
 def _shared_plan(ctx: JudgedContext, metric: Metric) -> JudgePlan:
