@@ -24,7 +24,7 @@ def test_view_port_zero_picks_a_free_port(monkeypatch: pytest.MonkeyPatch, capsy
 
     seen: dict[str, int] = {}
 
-    def fake_serve(store, *, host, port, lang, print_fn):  # type: ignore[no-untyped-def]
+    def fake_serve(store, *, port, **kwargs):  # type: ignore[no-untyped-def]
         seen["port"] = port
 
     monkeypatch.setattr(view_pkg, "serve", fake_serve)

@@ -106,8 +106,7 @@ def evaluate_generation(
             "total": total, "per_sample": total / max(1, len(ctx.samples)),
             "by_prompt": _summed(p.by_prompt for p in plans), "judge": plans[0].judge_name,
             "model": plans[0].judge_model, "demo": plans[0].binary,
-            "mock": any(p.mock for p in plans),
-        }
+            "mock": any(p.mock for p in plans)}
     return result
 
 
