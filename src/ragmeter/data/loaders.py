@@ -75,6 +75,16 @@ class LoadResult:
         """Number of records (or unreadable lines) skipped."""
         return len({(p.line, p.source) for p in self.skipped})
 
+    # a LoadResult is its samples wherever samples are taken (evaluate_generation, ...)
+    def __iter__(self) -> Iterator[Sample]:
+        return iter(self.samples)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> Sample:
+        return self.samples[index]
+
 
 def read_records(path: str | Path) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
     """Read ``path`` (JSON Lines, JSON, CSV, TSV or Parquet, detected by content) into
@@ -197,6 +207,9 @@ def _check_texts(values: Mapping[str, Any], bad: Bad) -> None:
         v = values.get(name)
         if v is not None and not isinstance(v, str):
             bad(name, f"must be a string, got {type(v).__name__}")
+    q = values.get("user_input")
+    if isinstance(q, str) and q and not q.strip():
+        bad("user_input", "is only whitespace (a question with no text)")
     for name in STR_LIST_FIELDS:
         v = values.get(name)
         if v is None:
@@ -215,8 +228,18 @@ HISTORY_ROLES = ("user", "assistant", "system")
 
 def _check_history(values: dict[str, Any], bad: Bad) -> None:
     """``history``: earlier turns as ``{"role", "content"}`` objects; plain strings alternate
-    user / assistant, starting with the user."""
+    user / assistant, starting with the user; ``{"question", "answer"}`` turns (synthetic
+    conversational items, UX sessions) are two messages. Without a top-level ``history``, a
+    ``metadata.history`` (how the evalset format keeps it) is read the same way."""
     turns = values.get("history")
+    meta = values.get("metadata")
+    if turns is None and isinstance(meta, Mapping) and isinstance(meta.get("history"), list):
+        probe: dict[str, Any] = {"history": meta["history"]}
+        errors: list[str] = []
+        _check_history(probe, lambda fld, msg: errors.append(msg))
+        if not errors:  # free-form metadata: promoted only when it reads as turns
+            values["history"] = probe["history"]
+        return
     if turns is None:
         return
     if not isinstance(turns, list):
@@ -229,6 +252,11 @@ def _check_history(values: dict[str, Any], bad: Bad) -> None:
         if not isinstance(t, Mapping):
             bad("history", f"item {i} must be an object with role and content")
             return
+        if "role" not in t and isinstance(t.get("question"), str):  # a {question, answer} turn
+            out.append({"role": "user", "content": t["question"]})
+            if isinstance(t.get("answer"), str) and t["answer"]:
+                out.append({"role": "assistant", "content": t["answer"]})
+            continue
         role, content = t.get("role"), t.get("content")
         if role not in HISTORY_ROLES:
             bad("history", f"item {i}: role must be one of {', '.join(HISTORY_ROLES)}, "
@@ -334,6 +362,9 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     if format != "auto":
         check_explicit_format(format, records, source)
     fmt = get_format(detect_format(records) if format == "auto" else format)
+    if fmt.convert is not None:  # nested traces: flat sample records first
+        table = fmt.convert(table)
+        records, problems = table.records, list(table.problems)
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
@@ -370,6 +401,9 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     if problems and (not skip_invalid or (not samples and hint)):
         raise DataError(problems, hint=hint or "fix the lines above, or pass skip_invalid=True "
                                                "(--skip-invalid) to skip them and count them")
+    if problems and not samples:  # skipping every record leaves nothing to evaluate
+        raise DataError(problems, hint=f"every one of the {len(problems)} record(s) is invalid, "
+                                       "so skipping them (--skip-invalid) leaves no sample")
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return LoadResult(samples=samples, source=source, lines=lines, skipped=problems,
                       n_records=len(records) + n_unreadable)
@@ -519,6 +553,10 @@ class SampleStream:
             check_explicit_format(self.format, head, source)
         fmt = get_format(detect_format(head) if self.format == "auto" else self.format)
         tabular = self.container in ("csv", "tsv")
+        if fmt.convert is not None:  # nested traces: the whole file, converted to flat records
+            flat = fmt.convert(Table([*head, *records], list(unreadable), self.container, source))
+            records, head, tabular = iter(flat.records), [], False
+            unreadable[:] = flat.problems
         for index, (line, rec) in enumerate(itertools.chain(head, records)):
             n_records += 1
             probs = record_limit_problems(rec, source, line, self.max_items)
@@ -545,6 +583,12 @@ class SampleStream:
         if problems and not self.skip_invalid:
             raise DataError(problems, hint="fix the lines above, or pass skip_invalid=True "
                                            "(--skip-invalid) to skip them and count them")
+        if not n_records and not problems:  # an empty file or a header-only CSV
+            raise DataError(RecordProblem(source, None, None, "no records"))
+        if problems and not seen:  # skipping every record leaves nothing to evaluate
+            raise DataError(problems, hint=f"every one of the {len(problems)} record(s) is "
+                                           "invalid, so skipping them (--skip-invalid) leaves "
+                                           "no sample")
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         self.result.skipped = problems
         self.result.n_records = n_records + n_unreadable

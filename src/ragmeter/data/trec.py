@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ragmeter.data import jsontext
 from ragmeter.data.grades import MAX_GRADE, grade_problem
 from ragmeter.errors import DataError, RecordProblem
 
@@ -112,7 +113,7 @@ def _parse_json(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[s
         return d
 
     try:
-        data = json.loads(text, object_pairs_hook=hook)
+        data = jsontext.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
         hint = None
         if exc.msg.startswith("Extra data"):
@@ -170,9 +171,14 @@ def load_qrels(path: str | Path, *, format: Format = "auto") -> Qrels:
     """Read qrels from a TREC file or a JSON ``{qid: {docid: rel}}`` file."""
     text = _read(path)
     if _detect(text, format) == "json":
-        return _parse_json(text, str(path), "qrels")
-    fast = _fast_qrels(text)
-    return fast if fast is not None else _parse_trec(text, str(path), "qrels")
+        qrels = _parse_json(text, str(path), "qrels")
+    else:
+        fast = _fast_qrels(text)
+        qrels = fast if fast is not None else _parse_trec(text, str(path), "qrels")
+    if not any(qrels.values()):  # an empty file, {} or only empty queries: nothing to score
+        raise DataError(RecordProblem(str(path), None, None, "holds no relevance judgments "
+                                      "(empty file, {} or queries without documents)"))
+    return qrels
 
 
 def load_run(path: str | Path, *, format: Format = "auto") -> Run:
@@ -239,13 +245,9 @@ class RunBlock:
     lines: np.ndarray
 
 
-_ALL_BYTES = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
-    """Tokens ``raw[start:end]`` as a fixed-width byte-string array, zero padded to ``width``
-    rounded up to whole 8-byte words: each word is one unaligned 8-byte read per token (a
-    1-byte-strided ``uint64`` view of ``raw``), masked past the token's end."""
+    """Tokens ``raw[start:end]`` zero padded to ``width`` rounded up to 8-byte words: one
+    unaligned read per word and token (a 1-byte-strided ``uint64`` view), masked past the end."""
     words = max(1, -(-width // 8))
     if not start.size:
         return np.zeros(0, dtype=f"S{8 * words}")
@@ -256,15 +258,14 @@ def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> 
     out = np.empty((start.size, words), dtype="<u8")
     for w in range(words):
         left = np.clip(lens - 8 * w, 0, 8).astype(np.uint64) * np.uint64(8)  # bits to keep
-        keep = np.where(left == 64, _ALL_BYTES, (np.uint64(1) << (left & np.uint64(63)))
-                        - np.uint64(1))
+        keep = np.where(left == 64, np.uint64(2**64 - 1),
+                        (np.uint64(1) << (left & np.uint64(63))) - np.uint64(1))
         np.bitwise_and(as_words[start + 8 * w], keep, out=out[:, w])
     return out.view(f"S{8 * words}").ravel()
 
 
 def _byte_columns(tokens: np.ndarray) -> np.ndarray:
-    """``(width, n)`` byte columns of fixed-width tokens, trailing all-zero columns
-    dropped (the padding every token has)."""
+    """``(width, n)`` byte columns of fixed-width tokens, all-zero trailing columns dropped."""
     n, width = tokens.size, tokens.dtype.itemsize
     mat = tokens.view(np.uint8).reshape(n, width)
     used = np.flatnonzero(mat.any(axis=0))
@@ -323,11 +324,9 @@ _Tokens = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 def _uniform_tokens(raw: np.ndarray, min_cols: int
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(token starts, token ends, first token of each line, lines)`` when every line of
-    ``raw`` has the same number (at least ``min_cols``) of non-empty tokens separated by single
-    spaces and ends with a newline, and no line is a ``#`` comment: what a program writes, and
-    then exactly how ``bytes.split()`` splits it. None for anything else (tabs, CR, runs of
-    spaces, blank lines, another control byte, ragged lines): the general path handles it."""
+    """``(token starts, token ends, first token of each line, lines)`` when every line has the
+    same number (≥ ``min_cols``) of tokens split by single spaces, ends with a newline and is no
+    ``#`` comment (what programs write; then exactly ``bytes.split()``); else None."""
     if not raw.size or raw[-1] != 10:
         return None
     sep = np.flatnonzero(raw <= 32)  # every separator candidate, control bytes included

@@ -9,7 +9,6 @@ part of this metric's population at all and is only counted in ``counts``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -24,6 +23,7 @@ from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     PairedComparison,
+    bootstrap_stat,
     paired_test,
 )
 from ragmeter.stats.resampling import bootstrap_cis
@@ -196,18 +196,31 @@ class MetricResult:
         scored samples get their CIs from one set of resample indices: each CI is bit for bit
         the one computed alone (same seed, same indices), only cheaper."""
         mine = self.values[self.scored_mask]
+        stat = statistic_of(self.metric, self.counts, mine) if mine.size else None
+        if stat is not None:  # a percentile or a rate (target latency): its own bootstrap CI
+            return self._stat_aggregate(mine, stat)
         group = [(self, mine)]
         for r in (self.batch or {}).values():
             if r is self or "aggregate" in r.__dict__ or (r.seed, r.n_boot) != (self.seed,
                                                                                 self.n_boot):
                 continue
             x = r.values[r.scored_mask]
-            if x.size == mine.size:
+            if x.size == mine.size and (not x.size or statistic_of(r.metric, r.counts, x)
+                                        is None):
                 group.append((r, x))
         cis = bootstrap_cis([x for _, x in group], seed=self.seed, n_boot=self.n_boot)
         for (r, x), ci in zip(group[1:], cis[1:], strict=True):
             r.__dict__["aggregate"] = r._aggregate(x, ci)
         return self._aggregate(mine, cis[0])
+
+    def _stat_aggregate(self, scored: np.ndarray, stat: Any) -> Aggregate:
+        n = int(scored.size)
+        est = bootstrap_stat(stat, n, seed=self.seed, n_boot=self.n_boot)
+        return Aggregate(
+            mean=est.value, n=n, n_unscored=len(self.reasons), ci_low=est.ci_low,
+            ci_high=est.ci_high, std=float(scored.std(ddof=1)) if n > 1 else 0.0,
+            seed=self.seed, n_boot=self.n_boot,
+            unscored_by_reason=dict(Counter(self.reasons.values())))
 
     def _aggregate(self, scored: np.ndarray, ci: tuple[float, float]) -> Aggregate:
         n = int(scored.size)
@@ -269,6 +282,30 @@ class MetricResult:
         )
 
 
+#: counts key of a ``throughput`` metric: the run's wall time in milliseconds (summed over
+#: batches when results are merged)
+WALL_MS = "wall_ms"
+
+
+def statistic_of(metric: str, counts: Mapping[str, int], scored: np.ndarray) -> Any:
+    """The statistic a metric's aggregate reports when it is not the mean, as ``stat(idx)``
+    over the scored values: ``<name>_p<q>`` (``latency_p95``) is the q-th percentile;
+    ``throughput`` (per-call seconds, with the wall time in ``counts["wall_ms"]``) is calls
+    per second, ``n × (mean calls in flight) / Σ seconds``. None: the mean."""
+    stem, sep, q = metric.rpartition("_p")
+    if sep and stem and q.isdigit() and 0 < int(q) < 100:
+        frac = int(q) / 100.0
+        return lambda idx: float(np.quantile(scored[idx], frac))
+    if metric == "throughput" and counts.get(WALL_MS):
+        in_flight = float(scored.sum()) / (counts[WALL_MS] / 1000.0)
+
+        def rate(idx: np.ndarray) -> float | None:
+            total = float(scored[idx].sum())
+            return None if total <= 0 else idx.size * in_flight / total
+        return rate
+    return None
+
+
 @dataclass
 class EvalResult:
     """A set of metric results for one system (run) on one dataset."""
@@ -276,6 +313,28 @@ class EvalResult:
     name: str
     results: dict[str, MetricResult] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the scored samples by id (question, answer, contexts) for :meth:`to_pandas` and gate
+    #: messages; kept in memory only (not saved, not compared)
+    samples: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def attach_samples(self, samples: Iterable[Any]) -> EvalResult:
+        """Keep the samples' text with the result (what :meth:`to_pandas` shows); returns
+        the result."""
+        for s in samples:
+            self.samples[str(getattr(s, "id", None) or s.get("id"))] = s
+        return self
+
+    def to_pandas(self, shape: str = "wide", samples: Iterable[Any] | None = None) -> Any:
+        """Per-sample pandas DataFrame with the question, answer and contexts of each sample.
+
+        ``shape="wide"``: one row per sample, a value column and a ``<metric>:reason`` column
+        per metric; ``"long"``: one row per (sample, metric) with ``value`` and ``reason``
+        (why it is unscored, else the judge's reason). ``samples``: the samples' text when the
+        result does not hold it (:meth:`attach_samples`; :func:`ragmeter.evaluate_generation`
+        attaches its samples)."""
+        from ragmeter.results.frames import result_frame
+
+        return result_frame(self, shape, samples)
 
     def add(self, result: MetricResult) -> None:
         self.results[result.metric] = result
@@ -310,10 +369,10 @@ class EvalResult:
                 "results": {k: r.to_dict(per_sample) for k, r in self.results.items()}}
 
     def to_json(self, per_sample: bool = True, indent: int | None = 2) -> str:
+        from ragmeter.results.jsonout import dumps
         from ragmeter.secrets import mask
 
-        return mask(json.dumps(self.to_dict(per_sample), ensure_ascii=False, indent=indent,
-                               default=str))
+        return mask(dumps(self.to_dict(per_sample), indent=indent))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EvalResult:

@@ -20,6 +20,7 @@ from typing import Any
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import ConfigError
 from ragmeter.runner.gating import Threshold, thresholds_from_mapping
+from ragmeter.seeds import check_seed
 from ragmeter.tiers.registry import (
     TIER_ALIASES,
     Tier,
@@ -34,9 +35,9 @@ DATASET_FORMATS = FORMATS  # the sample layouts' one home is ragmeter.data.forma
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
             "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",
-            "thresholds", "plugins", "tags")
+            "thresholds", "plugins", "tags", "target", "targets", "target_mode")
 #: config keys that do not change results: editing them does not block ``--resume``
-RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags")
+RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags", "target_mode")
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,10 @@ class BenchConfig:
     thresholds: list[Threshold] = field(default_factory=list)
     plugins: dict[str, str] = field(default_factory=dict)
     plugin_tiers: dict[str, Tier] = field(default_factory=dict)
+    #: the user's own RAG systems (TargetConfig): the tiers run on them (docs/targets.md)
+    targets: list[Any] = field(default_factory=list)
+    #: live (call the targets), replay (recorded replies only), resume (recorded, else call)
+    target_mode: str = "live"
     base_dir: Path = Path(".")
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -267,6 +272,7 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
     for i, j in enumerate(_list(d.get("judges"), "judges")):
         cfg.judges.append(_judge(j, f"judges[{i}]"))
     _unique([j.name for j in cfg.judges], "judges")
+    _targets(d, cfg, base)
     _parse_plugins(cfg, d, base)
     _parse_tiers(cfg, d)
     if d.get("thresholds") is not None:
@@ -280,7 +286,7 @@ def _parse_settings(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     if d.get("tags") is not None:
         cfg.tags = parse_tags(d["tags"], "tags")
     if "seed" in d:
-        cfg.seed = _int(d["seed"], "seed")
+        cfg.seed = check_seed(d["seed"], "seed")
     if "k" in d:
         ks = d["k"] if isinstance(d["k"], list) else [d["k"]]
         if not ks:
@@ -387,6 +393,27 @@ def _parse_tiers(cfg: BenchConfig, d: Mapping[str, Any]) -> None:
     if not cfg.tiers:
         raise ConfigError("tiers", "must list at least one tier to run", allowed_tiers)
     _unique([t.name for t in cfg.tiers], "tiers")
+
+
+def _targets(d: Mapping[str, Any], cfg: BenchConfig, base: Path) -> None:
+    """``target:`` (one) or ``targets:`` (several, each with a name), checked."""
+    from ragmeter.targets.config import load_target
+
+    if d.get("target") is not None and d.get("targets") is not None:
+        raise ConfigError("targets", "give 'target' (one system) or 'targets' (several), "
+                          "not both")
+    if d.get("target") is not None:
+        cfg.targets.append(load_target(d["target"], base_dir=base, key="target"))
+    for i, t in enumerate(_list(d.get("targets"), "targets")):
+        cfg.targets.append(load_target(t, base_dir=base, key=f"targets[{i}]"))
+    names = [t.name for t in cfg.targets]
+    if len(set(names)) != len(names):
+        raise ConfigError("targets", f"target names must differ (give each a 'name'), got "
+                          f"{names}")
+    mode = d.get("target_mode", "live")
+    if mode not in ("live", "replay", "resume"):
+        raise ConfigError("target_mode", f"unknown mode {mode!r}", ["live", "replay", "resume"])
+    cfg.target_mode = mode
 
 
 def _list(value: Any, path: str) -> list[Any]:

@@ -171,7 +171,7 @@ def evaluate_real_users(
     })
     if capped:
         res.meta["capped_cutoffs"] = capped
-    return res
+    return res.attach_samples(ran)  # the logged answers, for a target's answers to meet them
 
 
 def cap_cutoffs(metrics: Sequence[str], k: int) -> tuple[list[str], dict[str, str]]:
@@ -219,10 +219,17 @@ def run_real_users(ctx: TierContext, samples: list[Sample],
     url = os.environ.get(options.db_url_env)
     if not url:
         raise TierNotRunnable(f"real_users needs the log database URL in ${options.db_url_env}")
-    return [evaluate_real_users(
-        ctx.config.corpus.path, db_url=url, query=options.query, retriever=options.retriever,
-        k=options.k if options.k is not None else max(ctx.k),
-        embedder=ctx.embedder_name(options.embedding), seed=ctx.seed)]
+    from ragmeter.targets.tier_hooks import target_retrievers  # the user's own systems
+
+    out: list[EvalResult] = []
+    chosen: list[Any] = list(target_retrievers(ctx)) or [options.retriever]
+    for r in chosen:
+        res = evaluate_real_users(
+            ctx.config.corpus.path, db_url=url, query=options.query, retriever=r,
+            k=options.k if options.k is not None else max(ctx.k),
+            embedder=ctx.embedder_name(options.embedding), seed=ctx.seed)
+        out += r.finish(res) if not isinstance(r, str) else [res]
+    return out
 
 
 register_tier(Tier(

@@ -442,6 +442,10 @@ def run_retrieval(ctx: TierContext, samples: list[Sample],
                                   dataset_hash=ctx.dataset_hash, extra_signature=extra,
                                   doc_id_pattern=options.doc_id_pattern)
 
+    from ragmeter.targets.tier_hooks import run_targets  # the user's own system, if any
+
+    if got := run_targets(ctx, samples, "retrieve", evaluate, k=max(ctx.k)):
+        return got
     if ctx.config.retrievers:
         from ragmeter.retrieval.run import retrieve_samples
 

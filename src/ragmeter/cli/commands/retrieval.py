@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -198,6 +198,13 @@ def retrieval(
     data_format: common.FormatOpt = "auto",
     column_map: common.MapOpt = None,
     max_unscored: common.MaxUnscoredOpt = None,
+    target: Annotated[str | None, typer.Option(
+        "--target", help="Your RAG system ranks every question of --evalset/--samples: a "
+        "target config file, module:function or URL (its 'retrieve' entry, else 'answer').")
+    ] = None,
+    replay: Annotated[bool, typer.Option(
+        "--replay", help="With --target: re-score the recorded replies, calling nothing.")
+    ] = False,
 ) -> None:
     """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs.
 
@@ -214,7 +221,13 @@ def retrieval(
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
     skipped = 0
-    if beir is not None:
+    filled = None
+    if target is not None or replay:
+        result, filled = _with_target(target, replay, evalset or samples, run, ks, metric_list,
+                                      name, ties=ties, match=match, seed=seed, doc_of=doc_of,
+                                      score_threshold=score_threshold, data_format=data_format,
+                                      cmap=cmap, evalset=evalset is not None)
+    elif beir is not None:
         if qrels is not None or evalset is not None or samples is not None:
             raise UsageError("--beir", "give --beir DIR with --run, without --qrels/--evalset/"
                              "--samples")
@@ -262,6 +275,10 @@ def retrieval(
         result.meta["skipped_invalid"] = skipped
         for r in result:
             r.counts["skipped_invalid"] = skipped
+    if filled is not None:
+        from ragmeter.targets.oneshot import finish
+
+        finish(result, filled, seed=seed)
     render_eval_result(result, console)
     _print_notes(result, console)
     if by_query:
@@ -269,6 +286,28 @@ def retrieval(
     _write_outputs(result, out, csv_path, console)
     for line in common.check_scored(common.results_of(result), max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
+
+
+def _with_target(target: str | None, replay: bool, path: Path | None, run: Path | None,
+                 ks: list[int] | None, metric_list: list[Metric], name: str | None,
+                 **kw: Any) -> tuple[Any, Any]:
+    """``--target``: the target ranks the samples' questions, then they are scored."""
+    from ragmeter.data.loaders import load_samples
+    from ragmeter.targets.oneshot import fill_from_target
+
+    if target is None:
+        raise UsageError("--replay", "needs --target")
+    if path is None or run is not None:
+        raise UsageError("--target", "give --evalset or --samples (the questions), without "
+                         "--run: the target's ranking is the run")
+    fmt, cmap, strict = kw.pop("data_format"), kw.pop("cmap"), kw.pop("evalset")
+    loaded = load_samples(path, format="auto" if strict else fmt, column_map=cmap,
+                          validate=check_evalset_sample if strict else None)
+    filled = fill_from_target(loaded.samples, target, entry=None, default_entry="retrieve",
+                              k=max(ks) if ks else 10, replay=replay)
+    result = evaluate_retrieval(filled.samples, metrics=metric_list, name=name or
+                                (filled.session.name if filled.session else "target"), **kw)
+    return result, filled
 
 
 def register(app: typer.Typer) -> None:

@@ -11,6 +11,7 @@ import typer
 
 from ragmeter.cli import common
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost_run
 from ragmeter.errors import GateFailedError, RagmeterError, WorkFailedError
 
 
@@ -92,6 +93,7 @@ def register(app: typer.Typer) -> None:
         check: Annotated[bool, typer.Option(
             "--check", help="Gate on the config's thresholds (exit 1 on failure).")] = False,
         max_unscored: MaxUnscoredOpt = None,
+        max_lost: MaxLostOpt = None,
         json_out: JsonOpt = False,
         check_judge: common.CheckJudgeOpt = False,
         tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -100,6 +102,9 @@ def register(app: typer.Typer) -> None:
         estimate: common.EstimateOpt = False,
         max_cost: common.MaxCostOpt = None,
         max_calls: common.MaxCallsOpt = None,
+        replay: Annotated[bool, typer.Option(
+            "--replay", help="Re-score the targets' recorded replies, calling none of them "
+            "(the config's target: / targets:).")] = False,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store.
 
@@ -120,6 +125,10 @@ def register(app: typer.Typer) -> None:
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
+        if replay:
+            cfg.target_mode = "replay"
+        elif resume and cfg.target_mode == "live":   # finished questions are not asked again
+            cfg.target_mode = "resume"
         tags = parse_tags(tag, "--tag") if tag else ()
         st = common.state()
         st.json = st.json or json_out
@@ -133,12 +142,16 @@ def register(app: typer.Typer) -> None:
         def plan() -> None:
             from ragmeter.cli.cost_options import print_estimates
             from ragmeter.runner.costing import estimate_run
+            from ragmeter.targets.tier_hooks import plan_lines, planned_target_calls
 
-            estimates = estimate_run(cfg, tiers=tier or None, limit=limit)
+            with planned_target_calls() as target_calls:   # the user's systems: counted only
+                estimates = estimate_run(cfg, tiers=tier or None, limit=limit)
             out.print(f"estimate for {cfg.name}: nothing was sent or stored", highlight=False,
                       markup=False)
             print_estimates(estimates, lambda text: out.print(text, highlight=False,
                                                                markup=False))
+            for line in plan_lines(target_calls):
+                out.print(line, highlight=False, markup=False)
 
         def work() -> Any:
             preflight(cfg, url)
@@ -181,6 +194,7 @@ def register(app: typer.Typer) -> None:
                                   + "\n  ".join(failed))
         for line in common.check_scored(common.results_of(stored.results()), max_unscored):
             err.print(f"partly unscored: {line}", highlight=False, markup=False)
+        report_lost_run(stored, max_lost)
         if check and cfg.thresholds:
             from ragmeter.runner.gating import check_thresholds, gate_passed, rich_table
 

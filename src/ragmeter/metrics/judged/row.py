@@ -164,13 +164,15 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
         judge_temp=getattr(jcfg, "temperature", None), judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
-        demo=True if plan.binary else None,
+        demo=True if plan.binary else None, mock=True if plan.mock else None,
         scale="binary" if plan.binary and graded else None,
         claims=(plan.judgements[0].claims_source
                 if plan.judgements and "claims" in calls else None),
-        **(prepared.signature if prepared is not None else {}))
+        **(prepared.signature if prepared is not None else {}),
+        **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}))
     return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
-                                    counts={"judge_calls": plan.n_requests})
+                                    counts={"judge_calls": plan.n_requests,
+                                            **(pii.redaction_counts() if pii else {})})
 
 
 def _shared_plan(ctx: JudgedContext, metric: Metric) -> JudgePlan:
