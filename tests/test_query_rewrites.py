@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import needs_extra
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.results.records import compare_metric
 from ragmeter.retrieval.base import Chunk
