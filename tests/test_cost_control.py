@@ -319,3 +319,15 @@ def test_the_wrapper_gates_its_engines_only_while_they_are_asked(tmp_path: Path)
     assert stop.value.calls == 3 == budget.calls and len(sent) == 3
     assert engine.send_gate is None  # type: ignore[attr-defined]
     assert all(r.ok for r in engine.ask_many(reqs[6:])) and budget.calls == 3
+
+
+def test_estimate_line_names_the_judge_once() -> None:
+    from ragmeter.cost.estimate import Estimate
+
+    def est(name: str) -> Estimate:
+        return Estimate(judge=name, model="mock", calls=3, tokens_in=10, tokens_out=5,
+                        tokens_out_max=9, cost=0.0, cost_max=0.0, wall_s=1.0, concurrency=1,
+                        price_in=0.0, price_out=0.0)
+
+    assert est("judge").lines()[0].startswith("judge (mock): 3 planned calls")
+    assert est("main").lines()[0].startswith("judge main (mock)")

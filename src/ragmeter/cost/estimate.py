@@ -74,7 +74,8 @@ class Estimate:
     def lines(self) -> list[str]:
         """Human-readable summary lines."""
         priced = self.price_in or self.price_out
-        out = [f"judge {self.judge} ({self.model or 'model not set'}): {self.calls} planned "
+        who = "judge" if self.judge in ("", "judge") else f"judge {self.judge}"  # not "judge judge"
+        out = [f"{who} ({self.model or 'model not set'}): {self.calls} planned "
                f"calls" + (f", {self.cached} already cached" if self.cached else ""),
                f"  input tokens  ~{self.tokens_in:,}   output tokens ~{self.tokens_out:,} "
                f"(at most {self.tokens_out_max:,} with max_tokens)",
