@@ -18,6 +18,21 @@ from ragmeter.results.store import StoredRun
 BAND_ICON = {"excellent": "🟢 excellent", "good": "🟡 good", "needs attention": "🔴 needs attention"}
 
 
+def _slice_sections(dec: Any) -> list[str]:
+    """Per-slice rows of the primary metric (and the per-slice tests), when results were
+    sliced."""
+    from ragmeter.reports.slices import slices_markdown
+
+    out: list[str] = []
+    tested = {tb.system for tb in dec.slice_tests}
+    for system, tb in dec.slices.items():
+        if system not in tested:
+            out += [f"_{md_escape(system)}_", "", slices_markdown(tb), ""]
+    for tb in dec.slice_tests:
+        out += [f"_{md_escape(tb.system)}_", "", slices_markdown(tb), ""]
+    return out
+
+
 def md_escape(text: object) -> str:
     s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
     return s.replace("<", "&lt;").replace(">", "&gt;").replace("`", "\\`")
@@ -75,6 +90,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
                 cells.append(f"{v}{ci} n={c.n}")
             lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
         lines.append("")
+        lines += _slice_sections(dec)
         n_res, seed = dec.n_resamples, dec.seed
     if n_res is not None:
         lines += [md_escape(t("test_note", lang, method=t("method_randomization", lang),

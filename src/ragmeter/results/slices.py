@@ -175,6 +175,8 @@ class SliceTable:
     alpha: float = 0.05
     seed: int = DEFAULT_SEED
     n_resamples: int = DEFAULT_N_RESAMPLES
+    #: size of the family the p-values were adjusted over (default: this table's tests)
+    family: int | None = None
 
     @property
     def signature(self) -> Signature:
@@ -184,7 +186,7 @@ class SliceTable:
             ci=f"{'/'.join(methods) or '-'}@{self.level:g}",
             test=f"paired-randomization~{self.n_resamples}" if self.tests else None,
             correction=self.correction if self.tests else None,
-            family=len(self.tests) if self.tests else None,
+            family=(self.family or len(self.tests)) if self.tests else None,
             alpha=self.alpha if self.tests else None, seed=self.seed)
 
     def metrics(self) -> list[str]:
@@ -314,5 +316,69 @@ def compare_slices(a: EvalResult, b: EvalResult,
     return table
 
 
-__all__ = ["DEFAULT_MIN_N", "SliceCell", "SliceTable", "SliceTest", "compare_slices",
-           "mean_ci", "parse_by", "slice_keys", "slice_label", "slice_results", "slice_value"]
+def adjust_family(tables: Sequence[SliceTable], correction: str) -> None:
+    """Adjust the per-slice tests of several tables (several systems, several result pairs)
+    as one family; each table then states the family's size and correction."""
+    from dataclasses import replace
+
+    tests = [t for tb in tables for t in tb.tests]
+    q = adjust([t.p_value for t in tests], correction)
+    k = 0
+    for tb in tables:
+        new = []
+        for x in tb.tests:
+            worse = x.diff < 0 if tb.higher_is_better.get(x.metric, True) else x.diff > 0
+            sig = bool(q[k] < tb.alpha)
+            new.append(replace(x, p_adjusted=float(q[k]), significant=sig,
+                               regression=sig and worse))
+            k += 1
+        tb.tests, tb.correction, tb.family = new, correction, len(tests)
+
+
+# ------------------------------------------------------------------- slices kept with results
+@dataclass(frozen=True)
+class SliceSpec:
+    """How a run slices its results (config key ``slices``, CLI ``--by``)."""
+
+    by: tuple[str, ...]
+    min_n: int = DEFAULT_MIN_N
+    correction: str = "holm"
+
+    def __post_init__(self) -> None:
+        if not self.by:
+            raise ConfigError("slices.by", "name at least one field to slice by")
+        if self.min_n < 1:
+            raise ConfigError("slices.min_n", f"must be >= 1, got {self.min_n}")
+        if self.correction not in ("holm", "bh"):
+            raise ConfigError("slices.correction", f"unknown correction {self.correction!r}",
+                              ["holm", "bh"])
+
+
+META_KEY = "slices"
+
+
+def attach_slices(results: Sequence[EvalResult], samples: Sequence[Sample],
+                  spec: SliceSpec) -> None:
+    """Keep each sample's slice with the results (``meta["slices"]``), so reports, the
+    viewer and ``compare`` can slice them later without the samples."""
+    keys = slice_keys(samples, spec.by)
+    for r in results:
+        ids = {sid for m in r.results.values() for sid in m.sample_ids}
+        r.meta[META_KEY] = {"by": list(spec.by), "min_n": spec.min_n,
+                            "correction": spec.correction,
+                            "keys": {sid: list(k) for sid, k in keys.items() if sid in ids}}
+
+
+def stored_slices(result: EvalResult) -> tuple[SliceSpec, dict[str, tuple[str, ...]]] | None:
+    """The slice spec and keys kept with ``result`` (``None`` when it was not sliced)."""
+    d = result.meta.get(META_KEY)
+    if not isinstance(d, Mapping) or not d.get("by"):
+        return None
+    spec = SliceSpec(tuple(d["by"]), int(d.get("min_n", DEFAULT_MIN_N)),
+                     str(d.get("correction", "holm")))
+    return spec, {str(k): tuple(v) for k, v in (d.get("keys") or {}).items()}
+
+
+__all__ = ["DEFAULT_MIN_N", "META_KEY", "SliceCell", "SliceSpec", "SliceTable", "SliceTest",
+           "adjust_family", "attach_slices", "compare_slices", "mean_ci", "parse_by", "slice_keys",
+           "slice_label", "slice_results", "slice_value", "stored_slices"]

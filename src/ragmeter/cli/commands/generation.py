@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 
 
 def _table(result: Any) -> Any:
@@ -75,6 +75,8 @@ def register(app: typer.Typer) -> None:
         estimate: common.EstimateOpt = False,
         max_cost: common.MaxCostOpt = None,
         max_calls: common.MaxCallsOpt = None,
+        by: slicing.ByOpt = None,
+        min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 
@@ -90,6 +92,7 @@ def register(app: typer.Typer) -> None:
         from ragmeter.generation.evaluate import evaluate_generation
 
         common.parse_fraction(max_unscored)
+        slice_spec = slicing.spec_of(by, min_n)
         loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
                               column_map=parse_map(column_map))
         items = list(loaded.samples)
@@ -149,6 +152,8 @@ def register(app: typer.Typer) -> None:
                 if calls.get("demo") else ""
             console.print(f"judge calls: {calls['total']} ({calls['per_sample']:.2f} per "
                           f"sample){demo}")
+        if slice_spec is not None:
+            slicing.slice_and_show(result, items, slice_spec, console)
         common.finish_result(result, out, console)
         for line in common.check_scored(common.results_of(result), max_unscored):
             common.err_console().print(f"partly unscored: {line}", highlight=False,

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 from ragmeter.data.evalset import check_evalset_sample
 from ragmeter.data.formats import parse_map
 from ragmeter.data.loaders import LoadResult, iter_samples
@@ -142,6 +142,8 @@ def retrieval(
     data_format: common.FormatOpt = "auto",
     column_map: common.MapOpt = None,
     max_unscored: common.MaxUnscoredOpt = None,
+    by: slicing.ByOpt = None,
+    min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
 ) -> None:
     """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs.
 
@@ -157,6 +159,9 @@ def retrieval(
     ks = _parse_ks(k)
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
+    slice_spec = slicing.spec_of(by, min_n)
+    if slice_spec is not None and evalset is None and samples is None:
+        raise UsageError("--by", "slicing needs the sample fields: give --evalset or --samples")
     skipped = 0
     if beir is not None:
         if qrels is not None or evalset is not None or samples is not None:
@@ -204,6 +209,12 @@ def retrieval(
         for r in result:
             r.counts["skipped_invalid"] = skipped
     render_eval_result(result, console)
+    if slice_spec is not None:
+        path = evalset or samples
+        assert path is not None  # guarded above
+        keyed = iter_samples(path, skip_invalid=True, format=data_format if evalset is None
+                             else "auto", column_map=cmap)
+        slicing.slice_and_show(result, list(keyed), slice_spec, console)
     if by_query:
         render_per_query(result, console, limit=BY_QUERY_LIMIT)
     common.finish_result(result, out, console)

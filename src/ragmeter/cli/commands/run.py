@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
 from ragmeter.errors import GateFailedError, RagmeterError, WorkFailedError
 
@@ -76,6 +76,9 @@ def register(app: typer.Typer) -> None:
         estimate: common.EstimateOpt = False,
         max_cost: common.MaxCostOpt = None,
         max_calls: common.MaxCallsOpt = None,
+        by: slicing.ByOpt = None,
+        min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
+        correction: slicing.CorrectionOpt = "holm",
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store.
 
@@ -95,6 +98,8 @@ def register(app: typer.Typer) -> None:
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
+        if by is not None:  # the command line's slices replace the config's
+            cfg.slices = slicing.spec_of(by, min_n, correction)
         tags = parse_tags(tag, "--tag") if tag else ()
         st = common.state()
         st.json = st.json or json_out
