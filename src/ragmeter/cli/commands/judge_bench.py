@@ -138,6 +138,14 @@ def bench_command(
         "--items", help="Another benchmark file in the same format (default: bundled).")] = None,
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--out", help="Write the card(s) (and the comparison) as JSON here.")] = None,
+    probes: Annotated[bool, typer.Option(
+        "--probes", help="Also run the bias probes (verbosity, context order, passage "
+                         "position, language) and put them on the card(s).")] = False,
+    probe_limit: Annotated[int, typer.Option(
+        "--probe-limit", min=5, help="Items per probe (a seeded choice).")] = 40,
+    generator_model: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--generator-model", help="The generator's model name: warn when the judge is of "
+                                  "its family.")] = None,
 ) -> None:
     """Grade judges on the bundled Russian judge benchmark and print their cards."""
     from rich.console import Console
@@ -168,6 +176,9 @@ def bench_command(
             for cfg in configs:
                 judge = _build(cfg)
                 runs.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed))
+                if probes:
+                    _probe(judge, runs[-1], items_file, lang, probe_limit, generator_model,
+                           binary, seed)
     except BudgetExhausted as stop:
         console.print(f"[yellow]{stop.message()}[/]", highlight=False)
         raise typer.Exit(3) from None
@@ -181,6 +192,10 @@ def bench_command(
         usage = r.stats
         if usage:
             console.print(f"  usage: {usage}", highlight=False)
+        if "probes" in r.card.meta:
+            console.print(probe_table(r.card.meta["probes"]))
+            for w in r.card.meta["probes"].get("warnings", []):
+                console.print(f"[yellow]warning:[/] {w}", highlight=False)
     rows = compare_bench(runs, seed=seed) if compare and len(runs) > 1 else []
     if rows:
         t = Table(title="judges side by side (paired randomisation test of per-item "
@@ -207,6 +222,33 @@ def bench_command(
         out.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str),
                        encoding="utf-8")
         console.print(f"wrote {out}")
+
+
+def _probe(judge: Any, run: Any, items_file: Path | None, lang: str, limit: int,
+           generator_model: str | None, binary: bool | None, seed: int) -> None:
+    """Bias probes of ``judge`` on the benchmark's items, kept on its card."""
+    from ragmeter.judge_trust.bench import load_bench
+    from ragmeter.judge_trust.probes import run_probes
+
+    pool = load_bench(items_file, lang=lang)
+    report = run_probes(judge, pool, run=run, generator_model=generator_model, limit=limit,
+                        seed=seed, binary=binary)
+    run.card.meta["probes"] = report.to_dict()
+
+
+def probe_table(report: dict[str, Any]) -> Any:
+    """The probes of a card as a table: effect, 95% CI, n, biased?"""
+    from rich.table import Table
+
+    t = Table(title=f"bias probes of {report['judge']} (variant − original on the 0–1 scale)")
+    for col in ("probe", "effect [95% CI]", "n", "unscored", "p", "bias?", "note"):
+        t.add_column(col)
+    for r in report["results"]:
+        ci = f"{_f(r['effect'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]"
+        t.add_row(r["probe"], ci, str(r["n"]), str(r["n_unscored"]), _f(r["p_value"], 4),
+                  "yes" if r["biased"] else "no", r["note"],
+                  style="bold red" if r["biased"] else "")
+    return t
 
 
 def card_command(
