@@ -61,6 +61,9 @@ class MetricCard:
     flaky: dict[str, Any] | None = None
     #: a jury's members, each judged alone on the same items: name -> {"kappa", "accuracy"}
     members: dict[str, dict[str, Estimate]] = field(default_factory=dict)
+    #: per labelled item: 1 when the judge agreed with the label on the card's categories,
+    #: 0 when not, None when unscored (what a drift check re-tests, item by item)
+    correct: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def bias_direction(self) -> str:
@@ -83,7 +86,8 @@ class MetricCard:
                 "stats": {k: v.to_dict() for k, v in self.stats.items()},
                 **({"flaky": self.flaky} if self.flaky is not None else {}),
                 **({"members": {n: {k: e.to_dict() for k, e in st.items()}
-                                for n, st in self.members.items()}} if self.members else {})}
+                                for n, st in self.members.items()}} if self.members else {}),
+                **({"correct": dict(self.correct)} if self.correct else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MetricCard:
@@ -93,7 +97,9 @@ class MetricCard:
                    int(d.get("n_labels", 0)), int(d.get("n_unscored", 0)),
                    dict(d.get("unscored_by_reason") or {}), d.get("flaky"),
                    {n: {k: Estimate(**e) for k, e in st.items()}
-                    for n, st in (d.get("members") or {}).items()})
+                    for n, st in (d.get("members") or {}).items()},
+                   {str(k): (None if v is None else int(v))
+                    for k, v in (d.get("correct") or {}).items()})
 
 
 @dataclass
@@ -160,6 +166,21 @@ def _categories(v: np.ndarray, scale: str, threshold: float) -> np.ndarray:
     if scale == "ordinal":
         return np.clip(np.floor(v * 2.0 + 0.5), 0, 2)
     return (v >= threshold).astype(np.float64)
+
+
+def item_correctness(judge: Sequence[float | None], human: Sequence[float], *, scale: str,
+                     threshold: float = 0.5) -> list[int | None]:
+    """Per item: 1 when the judge's category equals the label's (as for ``accuracy``), 0
+    when not, ``None`` when the judge left it unscored."""
+    out: list[int | None] = []
+    for v, y in zip(judge, human, strict=True):
+        if v is None or not math.isfinite(float(v)):
+            out.append(None)
+            continue
+        f = _categories(np.asarray([float(v)]), scale, threshold)[0]
+        h = _categories(np.asarray([float(y)]), scale, threshold)[0]
+        out.append(int(f == h))
+    return out
 
 
 def metric_card(metric: str, judge: Sequence[float | None], human: Sequence[float], *,
@@ -247,6 +268,9 @@ def card_from_values(judge_values: Mapping[str, Mapping[str, float | None]], lab
                                       scale=labels.scales[metric], threshold=threshold,
                                       reasons=[why.get(s) for s in ids], seed=seed,
                                       n_boot=n_boot)
+        metrics[metric].correct = dict(zip(ids, item_correctness(
+            [jv[s] for s in ids], [lab[s] for s in ids], scale=labels.scales[metric],
+            threshold=threshold), strict=True))
         for name, mv in (members or {}).items():
             vals = mv.get(metric, {})
             mc = metric_card(metric, [vals.get(s) for s in ids], [lab[s] for s in ids],
@@ -297,4 +321,4 @@ def compare_cards(cards: Sequence[JudgeCard], stat: str = "kappa") -> list[dict[
 
 
 __all__ = ["CARD_VERSION", "STATS", "JudgeCard", "MetricCard", "card_from_values",
-           "compare_cards", "metric_card"]
+           "compare_cards", "item_correctness", "metric_card"]
