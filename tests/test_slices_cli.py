@@ -102,7 +102,7 @@ def test_slices_config_key_is_validated(tmp_path: Path) -> None:
     base = {"name": "x", "datasets": [{"name": "m", "path": "s.jsonl"}], "tiers": ["retrieval"]}
     cfg = parse_config({**base, "slices": {"by": ["type", "section"], "min_n": 5}}, tmp_path)
     assert cfg.slices == SliceSpec(("type", "section"), 5, "holm")
-    with pytest.raises(ConfigError, match="slices.correction"):
+    with pytest.raises(ConfigError, match=r"slices\.correction"):
         parse_config({**base, "slices": {"by": "type", "correction": "bonferroni"}}, tmp_path)
     with pytest.raises(ConfigError, match="slices"):
         parse_config({**base, "slices": {"by": "type", "min": 5}}, tmp_path)

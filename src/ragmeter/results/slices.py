@@ -301,9 +301,10 @@ def compare_slices(a: EvalResult, b: EvalResult,
             both = [s for s in ids if va.get(s) is not None and vb.get(s) is not None]
             if len(both) < min_n:
                 continue
+            # each test its own resamples (seed + its index): Monte Carlo error independent
             pc = paired_test(np.asarray([va[s] for s in both]), np.asarray([vb[s] for s in both]),
-                             metric=m, seed=seed, n_resamples=n_resamples, level=level,
-                             higher_is_better=mb.higher_is_better)
+                             metric=m, seed=seed + len(raw), n_resamples=n_resamples,
+                             level=level, higher_is_better=mb.higher_is_better)
             raw.append((m, key, pc))
     p_adj = adjust([pc.p_value for _, _, pc in raw], correction)
     for (m, key, pc), q in zip(raw, p_adj, strict=True):

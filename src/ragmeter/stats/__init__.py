@@ -59,9 +59,9 @@ from ragmeter.stats.resampling import (
     paired_test,
 )
 
-__all__ = ["CORRECTIONS", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLES", "DEFAULT_SEED", "Estimate", "LabelPlan",
-           "Level", "PPIEstimate", "PairedComparison", "PairedPPI", "bootstrap_ci",
-           "adjust", "bh", "bootstrap_mean", "bootstrap_means", "bootstrap_stat", "cohen_kappa", "f1_vec",
-           "flip_stats", "holm", "krippendorff_alpha", "krippendorff_alpha_ci", "labels_needed",
-           "paired_test", "ppi_mean", "ppi_mean_batch", "ppi_paired", "rankdata", "rates",
-           "roc_auc", "spearman", "verdict_flip_rate"]
+__all__ = ["CORRECTIONS", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLES", "DEFAULT_SEED", "Estimate",
+           "LabelPlan", "Level", "PPIEstimate", "PairedComparison", "PairedPPI", "adjust", "bh",
+           "bootstrap_ci", "bootstrap_mean", "bootstrap_means", "bootstrap_stat", "cohen_kappa",
+           "f1_vec", "flip_stats", "holm", "krippendorff_alpha", "krippendorff_alpha_ci",
+           "labels_needed", "paired_test", "ppi_mean", "ppi_mean_batch", "ppi_paired",
+           "rankdata", "rates", "roc_auc", "spearman", "verdict_flip_rate"]
