@@ -69,9 +69,11 @@ def test_an_unbiased_judge_covers_zero_everywhere() -> None:
 
 
 def test_a_judge_that_reads_only_the_first_passage_has_a_position_effect() -> None:
-    res = _probe("first", ("position",))
+    res = _probe("first", ("position", "context_order"))
     for name in ("position_middle", "position_last"):
         assert res[name].effect < 0 and res[name].ci_high < 0, res[name]
+    order = res["context_order"]          # its verdicts flip with the order of the passages
+    assert order.effect > 0 and order.n == 30
 
 
 def test_padding_keeps_a_faithful_answer_supported() -> None:

@@ -11,7 +11,10 @@ CI covers 0; a CI that excludes 0 is a measured bias.
   answer stays supported; for answer relevance: general facts). A positive effect: the judge
   rewards length.
 * ``context_order`` — the item's supporting passage among three distractor passages (other
-  items' contexts), in two different seeded orders.
+  items' contexts), in two different seeded orders. Both orders are random, so a mean change
+  would cancel out; the effect is the mean *absolute* change (for yes/no verdicts: the share
+  of items whose verdict flipped), 0 for a judge that ignores the order. It includes the
+  judge's own call-to-call randomness (compare with the flip rate of ``--repeats``).
 * ``position_middle`` / ``position_last`` — the supporting passage moved from first to the
   middle / the end of four distractors.
 * ``language`` — the judge's accuracy on English minus Russian items of the same tasks. The
@@ -36,7 +39,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.judge_trust.bench import MAX_TOKENS, BenchItem, BenchRun, _task_metric
 from ragmeter.metrics.judged import Asking, questions_of, score_sample
 from ragmeter.metrics.judged.plan import ask
-from ragmeter.stats import DEFAULT_SEED, paired_test
+from ragmeter.stats import DEFAULT_SEED, bootstrap_mean, paired_test
 from ragmeter.text import split_sentences
 
 PROBES = ("verbosity", "context_order", "position", "language")
@@ -203,7 +206,8 @@ def _values(judge: Any, cases: Sequence[_Case], binary: bool) -> list[list[float
 
 
 def _effect(name: str, vals: Sequence[Sequence[float | None]], a: int, b: int,
-            tasks: Sequence[str], seed: int, n_resamples: int, note: str = "") -> ProbeResult:
+            tasks: Sequence[str], seed: int, n_resamples: int, note: str = "",
+            absolute: bool = False) -> ProbeResult:
     pairs = [(v[a], v[b]) for v in vals if v[a] is not None and v[b] is not None]
     unscored = len(vals) - len(pairs)
     if not pairs:
@@ -211,6 +215,11 @@ def _effect(name: str, vals: Sequence[Sequence[float | None]], a: int, b: int,
                            tuple(sorted(set(tasks))), note or "no pair scored")
     x = np.asarray([p[0] for p in pairs], dtype=float)
     y = np.asarray([p[1] for p in pairs], dtype=float)
+    if absolute:
+        est = bootstrap_mean(np.abs(y - x), seed=seed)
+        return ProbeResult(name, est.value, est.ci_low, est.ci_high, len(pairs), unscored,
+                           None, True, tuple(sorted(set(tasks))),
+                           note or "mean absolute change between two orders")
     pc = paired_test(x, y, metric=name, seed=seed, n_resamples=n_resamples)
     return ProbeResult(name, pc.diff, pc.ci_low, pc.ci_high, pc.n, unscored, pc.p_value,
                        True, tuple(sorted(set(tasks))), note)
@@ -279,7 +288,8 @@ def run_probes(judge: Any, items: Sequence[BenchItem], *, probes: Sequence[str] 
             results.append(_effect("position_middle", v, 0, 1, tasks, seed, n_resamples))
             results.append(_effect("position_last", v, 0, 2, tasks, seed, n_resamples))
         else:
-            results.append(_effect(p, v, 0, 1, tasks, seed, n_resamples))
+            results.append(_effect(p, v, 0, 1, tasks, seed, n_resamples,
+                                   absolute=p == "context_order"))
     if "language" in probes and run is not None:
         results.append(language_gap(run, seed))
     report = ProbeReport(str(getattr(judge, "name", "judge")),

@@ -292,7 +292,7 @@ def compare_slices(a: EvalResult, b: EvalResult,
     names = [m for m in (metrics or list(b.results)) if m in a.results and m in b.results]
     table = slice_results(b, samples, by, min_n=min_n, level=level, metrics=names)
     keys = _keys(samples, table.by)
-    raw = []
+    raw: list[tuple[str, tuple[str, ...], Any]] = []
     for m in names:
         ma, mb = a[m], b[m]
         va, vb = ma.by_id(), mb.by_id()
