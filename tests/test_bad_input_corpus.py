@@ -12,6 +12,7 @@ written to ``test-output/bad_input_corpus.md``.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -169,7 +170,9 @@ def build_cases(root: Path) -> list[Case]:
             b.add("deepeval:types", f"{fld}={json.dumps(value)}", samples_cmds(p)[1], False)
     # Parquet magic with garbage, a BEIR corpus given as samples
     p = b.file(".parquet", b"PAR1" + b"\x00garbage" * 10)
-    b.add("samples:parquet", "corrupt parquet", samples_cmds(p)[1], True, p.name)
+    # without the parquet extra the error names the extra to install instead of the file
+    b.add("samples:parquet", "corrupt parquet", samples_cmds(p)[1], True,
+          p.name if importlib.util.find_spec("pyarrow") else "pip install 'ragmeter[parquet]'")
     p = b.file(".jsonl", '{"_id": "d1", "title": "t", "text": "x"}\n')
     b.add("samples:other-kind", "BEIR corpus as samples", samples_cmds(p)[1], True, "BEIR")
     # duplicate ids / keys / columns, unknown-field typos
@@ -466,6 +469,7 @@ def check(case: Case, o: Outcome) -> list[str]:
     return bad
 
 
+@pytest.mark.slow
 def test_bad_input_corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RAGMETER_STORE_URL", f"sqlite:///{tmp_path}/store.sqlite")

@@ -90,7 +90,7 @@ def test_citation_support_pairs_sentences_with_the_passages_they_cite() -> None:
     r = ragmeter.evaluate_generation([s, refusal, none], ["citation_support"],
                                      judge=ScriptedJudge(script))["citation_support"]
     assert r.values[0] == 0.5
-    assert r.reasons[1] == "refusal" and r.reasons[2] == "no_citations"
+    assert r.reasons[1] == "not_applicable:refusal" and r.reasons[2] == "not_applicable:no_citations"
 
 
 def test_behaviour_metrics_are_judge_benchmark_tasks_with_the_metrics_calls() -> None:

@@ -77,6 +77,6 @@ def test_citation_metrics() -> None:
     assert r["citation_precision"].values[0] == 0.5     # [1] gold, [5] points at nothing
     assert r["fabricated_citation"].values[0] == 0.5
     assert r["citation_recall"].values[0] == 1.0
-    assert r["citation_precision"].reasons[1] == "no_citations"
+    assert r["citation_precision"].reasons[1] == "not_applicable:no_citations"
     assert r["legal_ref_exact_match"].values[2] == 0.0   # subpoint «а» missing, ст. 80 extra
     assert r["legal_ref_unsupported"].values[2] == 0.5   # ст. 80 is in no retrieved context

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
@@ -75,6 +76,7 @@ def test_expand_metrics_templates() -> None:
 
 
 def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     chunks, samples, params = _data()
     cmp = compare_retrievers({"bm25": BM25Retriever(), "reverse": ReverseRetriever()},
                              samples, chunks, ks=(1, 3), seed=7, chunking=params,
@@ -137,6 +139,7 @@ def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
 
 def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_extra("retrieval")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
     corpus = tmp_path / "corpus.jsonl"
@@ -192,3 +195,20 @@ def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
     bad = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
                                    str(evalset), "-k", "0,5", "--out", str(out)])
     assert bad.exit_code != 0
+
+
+def test_report_accepts_retrievers_comparison_json(tmp_path: Path) -> None:
+    from ragmeter.runner.sources import load_source
+
+    chunks, samples, params = _data()
+    cmp = compare_retrievers({"bm25": BM25Retriever(), "reverse": ReverseRetriever()},
+                             samples, chunks, ks=(1, 3), seed=7, chunking=params,
+                             n_resamples=200)
+    files = cmp.write(tmp_path / "out", charts=False)
+    path = next(f for f in files if f.name == "comparison.json")
+    src = load_source(str(path))
+    assert set(src.results) == {"retrieval/bm25", "retrieval/reverse"}
+    assert src.results["retrieval/bm25"]["hit_rate@1"].aggregate.mean == 1.0
+    from ragmeter.reports.markdown import run_markdown
+
+    assert "hit_rate@1" in run_markdown(src.run, None, "en")

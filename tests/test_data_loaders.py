@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.evalset import load_evalset, write_evalset
 from ragmeter.data.hashing import canonical_json, dataset_hash, mapping_hash, pairs_hash
 from ragmeter.data.loaders import load_samples, read_records, record_to_sample
@@ -164,6 +165,29 @@ def test_single_context_alias(tmp_path) -> None:
     samples = load_samples(p).samples
     assert samples[0].retrieved_contexts == ["one text"]
     assert samples[1].retrieved_contexts == ["t1", "t2"]
+
+
+def test_ids_by_record_index_in_every_container(tmp_path: Path) -> None:
+    needs_extra("pandas")
+    import pandas as pd
+
+    from ragmeter.data.loaders import from_records, load_samples
+
+    rows = [{"user_input": "Когда сессия?", "response": "В январе.", "reference": "В январе.",
+             "retrieved_contexts": ["Сессия в январе."]},
+            {"user_input": "Where?", "response": "B.", "reference": "Building B.",
+             "retrieved_contexts": ["It's in building B."]}]
+    df = pd.DataFrame(rows)
+    files = {"jsonl": tmp_path / "r.jsonl", "csv": tmp_path / "r.csv",
+             "json": tmp_path / "r.json", "parquet": tmp_path / "r.parquet"}
+    df.to_json(files["jsonl"], orient="records", lines=True, force_ascii=False)
+    df.to_csv(files["csv"], index=False)  # list cells as Python reprs, like RAGAS's to_csv
+    files["json"].write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    needs_extra("parquet")
+    df.to_parquet(files["parquet"])
+    ids = {name: [s.id for s in load_samples(f).samples] for name, f in files.items()}
+    ids["records"] = [s.id for s in from_records(rows).samples]
+    assert all(v == ["#0", "#1"] for v in ids.values()), ids
 
 
 # --- one reading path: line endings and byte-order marks the same for every input -------------

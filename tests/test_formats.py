@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_extra
+from ragmeter.cli import app as cli
 from ragmeter.data import load_qrels, load_run, load_samples
 from ragmeter.data.beir import load_beir
 from ragmeter.data.formats import detect_format, parse_map
 from ragmeter.data.hashing import gold_hash
 from ragmeter.data.loaders import from_pandas, from_records, load_dataset_file
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError, DataError, UsageError
+from ragmeter.errors import EXIT_USAGE, ConfigError, DataError, UsageError
 
 RAGAS_ROWS = [
     {"user_input": "Когда зимняя сессия?", "retrieved_contexts": ["Зимняя сессия: 9–31 января.",
@@ -45,7 +47,8 @@ def test_ragas_jsonl(tmp_path: Path) -> None:
 
 
 def test_ragas_to_csv_python_repr_cells(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
+    needs_extra("pandas")
+    import pandas as pd
     p = tmp_path / "ragas.csv"  # EvaluationDataset.to_csv = to_pandas().to_csv(index=False)
     pd.DataFrame(RAGAS_ROWS).to_csv(p, index=False)
     assert "['Зимняя" in p.read_text("utf-8")  # list cells are Python reprs
@@ -102,8 +105,9 @@ def test_deepeval_csv(tmp_path: Path) -> None:
 
 
 def test_hf_jsonl_and_parquet(tmp_path: Path) -> None:
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    needs_extra("pandas")
+    needs_extra("parquet")
+    import pandas as pd
     df = pd.DataFrame(RAGAS_ROWS)
     j = tmp_path / "train.jsonl"  # datasets.Dataset.to_json: JSON Lines
     df.to_json(j, orient="records", lines=True, force_ascii=False)
@@ -116,7 +120,8 @@ def test_hf_jsonl_and_parquet(tmp_path: Path) -> None:
 
 
 def test_from_pandas_with_numpy_cells_and_map() -> None:
-    pd = pytest.importorskip("pandas")
+    needs_extra("pandas")
+    import pandas as pd
     np = pytest.importorskip("numpy")
     df = pd.DataFrame({"prompt": ["q1", "q2"], "ctx": [np.array(["a", "b"]), np.array(["c"])],
                        "ans": ["x", float("nan")]})
@@ -242,6 +247,52 @@ def test_samples_given_as_qrels_names_the_likely_format(tmp_path: Path) -> None:
     p.write_text("\n".join(json.dumps(r) for r in RAGAS_ROWS), "utf-8")
     with pytest.raises(DataError, match="looks like JSON Lines records"):
         load_qrels(p)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.run(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+DEEPEVAL_ROWS = [{"input": "Когда сессия?", "actual_output": "В январе.",
+                  "expected_output": "Сессия в январе.", "context": ["Зимняя сессия: январь."]}]
+
+
+@pytest.mark.parametrize(("rows", "fmt", "likely"), [
+    (DEEPEVAL_ROWS, "samples", "deepeval"),
+    (DEEPEVAL_ROWS, "hf", "deepeval"),
+    (DEEPEVAL_ROWS, "evalset", "deepeval"),
+    ([{"user_input": "q", "response": "a", "retrieved_contexts": ["c"]}], "evalset", "ragas"),
+    ([{"question": "q", "chunk_id": "c1", "chunk_text": "t", "answer": "a"}], "samples",
+     "synthetic"),
+])
+def test_explicit_format_on_another_layout_names_the_likely_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: list[dict[str, object]],
+        fmt: str, likely: str) -> None:
+    from ragmeter.data.loaders import load_dataset_file, load_samples
+    from ragmeter.errors import DataError
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
+    for load in (load_samples, load_dataset_file):
+        with pytest.raises(DataError, match=f"--format {likely}"):
+            load(f, format=fmt)
+    code, _, err = run(capsys, "generation", "--samples", str(f), "--format", fmt,
+                       "--metrics", "rouge_1")
+    assert code == EXIT_USAGE and f"--format {likely}" in err
+
+
+def test_deepeval_context_stays_gold_under_its_own_format(tmp_path: Path) -> None:
+    from ragmeter.data.loaders import load_samples
+
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(DEEPEVAL_ROWS, ensure_ascii=False), encoding="utf-8")
+    for fmt in ("deepeval", "auto"):
+        s = load_samples(f, format=fmt).samples[0]
+        assert s.reference_contexts == ["Зимняя сессия: январь."] and s.retrieved_contexts is None
+        assert s.user_input == "Когда сессия?" and not s.metadata
 
 
 # --- the format table: a new layout is one declaration ----------------------------------------

@@ -48,3 +48,25 @@ def test_readme_quickstart_runs() -> None:
     samples = ragmeter.load_samples(fix).samples
     result = ragmeter.evaluate_retrieval(samples, metrics=["hit_rate@1,5", "mrr"])
     assert [r.metric for r in result][:3] == ["hit_rate@1", "hit_rate@5", "mrr"]
+
+
+DEMO = Path(__file__).parents[1] / "src" / "ragmeter" / "demo" / "data"
+
+
+def test_front_door_rejects_evalset_without_ranking() -> None:
+    import ragmeter
+    from ragmeter.data.sample import Sample
+    from ragmeter.errors import DataError
+
+    evalset = ragmeter.load_samples(DEMO / "evalset.jsonl").samples
+    with pytest.raises(DataError, match="retrieved_ids"):
+        ragmeter.evaluate_retrieval(evalset, metrics=["hit_rate@1", "mrr"])
+    # one query without a ranking among others keeps the documented policy: scored 0, counted
+    ranked = [Sample(id="a", user_input="q", gold_chunk_ids=["d1"], retrieved_ids=["d1"]),
+              Sample(id="b", user_input="q", gold_chunk_ids=["d2"])]
+    res = ragmeter.evaluate_retrieval(ranked, metrics=["hit_rate@1"])
+    mr = res["hit_rate@1"]
+    assert mr.mean == 0.5 and len(mr.sample_ids) == 2
+    # a ranking that found nothing ([]) is a ranking: scored 0, not "no ranking"
+    empty = [Sample(id="a", user_input="q", gold_chunk_ids=["d1"], retrieved_ids=[])]
+    assert ragmeter.evaluate_retrieval(empty, metrics=["hit_rate@1"])["hit_rate@1"].mean == 0.0

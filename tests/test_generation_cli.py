@@ -10,7 +10,6 @@ from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from ragmeter.cli.app import app
-from ragmeter.cli.commands.generation import _split_metrics
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
@@ -24,7 +23,11 @@ def _reply(body, schema):
 
 
 def test_split_metrics_respects_parentheses():
-    assert _split_metrics(["rouge_l(stem=ru,measure=p),bleu", "faithfulness"]) == [
+    # `generation --metrics` splits each option value with the one metric-list splitter
+    from ragmeter.metrics.registry import split_metric_list
+
+    items = ["rouge_l(stem=ru,measure=p),bleu", "faithfulness"]
+    assert [m for item in items for m in split_metric_list(item)] == [
         "rouge_l(stem=ru,measure=p)", "bleu", "faithfulness"]
 
 

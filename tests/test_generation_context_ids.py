@@ -28,3 +28,13 @@ def test_id_context_precision_recall_hand_computed():
     assert p.counts == {"no_gold": 1, "negative": 1}
     assert res["id_context_precision@1"].values[0] == 1.0
     assert res["id_context_precision@1"].signature.get("k") == "1"
+
+
+def test_id_set_precision_matches_ragas_docs_example() -> None:
+    s = Sample(id="1", user_input="q", retrieved_ids=["doc_1", "doc_2", "doc_3", "doc_4"],
+               gold_chunk_ids=["doc_1", "doc_4", "doc_5", "doc_6"])
+    res = evaluate_generation([s], ["id_set_precision", "id_context_precision",
+                                    "id_context_recall"])
+    assert res["id_set_precision"].aggregate.mean == pytest.approx(0.5)
+    assert res["id_context_precision"].aggregate.mean == pytest.approx(0.75)  # rank-aware
+    assert res["id_context_recall"].aggregate.mean == pytest.approx(0.5)

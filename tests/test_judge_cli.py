@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from conftest import needs_extra
 from ragmeter.cli.app import app
 from ragmeter.errors import UsageError
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
@@ -42,6 +43,7 @@ def test_judge_check_against_fake_server(tmp_path: Path) -> None:
 
 
 def test_judge_demo_status_runs() -> None:
+    needs_extra("tiny-judge", "xllamacpp")
     out = runner.invoke(app, ["judge", "demo", "--tiny"])
     assert out.exit_code in (0, 1)
     assert "demo judge" in out.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 
@@ -215,3 +216,59 @@ def test_parse_retry_after_forms() -> None:
     assert parse_retry_after(None) is None and parse_retry_after("soon") is None
     future = email.utils.formatdate(time.time() + 30, usegmt=True)
     assert 25 <= (parse_retry_after(future) or 0) <= 31
+
+
+# -- 8. the judge circuit breaker ----------------------------------------------------------------
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_dead_endpoint_fails_fast() -> None:
+    from ragmeter.judges import get_prompt, make_judge
+    from ragmeter.judges.config import JudgeConfig
+
+    port = _closed_port()
+    cfg = JudgeConfig(name="dead", backend="openai", base_url=f"http://127.0.0.1:{port}/v1",
+                      model="m", api_key_env=None, no_cache=True)
+    tpl = get_prompt("yes_no")
+    reqs = [tpl.request("en", question=f"q{i}", text="t", metric="probe", sample_id=str(i))
+            for i in range(6)]
+    t0 = time.monotonic()
+    replies = make_judge(cfg).ask_many(reqs)
+    took = time.monotonic() - t0
+    assert all(r.reason == "connection_error" for r in replies)
+    assert all("endpoint unreachable" in (r.detail or "") for r in replies)
+    # the default backoff alone (2+4+8+16+30+30 s per call) would take 90 s
+    assert took < 20, took
+
+
+def test_breaker_stays_closed_after_a_success() -> None:
+    from ragmeter.judges.engine import BackendError, Breaker
+
+    refused = BackendError("connection_error", "refused", retryable=True, unreachable=True)
+    b = Breaker(1, after=3)
+    b.record(0, None)
+    for _ in range(5):
+        b.record(0, refused)
+    assert not b.tripped
+    b = Breaker(2, after=3)
+    for _ in range(5):
+        b.record(0, refused)
+    assert not b.tripped        # the second endpoint never refused
+    b.record(1, BackendError("http_5xx", "HTTP 500", retryable=True))
+    for _ in range(3):
+        b.record(1, refused)
+    assert b.tripped and "endpoint unreachable: refused" in (b.detail or "")
+
+    async def sleep_is_cut() -> float:
+        b2 = Breaker(1, after=1)
+        t0 = time.monotonic()
+        task = asyncio.ensure_future(b2.sleep(30))
+        await asyncio.sleep(0.05)
+        b2.record(0, refused)
+        await task
+        return time.monotonic() - t0
+
+    assert asyncio.run(sleep_is_cut()) < 5

@@ -54,6 +54,7 @@ def test_wrong_size_or_hash_is_refused(tmp_path: Path, tiny_path: Path) -> None:
 
 @pytest.mark.gguf
 @needs_tiny
+@pytest.mark.slow
 def test_real_local_model_call_with_json_schema(tiny_path: Path, tmp_path: Path) -> None:
     schema = {"type": "object",
               "properties": {"verdict": {"type": "string", "enum": ["yes", "no"]}},

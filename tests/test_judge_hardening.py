@@ -307,6 +307,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_reasks_no_finished_call(tmp_path: Path) -> None:
     n = 120
     cache = tmp_path / "cache"

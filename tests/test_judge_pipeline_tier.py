@@ -13,12 +13,12 @@ from ragmeter.errors import ConfigError, DataError
 from ragmeter.judges import JudgeConfig, RetryPolicy, make_judge
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 from ragmeter.metrics.classification import threshold_sweep
+from ragmeter.reports.charts import confusion_chart
 from ragmeter.stats import bootstrap_stat, roc_auc
 from ragmeter.tiers.judge_pipeline import (
     evaluate_judge_pipeline,
     load_pipeline_items,
     parse_yes_no,
-    plot_confusion,
 )
 
 skm = pytest.importorskip("sklearn.metrics")
@@ -132,7 +132,7 @@ def test_judge_mode_over_http_fake_server(tmp_path: Path) -> None:
     assert res.meta["per_item"][4]["raw"] == "Maybe"
     assert res.meta["latency_ms"]["p50"] >= 5.0
     assert res["cls_accuracy"].signature.get("model") == "mistral-prod"
-    paths = plot_confusion(res, tmp_path)
+    paths = confusion_chart(res, tmp_path)  # the chart of the CLI and the demo
     assert [p.name for p in paths] == ["judge_pipeline_confusion.svg"]  # SVG, one engine
     assert "<svg" in paths[0].read_text("utf-8")
 

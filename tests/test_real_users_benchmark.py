@@ -7,11 +7,14 @@ import json
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sql import LoggedQuestion, LogQuery
 from ragmeter.errors import DataError
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.retrieval.corpus import Document
 from ragmeter.tiers.real_users import (
+    DEFAULT_METRICS,
+    cap_cutoffs,
     corpus_url_index,
     evaluate_real_users,
     logged_to_samples,
@@ -97,8 +100,23 @@ def test_end_to_end_fixed_retriever_hand_computed(db) -> None:
     assert db.kind == "sqlite" or "***" in res.meta["db"]
 
 
+def test_real_users_cutoffs_capped_at_ranking_depth(db) -> None:
+    order = {"Как оформить отпуск?": ["vacation", "vpn"],
+             "Как подключить VPN?": ["wifi", "vpn"],
+             "Какой пароль от Wi-Fi?": ["vpn", "vacation", "nourl"]}
+    res = evaluate_real_users(_docs(), db_url=db.url, query=LogQuery(db_schema=db.schema),
+                              retriever=FixedRetriever(order), k=3)
+    ks = {r.signature.as_dict().get("k") for r in res}
+    assert all(k in ("1", "3", "full", 1, 3) for k in ks), ks
+    assert "hit_rate@5(level=doc)" not in res.results and "ndcg@10(level=doc)" not in res.results
+    assert "hit_rate@3(level=doc)" in res.results
+    assert res.meta["capped_cutoffs"]["hit_rate@10(level=doc)"] == "hit_rate@3(level=doc)"
+    kept, capped = cap_cutoffs(DEFAULT_METRICS, 10)
+    assert kept == [str(m) for m in DEFAULT_METRICS] and not capped
+
+
 def test_end_to_end_bm25(db) -> None:
-    pytest.importorskip("bm25s")
+    needs_extra("retrieval", "bm25s", "Stemmer")
     res = evaluate_real_users(_docs(), db_url=db.url,
                               query=LogQuery(db_schema=db.schema, min_score=5),
                               retriever="bm25", k=3, metrics=["hit_rate@1(level=doc)"])
@@ -129,6 +147,7 @@ def test_cli_bad_column_lists_real_ones(db, tmp_path) -> None:
             *(["--schema", db.schema] if db.schema else [])]
     r = CliRunner().invoke(app, [*args, "--url-col", "link"])
     assert r.exit_code != 0 and "confluence_url" in str(r.exception)
+    needs_extra("retrieval", "bm25s", "Stemmer")  # the run below uses the default BM25
     out = tmp_path / "ru.json"
     r = CliRunner().invoke(app, [*args, "--out", str(out)])
     assert r.exit_code == 0, r.output

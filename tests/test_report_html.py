@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ragmeter.cli import app as cli
 from ragmeter.reports.bands import EXCELLENT, GOOD, NEEDS_ATTENTION, classify, find_band
 from ragmeter.reports.html import json_for_script, render_run_html
 from ragmeter.reports.markdown import md_escape, run_markdown
@@ -213,3 +214,67 @@ def test_decision_says_when_no_paired_test_is_possible():
     assert "No sample was scored by both it and other-data" in text
     html = render_run_html(run, lang="en")
     assert "∅" not in html  # one dataset: every system pairs with the best
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.run(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
+DEMO = Path(__file__).parents[1] / "src" / "ragmeter" / "demo" / "data"
+
+
+def test_judge_pipeline_accuracy_band_applies_and_is_translated(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from ragmeter.reports.bands import classify, find_band
+
+    band = find_band("cls_accuracy", "judge_pipeline")
+    assert band is not None and band.label == "Accuracy (judge pipeline)"
+    assert classify("cls_accuracy", 0.9, "judge_pipeline") == "good"
+    assert find_band("cls_accuracy", "generation") is None  # a plain accuracy has no row
+    assert band.title("ru") != band.label and band.title("en") == band.label
+
+    res = tmp_path / "jp.json"
+    code, _, err = run(capsys, "judge-pipeline", str(DEMO / "judge_pipeline.jsonl"),
+                       "--out", str(res))
+    assert code == 0, err
+    for lang in ("ru", "en"):
+        page = tmp_path / f"{lang}.html"
+        code, _, err = run(capsys, "report", str(res), "--lang", lang, "--out", str(page))
+        assert code == 0, err
+        html = page.read_text(encoding="utf-8")
+        assert band.title(lang) in html
+        assert 'class="band mid"' in html  # accuracy 0.875 of the demo predictions: "good"
+    assert "Accuracy (judge pipeline)" not in (tmp_path / "ru.html").read_text(encoding="utf-8")
+
+
+def test_reports_from_results_json_follow_the_recorded_language(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import ragmeter
+    from ragmeter.data.sample import Sample
+
+    ru = [Sample(id="1", user_input="Когда начинается зимняя сессия?", reference="В январе.",
+                 response="В январе.", retrieved_ids=["d1"], gold_chunk_ids=["d1"])]
+    assert ragmeter.evaluate_generation(ru, metrics=["rouge_1"]).meta["lang"] == "ru"
+    assert ragmeter.evaluate_retrieval(ru, metrics=["mrr"]).meta["lang"] == "ru"
+
+    f = _jsonl(tmp_path / "allru.jsonl", [{"user_input": "Где находится библиотека?",
+                                           "reference": "В корпусе Б.", "response": "В корпусе Б."}])
+    res = tmp_path / "allru.json"
+    code, _, err = run(capsys, "generation", "--samples", str(f), "--metrics", "rouge_1",
+                       "--out", str(res))
+    assert code == 0, err
+    page = tmp_path / "r.html"
+    code, _, err = run(capsys, "report", str(res), "--out", str(page))
+    assert code == 0, err
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>\n<html lang=ru>")
+    code, _, err = run(capsys, "report", str(res), "--lang", "en", "--out", str(page))
+    assert code == 0 and "<html lang=en>" in page.read_text(encoding="utf-8")

@@ -28,8 +28,9 @@ def test_split_and_build_metrics() -> None:
     assert split_metric_list("ndcg@5,10,mrr,ndcg@3(gain=exp,level=doc),recall") == [
         "ndcg@5,10", "mrr", "ndcg@3(gain=exp,level=doc)", "recall"]
     got = [str(m) for m in build_metrics("recall,mrr,ndcg@3", [5, 10], "both")]
-    assert got == ["recall@5", "recall@5(level=doc)", "recall@10", "recall@10(level=doc)", "mrr",
-                   "mrr(level=doc)", "ndcg@3", "ndcg@3(level=doc)"]
+    assert got == ["recall@5(level=chunk)", "recall@5(level=doc)", "recall@10(level=chunk)",
+                   "recall@10(level=doc)", "mrr(level=chunk)", "mrr(level=doc)",
+                   "ndcg@3(level=chunk)", "ndcg@3(level=doc)"]
     assert [str(m) for m in build_metrics(None, [3], "doc")] == [
         "hit_rate@3(level=doc)", "mrr(level=doc)", "recall@3(level=doc)",
         "precision@3(level=doc)", "ndcg@3(level=doc)", "map(level=doc)"]
@@ -74,7 +75,7 @@ def test_evalset_both_levels_csv_and_by_query(tmp_path: Path) -> None:
     rows = list(csv.DictReader(per_query.open(encoding="utf-8")))
     assert [row["query"] for row in rows][:4] == ["q1", "q2", "q6", "q3"]
     q3 = next(row for row in rows if row["query"] == "q3")
-    assert q3["hit_rate@1"] == "" and q3["mrr(level=doc)"] == "0.5"
+    assert q3["hit_rate@1(level=chunk)"] == "" and q3["mrr(level=doc)"] == "0.5"
     assert "per query" in r.output and "missing_field:gold_chunk_ids" in r.output
 
 

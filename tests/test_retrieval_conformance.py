@@ -103,6 +103,7 @@ def test_against_trec_eval(seed: int, ties: bool, graded: bool) -> None:
 
 @pytest.mark.parametrize("seed,ties,graded", [c for c in CASES if not c.values[1]])
 @pytest.mark.parametrize("policy", ["stable", "trec"])
+@pytest.mark.slow
 def test_against_ranx(seed: int, ties: bool, graded: bool, policy: str) -> None:
     ranx = pytest.importorskip("ranx")
     qrels, run = make_case(seed, ties=ties, graded=graded)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, DataError
 from ragmeter.retrieval.base import Chunk, Embedder, EmbedKind, Hit, Retriever
@@ -36,6 +37,7 @@ CHUNKS = [
 
 @pytest.fixture(scope="module")
 def bm25() -> BM25Retriever:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     r = BM25Retriever(language="auto")
     r.index(CHUNKS)
     return r
@@ -50,12 +52,14 @@ def test_bm25_russian_morphology(bm25: BM25Retriever, form: str) -> None:
 
 
 def test_without_stemming_forms_do_not_match() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     r = BM25Retriever(language="none")
     r.index(CHUNKS)
     assert [h.chunk_id for h in r.search(["общежития"], 10)[0]] == ["pay#0"]
 
 
 def test_analyzer_auto_stems_each_script_with_its_language() -> None:
+    needs_extra("retrieval", "Stemmer")
     a = Analyzer("auto")
     assert a.tokens("Студенты running в общежитии и the students") == [
         "студент", "run", "общежит", "student"]
@@ -71,6 +75,7 @@ def test_bm25_english_and_stopword_only_queries(bm25: BM25Retriever) -> None:
 
 
 def test_bm25_needs_index_and_rejects_duplicate_ids() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     r = BM25Retriever()
     with pytest.raises(ConfigError, match="index"):
         r.search(["x"], 1)
@@ -154,6 +159,7 @@ class HashEmbedder:
 
 
 def test_dense_exact_search_matches_brute_force() -> None:
+    needs_extra("retrieval", "Stemmer")
     emb = HashEmbedder()
     assert isinstance(emb, Embedder)
     dense = DenseRetriever(emb, query_batch=2)
@@ -171,6 +177,7 @@ def test_dense_exact_search_matches_brute_force() -> None:
 
 
 def test_hybrid_index_once_and_fusion_params() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     emb = HashEmbedder()
     lex, sem = BM25Retriever(), DenseRetriever(emb)
     lex.index(CHUNKS)
@@ -194,6 +201,7 @@ def test_hybrid_index_once_and_fusion_params() -> None:
 
 
 def test_make_retriever_factory() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     emb = HashEmbedder()
     params = ChunkingParams(500, 50)
     names = {"bm25": BM25Retriever, "dense": DenseRetriever, "hybrid": HybridRetriever,
@@ -214,6 +222,7 @@ def test_make_retriever_factory() -> None:
 
 
 def test_retrieve_samples_fills_fields() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     r = BM25Retriever()
     r.index(CHUNKS)
     samples = [Sample("q1", user_input="где общежитие на улице Ленина", gold_doc_ids=["addr"]),

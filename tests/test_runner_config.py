@@ -142,3 +142,14 @@ def test_demo_banner_only_for_demo_judges_that_were_used():
     ran = {"generation": TierRecord("generation")}
     assert demo_judges(cfg, {**ran, "e2e": TierRecord("e2e", "not_run", "no data")}) == []
     assert demo_judges(cfg, {**ran, "e2e": TierRecord("e2e")}) == ["d"]  # default judge
+
+
+def test_store_path_relative_to_config(tmp_path: Path) -> None:
+    from ragmeter.runner.config import parse_config
+
+    for store in ("results.sqlite", "sqlite:///results.sqlite"):
+        cfg = parse_config({"name": "x", "store": store, "tiers": ["ux"]}, base_dir=tmp_path)
+        assert str(tmp_path / "results.sqlite") in str(cfg.store), store
+    cfg = parse_config({"name": "x", "store": "sqlite:////abs/r.sqlite", "tiers": ["ux"]},
+                       base_dir=tmp_path)
+    assert cfg.store == "sqlite:////abs/r.sqlite"

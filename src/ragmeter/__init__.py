@@ -10,9 +10,10 @@ Start here::
         name="main", backend="openai", base_url="http://127.0.0.1:8000/v1", model="qwen2.5-7b"))
     generation = ragmeter.evaluate_generation(samples, ["faithfulness", "rouge_l"], judge=judge)
     run = ragmeter.run_benchmark(ragmeter.load_config("bench.yaml"))
+    live = ragmeter.evaluate("evalset.jsonl", target=my_rag_fn, metrics=["recall@5", "rouge_l"])
     testset = ragmeter.generate_testset("kb/", generator=judge, n=50)
 
-The verbs (``evaluate_retrieval``, ``evaluate_generation``, ``run_benchmark``, ``make_judge``,
+The verbs (``evaluate`` — call your own RAG system and score it —, ``evaluate_retrieval``, ``evaluate_generation``, ``run_benchmark``, ``make_judge``,
 ``load_samples``, ``load_config``, ``generate_testset``) and the judge/runner nouns are imported on first use, so
 ``import ragmeter`` stays light.
 """
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from ragmeter.runner.config import BenchConfig, load_config
     from ragmeter.runner.engine import run_benchmark
     from ragmeter.synth.pipeline import generate_testset
+    from ragmeter.targets.evaluate import evaluate
     from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
 install_log_masking()
@@ -67,6 +69,7 @@ _LAZY: dict[str, str] = {
     "load_samples": "ragmeter.data.loaders",
     "LoadResult": "ragmeter.data.loaders",
     "generate_testset": "ragmeter.synth.pipeline",
+    "evaluate": "ragmeter.targets.evaluate",
 }
 
 
@@ -103,6 +106,7 @@ __all__ = [
     "__version__",
     "compare_metric",
     "compare_results",
+    "evaluate",
     "evaluate_generation",
     "evaluate_retrieval",
     "generate_testset",

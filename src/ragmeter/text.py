@@ -19,7 +19,8 @@ score), then stemming. ``language="auto"`` stems Cyrillic tokens with the Russia
 Latin tokens with the English one (mixed Russian/English corpora are common).
 
 :func:`detect_language` picks the prompt language of judge requests and generated answers:
-``"ru"`` when Cyrillic letters are at least 30 % of the Cyrillic+Latin letters.
+``"ru"`` when Cyrillic letters are at least 30 % of the Cyrillic+Latin letters, read over a
+bounded prefix (:data:`DETECT_MAX_CHARS`); reports use it for their language too.
 """
 
 from __future__ import annotations
@@ -31,20 +32,44 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, require
 
-_CYR_ANY = re.compile(r"[\u0400-\u04ff]")
-_LAT_ANY = re.compile(r"[A-Za-z]")
+#: characters read per detection, all texts together: a text's language shows in its beginning,
+#: and the judge engine detects the language of every request
+DETECT_MAX_CHARS = 10_000
+_LATIN = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1))
+_CYRILLIC_LEADS = bytes(range(0xD0, 0xD4))  # UTF-8 lead bytes of U+0400..U+04FF, and only those
+_NOT_A_LETTER = bytes(b for b in range(256) if b not in _LATIN + _CYRILLIC_LEADS)
 
 
-def detect_language(texts: Iterable[str | None] | str, threshold: float = 0.3) -> str:
-    """``"ru"`` when Cyrillic letters are at least ``threshold`` of all letters, else ``"en"``."""
+def letter_counts(text: str) -> tuple[int, int]:
+    """(Cyrillic letters U+0400..U+04FF, Latin letters A-Z a-z) in ``text``.
+
+    Counted on the UTF-8 bytes: every Cyrillic letter has one lead byte in 0xD0..0xD3 and no
+    other character has, so deleting every other byte leaves one byte per counted letter."""
+    kept = text.encode("utf-8", "surrogatepass").translate(None, _NOT_A_LETTER)
+    latin = len(kept.translate(None, _CYRILLIC_LEADS))
+    return len(kept) - latin, latin
+
+
+def detect_language(texts: Iterable[str | None] | str, threshold: float = 0.3, *,
+                    max_chars: int = DETECT_MAX_CHARS) -> str:
+    """``"ru"`` when Cyrillic letters are at least ``threshold`` of the Cyrillic and Latin
+    letters, else ``"en"`` (also for text without letters).
+
+    The one language detector of ragmeter (judge prompts, generated answers, report language):
+    it reads the first ``max_chars`` characters of ``texts`` taken together, so its cost is
+    bounded whatever the length of the input."""
     if isinstance(texts, str):
-        texts = [texts]
+        texts = (texts,)
     cyr = lat = 0
-    for t in texts:
-        if not t:
+    budget = max_chars
+    for text in texts:
+        if not text:
             continue
-        cyr += len(_CYR_ANY.findall(t))
-        lat += len(_LAT_ANY.findall(t))
+        c, la = letter_counts(text[:budget])
+        cyr, lat = cyr + c, lat + la
+        budget -= len(text)
+        if budget <= 0:
+            break
     if cyr + lat == 0:
         return "en"
     return "ru" if cyr / (cyr + lat) >= threshold else "en"
@@ -55,6 +80,7 @@ TOKENIZERS = ("unicode", "rouge_score")
 STEMMERS = ("none", "ru", "en", "auto")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_CYR_ANY = re.compile(r"[\u0400-\u04ff]")
 _NON_ALNUM_ASCII = re.compile(r"[^a-z0-9]+")
 
 

@@ -72,7 +72,8 @@ app = typer.Typer(
 
 #: flags every command accepts before or after the subcommand name
 GLOBAL_FLAGS = {"--debug": "debug", "--verbose": "verbose", "-v": "verbose",
-                "--quiet": "quiet", "-q": "quiet", "--json": "json"}
+                "--quiet": "quiet", "-q": "quiet", "--json": "json",
+                "--pseudonymise": "pseudonymise"}
 
 
 def _version(value: bool) -> None:
@@ -92,8 +93,15 @@ def _root(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress, only results and "
                                                              "errors."),
     json_: bool = typer.Option(False, "--json", help="Machine-readable result on stdout."),
+    pseudonymise: bool = typer.Option(
+        False, "--pseudonymise", help="Replace personal data (names, phones, СНИЛС, ИНН…) by "
+        "consistent tokens in every judge request (needs ragmeter\\[privacy] for names); the "
+        "token map goes only to $RAGMETER_PSEUDONYMISE_MAP when set."),
 ) -> None:
     """ragmeter command line."""
+    from ragmeter.privacy.judge import activate
+
+    activate(pseudonymise, os.environ.get("RAGMETER_PSEUDONYMISE_MAP") or None)
     st = common.state()
     st.debug = st.debug or debug
     st.verbose = max(st.verbose, verbose)

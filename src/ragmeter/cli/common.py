@@ -194,12 +194,19 @@ def finish_result(result: Any, out: Path | str | None, console: Console) -> None
         emit_json(result)
 
 
+#: the unscored reason of a sample a metric does not apply to (``over_refusal`` on an
+#: unanswerable question): a property of the data, never counted as lost work
+NOT_APPLICABLE = "not_applicable:"
+
+
 def check_scored(results: Iterable[Any], max_unscored: float | None = None) -> list[str]:
     """Exit-3 rules on metric results (objects with ``name``/``aggregate``).
 
     A requested metric with zero scored samples out of at least one is a failure (one that
-    ragmeter added on its own, marked in its counts, only warns); with ``max_unscored``, so
-    is an unscored fraction above it. Returns warning lines for partial unscoring (exit stays 0).
+    ragmeter added on its own, marked in its counts, only warns; one that applies to no sample
+    of the data, ``not_applicable:*``, only warns); with ``max_unscored``, so is an unscored
+    fraction above it, samples the metric does not apply to left out. Returns warning lines
+    for partial unscoring (exit stays 0).
     """
     failures: list[str] = []
     warnings: list[str] = []
@@ -212,14 +219,23 @@ def check_scored(results: Iterable[Any], max_unscored: float | None = None) -> l
             continue
         name = getattr(r, "metric", None) or getattr(r, "name", "?")
         reasons = ", ".join(f"{k}×{v}" for k, v in sorted(a.unscored_by_reason.items()))
+        by_reason = a.unscored_by_reason
+        not_applicable = sum(v for k, v in by_reason.items() if k.startswith(NOT_APPLICABLE))
         if a.n == 0 and (getattr(r, "counts", None) or {}).get(IMPLICIT_COUNT):
             warnings.append(f"{name}: no sample scored ({a.n_unscored} unscored: {reasons}); "
                             "reported because the data has such samples, not requested")
+        elif a.n == 0 and not_applicable == a.n_unscored:
+            warnings.append(f"{name}: no sample it applies to ({reasons}); nothing to measure "
+                            "in this data")
         elif a.n == 0:
-            failures.append(f"{name}: no sample scored ({a.n_unscored} unscored: {reasons})")
-        elif a.n_unscored:
-            frac = a.n_unscored / total
-            line = f"{name}: {a.n_unscored} of {total} unscored ({frac:.1%}; {reasons})"
+            from ragmeter.results.unscored import describe_unscored
+
+            failures.append(f"{name}: no sample scored ({a.n_unscored} unscored: "
+                            f"{describe_unscored(a.unscored_by_reason)})")
+        elif a.n_unscored > not_applicable:
+            frac = (a.n_unscored - not_applicable) / (total - not_applicable)
+            line = (f"{name}: {a.n_unscored - not_applicable} of {total - not_applicable} "
+                    f"unscored ({frac:.1%}; {reasons})")
             if max_unscored is not None and frac > max_unscored:
                 failures.append(line + f" > --max-unscored {max_unscored:g}")
             else:

@@ -37,10 +37,14 @@ def _message(exc: ConfigError) -> str:
     return text.split(" (allowed:")[0]
 
 
-def spec_of(by: str | None, min_n: int, correction: str = "holm") -> SliceSpec | None:
-    """The slice spec of the command line (``None`` without ``--by``)."""
+def spec_of(by: str | None, min_n: int, correction: str = "holm", *,
+            needs: object = True) -> SliceSpec | None:
+    """The slice spec of the command line (``None`` without ``--by``); ``needs``: the samples
+    file the slices are read from (falsy: a usage error, the fields are not there)."""
     if by is None:
         return None
+    if not needs:
+        raise UsageError("--by", "slicing needs the sample fields: give --evalset or --samples")
     try:
         return SliceSpec(parse_by(by), min_n, correction)
     except ConfigError as exc:
@@ -62,6 +66,16 @@ def slice_and_show(result: EvalResult, samples: Sequence[Sample], spec: SliceSpe
     result.meta["slice_table"] = table.to_dict()
     show(table, console)
     return table
+
+
+def slice_file(result: EvalResult, path: Any, spec: SliceSpec, console: Any,
+               data_format: str = "auto", column_map: Any = None) -> SliceTable:
+    """``--by`` for a result whose samples were streamed: read the file again for its
+    fields, then :func:`slice_and_show`."""
+    from ragmeter.data.loaders import iter_samples
+
+    keyed = iter_samples(path, skip_invalid=True, format=data_format, column_map=column_map)
+    return slice_and_show(result, list(keyed), spec, console)
 
 
 def show(table: SliceTable, console: Any) -> None:
@@ -93,4 +107,4 @@ def show(table: SliceTable, console: Any) -> None:
 
 
 __all__ = ["DEFAULT_MIN_N", "ByOpt", "CorrectionOpt", "MinNOpt", "show", "slice_and_show",
-           "spec_of"]
+           "slice_file", "spec_of"]

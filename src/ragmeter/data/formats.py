@@ -21,10 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 from ragmeter.registry import Registry
+
+if TYPE_CHECKING:
+    from ragmeter.data.reading import Table
 
 #: ragmeter fields a --map (or a layout's field mapping) may target
 TARGETS = ("id", "user_input", "response", "reference", "type", "retrieved_contexts",
@@ -41,6 +44,9 @@ FALLBACK = "samples"
 
 #: ``validate(sample, record) -> [(field, message)]``: a layout's own rules
 Validator = Callable[[Any, Mapping[str, Any]], list[tuple[str | None, str]]]
+#: ``convert(table) -> table``: a file whose records are not samples (nested trace spans) turned
+#: into flat sample records with ragmeter field names, its problems naming file/line/field
+Converter = Callable[["Table"], "Table"]
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,9 @@ class Format:
     or by ``detect(keys)``; a layout with none of the three is chosen explicitly only.
     ``refuses``: detected layouts this one must not be forced onto (besides every layout that
     renames columns). ``validate``: extra rules applied when a benchmark dataset has this
-    layout. ``doc`` is a noun phrase ("DeepEval test cases"); ``columns`` the columns shown
+    layout. ``convert``: for files whose records are not one sample each (trace exports: spans
+    nested in requests and sessions), turns the whole file into flat sample records first.
+    ``doc`` is a noun phrase ("DeepEval test cases"); ``columns`` the columns shown
     in messages and docs (default: ``fields``' sources); ``note``: one more line for the docs.
     """
 
@@ -71,6 +79,7 @@ class Format:
     list_sep: str | None = None
     refuses: tuple[str, ...] = ()
     validate: Validator | None = field(default=None, compare=False)
+    convert: Converter | None = field(default=None, compare=False)
     columns: tuple[str, ...] = ()
     note: str = ""
 
@@ -236,14 +245,15 @@ def detect_format(records: Sequence[tuple[int | None, Any]]) -> str:
 def check_explicit_format(fmt: str, records: Sequence[tuple[int | None, Any]],
                           source: str) -> None:
     """An explicit ``fmt`` must not be applied to records of another layout that renames
-    columns (DeepEval's gold ``context`` read as retrieved contexts under ``samples``…), nor to
+    columns or converts them (DeepEval's gold ``context`` read as retrieved contexts under
+    ``samples``, trace spans read as samples…), nor to
     one it refuses (RAGAS names under ``evalset``). Raises a :class:`DataError` naming the
     likely format."""
     looks = detect_format(records)
     if looks in (fmt, FALLBACK):
         return
     seen = get_format(looks)
-    if seen.fields or looks in get_format(fmt).refuses:
+    if seen.fields or seen.convert or looks in get_format(fmt).refuses:
         raise DataError(RecordProblem(source, None, None,
                                       f"format '{fmt}' was given, but the records look like "
                                       f"{seen.describe()}"),
@@ -330,3 +340,7 @@ def plain_value(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): plain_value(v) for k, v in value.items()}
     return value
+
+
+# the trace layouts (OTLP, Langfuse, Phoenix, MLflow) declare themselves on import
+import ragmeter.data.traces.formats  # noqa: E402,F401

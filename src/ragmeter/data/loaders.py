@@ -334,6 +334,9 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     if format != "auto":
         check_explicit_format(format, records, source)
     fmt = get_format(detect_format(records) if format == "auto" else format)
+    if fmt.convert is not None:  # nested traces: flat sample records first
+        table = fmt.convert(table)
+        records, problems = table.records, list(table.problems)
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
@@ -519,6 +522,10 @@ class SampleStream:
             check_explicit_format(self.format, head, source)
         fmt = get_format(detect_format(head) if self.format == "auto" else self.format)
         tabular = self.container in ("csv", "tsv")
+        if fmt.convert is not None:  # nested traces: the whole file, converted to flat records
+            flat = fmt.convert(Table([*head, *records], list(unreadable), self.container, source))
+            records, head, tabular = iter(flat.records), [], False
+            unreadable[:] = flat.problems
         for index, (line, rec) in enumerate(itertools.chain(head, records)):
             n_records += 1
             probs = record_limit_problems(rec, source, line, self.max_items)

@@ -370,7 +370,7 @@ def parse_text(text: str, source: str = "<data>") -> Table:
             data, _ = _loads(text)
         except (json.JSONDecodeError, RecursionError):
             return _read_jsonl(text, source)
-        if isinstance(data, Mapping) and any(isinstance(data.get(k), list) for k in ARRAY_KEYS):
+        if isinstance(data, Mapping):  # records under a key, or one (pretty-printed) record
             return _read_json(text, source)
         return _read_jsonl(text, source)
     if "\n" not in body.strip() and body[0] in '"-0123456789tfn':

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragmeter.data.grades import grade_problem
+from ragmeter.data.grades import MAX_GRADE, grade_problem
 from ragmeter.errors import DataError, RecordProblem
 
 Qrels = dict[str, dict[str, int]]
@@ -171,7 +171,8 @@ def load_qrels(path: str | Path, *, format: Format = "auto") -> Qrels:
     text = _read(path)
     if _detect(text, format) == "json":
         return _parse_json(text, str(path), "qrels")
-    return _parse_trec(text, str(path), "qrels")
+    fast = _fast_qrels(text)
+    return fast if fast is not None else _parse_trec(text, str(path), "qrels")
 
 
 def load_run(path: str | Path, *, format: Format = "auto") -> Run:
@@ -239,11 +240,97 @@ class RunBlock:
 
 
 def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
-    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded)."""
-    cols = np.arange(width)
-    idx = np.minimum(start[:, None] + cols, raw.size - 1)
-    mat = np.where(cols < (end - start)[:, None], raw[idx], 0).astype(np.uint8)
-    return np.ascontiguousarray(mat).view(f"S{width}").ravel()
+    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded):
+    rows of a strided window view of ``raw`` (one copy of ``width`` bytes per token), then the
+    bytes past each token's end cleared."""
+    if not start.size:
+        return np.zeros(0, dtype=f"S{width}")
+    if int(start.max()) + width > raw.size:  # callers pad; this keeps it correct without
+        raw = np.concatenate([raw, np.zeros(width, dtype=np.uint8)])
+    mat = np.lib.stride_tricks.sliding_window_view(raw, width)[start]
+    mat[np.arange(width) >= (end - start)[:, None]] = 0
+    return mat.view(f"S{width}").ravel()
+
+
+_POW10 = 10.0 ** np.arange(23)  # exact in float64
+
+
+def _parse_scores(tokens: np.ndarray) -> np.ndarray:
+    """Fixed-width score tokens as float64, equal to ``float(token)``.
+
+    Plain decimals (``-12.345``, ``7``, ``.5``; at most 15 digits) are read with array
+    arithmetic, a column at a time: the digits form an exact integer mantissa and one division
+    by an exact power of ten is correctly rounded, exactly what ``strtod`` returns. Other tokens
+    (exponents, ``inf``, ``+``, long mantissas) go through NumPy's string conversion, which
+    raises ``ValueError`` on a token that is not a number.
+    """
+    n, width = tokens.size, tokens.dtype.itemsize
+    cols = np.ascontiguousarray(tokens.view(np.uint8).reshape(n, width).T).astype(np.int64)
+    mant = np.zeros(n, dtype=np.int64)
+    n_digits = np.zeros(n, dtype=np.int64)
+    frac = np.zeros(n, dtype=np.int64)
+    dots = np.zeros(n, dtype=np.int64)
+    bad = np.zeros(n, dtype=bool)
+    neg = cols[0] == 45  # '-'
+    for j, c in enumerate(cols):
+        digit = (c >= 48) & (c <= 57)
+        mant = np.where(digit, mant * 10 + (c - 48), mant)
+        n_digits += digit
+        frac += digit & (dots > 0)
+        dots += c == 46
+        bad |= ~digit & (c != 46) & (c != 0) & ((c != 45) | (j > 0))
+    plain = ~bad & (dots <= 1) & (n_digits > 0) & (n_digits <= 15)
+    out = np.empty(n, dtype=np.float64)
+    val = mant[plain].astype(np.float64) / _POW10[frac[plain]]
+    out[plain] = np.where(neg[plain], -val, val)
+    if not plain.all():
+        out[~plain] = tokens[~plain].astype(np.float64)
+    return out
+
+
+#: what ``bytes.split()`` splits on: ASCII whitespace (9–13 and the space)
+_SPACE = np.zeros(256, dtype=bool)
+_SPACE[[9, 10, 11, 12, 13, 32]] = True
+
+
+_Tokens = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _line_tokens(chunk: bytes, min_cols: int) -> _Tokens | None:
+    """``(padded bytes, token starts, token ends, first token of each data line, data lines)``
+    of ``chunk``, split as ``bytes.split()`` splits each line; blank lines and ``#`` comment
+    lines are not data lines. None when a data line has fewer than ``min_cols`` tokens."""
+    padded = np.frombuffer(chunk + bytes(_FAST_ID_BYTES), dtype=np.uint8)  # room to gather
+    raw = padded[:len(chunk)]
+    space = _SPACE[raw]  # what bytes.split() splits on
+    begin = ~space
+    begin[1:] &= space[:-1]
+    ts = np.flatnonzero(begin)
+    del begin
+    finish = ~space
+    finish[:-1] &= space[1:]
+    te = np.flatnonzero(finish) + 1
+    del finish, space
+    none = np.zeros(0, dtype=np.int64)
+    if not ts.size:
+        return padded, ts, te, none, none
+    newlines = np.flatnonzero(raw == 10)
+    first = np.searchsorted(ts, np.concatenate(([0], newlines[:-1])))  # first token of a line
+    counts = np.diff(np.append(first, ts.size))
+    used = counts > 0
+    used[used] &= raw[ts[first[used]]] != ord("#")
+    data = np.flatnonzero(used)
+    if bool(np.any(counts[data] < min_cols)):
+        return None
+    return padded, ts, te, first[data], data
+
+
+def _column(tokens: _Tokens, col: int) -> np.ndarray | None:
+    """Column ``col`` of every data line as fixed-width bytes (None: a token is too long)."""
+    padded, ts, te, f, _ = tokens
+    start, end = ts[f + col], te[f + col]
+    width = int((end - start).max()) if start.size else 1
+    return None if width > _FAST_ID_BYTES else _gather(padded, start, end, max(width, 1))
 
 
 def _vector_columns(chunk: bytes, first_line: int
@@ -253,42 +340,69 @@ def _vector_columns(chunk: bytes, first_line: int
     None when a line needs the line-by-line path: fewer than 5 columns, a bad score, an id
     longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
     """
-    raw = np.frombuffer(chunk, dtype=np.uint8)
-    space = (raw == 32) | ((raw >= 9) & (raw <= 13))  # what bytes.split() splits on
-    begin = ~space
-    begin[1:] &= space[:-1]
-    ts = np.flatnonzero(begin)
-    del begin
-    finish = ~space
-    finish[:-1] &= space[1:]
-    te = np.flatnonzero(finish) + 1
-    del finish, space
-    nothing = np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
-    if not ts.size:
-        return nothing
-    newlines = np.flatnonzero(raw == 10)
-    first = np.searchsorted(ts, np.concatenate(([0], newlines[:-1])))  # first token of a line
-    counts = np.diff(np.append(first, ts.size))
-    used = counts > 0
-    used[used] &= raw[ts[first[used]]] != ord("#")
-    data = np.flatnonzero(used)
-    if not data.size:
-        return nothing
-    f = first[data]
-    if bool(np.any(counts[data] < 5)):
+    tokens = _line_tokens(chunk, 5)
+    if tokens is None:
         return None
-    qs, qe, ds, de, ss, se = ts[f], te[f], ts[f + 2], te[f + 2], ts[f + 4], te[f + 4]
-    wq, wd, ws = (int((e - s).max()) for s, e in ((qs, qe), (ds, de), (ss, se)))
-    if max(wq, wd, ws) > _FAST_ID_BYTES:
+    data = tokens[4]
+    if not data.size:
+        return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
+    qids, docs, raw_scores = _column(tokens, 0), _column(tokens, 2), _column(tokens, 4)
+    if qids is None or docs is None or raw_scores is None:
         return None
     try:
-        scores = _gather(raw, ss, se, ws).astype(np.float64)
+        scores = _parse_scores(raw_scores)
     except ValueError:
         return None
     if bool(np.isnan(scores).any()):
         return None
-    return (_gather(raw, qs, qe, wq), _gather(raw, ds, de, wd), scores,
-            data.astype(np.int64) + first_line)
+    return qids, docs, scores, data.astype(np.int64) + first_line
+
+
+def _parse_grades(tokens: np.ndarray) -> np.ndarray | None:
+    """Integer grade tokens (``-?[0-9]{1,10}``) as int64, or None when one is anything else."""
+    n, width = tokens.size, tokens.dtype.itemsize
+    cols = np.ascontiguousarray(tokens.view(np.uint8).reshape(n, width).T).astype(np.int64)
+    value = np.zeros(n, dtype=np.int64)
+    n_digits = np.zeros(n, dtype=np.int64)
+    neg = cols[0] == 45
+    ok = np.ones(n, dtype=bool)
+    for j, c in enumerate(cols):
+        digit = (c >= 48) & (c <= 57)
+        value = np.where(digit, value * 10 + (c - 48), value)
+        n_digits += digit
+        ok &= digit | (c == 0) | ((c == 45) & (j == 0))
+    if not bool(np.all(ok & (n_digits >= 1) & (n_digits <= 10))):
+        return None
+    return np.where(neg, -value, value)
+
+
+def _fast_qrels(text: str) -> Qrels | None:
+    """TREC qrels ``qid iter docid rel`` parsed with array operations; None when any line needs
+    the line-by-line parser (its messages): a BEIR header, a short line, a non-integer or
+    out-of-range grade, a long id, a doc id repeated for a query."""
+    if "\x00" in text or "-id" in text.lower():
+        return None
+    tokens = _line_tokens(text.encode("utf-8"), 4)
+    if tokens is None:
+        return None
+    if not tokens[4].size:
+        return {}
+    qids, docs, rels = _column(tokens, 0), _column(tokens, 2), _column(tokens, 3)
+    if qids is None or docs is None or rels is None:
+        return None
+    grades = _parse_grades(rels)
+    if grades is None or bool(np.any((grades > MAX_GRADE) | (grades < -MAX_GRADE - 1))):
+        return None
+    q_list = [q.decode("utf-8") for q in qids.tolist()]
+    d_list = [d.decode("utf-8") for d in docs.tolist()]
+    out: Qrels = {}
+    n = 0
+    for q, d, g in zip(q_list, d_list, grades.tolist(), strict=True):
+        out.setdefault(q, {})[d] = g
+        n += 1
+    if sum(map(len, out.values())) != n:
+        return None  # a doc id repeated for a query: the line-by-line parser names both lines
+    return out
 
 
 def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[RecordProblem]

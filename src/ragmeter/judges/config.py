@@ -76,6 +76,13 @@ class JudgeConfig:
     hedge_after_p90: float | None = 3.0
     # e.g. OpenRouter's HTTP-Referer; a value "${NAME}" is read from the environment per call
     extra_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: hosts the judge may be sent to (``api.example.com``, ``*.example.com``,
+    #: ``127.0.0.1:8080``); empty: any. A base_url elsewhere is a ConfigError
+    allow_hosts: tuple[str, ...] = ()
+    #: replace personal data in every request by consistent tokens (ragmeter.privacy)
+    pseudonymise: bool = False
+    #: where the token map is written (kept locally; never in the store, reports or logs)
+    pseudonymise_map: str | None = None
 
     def __repr__(self) -> str:
         fields_ = ", ".join(f"{f.name}={self._shown(f.name)!r}" for f in fields(self)
@@ -153,6 +160,7 @@ class JudgeConfig:
             _check_int("retry.budget", r.budget, 0)
         if r.max < r.initial:
             raise ConfigError("retry.max", f"must be >= retry.initial ({r.initial}), got {r.max}")
+        _check_allowed_hosts(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JudgeConfig:
@@ -228,6 +236,27 @@ class JudgeConfig:
 
     def price_table(self) -> tuple[float, float]:
         return (self.price_in, self.price_out)
+
+
+def _check_allowed_hosts(cfg: JudgeConfig) -> None:
+    """Every base_url's host must be listed in ``allow_hosts`` (when it lists any)."""
+    from urllib.parse import urlsplit
+
+    allow = cfg.allow_hosts
+    if isinstance(allow, (list, str)):
+        allow = (allow,) if isinstance(allow, str) else tuple(allow)
+        object.__setattr__(cfg, "allow_hosts", allow)
+    if not allow:
+        return
+    for url in cfg.base_urls():
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        if not any(a.lower() in (host, netloc) or (a.startswith("*.") and
+                                                    host.endswith(a[1:].lower()))
+                   for a in allow):
+            raise ConfigError("allow_hosts", f"the judge endpoint host {netloc!r} is not listed "
+                              f"(allowed: {', '.join(allow)}); nothing was sent")
 
 
 def default_cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:

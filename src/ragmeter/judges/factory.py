@@ -28,18 +28,20 @@ def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
     ``local-demo``: the bundled weak demonstration model (extra ``local-judge``), ``demo=True``.
     ``mock``: the fake server (``base_url`` of a running one, else one started in-process).
     ``recorded``: replays ``record_path``. Keyword arguments go to :class:`EngineJudge`
-    (``progress``, ``keep_prompts``, ``send_gate``).
+    (``progress``, ``keep_prompts``, ``send_gate``). With ``pseudonymise`` (or inside
+    :func:`ragmeter.privacy.judge.privacy_scope`) every request is pseudonymised first.
 
     Inside :func:`ragmeter.cost.estimate_scope` nothing is built: a planning stand-in that
     counts tokens is returned; inside :func:`ragmeter.cost.budget_scope` the judge is wrapped
     so it stops at the budget.
     """
     from ragmeter.cost import budgeted, planned_judge
+    from ragmeter.privacy.judge import pseudonymised
 
     planned = planned_judge(config)
     if planned is not None:
         return planned
-    return budgeted(_build(config, **kwargs))
+    return budgeted(pseudonymised(_build(config, **kwargs), config))
 
 
 def _build(config: JudgeConfig, **kwargs: Any) -> Judge:

@@ -59,6 +59,8 @@ class MockConfig:
     #: off to stand in for a real endpoint in tests
     mark_replies: bool = True
     reject_params: Sequence[str] = ()  # e.g. ("max_tokens", "seed"), answered like OpenAI's 400
+    #: keep every raw request body in ``MockJudgeServer.received`` (tests of what was sent)
+    record_bodies: bool = False
 
     def __post_init__(self) -> None:
         bad = [k for k in (*self.fault_kinds, *self.script) if k != "ok" and k not in FAULT_KINDS]
@@ -119,6 +121,8 @@ class MockJudgeServer:
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
         self._sem: asyncio.Semaphore | None = None
+        #: raw request bodies, in arrival order (with ``MockConfig.record_bodies``)
+        self.received: list[str] = []
 
     @property
     def base_url(self) -> str:
@@ -246,6 +250,10 @@ class MockJudgeServer:
                 self._counters.faults["401"] += 1
             return web.json_response({"error": {"message": "invalid api key"}}, status=401)
         try:
+            if cfg.record_bodies:
+                raw = await request.text()
+                with self._lock:
+                    self.received.append(raw)
             body = await request.json()
         except (ValueError, UnicodeDecodeError):
             return web.json_response({"error": {"message": "body is not JSON"}}, status=400)

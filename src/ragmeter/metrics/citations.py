@@ -4,7 +4,7 @@ Recognised citation forms: ``[1]``, ``[1, 3]``, ``[2-4]`` (positions in the retr
 1-based), ``[doc-id]`` (an id), footnote marks ``[^2]`` and superscripts ``¹²``, URLs, and
 Russian legal references (:mod:`ragmeter.metrics.legal_refs`).
 
-Metrics (per sample; samples whose answer cites nothing are unscored ``no_citations``):
+Metrics (per sample; samples whose answer cites nothing are unscored ``not_applicable:no_citations``):
 
 - ``citation_precision``: cited sources that are gold / cited sources;
 - ``citation_recall``: gold documents cited / gold documents;
@@ -101,7 +101,7 @@ def _precision(s: Any) -> SampleScore:
         return SampleScore(s.id, None, "missing_field:gold_doc_ids")
     sources = {resolve(c, retrieved) or c.value for c in cites}
     if not sources:
-        return SampleScore(s.id, None, "no_citations")
+        return SampleScore(s.id, None, "not_applicable:no_citations")
     return SampleScore(s.id, sum(_is_gold(x, gold) for x in sources) / len(sources))
 
 
@@ -111,7 +111,7 @@ def _recall(s: Any) -> SampleScore:
     if not gold_docs:
         return SampleScore(s.id, None, "missing_field:gold_doc_ids")
     if not cites:
-        return SampleScore(s.id, None, "no_citations")
+        return SampleScore(s.id, None, "not_applicable:no_citations")
     cited = {_doc_of(resolve(c, retrieved) or c.value) for c in cites}
     return SampleScore(s.id, len(gold_docs & cited) / len(gold_docs))
 
@@ -119,7 +119,7 @@ def _recall(s: Any) -> SampleScore:
 def _fabricated(s: Any) -> SampleScore:
     cites, retrieved = _cites(s)
     if not cites:
-        return SampleScore(s.id, None, "no_citations")
+        return SampleScore(s.id, None, "not_applicable:no_citations")
     if s.retrieved_ids is None:
         return SampleScore(s.id, None, "missing_field:retrieved_ids")
     bad = [c for c in cites if resolve(c, retrieved) is None]
@@ -132,7 +132,7 @@ def _legal_match(s: Any) -> SampleScore:
         return SampleScore(s.id, None, "missing_field:reference")
     gold, got = set(parse_legal_refs(s.reference)), set(parse_legal_refs(s.response or ""))
     if not gold and not got:
-        return SampleScore(s.id, None, "no_legal_references")
+        return SampleScore(s.id, None, "not_applicable:no_legal_references")
     return SampleScore(s.id, float(gold == got), None,
                        {"missing": sorted(map(str, gold - got)),
                         "extra": sorted(map(str, got - gold))})
@@ -141,7 +141,7 @@ def _legal_match(s: Any) -> SampleScore:
 def _legal_unsupported(s: Any) -> SampleScore:
     got = set(parse_legal_refs(s.response or ""))
     if not got:
-        return SampleScore(s.id, None, "no_legal_references")
+        return SampleScore(s.id, None, "not_applicable:no_legal_references")
     if s.retrieved_contexts is None:
         return SampleScore(s.id, None, "missing_field:retrieved_contexts")
     found: set[Any] = set()

@@ -20,7 +20,9 @@ compare with RAGAS. A sample whose retrieved list is empty is unscored for ``id_
 Policy: a sample with no gold chunk ids (``gold_chunk_ids`` absent or empty, e.g. a
 negative question) is not part of the population: it is *excluded* — unscored with reason
 ``missing_field:gold_chunk_ids`` and counted in ``counts["no_gold"]`` (``counts["negative"]``
-for negatives). Duplicated retrieved ids count once (first occurrence).
+for negatives). Duplicated retrieved ids count once (first occurrence), and a cutoff ``@k``
+counts the first ``k`` *positions* of the ranking, repeats included — as ``recall@k`` and
+trec_eval do — so ``id_context_recall@k`` equals ``recall@k`` on the same ids.
 """
 
 from __future__ import annotations
@@ -75,9 +77,8 @@ def _make(kind: str) -> Callable[[Metric, Any], MetricResult]:
             if s.retrieved_ids is None:
                 scores.append(SampleScore(s.id, None, "missing_field:retrieved_ids"))
                 continue
-            ret = _dedup(s.retrieved_ids)
-            if metric.k is not None:
-                ret = ret[: metric.k]
+            # the cutoff counts ranking positions (as recall@k), then repeats count once
+            ret = _dedup(s.retrieved_ids if metric.k is None else s.retrieved_ids[: metric.k])
             gold = set(s.gold_chunk_ids)
             if kind == "set_precision":
                 v = id_set_precision(ret, gold)

@@ -152,6 +152,7 @@ def _fmt(value: ParamValue) -> str:
 
 
 _ALIASES: dict[str, tuple[str, Mapping[str, ParamValue]]] = {}
+_CUTOFF_ALIASES: dict[str, str] = {}
 _PATTERN = re.compile(
     r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_\-]*)\s*(?:@\s*(?P<k>[^\s(]+)\s*)?"
     r"(?:\((?P<params>[^()]*)\)\s*)?$"  # no adjacent overlapping quantifiers: linear
@@ -187,6 +188,21 @@ def register(spec: MetricSpec) -> MetricSpec:
     for alias, fixed in spec.aliases.items():
         _ALIASES[alias] = (spec.name, fixed)
     return spec
+
+
+def register_cutoff_alias(prefix: str, name: str) -> None:
+    """``<prefix>_<k>`` parses as ``name@k`` (trec_eval's measure names: ``P_5`` →
+    ``precision@5``)."""
+    _CUTOFF_ALIASES[prefix] = name
+
+
+def _cutoff_alias(name: str) -> tuple[str, int | None]:
+    if name in SPECS or name in _ALIASES:  # (the first lookup loads the families)
+        return name, None
+    prefix, _, k = name.rpartition("_")
+    if prefix in _CUTOFF_ALIASES and k.isdigit():
+        return _CUTOFF_ALIASES[prefix], int(k)
+    return name, None
 
 
 @contextmanager
@@ -266,7 +282,10 @@ def parse_metric(text: str | Metric) -> Metric:
             if key in params:
                 raise MetricSpecError(f"metric '{text}': parameter '{key}' given twice")
             params[key] = value
-    return make_metric(m.group("name").replace("-", "_"), k=k, **params)
+    name = m.group("name").replace("-", "_")
+    if k is None:
+        name, k = _cutoff_alias(name)
+    return make_metric(name, k=k, **params)
 
 
 def split_metric_key(text: str) -> tuple[str, int | None, str]:

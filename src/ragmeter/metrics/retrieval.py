@@ -18,10 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
+from ragmeter.metrics.registry import Metric, MetricSpec, Param, register, register_cutoff_alias
 
-LEVEL = Param("level", str, "chunk", ("chunk", "doc"),
-              "chunk: ids as given; doc: chunks mapped to their parent document, repeats collapse")
+LEVEL = Param("level", str, "auto", ("auto", "chunk", "doc"),
+              "chunk: ids as given; doc: chunks mapped to their parent document, repeats "
+              "collapse; auto: chunk when the data has chunk gold, else doc (document hit as the "
+              "proxy), shown as level:doc(auto) in the signature")
 GAIN = Param("gain", str, "linear", ("linear", "exp"),
              "linear: gain = rel (trec_eval); exp: gain = 2^rel − 1 (Burges)")
 THRESHOLD = Param("threshold", float, 0.0, None, "top-1 score at or above which a negative "
@@ -132,10 +134,15 @@ def _gains(grades: np.ndarray, kind: Any) -> np.ndarray:
 def _row_sum(x: np.ndarray) -> np.ndarray:
     """Sums along each row, left to right, like trec_eval: a query's value never depends on
     which other queries share its matrix or where its row sits in memory (vectorised sums
-    and BLAS products may round differently by a unit in the last place)."""
+    and BLAS products may round differently by a unit in the last place). One vectorised add
+    per column: the same additions in the same order as a sequential loop over each row."""
     if x.shape[1] == 0:
         return np.zeros(x.shape[0])
-    return np.asarray(np.cumsum(x, axis=1, dtype=np.float64)[:, -1])
+    cols = np.asarray(x, dtype=np.float64).T
+    acc = cols[0].copy()
+    for col in cols[1:]:
+        acc += col
+    return acc
 
 
 def ndcg(a: RankArrays, m: Metric) -> np.ndarray:
@@ -198,6 +205,14 @@ register(MetricSpec(
     name="negative_top_score", family="retrieval",
     doc="Negative questions only: the top-1 retriever score (lower is better).",
     higher_is_better=False, value_range=None, required_fields=("retrieved_scores",)))
+
+#: trec_eval's measure names (as ``trec_eval -q`` prints them) accepted as aliases: ``P_5``,
+#: ``recall_10``, ``ndcg_cut_10``, ``success_5``, ``map_cut_10``; ``recip_rank``, ``map`` and
+#: ``ndcg`` (full ranking) are names or aliases of their own
+TREC_CUTOFF_NAMES = {"P": "precision", "recall": "recall", "ndcg_cut": "ndcg",
+                     "success": "hit_rate", "map_cut": "map"}
+for _prefix, _name in TREC_CUTOFF_NAMES.items():
+    register_cutoff_alias(_prefix, _name)
 
 RANKING_METRICS = ("hit_rate", "precision", "recall", "f1", "mrr", "ndcg", "map")
 NEGATIVE_METRICS = ("negative_false_retrieval", "negative_top_score")

@@ -25,7 +25,6 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ragmeter._version import __version__
 from ragmeter.judge_trust.runs import TIER as JUDGE_TRUST_TIER
@@ -33,16 +32,17 @@ from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
 from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
 from ragmeter.reports.decision import TierDecision, decide
-from ragmeter.reports.i18n import check_lang, detect_lang, results_lang, t
+from ragmeter.reports.explorer import explorer
+from ragmeter.reports.explorer import fmt_value as _fmt_value
+from ragmeter.reports.explorer import (  # noqa: F401 (the viewer's pages import it from here)
+    reasons_from_details as _reasons_from_details,
+)
+from ragmeter.reports.i18n import check_lang, results_lang, t
 from ragmeter.reports.judge_card import card_section
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
-
-MAX_EXPLORER_SAMPLES = 500
-REASON_KEYS = ("reason", "reasons", "explanation", "rationale", "reasoning", "verdict",
-               "verdicts", "feedback", "comment", "detail")
-GRADE_KEYS = ("grade", "label", "judge_label")
+from ragmeter.text import detect_language
 
 
 # --------------------------------------------------------------------------- helpers
@@ -109,23 +109,6 @@ def is_demo(run: StoredRun) -> list[str]:
     return sorted(set(names))
 
 
-def _reasons_from_details(details: Mapping[str, Any] | None) -> list[str]:
-    if not details:
-        return []
-    out = []
-    for key in REASON_KEYS:
-        v = details.get(key)
-        if isinstance(v, str) and v.strip():
-            out.append(v.strip())
-        elif isinstance(v, list):
-            out.extend(str(x) for x in v[:10] if x not in (None, ""))
-    for key in GRADE_KEYS:
-        v = details.get(key)
-        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v) != "":
-            out.append(f"{key}: {v}")
-    return out
-
-
 # --------------------------------------------------------------------------- charts
 def _hit_at_k(results: Sequence[EvalResult]) -> dict[str, dict[int, svg.Point]]:
     """Plain ``hit_rate@k`` (no parameters) per system: {system: {k: point}}."""
@@ -139,10 +122,6 @@ def _hit_at_k(results: Sequence[EvalResult]) -> dict[str, dict[int, svg.Point]]:
             if a.n > 0:
                 out.setdefault(res.name, {})[k] = svg.Point(a.mean, a.ci_low, a.ci_high)
     return out
-
-
-def _values(mr: MetricResult) -> list[float]:
-    return [float(v) for v in mr.values if not math.isnan(v)]
 
 
 def _point(mr: MetricResult | None) -> svg.Point:
@@ -234,13 +213,6 @@ def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
     if lo is None or hi is None or (isinstance(lo, float) and math.isnan(lo)):
         return "–"
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
-
-
-def _fmt_value(x: float | None) -> str:
-    """Three significant decimals on the 0–1 scale, fewer for large values (BLEU 21.05)."""
-    if x is None or math.isnan(x):
-        return "–"
-    return f"{x:.3f}" if abs(x) < 10 else f"{x:.2f}"
 
 
 def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = (),
@@ -376,186 +348,6 @@ def _tier_status(run: StoredRun, lang: str) -> str:
             f"{''.join(items)}</ul></section>")
 
 
-# --------------------------------------------------------------------------- explorer
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _heat(v: float | None, hib: bool, unit: bool) -> str:
-    if v is None or not unit:
-        return ""
-    good = v if hib else 1.0 - v
-    good = min(1.0, max(0.0, good))
-    hue = int(good * 120)  # 0 red → 120 green
-    return f' style="background:hsl({hue},70%,88%)"'
-
-
-def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
-             sample_href: str | None = None) -> tuple[str, list[dict[str, Any]]]:
-    """The pivot: one row per sample, one column per (tier, system) on the tier's primary
-    metric; worst rows first; details (contexts, answer, every score, judge reasons) folded.
-
-    ``sample_href`` (a format string with ``{id}``) links each row to a drill-down page."""
-    columns: list[tuple[str, str, str, MetricResult]] = []
-    for tier, dec in decisions.items():
-        if dec.primary is None:
-            continue
-        for res in run.tiers[tier].results:
-            mr = res.results.get(dec.primary)
-            if mr is not None and mr.aggregate.n + mr.aggregate.n_unscored > 0:
-                columns.append((tier, res.name, dec.primary, mr))
-    values = [mr.by_id() for *_, mr in columns]
-    reasons = [{s.sample_id: s.reason for s in mr.records() if s.value is None}
-               for *_, mr in columns]
-    units = [bool(mr.aggregate.n) and all(0.0 <= v <= 1.0 for v in _values(mr))
-             for *_, mr in columns]
-    order: list[str] = list(run.samples)
-    seen = set(order)
-    all_scores: dict[str, list[tuple[str, str, str, float | None, str | None, list[str]]]] = {}
-    for tier, rec in run.tiers.items():
-        for res in rec.results:
-            for key, mr in res.results.items():
-                for s in mr.records():
-                    if s.sample_id not in seen:
-                        seen.add(s.sample_id)
-                        order.append(s.sample_id)
-                    all_scores.setdefault(s.sample_id, []).append(
-                        (tier, res.name, key, s.value, s.reason, _reasons_from_details(s.details)))
-
-    questions = set(run.samples)
-
-    def badness(sid: str) -> tuple[int, int, float]:
-        """Questions of the dataset first, then other items (texts, sessions, log rows);
-        within each, the lowest mean of the row's 0–1 scores first."""
-        goods = []
-        for (_, _, _, mr), vals, unit in zip(columns, values, units, strict=True):
-            v = vals.get(sid)
-            if v is None or math.isnan(v) or not unit:
-                continue
-            goods.append(v if mr.higher_is_better else 1.0 - v)
-        if not goods:
-            return (sid not in questions, 1, 0.0)
-        return (sid not in questions, 0, sum(goods) / len(goods))
-
-    total = len(order)
-    order = sorted(order, key=badness)[:MAX_EXPLORER_SAMPLES]
-    types = sorted({str(run.samples.get(s, {}).get("type")) for s in order
-                    if run.samples.get(s, {}).get("type")})
-    head = "".join(
-        f'<th class=num data-tier="{escape(tier)}" title="{escape(tier)} · {escape(system)}'
-        f' · {escape(metric)}">{escape(svg.short(system, 16))}<div class=muted>'
-        f"{escape(metric)}</div></th>" for tier, system, metric, _ in columns)
-    rows: list[str] = []
-    data: list[dict[str, Any]] = []
-    tiers_seen: set[str] = set()
-    for sid in order:
-        sample = run.samples.get(sid, {})
-        q = str(sample.get("user_input") or "")
-        qtype = str(sample.get("type") or "")
-        cells, tiers_here, n_uns = [], set(), 0
-        for (tier, _, _, mr), vals, why, unit in zip(columns, values, reasons, units,
-                                                     strict=True):
-            if sid not in vals:
-                cells.append(f'<td class=num data-tier="{escape(tier)}"></td>')
-                continue
-            tiers_here.add(tier)
-            v = vals[sid]
-            if v is None or math.isnan(v):
-                n_uns += 1
-                cells.append(f'<td class="num unscored" data-tier="{escape(tier)}" '
-                             f'title="{escape(str(why.get(sid) or ""))}">{t("unscored", lang)}'
-                             "</td>")
-            else:
-                cells.append(f'<td class=num data-tier="{escape(tier)}"'
-                             f'{_heat(v, mr.higher_is_better, unit)}>{_fmt_value(v)}</td>')
-        sc = all_scores.get(sid, [])
-        for tier, *_ in sc:
-            tiers_here.add(tier)
-        tiers_seen |= tiers_here
-        n_uns_all = sum(1 for s in sc if s[3] is None)
-        detail = _sample_details(sample, sc, lang)
-        title = q
-        link = (f' <a class=drill href="{escape(sample_href.format(id=quote(sid, safe="")))}">↗</a>'
-                if sample_href else "")
-        did = f"rm-d{len(rows)}"
-        rows.append(
-            f'<tr class="rm-sample" data-id="{escape(sid)}" data-type="{escape(qtype)}" '
-            f'data-tiers="{escape(" ".join(sorted(tiers_here)))}" data-unscored="{n_uns_all}" '
-            f'data-detail="{did}"><td class=q><details><summary><code>{escape(sid)}</code> '
-            f"{escape(_clip(title, 160))}"
-            + (f' <span class="qtype">{escape(qtype)}</span>' if qtype else "")
-            + f"</summary></details>{link}</td>{''.join(cells)}</tr>"
-            f'<tr class="rm-detail" id="{did}" hidden><td colspan="{len(columns) + 1}">'
-            f"{detail}</td></tr>")
-        data.append({"id": sid, "question": q, "type": qtype, "n_scores": len(sc),
-                     "n_unscored": n_uns_all})
-    note = (f"<p class=muted>{t('truncated', lang, n=MAX_EXPLORER_SAMPLES, total=total)}</p>"
-            if total > MAX_EXPLORER_SAMPLES else "")
-    type_opts = "".join(f'<option value="{escape(x)}">{escape(x)}</option>' for x in types)
-    tier_opts = "".join(f'<option value="{escape(x)}">{escape(tier_title(x, lang))}</option>'
-                        for x in run.tiers if x in tiers_seen)
-    html = (
-        f"<section id=explorer><h2>{t('explorer', lang)}</h2><p class=intro>"
-        f"{t('explorer_intro', lang)}</p>{note}"
-        f'<div class=filterbar><input id="rm-filter" type="search" placeholder="'
-        f'{escape(t("filter_placeholder", lang))}" aria-label="{escape(t("filter_placeholder", lang))}">'
-        f'<label>{t("qtype", lang)} <select id="rm-type"><option value="">{t("all", lang)}'
-        f"</option>{type_opts}</select></label>"
-        f'<label>{t("tier", lang)} <select id="rm-tier"><option value="">{t("all", lang)}'
-        f"</option>{tier_opts}</select></label>"
-        f'<label><input id="rm-unscored" type="checkbox"> {t("only_unscored", lang)}</label>'
-        f'<span id="rm-shown" class=muted data-template="{escape(t("shown", lang, n="{n}", total="{total}"))}"></span></div>'
-        f'<table id="rm-samples"><thead><tr><th>{t("question", lang)}</th>{head}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></section>")
-    return html, data
-
-
-def _sample_details(sample: Mapping[str, Any],
-                    scores: Sequence[tuple[str, str, str, float | None, str | None, list[str]]],
-                    lang: str) -> str:
-    parts = []
-    ref = str(sample.get("reference") or "")
-    if ref:
-        parts.append(f"<p><b>{t('reference', lang)}:</b> {escape(_clip(ref, 1200))}</p>")
-    answer = str(sample.get("response") or "")
-    if answer:
-        parts.append(f"<p><b>{t('answer', lang)}:</b> {escape(_clip(answer, 2000))}</p>")
-    ctxs = [str(c) for c in sample.get("retrieved_contexts") or []]
-    if ctxs:
-        parts.append(f"<p><b>{t('contexts', lang)}:</b></p><ol>"
-                     + "".join(f"<li>{escape(_clip(c, 500))}</li>" for c in ctxs[:3]) + "</ol>")
-    gold = sample.get("gold_doc_ids") or sample.get("gold_chunk_ids")
-    if gold:
-        parts.append(f"<p class=muted>{t('gold', lang)}: "
-                     f"{escape(', '.join(map(str, gold)))}</p>")
-    for key, v in sample.items():
-        if key.startswith("retrieved:") and isinstance(v, Mapping):
-            ids = [str(i) for i in v.get("ids") or []][:3]
-            texts = [*(v.get("contexts") or []), *[None] * len(ids)]
-            parts.append(
-                f"<p><b>{escape(key.split(':', 1)[1])}</b> ({t('hits', lang, n=len(v.get('ids') or []))}):</p><ol>"
-                + "".join(f"<li><code>{escape(i)}</code> "
-                          + (escape(_clip(str(c), 160)) if c else "") + "</li>"
-                          for i, c in zip(ids, texts, strict=False)) + "</ol>")
-    if scores:
-        groups: dict[str, list[str]] = {}
-        for tier, system, key, value, reason, _ in scores:
-            where = f"{tier} · {system}"
-            cell = (f"<code>{escape(key)}</code>=" + (
-                _fmt_value(value) if value is not None else
-                f'<span class=bad-text>{t("unscored", lang)}</span> ({escape(str(reason))})'))
-            groups.setdefault(where, []).append(cell)
-        parts.append(f"<p><b>{t('scores', lang)}:</b></p><ul class=scores>"
-                     + "".join(f"<li><span class=muted>{escape(w)}</span>: {', '.join(c)}</li>"
-                               for w, c in groups.items()) + "</ul>")
-    judge = [(key, j) for _, _, key, _, _, js in scores for j in js]
-    if judge:
-        parts.append(f"<p><b>{t('judge_reasons', lang)}:</b></p><ul class=judge>"
-                     + "".join(f"<li><code>{escape(k)}</code>: {escape(_clip(j, 1000))}</li>"
-                               for k, j in judge) + "</ul>")
-    return "<div class=detail>" + "".join(parts) + "</div>"
-
-
 # --------------------------------------------------------------------------- page
 def _page(title: str, body: str, data: Mapping[str, Any], lang: str = "en",
           extra_css: str = "") -> str:
@@ -578,7 +370,7 @@ def run_lang(run: StoredRun) -> str:
         recorded = results_lang(r for rec in run.tiers.values() for r in rec.results)
         if recorded:
             return recorded
-    return detect_lang(texts or [run.name])
+    return detect_language(texts or [run.name])
 
 
 def tier_decisions(run: StoredRun, lang: str = "en") -> dict[str, TierDecision]:

@@ -2,12 +2,11 @@
 
 ``t(key, lang, **fields)`` formats the string for ``lang`` ("en" or "ru"); every visible piece
 of text in the HTML/Markdown reports and the viewer comes from :data:`TEXT`. The default
-language is the data's: Russian when most questions are written in Cyrillic.
+language is the data's (``ragmeter.text.detect_language``, the one language detector).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 LANGS = ("en", "ru")
@@ -248,21 +247,6 @@ def check_lang(lang: str) -> str:
 
         raise UsageError("--lang", f"unknown report language {lang!r}", list(LANGS))
     return lang
-
-
-_CYR = re.compile(r"[А-Яа-яЁё]")
-_LAT = re.compile(r"[A-Za-z]")
-
-
-def detect_lang(texts: Iterable[str]) -> str:
-    """"ru" when Cyrillic letters outnumber Latin ones in the first texts, else "en"."""
-    cyr = lat = 0
-    for i, text in enumerate(texts):
-        if i >= 200:
-            break
-        cyr += len(_CYR.findall(text))
-        lat += len(_LAT.findall(text))
-    return "ru" if cyr > lat else "en"
 
 
 def results_lang(results: Iterable[object]) -> str | None:

@@ -7,10 +7,11 @@ would render) — a metric or system name cannot break the table or inject HTML.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ragmeter.reports.bands import classify, from_demo_judge
+from ragmeter.reports.decision import TierDecision
 from ragmeter.reports.i18n import check_lang, t
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.store import StoredRun
@@ -50,6 +51,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     systems × key metrics (mean, 95% CI, best in bold, † significant gap to the best); then
     tiers not run, gate results, every metric, and the signature."""
     from ragmeter.reports.html import is_demo, run_lang, tier_decisions
+    from ragmeter.reports.judge_card import card_markdown
 
     lang = check_lang(lang) if lang else run_lang(run)
     lines = [f"## ragmeter: {md_escape(run.name)}", "",
@@ -59,8 +61,24 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     demo = is_demo(run)
     if demo:
         lines += [f"> ⚠️ {md_escape(t('demo_banner', lang, names=', '.join(demo)))}", ""]
-    decisions = tier_decisions(run, lang)
-    lines += [f"### {t('decision', lang)}", ""]
+    lines += _decisions_md(tier_decisions(run, lang), lang)
+    not_ok = [(x, r) for x, r in run.tiers.items() if r.status != "ok"]
+    if not_ok:
+        lines += [f"**{t('tiers_not_run_md', lang)}**", ""]
+        lines += [f"- `{md_escape(x)}` ({md_escape(t('st_' + r.status, lang))}): "
+                  f"{md_escape(r.reason or '')}" for x, r in not_ok]
+        lines.append("")
+    if gate_rows:
+        lines += _gate_md(gate_rows, lang)
+    lines += card_markdown(run, lang)
+    lines += _all_metrics_md(run, demo, lang)
+    lines += [f"<sub>{t('signature', lang).lower()}: `{md_escape(run.signature)}`</sub>", ""]
+    return "\n".join(lines)
+
+
+def _decisions_md(decisions: Mapping[str, TierDecision], lang: str) -> list[str]:
+    """Per tier: the verdict and the systems × key metrics table; the test note after them."""
+    lines = [f"### {t('decision', lang)}", ""]
     if not decisions:
         lines += [t("no_results", lang), ""]
     n_res = seed = None
@@ -73,21 +91,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
         multi = sum(1 for s in dec.systems
                     if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
         for s in dec.systems:
-            cells = []
-            for m in dec.metrics:
-                c = dec.cells[(s, m)]
-                if not c.scored:
-                    cells.append(f"_{t('no_scored', lang)}_")
-                    continue
-                v = f"{c.mean:.3f}" if abs(c.mean or 0) < 10 else f"{c.mean:.2f}"
-                if c.best and multi:
-                    v = f"**{v}**"
-                if c.significant:
-                    v += " †"
-                elif not c.paired:
-                    v += " ∅"
-                ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
-                cells.append(f"{v}{ci} n={c.n}")
+            cells = [_decision_cell(dec.cells[(s, m)], multi, lang) for m in dec.metrics]
             lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
         lines.append("")
         lines += _slice_sections(dec)
@@ -95,28 +99,41 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     if n_res is not None:
         lines += [md_escape(t("test_note", lang, method=t("method_randomization", lang),
                               n=n_res, seed=seed)), ""]
-    not_ok = [(x, r) for x, r in run.tiers.items() if r.status != "ok"]
-    if not_ok:
-        lines += [f"**{t('tiers_not_run_md', lang)}**", ""]
-        lines += [f"- `{md_escape(x)}` ({md_escape(t('st_' + r.status, lang))}): "
-                  f"{md_escape(r.reason or '')}" for x, r in not_ok]
-        lines.append("")
-    if gate_rows:
-        failed = [r for r in gate_rows if not r.passed]
-        verdict = f"❌ {t('gate_failed', lang)}" if failed else f"✅ {t('gate_passed', lang)}"
-        lines += [f"**{t('gate', lang)}: {verdict}** ("
-                  f"{t('checks_passed', lang, ok=len(gate_rows) - len(failed), n=len(gate_rows))})",
-                  ""]
-        lines += [f"| {t('result', lang)} | {t('metric', lang)} | {t('value', lang)} | "
-                  f"{t('threshold', lang)} | {t('verdict', lang)} | {t('message', lang)} |",
-                  "|---|---|---:|---|---|---|"]
-        lines += [f"| {md_escape(r.target)} | `{md_escape(r.metric)}` | {_f(r.value)} | "
-                  f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} {r.verdict} | "
-                  f"{md_escape(r.message)} |" for r in gate_rows]
-        lines.append("")
-    from ragmeter.reports.judge_card import card_markdown
+    return lines
 
-    lines += card_markdown(run, lang)
+
+def _decision_cell(c: Any, multi: bool, lang: str) -> str:
+    if not c.scored:
+        return f"_{t('no_scored', lang)}_"
+    v = f"{c.mean:.3f}" if abs(c.mean or 0) < 10 else f"{c.mean:.2f}"
+    if c.best and multi:
+        v = f"**{v}**"
+    if c.significant:
+        v += " †"
+    elif not c.paired:
+        v += " ∅"
+    ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+    return f"{v}{ci} n={c.n}"
+
+
+def _gate_md(gate_rows: Sequence[Any], lang: str) -> list[str]:
+    failed = [r for r in gate_rows if not r.passed]
+    verdict = f"❌ {t('gate_failed', lang)}" if failed else f"✅ {t('gate_passed', lang)}"
+    lines = [f"**{t('gate', lang)}: {verdict}** ("
+             f"{t('checks_passed', lang, ok=len(gate_rows) - len(failed), n=len(gate_rows))})",
+             ""]
+    lines += [f"| {t('result', lang)} | {t('metric', lang)} | {t('value', lang)} | "
+              f"{t('threshold', lang)} | {t('verdict', lang)} | {t('message', lang)} |",
+              "|---|---|---:|---|---|---|"]
+    lines += [f"| {md_escape(r.target)} | `{md_escape(r.metric)}` | {_f(r.value)} | "
+              f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} {r.verdict} | "
+              f"{md_escape(r.message)} |" for r in gate_rows]
+    lines.append("")
+    return lines
+
+
+def _all_metrics_md(run: StoredRun, demo: Sequence[str], lang: str) -> list[str]:
+    """Every metric of the run, folded: mean, CI, counts and threshold band."""
     rows = []
     for tier, rec in run.tiers.items():
         for res in rec.results:
@@ -134,15 +151,14 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
                     icon = icon.split(" ", 1)[0] + " " + t(band, lang)
                 rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | `{md_escape(key)}` | "
                             f"{mean} | {ci} | {a.n} | {a.n_unscored} | {icon} |")
-    if rows:
-        lines += ["<details><summary>" + md_escape(t("all_metrics", lang, system=run.name))
-                  + "</summary>", "",
-                  f"| {t('tier', lang)} | {t('result', lang)} | {t('metric', lang)} | "
-                  f"{t('mean', lang)} | {t('ci95', lang)} | n | {t('n_unscored', lang)} | "
-                  f"{t('band', lang)} |",
-                  "|---|---|---|---:|---|---:|---:|---|", *rows, "", "</details>", ""]
-    lines += [f"<sub>{t('signature', lang).lower()}: `{md_escape(run.signature)}`</sub>", ""]
-    return "\n".join(lines)
+    if not rows:
+        return []
+    return ["<details><summary>" + md_escape(t("all_metrics", lang, system=run.name))
+            + "</summary>", "",
+            f"| {t('tier', lang)} | {t('result', lang)} | {t('metric', lang)} | "
+            f"{t('mean', lang)} | {t('ci95', lang)} | n | {t('n_unscored', lang)} | "
+            f"{t('band', lang)} |",
+            "|---|---|---|---:|---|---:|---:|---|", *rows, "", "</details>", ""]
 
 
 def comparison_markdown(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> str:

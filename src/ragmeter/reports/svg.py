@@ -13,7 +13,7 @@ with "…" and shown in full in the tooltip). Missing values are drawn as "n/a",
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -257,29 +257,12 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
                  'stroke="#888"/>')
     dodge = min(6.0, 24.0 / max(1, len(names)))  # side by side, so whiskers do not hide
     for si, name in enumerate(names):
-        color = colors.get(name, PALETTE[si % len(PALETTE)])
         off = (si - (len(names) - 1) / 2) * dodge
-        pts = [(px(xv) + off, p) for xv, p in zip(xs, series[name], strict=False) if p.ok]
-        if len(pts) > 1:
-            parts.append(f'<polyline fill="none" stroke-width="2" stroke="{color}" '
-                         'stroke-opacity="0.8" points="' + " ".join(
-                             f"{cx:.1f},{py(float(p.mean)):.1f}" for cx, p in pts) + '"/>')  # type: ignore[arg-type]
-        for j, (xv, p) in enumerate(zip(xs, series[name], strict=False)):
-            if not p.ok:
-                continue
-            cx, m = px(xv) + off, float(p.mean)  # type: ignore[arg-type]
-            tip = f"{name} · {tick_labels[j] if j < len(tick_labels) else xv}: {m:.4f}"
-            if _ok(p.low) and _ok(p.high):
-                lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
-                tip += f" [{lo:.4f}, {hi:.4f}]"
-                parts.append(f'<line class="rm-ci" x1="{cx:.1f}" y1="{py(lo):.1f}" x2="{cx:.1f}" '
-                             f'y2="{py(hi):.1f}" stroke="{color}" stroke-width="1.5"/>')
-            dot = (f'<circle class="rm-point" data-series="{escape(name)}" cx="{cx:.1f}" '
-                   f'cy="{py(m):.1f}" r="4" fill="{color}" stroke="#fff"><title>'
-                   f"{escape(tip)}</title></circle>")
-            href = (links or {}).get(name, [None] * len(xs))
-            url = href[j] if j < len(href) else None
-            parts.append(f'<a class="rm-link" href="{escape(url)}">{dot}</a>' if url else dot)
+        _draw_series(parts, name, colors.get(name, PALETTE[si % len(PALETTE)]),
+                     [px(xv) + off for xv in xs], list(series[name]), py,
+                     [tick_labels[j] if j < len(tick_labels) else f"{xv}"
+                      for j, xv in enumerate(xs)],
+                     (links or {}).get(name, [None] * len(xs)))
     parts.append("</g>")
     for j, (xv, lab) in enumerate(zip(xs, tick_labels, strict=False)):
         cx, ty = px(xv), y0 + h + 20
@@ -293,6 +276,33 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
     _zoom_note(parts, a, 8, height - 6, lang)
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _draw_series(parts: list[str], name: str, color: str, cxs: Sequence[float],
+                 points: Sequence[Point], py: Callable[[float], float],
+                 tips: Sequence[str], href: Sequence[str | None]) -> None:
+    """One series of a line chart: its line, and per point the CI whisker and a dot (a link
+    when ``href`` gives the point an URL)."""
+    pts = [(cx, p) for cx, p in zip(cxs, points, strict=False) if p.ok]
+    if len(pts) > 1:
+        parts.append(f'<polyline fill="none" stroke-width="2" stroke="{color}" '
+                     'stroke-opacity="0.8" points="' + " ".join(
+                         f"{cx:.1f},{py(float(p.mean)):.1f}" for cx, p in pts) + '"/>')  # type: ignore[arg-type]
+    for j, (cx, p) in enumerate(zip(cxs, points, strict=False)):
+        if not p.ok:
+            continue
+        m = float(p.mean)  # type: ignore[arg-type]
+        tip = f"{name} · {tips[j]}: {m:.4f}"
+        if _ok(p.low) and _ok(p.high):
+            lo, hi = float(p.low), float(p.high)  # type: ignore[arg-type]
+            tip += f" [{lo:.4f}, {hi:.4f}]"
+            parts.append(f'<line class="rm-ci" x1="{cx:.1f}" y1="{py(lo):.1f}" x2="{cx:.1f}" '
+                         f'y2="{py(hi):.1f}" stroke="{color}" stroke-width="1.5"/>')
+        dot = (f'<circle class="rm-point" data-series="{escape(name)}" cx="{cx:.1f}" '
+               f'cy="{py(m):.1f}" r="4" fill="{color}" stroke="#fff"><title>'
+               f"{escape(tip)}</title></circle>")
+        url = href[j] if j < len(href) else None
+        parts.append(f'<a class="rm-link" href="{escape(url)}">{dot}</a>' if url else dot)
 
 
 def _legend(parts: list[str], names: Sequence[str], colors: Mapping[str, str], x: float,

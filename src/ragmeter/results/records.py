@@ -25,6 +25,7 @@ from ragmeter.stats import (
     DEFAULT_SEED,
     PairedComparison,
     bootstrap_ci,
+    bootstrap_stat,
     paired_test,
 )
 
@@ -192,6 +193,13 @@ class MetricResult:
         if n == 0:
             return Aggregate(None, 0, len(self.reasons), None, None, None, seed=self.seed,
                              n_boot=self.n_boot, unscored_by_reason=by_reason)
+        stat = statistic_of(self.metric, self.counts, scored)
+        if stat is not None:   # a percentile or a rate (target latency): its own bootstrap CI
+            est = bootstrap_stat(stat, n, seed=self.seed, n_boot=self.n_boot)
+            return Aggregate(
+                mean=est.value, n=n, n_unscored=len(self.reasons), ci_low=est.ci_low,
+                ci_high=est.ci_high, std=float(scored.std(ddof=1)) if n > 1 else 0.0,
+                seed=self.seed, n_boot=self.n_boot, unscored_by_reason=by_reason)
         lo, hi = bootstrap_ci(scored, seed=self.seed, n_boot=self.n_boot)
         return Aggregate(
             mean=float(scored.mean()), n=n, n_unscored=len(self.reasons), ci_low=lo, ci_high=hi,
@@ -245,6 +253,30 @@ class MetricResult:
             counts=dict(d.get("counts", {})), higher_is_better=bool(d.get("higher_is_better", True)),
             seed=int(agg.get("seed", DEFAULT_SEED)), n_boot=int(agg.get("n_boot", DEFAULT_N_BOOT)),
         )
+
+
+#: counts key of a ``throughput`` metric: the run's wall time in milliseconds (summed over
+#: batches when results are merged)
+WALL_MS = "wall_ms"
+
+
+def statistic_of(metric: str, counts: Mapping[str, int], scored: np.ndarray) -> Any:
+    """The statistic a metric's aggregate reports when it is not the mean, as ``stat(idx)``
+    over the scored values: ``<name>_p<q>`` (``latency_p95``) is the q-th percentile;
+    ``throughput`` (per-call seconds, with the wall time in ``counts["wall_ms"]``) is calls
+    per second, ``n × (mean calls in flight) / Σ seconds``. None: the mean."""
+    stem, sep, q = metric.rpartition("_p")
+    if sep and stem and q.isdigit() and 0 < int(q) < 100:
+        frac = int(q) / 100.0
+        return lambda idx: float(np.quantile(scored[idx], frac))
+    if metric == "throughput" and counts.get(WALL_MS):
+        in_flight = float(scored.sum()) / (counts[WALL_MS] / 1000.0)
+
+        def rate(idx: np.ndarray) -> float | None:
+            total = float(scored[idx].sum())
+            return None if total <= 0 else idx.size * in_flight / total
+        return rate
+    return None
 
 
 @dataclass

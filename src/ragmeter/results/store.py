@@ -8,227 +8,65 @@ aggregates stored next to them are a convenience for ``runs list`` and SQL users
 Tables (prefix ``rm_``): ``rm_runs`` (one row per run), ``rm_tiers`` (tier status and reason),
 ``rm_metrics`` (one row per system × metric: signature, counts, aggregate),
 ``rm_values`` (one row per system × metric × sample), ``rm_samples`` (the samples' text for the
-report's explorer).
+report's explorer). The tables and engines are in :mod:`ragmeter.results.database`, the run
+records in :mod:`ragmeter.results.runs`; their public names are importable from here too.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import subprocess
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import ConfigError, DataError, RagmeterError, RecordProblem, require
+from ragmeter.errors import ConfigError, RagmeterError, require
+from ragmeter.results.database import (
+    DEFAULT_STORE_FILE,
+    SCHEMA_VERSION,
+    SQLITE_BUSY_TIMEOUT_MS,
+    STORE_ENV,
+    WRITE_ATTEMPTS,
+    default_store_url,
+    define_tables,
+    is_transient,
+    make_engine,
+    normalize_url,
+    table_rows,
+)
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
-from ragmeter.secrets import mask, mask_secrets, mask_url
+from ragmeter.results.runs import (
+    RUN_WRITING,
+    TIER_STATUSES,
+    MetricSummary,
+    RunRow,
+    RunSummary,
+    StoredRun,
+    TierRecord,
+    columns_of,
+    finite_or_none,
+    git_commit,
+    new_run_id,
+    run_rows,
+    tags_of,
+    utc_now,
+)
+from ragmeter.secrets import mask_url
 
-DEFAULT_STORE_FILE = "ragmeter-results.sqlite"
-STORE_ENV = "RAGMETER_STORE_URL"
-TIER_STATUSES = ("ok", "not_run", "error", "partial")
-RUN_WRITING = "writing"
+__all__ = [
+    "DEFAULT_STORE_FILE", "EXPORT_FORMATS", "RUN_WRITING", "SCHEMA_VERSION",
+    "SQLITE_BUSY_TIMEOUT_MS", "STORE_ENV", "TIER_STATUSES", "WRITE_ATTEMPTS", "WRITE_BATCH_ROWS",
+    "MetricSummary", "ResultStore", "RunRow", "RunSummary", "StoredRun", "TierRecord",
+    "default_store_url", "git_commit", "mask_url", "new_run_id", "normalize_url", "run_rows",
+    "utc_now",
+]
+
 EXPORT_FORMATS = ("json", "csv", "parquet")
-SCHEMA_VERSION = 1
 #: rows per write transaction: large runs are written in batches so that no transaction holds the
 #: database for long (other processes writing to the same store wait at most one batch)
 WRITE_BATCH_ROWS = 20_000
-#: how long a writer waits for a busy SQLite database before it retries (milliseconds)
-SQLITE_BUSY_TIMEOUT_MS = 60_000
-#: attempts of one write transaction on a transient error (locked database, serialization failure)
-WRITE_ATTEMPTS = 8
-
-
-def default_store_url() -> str:
-    """``$RAGMETER_STORE_URL`` or a SQLite file in the current directory."""
-    env = os.environ.get(STORE_ENV)
-    if env:
-        return env
-    return f"sqlite:///{Path.cwd() / DEFAULT_STORE_FILE}"
-
-
-def normalize_url(url: str | os.PathLike[str] | None) -> str:
-    """Accept a SQLAlchemy URL or a plain path to a SQLite file."""
-    if url is None:
-        return default_store_url()
-    text = str(url)
-    if "://" in text:
-        if text.startswith("postgres://"):
-            text = "postgresql://" + text[len("postgres://"):]
-        if text.startswith("postgresql://"):  # use psycopg 3, the driver of the postgres extra
-            text = "postgresql+psycopg://" + text[len("postgresql://"):]
-        return text
-    return f"sqlite:///{Path(text).expanduser().resolve()}"
-
-
-def git_commit(cwd: str | os.PathLike[str] | None = None) -> str | None:
-    """``git rev-parse HEAD`` in ``cwd``; ``None`` outside a repository or without git."""
-    try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True,
-                             text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    sha = out.stdout.strip()
-    return sha if out.returncode == 0 and len(sha) >= 7 else None
-
-
-@dataclass
-class TierRecord:
-    """What happened to one tier of a run: status, reason when not run, and its results."""
-
-    tier: str
-    status: str = "ok"
-    reason: str | None = None
-    results: list[EvalResult] = field(default_factory=list)
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.status not in TIER_STATUSES:
-            raise ValueError(f"tier status {self.status!r} not in {TIER_STATUSES}")
-
-
-@dataclass
-class StoredRun:
-    """A run as kept in the store."""
-
-    id: str
-    created_at: str
-    name: str
-    signature: str = ""
-    config: dict[str, Any] = field(default_factory=dict)
-    git_commit: str | None = None
-    status: str = "complete"
-    tiers: dict[str, TierRecord] = field(default_factory=dict)
-    samples: dict[str, dict[str, Any]] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    def results(self) -> dict[str, EvalResult]:
-        """Every EvalResult of the run, keyed ``tier/system`` (``tier`` alone when it is unique)."""
-        out: dict[str, EvalResult] = {}
-        for tier, rec in self.tiers.items():
-            for res in rec.results:
-                key = tier if len(rec.results) == 1 else f"{tier}/{res.name}"
-                out[key] = res
-        return out
-
-    def to_dict(self, per_sample: bool = True) -> dict[str, Any]:
-        return {
-            "id": self.id, "created_at": self.created_at, "name": self.name,
-            "signature": self.signature, "config": self.config, "git_commit": self.git_commit,
-            "status": self.status, "meta": self.meta,
-            "tiers": {
-                t: {"status": r.status, "reason": r.reason, "stats": r.stats,
-                    "results": [e.to_dict(per_sample) for e in r.results]}
-                for t, r in self.tiers.items()
-            },
-            **({"samples": self.samples} if per_sample else {}),
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> StoredRun:
-        tiers = {
-            t: TierRecord(t, r.get("status", "ok"), r.get("reason"),
-                          [EvalResult.from_dict(e) for e in r.get("results", [])],
-                          dict(r.get("stats", {})))
-            for t, r in d.get("tiers", {}).items()
-        }
-        return cls(id=d["id"], created_at=d.get("created_at", ""), name=d.get("name", ""),
-                   signature=d.get("signature", ""), config=dict(d.get("config", {})),
-                   git_commit=d.get("git_commit"), status=d.get("status", "complete"),
-                   tiers=tiers, samples=dict(d.get("samples", {})), meta=dict(d.get("meta", {})))
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One line of ``runs list``."""
-
-    id: str
-    created_at: str
-    name: str
-    status: str
-    git_commit: str | None
-    n_tiers_ok: int
-    n_tiers_not_run: int
-    n_tiers_error: int = 0
-    n_tiers_partial: int = 0
-
-
-@dataclass(frozen=True)
-class MetricSummary:
-    """One stored aggregate: run × tier × system × metric (for history and registry pages)."""
-
-    run_id: str
-    tier: str
-    system: str
-    metric: str
-    mean: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-    n_unscored: int
-    higher_is_better: bool
-    seed: int
-    n_boot: int
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """A run's registry line: identity, tags (``meta.tags`` or ``config.tags``) and tier counts."""
-
-    id: str
-    created_at: str
-    name: str
-    status: str
-    git_commit: str | None
-    tags: tuple[str, ...]
-    n_tiers_ok: int
-    n_tiers_not_run: int
-    n_tiers_error: int
-    #: tiers cut off part-way (an interrupted run), finished batches kept
-    n_tiers_partial: int = 0
-
-    @property
-    def effective_status(self) -> str:
-        """``failed`` for a run with an errored tier that an older ragmeter stored as
-        ``complete``; otherwise the stored status."""
-        return "failed" if self.n_tiers_error and self.status == "complete" else self.status
-
-
-def _tags(*sources: Any) -> tuple[str, ...]:
-    out: list[str] = []
-    for src in sources:
-        raw = src.get("tags") if isinstance(src, Mapping) else None
-        if isinstance(raw, str):
-            raw = [x.strip() for x in raw.split(",")]
-        if isinstance(raw, (list, tuple)):
-            out.extend(str(x) for x in raw if str(x).strip() and str(x) not in out)
-    return tuple(out)
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """Sortable, unique enough: ``20260122-153012-3fa9c1``."""
-    now = now or datetime.now(timezone.utc)
-    return now.strftime("%Y%m%d-%H%M%S-") + os.urandom(3).hex()
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def _num(x: float | None) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return None if math.isnan(x) else x
-
-
-def _dumps(obj: Any) -> str:
-    return mask(json.dumps(obj, ensure_ascii=False, default=str, sort_keys=True))
 
 
 class ResultStore:
@@ -240,8 +78,8 @@ class ResultStore:
         if self.url.startswith("postgresql+psycopg"):
             require("psycopg", "postgres", "PostgreSQL results store")
         try:
-            self.engine = _make_engine(self.url, immediate=False)
-            self._write_engine = _make_engine(self.url, immediate=True)
+            self.engine = make_engine(self.url, immediate=False)
+            self._write_engine = make_engine(self.url, immediate=True)
         except Exception as exc:
             raise RagmeterError(f"cannot open results store {mask_url(self.url)}: "
                                 f"{type(exc).__name__}: {exc}") from None
@@ -339,86 +177,27 @@ class ResultStore:
                 with self._write_engine.begin() as conn:
                     return fn(conn)
             except Exception as exc:
-                if attempt == WRITE_ATTEMPTS - 1 or not _transient(exc):
+                if attempt == WRITE_ATTEMPTS - 1 or not is_transient(exc):
                     raise
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")
 
+    def close(self) -> None:
+        """Close the store's database connections (a SQLite file is checkpointed: its
+        write-ahead log is folded into the file)."""
+        self.engine.dispose()
+        self._write_engine.dispose()
+
     def __repr__(self) -> str:
         return f"ResultStore({mask_url(self.url)!r})"
 
     def _define_tables(self) -> None:
-        import sqlalchemy as sa
+        t = define_tables()
+        self.metadata, self.t_schema, self.t_runs = t.metadata, t.schema, t.runs
+        self.t_tiers, self.t_metrics, self.t_values, self.t_samples = (
+            t.tiers, t.metrics, t.values, t.samples)
 
-        md = sa.MetaData()
-        text = sa.Text
-        self.metadata = md
-        self.t_schema = sa.Table("rm_schema", md, sa.Column("version", sa.Integer,
-                                                             primary_key=True))
-        self.t_runs = sa.Table(
-            "rm_runs", md,
-            sa.Column("id", sa.String(64), primary_key=True),
-            sa.Column("created_at", sa.String(40), nullable=False),
-            sa.Column("name", text, nullable=False),
-            sa.Column("signature", text, nullable=False, default=""),
-            sa.Column("config_json", text, nullable=False),
-            sa.Column("git_commit", sa.String(64)),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("meta_json", text, nullable=False),
-        )
-        self.t_tiers = sa.Table(
-            "rm_tiers", md,
-            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
-                      primary_key=True),
-            sa.Column("tier", sa.String(64), primary_key=True),
-            sa.Column("position", sa.Integer, nullable=False),
-            sa.Column("status", sa.String(20), nullable=False),
-            sa.Column("reason", text),
-            sa.Column("stats_json", text, nullable=False),
-        )
-        self.t_metrics = sa.Table(
-            "rm_metrics", md,
-            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
-                      primary_key=True),
-            sa.Column("tier", sa.String(64), primary_key=True),
-            sa.Column("system", sa.String(200), primary_key=True),
-            sa.Column("metric", sa.String(200), primary_key=True),
-            sa.Column("position", sa.Integer, nullable=False),
-            sa.Column("system_position", sa.Integer, nullable=False),
-            sa.Column("system_meta_json", text, nullable=False),
-            sa.Column("signature", text, nullable=False),
-            sa.Column("higher_is_better", sa.Boolean, nullable=False),
-            sa.Column("seed", sa.Integer, nullable=False),
-            sa.Column("n_boot", sa.Integer, nullable=False),
-            sa.Column("counts_json", text, nullable=False),
-            sa.Column("mean", sa.Float),
-            sa.Column("ci_low", sa.Float),
-            sa.Column("ci_high", sa.Float),
-            sa.Column("n", sa.Integer, nullable=False),
-            sa.Column("n_unscored", sa.Integer, nullable=False),
-        )
-        self.t_values = sa.Table(
-            "rm_values", md,
-            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
-                      primary_key=True),
-            sa.Column("tier", sa.String(64), primary_key=True),
-            sa.Column("system", sa.String(200), primary_key=True),
-            sa.Column("metric", sa.String(200), primary_key=True),
-            sa.Column("idx", sa.Integer, primary_key=True),
-            sa.Column("sample_id", text, nullable=False),
-            sa.Column("value", sa.Float),
-            sa.Column("reason", text),
-            sa.Column("details_json", text),
-        )
-        self.t_samples = sa.Table(
-            "rm_samples", md,
-            sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
-                      primary_key=True),
-            sa.Column("sample_id", sa.String(400), primary_key=True),
-            sa.Column("position", sa.Integer, nullable=False),
-            sa.Column("data_json", text, nullable=False),
-        )
 
     # ------------------------------------------------------------------ writing
     def save_run(
@@ -452,55 +231,18 @@ class ResultStore:
                             samples={k: dict(v) for k, v in (samples or {}).items()},
                             meta=dict(meta or {}))
 
-        cfg = mask_secrets(run.config)
-        tier_rows, metric_rows, value_rows = [], [], []
-        for pos, (tier, rec) in enumerate(run.tiers.items()):
-            tier_rows.append({"run_id": run.id, "tier": tier, "position": pos,
-                              "status": rec.status, "reason": rec.reason,
-                              "stats_json": _dumps(rec.stats)})
-            seen: set[str] = set()
-            for spos, res in enumerate(rec.results):
-                if res.name in seen:
-                    raise DataError(RecordProblem(f"run {run.id}", None, f"{tier}.{res.name}",
-                                                  "two results of one tier share a name"))
-                seen.add(res.name)
-                for mpos, (key, mr) in enumerate(res.results.items()):
-                    agg = mr.aggregate
-                    metric_rows.append({
-                        "run_id": run.id, "tier": tier, "system": res.name, "metric": key,
-                        "position": mpos, "system_position": spos,
-                        "system_meta_json": _dumps(res.meta), "signature": str(mr.signature),
-                        "higher_is_better": bool(mr.higher_is_better), "seed": int(mr.seed),
-                        "n_boot": int(mr.n_boot), "counts_json": _dumps(mr.counts),
-                        "mean": _num(agg.mean), "ci_low": _num(agg.ci_low),
-                        "ci_high": _num(agg.ci_high), "n": agg.n,
-                        "n_unscored": agg.n_unscored,
-                    })
-                    for idx, rec_s in enumerate(mr.records()):
-                        value_rows.append({
-                            "run_id": run.id, "tier": tier, "system": res.name,
-                            "metric": key, "idx": idx, "sample_id": rec_s.sample_id,
-                            "value": rec_s.value, "reason": rec_s.reason,
-                            "details_json": _dumps(dict(rec_s.details))
-                            if rec_s.details else None,
-                        })
-        sample_rows = [{"run_id": run.id, "sample_id": sid, "position": pos,
-                        "data_json": _dumps(data)}
-                       for pos, (sid, data) in enumerate(run.samples.items())]
-        run_row = {"id": run.id, "created_at": run.created_at, "name": run.name,
-                   "signature": run.signature, "config_json": _dumps(cfg),
-                   "git_commit": run.git_commit, "meta_json": _dumps(mask_secrets(run.meta))}
-        batches = [(table, rows[i:i + WRITE_BATCH_ROWS])
-                   for table, rows in ((self.t_tiers, tier_rows), (self.t_metrics, metric_rows),
-                                       (self.t_values, value_rows), (self.t_samples, sample_rows))
-                   for i in range(0, len(rows), WRITE_BATCH_ROWS)]
-        if sum(len(rows) for _, rows in batches) <= WRITE_BATCH_ROWS:
+        rows = table_rows(run)
+        batches = [(table, part[i:i + WRITE_BATCH_ROWS])
+                   for table, part in ((self.t_tiers, rows.tiers), (self.t_metrics, rows.metrics),
+                                       (self.t_values, rows.values), (self.t_samples, rows.samples))
+                   for i in range(0, len(part), WRITE_BATCH_ROWS)]
+        if sum(len(part) for _, part in batches) <= WRITE_BATCH_ROWS:
             # small run: one transaction, never visible half-written
             def write_all(conn: Any) -> None:
                 self._delete(conn, run.id)
-                conn.execute(self.t_runs.insert().values(status=run.status, **run_row))
-                for table, rows in batches:
-                    conn.execute(table.insert(), rows)
+                conn.execute(self.t_runs.insert().values(status=run.status, **rows.run))
+                for table, part in batches:
+                    conn.execute(table.insert(), part)
             self._write(write_all)
             return run.id
         # large run: the run row is marked 'writing' first, its rows follow in short
@@ -508,11 +250,11 @@ class ResultStore:
         # and a writer that dies half-way leaves a run marked 'writing', never a silent gap
         def start(conn: Any) -> None:
             self._delete(conn, run.id)
-            conn.execute(self.t_runs.insert().values(status=RUN_WRITING, **run_row))
+            conn.execute(self.t_runs.insert().values(status=RUN_WRITING, **rows.run))
         self._write(start)
-        for table, rows in batches:
-            def insert(conn: Any, table: Any = table, rows: list[dict[str, Any]] = rows) -> None:
-                conn.execute(table.insert(), rows)
+        for table, part in batches:
+            def insert(conn: Any, table: Any = table, part: list[dict[str, Any]] = part) -> None:
+                conn.execute(table.insert(), part)
             self._write(insert)
         self._write(lambda conn: conn.execute(
             self.t_runs.update().where(self.t_runs.c.id == run.id).values(status=run.status)))
@@ -598,7 +340,7 @@ class ResultStore:
                 return {}
 
         return [RunRow(x.id, x.created_at, x.name, x.status, x.git_commit,
-                       _tags(load(x.meta_json), load(x.config_json)),
+                       tags_of(load(x.meta_json), load(x.config_json)),
                        counts.get(x.id, {}).get("ok", 0), counts.get(x.id, {}).get("not_run", 0),
                        counts.get(x.id, {}).get("error", 0), counts.get(x.id, {}).get("partial", 0))
                 for x in runs]
@@ -620,8 +362,8 @@ class ResultStore:
             q = q.where(m.metric == metric)
         q = q.order_by(m.run_id, m.tier, m.system_position, m.position)
         with self.engine.connect() as conn:
-            return [MetricSummary(x.run_id, x.tier, x.system, x.metric, _num(x.mean),
-                                  _num(x.ci_low), _num(x.ci_high), int(x.n), int(x.n_unscored),
+            return [MetricSummary(x.run_id, x.tier, x.system, x.metric, finite_or_none(x.mean),
+                                  finite_or_none(x.ci_low), finite_or_none(x.ci_high), int(x.n), int(x.n_unscored),
                                   bool(x.higher_is_better), int(x.seed), int(x.n_boot))
                     for x in conn.execute(q)]
 
@@ -701,7 +443,7 @@ class ResultStore:
         import io
 
         rows = self.rows(run_id, per_sample=per_sample)
-        cols = _columns(rows)
+        cols = columns_of(rows)
         buf = io.StringIO(newline="")
         w = csv.DictWriter(buf, fieldnames=cols)
         w.writeheader()
@@ -727,7 +469,7 @@ class ResultStore:
         if fmt == "csv":
             import csv
 
-            cols = _columns(rows)
+            cols = columns_of(rows)
             with out.open("w", newline="", encoding="utf-8") as fh:
                 w = csv.DictWriter(fh, fieldnames=cols)
                 w.writeheader()
@@ -736,75 +478,8 @@ class ResultStore:
             return out
         pa: Any = require("pyarrow", "parquet", "Parquet export")
         pq: Any = require("pyarrow.parquet", "parquet", "Parquet export")
-        cols = _columns(rows)
+        cols = columns_of(rows)
         table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows])
         pq.write_table(table, str(out))
         return out
 
-
-def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
-    cols: list[str] = []
-    for r in rows:
-        for k in r:
-            if k not in cols:
-                cols.append(k)
-    return cols
-
-
-def run_rows(run: StoredRun, per_sample: bool = True) -> list[dict[str, Any]]:
-    """Flat rows of a run (what CSV/Parquet/pandas exports contain)."""
-    rows: list[dict[str, Any]] = []
-    for tier, rec in run.tiers.items():
-        for res in rec.results:
-            for key, mr in res.results.items():
-                base = {"run_id": run.id, "run_name": run.name, "created_at": run.created_at,
-                        "tier": tier, "system": res.name, "metric": key}
-                if per_sample:
-                    for s in mr.records():
-                        rows.append({**base, "sample_id": s.sample_id, "value": s.value,
-                                     "reason": s.reason,
-                                     "details": _dumps(dict(s.details)) if s.details else None})
-                else:
-                    a = mr.aggregate
-                    rows.append({**base, "mean": a.mean, "ci_low": a.ci_low,
-                                 "ci_high": a.ci_high, "n": a.n, "n_unscored": a.n_unscored,
-                                 "signature": str(mr.signature)})
-    return rows
-
-
-def _make_engine(url: str, *, immediate: bool) -> Any:
-    """A SQLAlchemy engine; SQLite files get WAL mode (readers never block the writer), a busy
-    timeout, and — for the write engine — ``BEGIN IMMEDIATE`` transactions, so two writers queue
-    on the database lock instead of failing with "database is locked" when both upgrade a read
-    lock at once."""
-    import sqlalchemy as sa
-
-    if not url.startswith("sqlite"):
-        return sa.create_engine(url, future=True, pool_pre_ping=True)
-    engine = sa.create_engine(url, future=True,
-                              connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
-
-    @sa.event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        if (":memory:" not in url and "mode=ro" not in url
-                and url.rstrip("/") not in ("sqlite:", "sqlite://")):
-            cur.execute("PRAGMA journal_mode=WAL")
-        cur.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-    return engine
-
-
-def _transient(exc: BaseException) -> bool:
-    """A write error worth retrying: busy/locked SQLite, PostgreSQL serialization failure or
-    deadlock, a table created by a concurrent first use."""
-    text = str(exc).lower()
-    return any(m in text for m in ("database is locked", "database is busy", "deadlock",
-                                   "could not serialize", "already exists",
-                                   "duplicate key value violates unique constraint \"pg_type"))

@@ -34,9 +34,10 @@ DATASET_FORMATS = FORMATS  # the sample layouts' one home is ragmeter.data.forma
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
             "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",
-            "thresholds", "plugins", "tags", "slices")
+            "thresholds", "plugins", "tags", "target", "targets", "target_mode",
+            "slices")
 #: config keys that do not change results: editing them does not block ``--resume``
-RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags")
+RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags", "target_mode")
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,10 @@ class BenchConfig:
     slices: Any | None = None  # SliceSpec
     plugins: dict[str, str] = field(default_factory=dict)
     plugin_tiers: dict[str, Tier] = field(default_factory=dict)
+    #: the user's own RAG systems (TargetConfig): the tiers run on them (docs/targets.md)
+    targets: list[Any] = field(default_factory=list)
+    #: live (call the targets), replay (recorded replies only), resume (recorded, else call)
+    target_mode: str = "live"
     base_dir: Path = Path(".")
     raw: dict[str, Any] = field(default_factory=dict)
 
@@ -260,6 +265,27 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
     d = _check_keys(data, "", TOP_KEYS, required=("name",))
     cfg = BenchConfig(name=_str(d["name"], "name"), base_dir=base,
                       raw=copy.deepcopy(dict(d)))
+    _parse_settings(cfg, d, base)
+    _parse_datasets(cfg, d, base)
+    _parse_corpus(cfg, d, base)
+    _parse_retrievers(cfg, d)
+    if d.get("generator") is not None:
+        cfg.generator = _judge(d["generator"], "generator")
+    for i, j in enumerate(_list(d.get("judges"), "judges")):
+        cfg.judges.append(_judge(j, f"judges[{i}]"))
+    _unique([j.name for j in cfg.judges], "judges")
+    _targets(d, cfg, base)
+    _parse_plugins(cfg, d, base)
+    _parse_tiers(cfg, d)
+    if d.get("thresholds") is not None:
+        cfg.thresholds = thresholds_from_mapping(d["thresholds"])
+    if d.get("slices") is not None:
+        cfg.slices = _slices(d["slices"])
+    return cfg
+
+
+def _parse_settings(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
+    """description, tags, seed, k, limit, batch_size, store, run_dir."""
     cfg.description = str(d.get("description") or "")
     if d.get("tags") is not None:
         cfg.tags = parse_tags(d["tags"], "tags")
@@ -281,12 +307,14 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         if mask_text(cfg.store) != cfg.store:
             raise ConfigError("store", "contains a password; give the URL through "
                               "$RAGMETER_STORE_URL or --store instead of the config")
-        cfg.store = _store_relative_to(cfg.store, base)  # [contact, issue 11]
+        cfg.store = _store_relative_to(cfg.store, base)
     if d.get("run_dir") is not None:
         cfg.run_dir = _path(d["run_dir"], "run_dir", base)
     else:
         cfg.run_dir = base / ".ragmeter" / "runs"
 
+
+def _parse_datasets(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     for i, ds in enumerate(_list(d.get("datasets"), "datasets")):
         p = f"datasets[{i}]"
         ds = _check_keys(ds, p, ("name", "path", "format", "skip_invalid"), ("path",))
@@ -301,6 +329,8 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
             path=_path(ds["path"], f"{p}.path", base), format=fmt, skip_invalid=skip))
     _unique([x.name for x in cfg.datasets], "datasets")
 
+
+def _parse_corpus(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     if d.get("corpus") is not None:
         c = _check_keys(d["corpus"], "corpus", ("path", "chunking"), ("path",))
         ch = _check_keys(c.get("chunking") or {}, "corpus.chunking",
@@ -312,6 +342,9 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
                               f"must be smaller than chunk_size_chars ({size}), got {overlap}")
         cfg.corpus = CorpusConfig(_path(c["path"], "corpus.path", base), size, overlap)
 
+
+def _parse_retrievers(cfg: BenchConfig, d: Mapping[str, Any]) -> None:
+    """The embedding models, then the retrievers that name them."""
     for i, e in enumerate(_list(d.get("embeddings"), "embeddings")):
         p = f"embeddings[{i}]"
         e = _check_keys(e, p, ("name", "model", "options"), ("name", "model"))
@@ -341,12 +374,8 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         raise ConfigError("corpus", "is required when retrievers are configured "
                           "(the corpus they index)")
 
-    if d.get("generator") is not None:
-        cfg.generator = _judge(d["generator"], "generator")
-    for i, j in enumerate(_list(d.get("judges"), "judges")):
-        cfg.judges.append(_judge(j, f"judges[{i}]"))
-    _unique([j.name for j in cfg.judges], "judges")
 
+def _parse_plugins(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     plugins = _mapping(d.get("plugins"), "plugins")
     for pname, target in plugins.items():
         if not isinstance(target, str) or ":" not in target:
@@ -359,6 +388,8 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
     cfg.plugin_tiers = {name: load_plugin(name, target, base)
                         for name, target in cfg.plugins.items()}
 
+
+def _parse_tiers(cfg: BenchConfig, d: Mapping[str, Any]) -> None:
     allowed_tiers = [*tier_names(), *TIER_ALIASES, *cfg.plugins]
     judge_names = [j.name for j in cfg.judges]
     for i, t in enumerate(_list(d.get("tiers"), "tiers")):
@@ -367,11 +398,26 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
         raise ConfigError("tiers", "must list at least one tier to run", allowed_tiers)
     _unique([t.name for t in cfg.tiers], "tiers")
 
-    if d.get("thresholds") is not None:
-        cfg.thresholds = thresholds_from_mapping(d["thresholds"])
-    if d.get("slices") is not None:
-        cfg.slices = _slices(d["slices"])
-    return cfg
+
+def _targets(d: Mapping[str, Any], cfg: BenchConfig, base: Path) -> None:
+    """``target:`` (one) or ``targets:`` (several, each with a name), checked."""
+    from ragmeter.targets.config import load_target
+
+    if d.get("target") is not None and d.get("targets") is not None:
+        raise ConfigError("targets", "give 'target' (one system) or 'targets' (several), "
+                          "not both")
+    if d.get("target") is not None:
+        cfg.targets.append(load_target(d["target"], base_dir=base, key="target"))
+    for i, t in enumerate(_list(d.get("targets"), "targets")):
+        cfg.targets.append(load_target(t, base_dir=base, key=f"targets[{i}]"))
+    names = [t.name for t in cfg.targets]
+    if len(set(names)) != len(names):
+        raise ConfigError("targets", f"target names must differ (give each a 'name'), got "
+                          f"{names}")
+    mode = d.get("target_mode", "live")
+    if mode not in ("live", "replay", "resume"):
+        raise ConfigError("target_mode", f"unknown mode {mode!r}", ["live", "replay", "resume"])
+    cfg.target_mode = mode
 
 
 def _list(value: Any, path: str) -> list[Any]:

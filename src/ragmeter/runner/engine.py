@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, UsageError
+from ragmeter.journal import Journal
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.store import (
     ResultStore,
@@ -49,25 +49,8 @@ _logger = logging.getLogger("ragmeter.runner")
 
 
 # --------------------------------------------------------------------------- progress log
-class ProgressLog:
-    """Append-only jsonl of finished batches and tiers, fsynced after every record."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self.records: list[dict[str, Any]] = []
-        if path.exists():
-            self.records = _read_jsonl(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = path.open("a", encoding="utf-8")
-
-    def append(self, record: dict[str, Any]) -> None:
-        self._fh.write(mask_text(json.dumps(record, ensure_ascii=False, default=str)) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self.records.append(record)
-
-    def close(self) -> None:
-        self._fh.close()
+class ProgressLog(Journal):
+    """The run's journal of finished batches and tiers (one fsynced line each)."""
 
     def batches(self, tier: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("type") == "batch" and r.get("tier") == tier]
@@ -75,24 +58,6 @@ class ProgressLog:
     def tier_done(self, tier: str) -> dict[str, Any] | None:
         done = [r for r in self.records if r.get("type") == "tier" and r.get("tier") == tier]
         return done[-1] if done else None
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    out = []
-    raw = path.read_bytes()
-    lines = raw.split(b"\n")
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i >= len(lines) - 2:  # torn last record of a killed process: drop it
-                with path.open("r+b") as fh:
-                    fh.truncate(len(b"\n".join(lines[:i])) + (1 if i else 0))
-                break
-            raise RagmeterError(f"{path}:{i + 1}: corrupt progress record") from None
-    return out
 
 
 # --------------------------------------------------------------------------- merging

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.unscored import describe_unscored
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ def check_thresholds(
             agg = mr.aggregate
             if agg.mean is None:
                 rows.append(GateRow(key, mr.metric, None, None, None, th.describe(), False,
-                                    f"no scored sample ({agg.n_unscored} unscored)"))
+                                    f"no scored sample ({agg.n_unscored} unscored: "
+                                    f"{describe_unscored(agg.unscored_by_reason)})"))
                 continue
             problems = []
             checked = agg.mean

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter._version import __version__
+from ragmeter.cost import Budget, active_budget, budgeted
 from ragmeter.data.hashing import dataset_hash
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
@@ -32,8 +34,8 @@ from ragmeter.judges.stats import JudgeStats
 from ragmeter.retrieval.base import Chunk
 from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
 from ragmeter.retrieval.corpus import Document, load_corpus
-from ragmeter.synth.asking import ask_stage
-from ragmeter.synth.cost import Budget, CostEstimate, approx_tokens, estimate_cost
+from ragmeter.synth.asking import StageResult, ask_stage
+from ragmeter.synth.estimate import CostEstimate, plan_estimate
 from ragmeter.synth.filters import (
     FilterSettings,
     Verdict,
@@ -46,8 +48,6 @@ from ragmeter.synth.kinds import Mix
 from ragmeter.synth.plan import Plan, corpus_hash, make_plan
 from ragmeter.synth.prompts import CHECKS, GENERATORS, PROMPT_SET_VERSION, prompt_versions
 
-#: output tokens assumed per call in estimates
-EXPECTED_OUT = {"generate": 150, "generate_conversational": 300, "check": 60}
 MAX_TOKENS = {"generate": 600, "generate_conversational": 900, "check": 300}
 STAGES = ("generation", "format", "passage_dependency", "dedup", "answerability", "trim")
 
@@ -173,52 +173,6 @@ def _check_request(item: Item, chunks: dict[str, Chunk], lang: str,
 
 
 # -- estimate ----------------------------------------------------------------------------------
-def _messages_tokens(req: JudgeRequest) -> int:
-    return sum(approx_tokens(m.get("content", "")) for m in req.messages)
-
-
-def plan_estimate(setup: Setup, filters: FilterSettings, *, price_in: float = 0.0,
-                  price_out: float = 0.0, check_prices: tuple[float, float] | None = None,
-                  skip: set[str] | None = None) -> CostEstimate:
-    """Upper bound of calls/tokens: every slot generated and every item checked.
-
-    ``check_prices`` are the checker's prices when it is not the generator; ``skip`` holds
-    generation keys already finished (a resumed run does not ask them again).
-    """
-    skip = skip or set()
-    gen_calls = gen_in = gen_out = 0
-    chk_calls = chk_in = chk_out = 0
-    chk_prompt = approx_tokens(CHECKS["supported"].system.get(setup.language, ""))
-    for (key, req), slot in zip(setup.requests, setup.plan.slots, strict=True):
-        if key not in skip:
-            gen_calls += 1
-            gen_in += _messages_tokens(req)
-            gen_out += EXPECTED_OUT["generate_conversational" if slot.kind == "conversational"
-                                    else "generate"]
-        if filters.answerability:
-            chk_calls += 1
-            texts = ([setup.by_id[c].text for c in slot.chunk_ids] if slot.chunk_ids else
-                     # negatives are checked against the retriever's top chunks
-                     [setup.by_id[c].text for c in list(setup.by_id)[:filters.negative_k]])
-            chk_in += (chk_prompt + 120
-                       + sum(approx_tokens(t) for t in texts))
-            chk_out += EXPECTED_OUT["check"]
-    c_in, c_out = check_prices if check_prices is not None else (price_in, price_out)
-    gen = estimate_cost(gen_calls, gen_in, gen_out, price_in=price_in, price_out=price_out)
-    chk = estimate_cost(chk_calls, chk_in, chk_out, price_in=c_in, price_out=c_out)
-    parts = [p for p in (gen, chk) if p.calls]
-    cost = (None if any(p.cost is None for p in parts) or not parts
-            else sum(p.cost or 0.0 for p in parts))
-    total = estimate_cost(gen_calls + chk_calls, gen_in + chk_in, gen_out + chk_out,
-                          price_in=price_in, price_out=price_out,
-                          breakdown={"generate": {"calls": gen_calls, "tokens_in": gen_in,
-                                                  "tokens_out": gen_out},
-                                     "check": {"calls": chk_calls, "tokens_in": chk_in,
-                                               "tokens_out": chk_out}})
-    total.cost = cost
-    return total
-
-
 def _prices(judge: Judge) -> tuple[float, float]:
     cfg = getattr(judge, "config", None)
     if isinstance(cfg, JudgeConfig):
@@ -387,12 +341,39 @@ def _trim(items: Sequence[Item], targets: dict[str, int]) -> None:
             it.passed("trim")
 
 
-def _judge(generator: Judge | JudgeConfig) -> Judge:
+def _judge(generator: Judge | JudgeConfig, budget: Budget | None = None) -> Judge:
+    """The judge ``generator`` names, behind ``budget`` when one is given."""
     if isinstance(generator, JudgeConfig):
         from ragmeter.judges.factory import make_judge
 
-        return make_judge(generator)
-    return generator
+        generator = make_judge(generator)
+    judge: Judge = budgeted(generator, budget) if budget is not None else generator
+    return judge
+
+
+def _check_priced(generator: tuple[float, float], checker: tuple[float, float]) -> None:
+    """A cost limit needs the prices of every model that is asked."""
+    unpriced = [who for who, prices in (("generator", generator), ("checker", checker))
+                if prices == (0.0, 0.0)]
+    if unpriced:
+        raise ConfigError("max_cost", f"the {unpriced[0]} has no prices, so a cost limit "
+                          "cannot be honoured; set price_in/price_out (per 1M tokens) in "
+                          "its config (or --price-in/--price-out), or use --max-calls")
+
+
+def _check_fits(budget: Budget, estimate: CostEstimate, gen_left: int) -> None:
+    """Refuse before the first call a plan whose generation alone passes a limit."""
+    if budget.max_calls is not None and gen_left > budget.max_calls - budget.calls:
+        raise ConfigError("max_calls", f"the plan needs {gen_left} generation calls "
+                          f"(plus up to {estimate.breakdown['check']['calls']} checks), "
+                          f"more than --max-calls {budget.max_calls}; lower --n or raise "
+                          "the limit")
+    if budget.max_cost is None or estimate.cost is None or not estimate.calls:
+        return
+    gen_cost = estimate.cost / estimate.calls * gen_left
+    if gen_cost > budget.max_cost - budget.spent:
+        raise ConfigError("max_cost", f"generation alone is estimated at {gen_cost:.4f} "
+                          f"(> --max-cost {budget.max_cost:g}); lower --n or raise the limit")
 
 
 def generate_testset(corpus: str | Path | Sequence[Document], *,
@@ -407,100 +388,50 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
                      progress: Progress | None = None) -> Testset:
     """Generate a checked synthetic test set from ``corpus`` with ``generator`` (any judge).
 
-    ``progress_path`` logs every reply the moment it arrives; with ``resume=True`` the
-    finished calls of an earlier (crashed or stopped) run are reused, not asked again. Without
-    a path the log is a temporary file removed at the end, and the run cannot be resumed.
-    ``checker`` answers the answerability checks (default: the generator; a different model
-    avoids a model approving its own questions). ``max_calls`` / ``max_cost`` stop new calls
-    once the next could pass the limit (the set written then holds what was finished, and
-    :attr:`Testset.stopped` says why).
+    ``progress_path`` logs every reply; with ``resume=True`` the finished calls of an earlier
+    (crashed or stopped) run are reused, not asked again (without a path the log is temporary
+    and the run cannot be resumed). ``checker`` answers the answerability checks (default:
+    the generator). ``max_calls`` / ``max_cost`` (default: the budget of an enclosing
+    :func:`ragmeter.cost.budget_scope`) stop new calls once the next could pass the limit,
+    every request sent counting; the set then holds what was finished and
+    :attr:`Testset.stopped` says why.
     """
     t0 = time.perf_counter()
-    generator = _judge(generator)
-    check_judge = _judge(checker) if checker is not None else generator
+    limited = max_calls is not None or max_cost is not None
+    budget = Budget(max_cost, max_calls) if limited else active_budget()
+    generator = _judge(generator, budget)
+    check_judge = _judge(checker, budget) if checker is not None else generator
     fs = filters or FilterSettings()
     ident = generator_identity(generator)
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
                     seed=seed, chunking=chunking, oversample=oversample)
-    p_in, p_out = _prices(generator)
-    c_prices = _prices(check_judge)
-    if max_cost is not None:
-        unpriced = [who for who, prices in (("generator", (p_in, p_out)),
-                                            ("checker", c_prices if fs.answerability
-                                             else (1.0, 1.0)))
-                    if prices == (0.0, 0.0)]
-        if unpriced:
-            raise ConfigError("max_cost", f"the {unpriced[0]} has no prices, so a cost limit "
-                              "cannot be honoured; set price_in/price_out (per 1M tokens) in "
-                              "its config (or --price-in/--price-out), or use --max-calls")
+    (p_in, p_out), c_prices = _prices(generator), _prices(check_judge)
+    if budget is not None and budget.max_cost is not None:
+        _check_priced((p_in, p_out), c_prices if fs.answerability else (1.0, 1.0))
     settings_hash = dataset_hash([setup.settings])
-    from ragmeter.synth.progress import ProgressLog
-
-    log_path = Path(progress_path) if progress_path is not None else None
-    if log_path is None:
-        import tempfile
-
-        fd, name = tempfile.mkstemp(prefix="ragmeter-synth-", suffix=".jsonl")
-        os.close(fd)
-        log_path = Path(name)
-        fresh = True
-    log = ProgressLog(log_path, {"settings_hash": settings_hash, **setup.settings},
-                      resume=resume, overwrite=fresh)
+    log, log_path = _open_log(progress_path, {"settings_hash": settings_hash, **setup.settings},
+                              resume=resume, fresh=fresh)
     try:
         estimate = plan_estimate(setup, fs, price_in=p_in, price_out=p_out,
                                  check_prices=c_prices)
         gen_left = [k for k, r in setup.requests if log.get("generate", k, _hash(r)) is None]
         log.reused = 0
-        per_call = ((estimate.cost or 0.0) / estimate.calls) if estimate.calls else 0.0
-        gen_cost = estimate_cost(len(gen_left), 0, 0, price_in=p_in, price_out=p_out)
-        gen_cost.cost = per_call * len(gen_left) if estimate.cost is not None else None
-        if max_calls is not None and len(gen_left) > max_calls:
-            raise ConfigError("max_calls", f"the plan needs {len(gen_left)} generation calls "
-                              f"(plus up to {estimate.breakdown['check']['calls']} checks), "
-                              f"more than --max-calls {max_calls}; lower --n or raise the limit")
-        if max_cost is not None and gen_cost.cost is not None and gen_cost.cost > max_cost:
-            raise ConfigError("max_cost", f"generation alone is estimated at "
-                              f"{gen_cost.cost:.4f} (> --max-cost {max_cost:g}); lower --n or "
-                              "raise the limit")
-        budget = Budget(max_calls, max_cost, per_call_cost=per_call)
+        if budget is not None:
+            _check_fits(budget, estimate, len(gen_left))
         stats = JudgeStats()
         items = [Item(s.slot_id, s.kind, s.chunk_ids, s.examples) for s in setup.plan.slots]
-
-        def tick(stage: str, total: int) -> Callable[[str, JudgeReply], None] | None:
-            if progress is None:
-                return None
-            done = [0]
-
-            def cb(_key: str, _rep: JudgeReply) -> None:
-                done[0] += 1
-                progress(stage, done[0], total)
-            return cb
-
         gen = ask_stage(generator, "generate", setup.requests, log, budget, stats,
-                        on_reply=tick("generate", len(setup.requests)))
+                        on_reply=_tick(progress, "generate", len(setup.requests)))
         stopped = gen.stopped
         for it in items:
             _apply_generation(it, gen.replies.get(it.slot_id), stopped)
         _apply_local_filters(items, setup.by_id, setup.language, fs)
         dedup_info = _apply_dedup(items, fs)
-        checked = 0
-        check_reused = 0
+        checked = check_reused = 0
         if fs.answerability:
-            _retrieve_for_negatives(items, setup, fs)
-            pending = [it for it in items if it.alive]
-            reqs: list[tuple[str, JudgeRequest]] = []
-            for it in pending:
-                # a negative with no retrieved chunk is still asked: is it plausible at all?
-                fragments = [setup.by_id[c].text for c in it.retrieved_ids]
-                reqs.append((it.slot_id, _check_request(it, setup.by_id, setup.language,
-                                                        fragments)))
-            chk = ask_stage(check_judge, f"check@{check_judge.model}", reqs, log, budget,
-                            stats, on_reply=tick("check", len(reqs)))
-            checked, check_reused = len(reqs), chk.reused
+            chk = _check_stage(items, setup, fs, check_judge, log, budget, stats, progress)
+            checked, check_reused = chk.asked + chk.reused + chk.not_asked, chk.reused
             stopped = stopped or chk.stopped
-            by_slot = {it.slot_id: it for it in pending}
-            for key, _ in reqs:
-                _apply_check(by_slot[key], chk.replies.get(key), fs, chk.stopped)
         _trim(items, setup.plan.targets)
         signature = {
             **ident, "checker_model": check_judge.model,
@@ -509,12 +440,10 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
             "chunking": setup.chunking.signature_fields(), "language": setup.language,
             "n": n, "mix": setup.settings["mix"], "oversample": oversample,
             "filters": fs.to_dict(), "dedup_embedder": dedup_info["embedder"],
-            "settings_hash": settings_hash,
+            "settings_hash": settings_hash, "ragmeter": __version__,
         }
-        from ragmeter._version import __version__
         from ragmeter.synth.report import build_report
 
-        signature["ragmeter"] = __version__
         kept = [it for it in items if it.alive]
         rejected = [it for it in items if not it.alive]
         report = build_report(items, setup, stats=stats, estimate=estimate,
@@ -527,6 +456,55 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
         log.close()
         if progress_path is None:
             log_path.unlink(missing_ok=True)
+
+
+def _open_log(progress_path: str | Path | None, header: dict[str, Any], *, resume: bool,
+              fresh: bool) -> tuple[Any, Path]:
+    """The run's progress log; without a path, a temporary one (removed at the end)."""
+    from ragmeter.synth.progress import ProgressLog
+
+    if progress_path is not None:
+        path = Path(progress_path)
+    else:
+        import tempfile
+
+        fd, name = tempfile.mkstemp(prefix="ragmeter-synth-", suffix=".jsonl")
+        os.close(fd)
+        path, fresh = Path(name), True
+    return ProgressLog(path, header, resume=resume, overwrite=fresh), path
+
+
+def _tick(progress: Progress | None, stage: str,
+          total: int) -> Callable[[str, JudgeReply], None] | None:
+    """The per-reply callback that drives ``progress(stage, done, total)``."""
+    if progress is None:
+        return None
+    done = [0]
+
+    def cb(_key: str, _rep: JudgeReply) -> None:
+        done[0] += 1
+        progress(stage, done[0], total)
+    return cb
+
+
+def _check_stage(items: Sequence[Item], setup: Setup, fs: FilterSettings, check_judge: Judge,
+                 log: Any, budget: Budget | None, stats: JudgeStats,
+                 progress: Progress | None) -> StageResult:
+    """The answerability checks of every item still alive (negatives against the chunks a
+    retriever finds for them)."""
+    _retrieve_for_negatives(items, setup, fs)
+    pending = [it for it in items if it.alive]
+    reqs: list[tuple[str, JudgeRequest]] = []
+    for it in pending:
+        # a negative with no retrieved chunk is still asked: is it plausible at all?
+        fragments = [setup.by_id[c].text for c in it.retrieved_ids]
+        reqs.append((it.slot_id, _check_request(it, setup.by_id, setup.language, fragments)))
+    chk = ask_stage(check_judge, f"check@{check_judge.model}", reqs, log, budget, stats,
+                    on_reply=_tick(progress, "check", len(reqs)))
+    by_slot = {it.slot_id: it for it in pending}
+    for key, _ in reqs:
+        _apply_check(by_slot[key], chk.replies.get(key), fs, chk.stopped)
+    return chk
 
 
 def _hash(req: JudgeRequest) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmeter.judges.stats import JudgeStats
-from ragmeter.synth.cost import CostEstimate
+from ragmeter.synth.estimate import CostEstimate
 from ragmeter.synth.items import Item
 from ragmeter.synth.kinds import KINDS
 

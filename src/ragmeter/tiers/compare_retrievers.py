@@ -284,7 +284,6 @@ def compare_retrievers(
     """
     from ragmeter.data.hashing import dataset_hash as _hash
     from ragmeter.data.hashing import gold_hash
-    from ragmeter.metrics.registry import parse_metric
     from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
     ks_t = tuple(sorted({int(k) for k in ks}))
@@ -331,6 +330,25 @@ def compare_retrievers(
         res.meta.update({"retriever_signature": sig, "timing": timings[name]})
         results[name] = res
 
+    best, tests = _best_and_tests(results, metric_names, n_resamples, seed)
+    meta = {
+        "gold_not_in_index": _gold_not_in_index(samples, chunks),
+        "n_samples": len(samples), "n_chunks": len(chunks), "ks": list(ks_t), "seed": seed,
+        "n_resamples": n_resamples, "dataset_hash": data_hash, "corpus_hash": corpus_hash,
+        "chunking": chunk_sig, "signatures": signatures, "timings": timings,
+        "test": "paired randomization (sign-flip), two-sided, vs best per metric",
+        "n_docs": len({c.doc_id for c in chunks}),
+    }
+    return RetrieverComparison(results=results, metrics=metric_names, ks=ks_t, best=best,
+                               tests=tests, meta=meta)
+
+
+def _best_and_tests(results: Mapping[str, EvalResult], metric_names: Sequence[str],
+                    n_resamples: int, seed: int
+                    ) -> tuple[dict[str, str], dict[str, dict[str, PairedComparison]]]:
+    """Per metric: the best retriever, and the paired test of every other one against it."""
+    from ragmeter.metrics.registry import parse_metric
+
     best: dict[str, str] = {}
     tests: dict[str, dict[str, PairedComparison]] = {}
     for metric in metric_names:
@@ -344,20 +362,15 @@ def compare_retrievers(
         best[metric] = top_name
         tests[metric] = {n: compare_metric(top, r, n_resamples=n_resamples, seed=seed)
                          for n, r in scored if n != top_name}
+    return best, tests
 
+
+def _gold_not_in_index(samples: Sequence[Sample], chunks: Sequence[Chunk]) -> dict[str, list[str]]:
+    """Gold chunk and document ids that no indexed chunk carries."""
     chunk_ids = {c.chunk_id for c in chunks}
     doc_ids = {c.doc_id for c in chunks}
     missing_chunks = sorted({g for s in samples for g in (s.gold_chunk_ids or [])
                              if g not in chunk_ids})
     missing_docs = sorted({g for s in samples for g in (s.gold_doc_ids or [])
                            if g not in doc_ids})
-    meta = {
-        "gold_not_in_index": {"chunk_ids": missing_chunks, "doc_ids": missing_docs},
-        "n_samples": len(samples), "n_chunks": len(chunks), "ks": list(ks_t), "seed": seed,
-        "n_resamples": n_resamples, "dataset_hash": data_hash, "corpus_hash": corpus_hash,
-        "chunking": chunk_sig, "signatures": signatures, "timings": timings,
-        "test": "paired randomization (sign-flip), two-sided, vs best per metric",
-        "n_docs": len({c.doc_id for c in chunks}),
-    }
-    return RetrieverComparison(results=results, metrics=metric_names, ks=ks_t, best=best,
-                               tests=tests, meta=meta)
+    return {"chunk_ids": missing_chunks, "doc_ids": missing_docs}

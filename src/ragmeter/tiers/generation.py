@@ -264,6 +264,9 @@ def run_generation(ctx: TierContext, samples: list[Sample],
     metrics that need none are computed."""
     judge = tier_judge(ctx, options)
     embedder = ctx.embedder_name(options.embedding)
+    got = _on_targets(ctx, samples, options, "generate", judge, embedder)
+    if got:
+        return got
     client = ctx.generator()
     if client is not None:
         chunks = ctx.chunks() if ctx.config.corpus is not None else None
@@ -285,6 +288,9 @@ def run_e2e(ctx: TierContext, samples: list[Sample], options: E2EOptions) -> lis
     judge = tier_judge(ctx, options)
     embedder = ctx.embedder_name(options.embedding)
     k = options.k if options.k is not None else min(5, max(ctx.k))
+    got = _on_targets(ctx, samples, options, "answer", judge, embedder, k=k)
+    if got:
+        return got
     if ctx.config.generator is not None:
         if not ctx.config.retrievers:
             raise TierNotRunnable("e2e with a generator needs at least one retriever")
@@ -305,6 +311,32 @@ def run_e2e(ctx: TierContext, samples: list[Sample], options: E2EOptions) -> lis
                                 judge=judge, embedder=embedder, seed=ctx.seed,
                                 language=options.language, keep_prompts=options.keep_prompts,
                                 name="e2e")]
+
+
+def _on_targets(ctx: TierContext, samples: list[Sample], options: GenerationOptions,
+                entry: str, judge: Any, embedder: Any, k: int | None = None) -> list[EvalResult]:
+    """Tier 2 through each target's ``generate`` entry on the gold contexts, or Tier 3 on its
+    ``answer`` (its own retrieval); empty when no configured target has that entry."""
+    from ragmeter.targets.tier_hooks import has_targets, run_targets
+
+    if not has_targets(ctx):
+        return []
+    contexts = None
+    if entry == "generate":
+        texts = {c.chunk_id: c.text for c in ctx.chunks()} if ctx.config.corpus else {}
+        contexts = [gold_context(s, texts) or [] for s in samples]
+        samples = [replace(s, retrieved_contexts=c or None, retrieved_ids=None)
+                   for s, c in zip(samples, contexts, strict=True)]
+    tier = 2 if entry == "generate" else 3
+
+    def score(data: list[Sample], name: str, sig: dict[str, str]) -> EvalResult:
+        res = evaluate_generation(data, _metrics(ctx), judge=judge, embedder=embedder,
+                                  seed=ctx.seed, language=options.language,
+                                  keep_prompts=options.keep_prompts, name=name)
+        return _finish(res, data, {}, tier, {**sig, "context": "gold" if tier == 2 else
+                                             "target"})
+
+    return run_targets(ctx, samples, entry, score, k=k, contexts=contexts)
 
 
 register_tier(Tier(

@@ -8,9 +8,11 @@ json / csv through :func:`ragmeter.data.loaders.read_records`). Two modes:
 * **judge** — the production judge is called with the user's own prompt template (text with
   ``{question}``, ``{answer}``, ``{context}`` placeholders; an optional
   ``---system---``/``---user---`` split), exactly as production renders it (plain
-  substitution, no fencing, no JSON instruction). The reply is parsed strictly: after
-  stripping whitespace, quotes and one trailing ``.``/``!``, it must be ``yes``/``no``/``да``/
-  ``нет`` (any case); anything else is unscored ``parse_error`` with the raw reply kept.
+  substitution, no fencing, no JSON instruction). The reply is parsed leniently by default
+  (``Yes``, ``Yes.``, ``**Yes**``, ``Yes, because …``, ``No: reason`` — see
+  :func:`parse_production_reply`); with ``strict`` only ``Yes``/``No``/``Да``/``Нет`` alone (one
+  trailing ``.``/``!`` allowed) or followed by ``: reason``. Anything else is unscored
+  ``parse_error`` with the raw reply kept.
   Items without a question, answer or context are not sent (unscored
   ``missing_field:<name>``).
 
@@ -95,7 +97,7 @@ class ProductionReply:
 
 _LENIENT = re.compile(r"^(yes|no|да|нет)(?![\w])\s*[.!,;:\-–—)]*\s*(.*)$",
                       re.IGNORECASE | re.DOTALL)
-_STRICT = re.compile(r"^(yes|no|да|нет)(?:\s*:\s*(\S.*))?$", re.IGNORECASE | re.DOTALL)
+_STRICT = re.compile(r"^(yes|no|да|нет)(?:[.!]|\s*:\s*(\S.*))?$", re.IGNORECASE | re.DOTALL)
 _DECORATION = " \t\r\n\"'«»`*_#>"
 
 
@@ -106,7 +108,7 @@ def parse_production_reply(text: str | None, *, strict: bool = False) -> Product
     Lenient (default) accepts what real judges send: any case, surrounding quotes or markdown
     emphasis, a ``<think>`` block, trailing punctuation (``Yes.``), and a reason after ``:``,
     ``-``, ``—``, ``.`` or a new line. ``strict`` accepts only ``Yes``/``No``/``Да``/``Нет`` alone
-    or followed by ``: reason``. Anything else has ``decision=None`` (unscored ``parse_error``).
+    (one trailing ``.`` or ``!`` allowed: ``Yes.``) or followed by ``: reason``. Anything else has ``decision=None`` (unscored ``parse_error``).
     """
     if text is None:
         return ProductionReply(None, None, None)
@@ -296,40 +298,20 @@ def evaluate_judge_pipeline(
         {"id": it.id, "q": it.question, "a": it.answer, "c": it.context,
          "gt": it.ground_truth_show} for it in items)
     n = len(items)
-    pred = np.zeros(n, dtype=bool)
-    reasons: dict[int, str] = {}
-    raws: list[str | None] = [None] * n
-    reply_reasons: dict[int, str | None] = {}
-    lat: list[float] = []
-    send: list[int] = []
     mode = "judge" if judge is not None else "predictions"
     if judge is not None:
         if not prompt_template:
             raise ConfigError("prompt_template", "is required when a judge is called")
-        for i, it in enumerate(items):
-            missing = missing_item_field(it)
-            if missing is not None:
-                reasons[i] = f"missing_field:{missing}"
-        send = [i for i in range(n) if i not in reasons]
-        calls = call_production_judge(judge, [items[i] for i in send], prompt_template)
-        for i, c in zip(send, calls, strict=True):
-            raws[i] = c.raw
-            lat.append(c.latency_s)
-            if c.reason is not None:
-                reasons[i] = c.reason
-                continue
-            reply = parse_production_reply(c.raw, strict=strict)
-            reply_reasons[i] = reply.reason
-            if reply.decision is None:
-                reasons[i] = "parse_error"
-            else:
-                pred[i] = reply.decision
+        got = _ask_judge(items, judge, prompt_template, strict)
     else:
         bad = [RecordProblem("<items>", it.line, "predicted_show", "missing (no judge given)")
                for it in items if it.predicted_show is None]
         if bad:
             raise DataError(bad, hint="give predicted_show for every item, or call a judge")
-        pred[:] = [bool(it.predicted_show) for it in items]
+        got = _Predictions(np.array([bool(it.predicted_show) for it in items], dtype=bool),
+                           {}, [None] * n, {}, [], [])
+    pred, reasons, raws, reply_reasons, lat, send = (
+        got.pred, got.reasons, got.raws, got.reply_reasons, got.latencies, got.sent)
     gold = np.array([it.ground_truth_show for it in items], dtype=bool)
     ids = [it.id for it in items]
     ok = np.ones(n, dtype=bool)
@@ -344,6 +326,29 @@ def evaluate_judge_pipeline(
                            "unscored_by_reason": dict(Counter(reasons.values())),
                            "lang": detect_language(it.question for it in items)})
 
+    _add_classification(res, ids, gold, pred, ok, reasons, sig, seed, n_boot)
+    if lat:
+        la = np.asarray(lat)
+        res.add(MetricResult("judge_latency", [ids[i] for i in send], la, Signature.make(metric="judge_latency",
+                                                                       unit="s", **sig),
+                             higher_is_better=False, seed=seed, n_boot=n_boot))
+        res.meta["latency_ms"] = {"mean": float(la.mean() * 1000),
+                                  "p50": float(np.percentile(la, 50) * 1000),
+                                  "p95": float(np.percentile(la, 95) * 1000)}
+    if judge is None:
+        _score_sweep(res, items, gold, seed, n_boot)
+    res.meta["per_item"] = [
+        {"id": it.id, "gold": bool(gold[i]), "pred": (bool(pred[i]) if ok[i] else None),
+         "reason": reasons.get(i), "raw": raws[i], "rationale": it.rationale,
+         "reply_reason": reply_reasons.get(i)}
+        for i, it in enumerate(items)]
+    return res
+
+
+def _add_classification(res: EvalResult, ids: list[str], gold: np.ndarray, pred: np.ndarray,
+                        ok: np.ndarray, reasons: Mapping[int, str], sig: dict[str, Any],
+                        seed: int, n_boot: int) -> None:
+    """Accuracy, precision and recall per item, the confusion matrix and F1 with its CI."""
     acc = np.where(ok, (pred == gold).astype(float), np.nan)
     res.add(MetricResult("cls_accuracy", ids, acc, Signature.make(metric="cls_accuracy", **sig),
                          reasons=dict(reasons), seed=seed, n_boot=n_boot))
@@ -365,16 +370,52 @@ def evaluate_judge_pipeline(
     res.meta["f1"] = {"value": conf.f1, "ci_low": f1_ci.ci_low, "ci_high": f1_ci.ci_high,
                       "n_boot": n_boot,
                       "seed": seed}
-    if lat:
-        la = np.asarray(lat)
-        res.add(MetricResult("judge_latency", [ids[i] for i in send], la, Signature.make(metric="judge_latency",
-                                                                       unit="s", **sig),
-                             higher_is_better=False, seed=seed, n_boot=n_boot))
-        res.meta["latency_ms"] = {"mean": float(la.mean() * 1000),
-                                  "p50": float(np.percentile(la, 50) * 1000),
-                                  "p95": float(np.percentile(la, 95) * 1000)}
+
+
+@dataclass
+class _Predictions:
+    """The production judge's decisions: per item index a decision, or the reason for none."""
+
+    pred: np.ndarray
+    reasons: dict[int, str]
+    raws: list[str | None]
+    reply_reasons: dict[int, str | None]
+    latencies: list[float]
+    sent: list[int]
+
+
+def _ask_judge(items: Sequence[PipelineItem], judge: Any, prompt_template: str,
+               strict: bool) -> _Predictions:
+    """Ask the judge about every item that has its fields; read each reply."""
+    n = len(items)
+    got = _Predictions(np.zeros(n, dtype=bool), {}, [None] * n, {}, [], [])
+    for i, it in enumerate(items):
+        missing = missing_item_field(it)
+        if missing is not None:
+            got.reasons[i] = f"missing_field:{missing}"
+    got.sent = [i for i in range(n) if i not in got.reasons]
+    calls = call_production_judge(judge, [items[i] for i in got.sent], prompt_template)
+    for i, c in zip(got.sent, calls, strict=True):
+        got.raws[i] = c.raw
+        got.latencies.append(c.latency_s)
+        if c.reason is not None:
+            got.reasons[i] = c.reason
+            continue
+        reply = parse_production_reply(c.raw, strict=strict)
+        got.reply_reasons[i] = reply.reason
+        if reply.decision is None:
+            got.reasons[i] = "parse_error"
+        else:
+            got.pred[i] = reply.decision
+    return got
+
+
+def _score_sweep(res: EvalResult, items: Sequence[PipelineItem], gold: np.ndarray, seed: int,
+                 n_boot: int) -> None:
+    """Stored scores of the predictions: the threshold sweep, the best-F1 threshold and the
+    ROC AUC with its bootstrap CI."""
     scores = [it.predicted_score for it in items]
-    if judge is None and any(s is not None for s in scores):
+    if any(s is not None for s in scores):
         have = np.array([s is not None for s in scores])
         sc = np.array([s if s is not None else np.nan for s in scores])
         g, s = gold[have], sc[have]
@@ -387,12 +428,6 @@ def evaluate_judge_pipeline(
         res.meta["best_f1_threshold"] = best_f1_threshold(sweep)
         res.meta["roc_auc"] = {"value": auc, "ci_low": alo, "ci_high": ahi,
                                "n": int(have.sum()), "missing_scores": int((~have).sum())}
-    res.meta["per_item"] = [
-        {"id": it.id, "gold": bool(gold[i]), "pred": (bool(pred[i]) if ok[i] else None),
-         "reason": reasons.get(i), "raw": raws[i], "rationale": it.rationale,
-         "reply_reason": reply_reasons.get(i)}
-        for i, it in enumerate(items)]
-    return res
 
 
 def _short_hash(text: str) -> str:
@@ -401,22 +436,13 @@ def _short_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:10]
 
 
-def plot_confusion(result: EvalResult, out_dir: str | Path, stem: str = "judge_pipeline_confusion"
-                   ) -> list[Path]:
-    """2×2 confusion matrix (rows gold, columns predicted) as ``stem.svg``; drawn by
-    :func:`ragmeter.reports.charts.confusion_chart`, the engine of the HTML report."""
-    from ragmeter.reports.charts import confusion_chart
-
-    return confusion_chart(result, out_dir, stem)
-
-
 # --------------------------------------------------------------------------- the tier
 @dataclass(frozen=True)
 class JudgePipelineOptions(TierOptions):
     """``items``: the labelled items file (required); ``prompt_template`` or
     ``prompt_template_file``: the production judge's prompt, used when the tier names a
     judge (without one the items' stored predictions are scored); ``strict``: accept only the
-    exact reply forms (``Yes`` / ``No: reason``), anything else is unscored."""
+    exact reply forms (``Yes``, ``Yes.``, ``No: reason``), anything else is unscored."""
 
     items: str | None = None
     prompt_template: str | None = None
@@ -459,6 +485,5 @@ __all__ = [
     "missing_item_field",
     "parse_production_reply",
     "parse_yes_no",
-    "plot_confusion",
     "render_template",
 ]

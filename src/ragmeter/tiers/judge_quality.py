@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -295,25 +295,7 @@ def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[
                            "demo_judge": bool(getattr(judge, "demo", False))})
     miss_counts = Counter(m for m in miss if m is not None)
 
-    # consistency and mean score, per item
-    cons = np.full(n_items, np.nan)
-    mean_score = np.full(n_items, np.nan)
-    c_reasons: dict[int, str] = {}
-    m_reasons: dict[int, str] = {}
-    for i in range(n_items):
-        if miss[i] is not None:
-            c_reasons[i] = m_reasons[i] = miss[i]  # type: ignore[assignment]
-            continue
-        col = S[:, i]
-        ok = ~np.isnan(col)
-        if ok.all():
-            cons[i] = float(col.max() - col.min() <= delta + 1e-12)
-        else:
-            c_reasons[i] = next(why[(r, i)] for r in range(n_repeats) if not ok[r])
-        if ok.any():
-            mean_score[i] = float(col[ok].mean())
-        else:
-            m_reasons[i] = c_reasons[i]
+    cons, mean_score, c_reasons, m_reasons = _per_item_consistency(S, miss, why, delta)
     from ragmeter.metrics.registry import make_metric
 
     res.add(MetricResult(str(make_metric("judge_consistency", delta=delta)), ids, cons,
@@ -345,7 +327,44 @@ def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[
                                "p50": float(np.percentile(lat, 50) * 1000),
                                "p95": float(np.percentile(lat, 95) * 1000), "n": int(lat.size)}
                               if lat.size else None)
-    # chance-corrected agreement between repeats
+    _agreement_between_repeats(res, S, todo, seed, n_boot)
+    if cached:
+        res.meta["warning"] = (f"{cached} replies came from the judge cache: those repeats were "
+                               "not real calls; run with the cache off (no_cache) to measure "
+                               "consistency")
+    return res
+
+
+def _per_item_consistency(S: np.ndarray, miss: list[str | None],
+                          why: Mapping[tuple[int, int], str], delta: float
+                          ) -> tuple[np.ndarray, np.ndarray, dict[int, str], dict[int, str]]:
+    """Per item: consistent (every repeat within ``delta``) and the mean score, with the
+    reason of each unscored item (its missing field, or its first failed repeat)."""
+    n_repeats, n_items = S.shape
+    cons = np.full(n_items, np.nan)
+    mean_score = np.full(n_items, np.nan)
+    c_reasons: dict[int, str] = {}
+    m_reasons: dict[int, str] = {}
+    for i in range(n_items):
+        if miss[i] is not None:
+            c_reasons[i] = m_reasons[i] = miss[i]  # type: ignore[assignment]
+            continue
+        col = S[:, i]
+        ok = ~np.isnan(col)
+        if ok.all():
+            cons[i] = float(col.max() - col.min() <= delta + 1e-12)
+        else:
+            c_reasons[i] = next(why[(r, i)] for r in range(n_repeats) if not ok[r])
+        if ok.any():
+            mean_score[i] = float(col[ok].mean())
+        else:
+            m_reasons[i] = c_reasons[i]
+    return cons, mean_score, c_reasons, m_reasons
+
+
+def _agreement_between_repeats(res: EvalResult, S: np.ndarray, todo: list[int], seed: int,
+                               n_boot: int) -> None:
+    """Chance-corrected agreement between the repeats (Krippendorff's alpha, Cohen's kappa)."""
     M = S[:, todo] if todo else S[:, :0]
     alpha = krippendorff_alpha(M, "interval")
     lo, hi = krippendorff_alpha_ci(M, "interval", seed=seed, n_boot=min(n_boot, 1000)) if alpha is not None else (None, None)
@@ -357,11 +376,6 @@ def _judge_result(samples: Sequence[Sample], miss: list[str | None], todo: list[
         res.meta["krippendorff_alpha_nominal"] = krippendorff_alpha(M, "nominal")
         both = ~np.isnan(M[0]) & ~np.isnan(M[1])
         res.meta["cohen_kappa_r1_r2"] = cohen_kappa(M[0, both], M[1, both])
-    if cached:
-        res.meta["warning"] = (f"{cached} replies came from the judge cache: those repeats were "
-                               "not real calls; run with the cache off (no_cache) to measure "
-                               "consistency")
-    return res
 
 
 def _add_flip_rates(res: EvalResult, samples: Sequence[Sample], miss: list[str | None],

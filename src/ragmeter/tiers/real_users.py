@@ -153,6 +153,7 @@ def evaluate_real_users(
     else:
         r = retriever
     ran = retrieve_samples(r, samples, k)
+    metrics, capped = cap_cutoffs(metrics, k)
     sig_extra: dict[str, Any] = {"source": "real_users", "db": logged.dialect,
                                  **{key: v for key, v in logged.query.signature_fields().items()
                                     if v is not None}}
@@ -168,7 +169,28 @@ def evaluate_real_users(
         "n_read": logged.n_read, "n_evaluated": len(samples), "counts": dict(counts),
         "unmatched_urls": unmatched, "corpus_url_clashes": clashes[:20], "k": k,
     })
+    if capped:
+        res.meta["capped_cutoffs"] = capped
     return res
+
+
+def cap_cutoffs(metrics: Sequence[str], k: int) -> tuple[list[str], dict[str, str]]:
+    """Metrics for a ranking ``k`` deep: a cutoff above ``k`` is capped at ``k`` (``@10`` on a
+    ranking of 3 is ``@3``), duplicates dropped; returns the list and ``{asked: used}``."""
+    from ragmeter.metrics.registry import parse_metric
+
+    out: list[str] = []
+    capped: dict[str, str] = {}
+    for text in metrics:
+        m = parse_metric(text)
+        if m.k is not None and m.k > k:
+            used = str(m.with_k(k))
+            capped[str(m)] = used
+        else:
+            used = str(m)
+        if used not in out:
+            out.append(used)
+    return out, capped
 
 
 # --------------------------------------------------------------------------- the tier
@@ -197,10 +219,17 @@ def run_real_users(ctx: TierContext, samples: list[Sample],
     url = os.environ.get(options.db_url_env)
     if not url:
         raise TierNotRunnable(f"real_users needs the log database URL in ${options.db_url_env}")
-    return [evaluate_real_users(
-        ctx.config.corpus.path, db_url=url, query=options.query, retriever=options.retriever,
-        k=options.k if options.k is not None else max(ctx.k),
-        embedder=ctx.embedder_name(options.embedding), seed=ctx.seed)]
+    from ragmeter.targets.tier_hooks import target_retrievers  # the user's own systems
+
+    out: list[EvalResult] = []
+    chosen: list[Any] = list(target_retrievers(ctx)) or [options.retriever]
+    for r in chosen:
+        res = evaluate_real_users(
+            ctx.config.corpus.path, db_url=url, query=options.query, retriever=r,
+            k=options.k if options.k is not None else max(ctx.k),
+            embedder=ctx.embedder_name(options.embedding), seed=ctx.seed)
+        out += r.finish(res) if not isinstance(r, str) else [res]
+    return out
 
 
 register_tier(Tier(
@@ -209,5 +238,5 @@ register_tier(Tier(
     run=run_real_users, options=RealUsersOptions))
 
 
-__all__ = ["DEFAULT_METRICS", "corpus_url_index", "evaluate_real_users", "logged_to_samples",
+__all__ = ["DEFAULT_METRICS", "cap_cutoffs", "corpus_url_index", "evaluate_real_users", "logged_to_samples",
            "normalize_url"]

@@ -40,6 +40,7 @@ BUILTIN_MODULES = (
     "ragmeter.tiers.judge_pipeline",   # judge_pipeline
     "ragmeter.tiers.ux",               # ux
     "ragmeter.tiers.real_users",       # real_users
+    "ragmeter.tiers.stress",           # stress (a target's generator among distractors)
 )
 
 #: Older names of tiers, accepted in configs and ``--tier``.

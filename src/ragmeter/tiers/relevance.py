@@ -34,18 +34,52 @@ DocOf = Callable[[str], str] | Mapping[str, str] | None
 _WS = re.compile(r"\s+")
 
 
+#: the default document-id rules, in order: ``doc#n`` (ragmeter's chunk ids) and
+#: ``<doc>_chunk_<n>`` (a common chunker's ids); an id neither rule matches is its own document
+DEFAULT_DOC_ID_RULES = ("<doc>#<n>", "<doc>_chunk_<n>")
+_CHUNK_SUFFIX = re.compile(r"(?P<doc>.+)_chunk_\d+")
+
+
 def default_doc_of(chunk_id: str) -> str:
-    """Parent document of ``"{doc_id}#{n}"``; an id without ``#`` is its own document."""
-    return chunk_id.rsplit("#", 1)[0]
+    """Parent document of ``"{doc}#{n}"`` or ``"{doc}_chunk_{n}"``; other ids are documents."""
+    if "#" in chunk_id:
+        return chunk_id.rsplit("#", 1)[0]
+    if "_chunk_" in chunk_id:
+        m = _CHUNK_SUFFIX.fullmatch(chunk_id)
+        if m is not None:
+            return m.group("doc")
+    return chunk_id
 
 
-def resolve_doc_of(doc_of: DocOf) -> Callable[[str], str]:
-    """A callable chunk → doc from a callable, a mapping (unmapped ids: ``#`` convention) or None."""
+def doc_id_rule(pattern: str) -> Callable[[str], str]:
+    """A chunk → document rule from a regular expression: the whole chunk id must match, and
+    the group ``doc`` (else the first group) is the document id; an id that does not match is
+    its own document."""
+    try:
+        rx = re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError("doc_id_pattern", f"invalid regular expression {pattern!r}: {exc}") \
+            from None
+    if rx.groups == 0:
+        raise ConfigError("doc_id_pattern", f"{pattern!r} has no group: mark the document id "
+                          "with (?P<doc>...), e.g. '(?P<doc>.+)_part\\d+'")
+    group: str | int = "doc" if "doc" in rx.groupindex else 1
+
+    def doc_of(chunk_id: str) -> str:
+        m = rx.fullmatch(chunk_id)
+        return chunk_id if m is None or m.group(group) is None else m.group(group)
+    return doc_of
+
+
+def resolve_doc_of(doc_of: DocOf, pattern: str | None = None) -> Callable[[str], str]:
+    """A callable chunk → doc from a callable, a mapping (unmapped ids: the rule) or None; the
+    rule is ``pattern`` (see :func:`doc_id_rule`) or the default rules."""
+    rule = doc_id_rule(pattern) if pattern else default_doc_of
     if doc_of is None:
-        return default_doc_of
+        return rule
     if isinstance(doc_of, Mapping):
         table = doc_of
-        return lambda c: table.get(c) or default_doc_of(c)
+        return lambda c: table.get(c) or rule(c)
     return doc_of
 
 

@@ -12,7 +12,8 @@ gives one :class:`~ragmeter.results.records.EvalResult` with three metrics
 
 ``total_pairs`` (= number of labelled texts), ``intra_pairs``, ``n_clusters`` and
 ``singleton_clusters`` go into every metric's ``counts`` and into ``EvalResult.meta``.
-Several embedders are compared side by side with :func:`tier0_table` / :func:`plot_tier0`.
+Several embedders are compared side by side with :func:`tier0_table`; their chart is
+:func:`ragmeter.reports.charts.tier0_chart`.
 """
 
 from __future__ import annotations
@@ -203,15 +204,6 @@ def tier0_table(results: Sequence[EvalResult]) -> list[dict[str, Any]]:
     return rows
 
 
-def plot_tier0(results: Sequence[EvalResult], out_dir: str | Path, stem: str = "tier0"
-               ) -> list[Path]:
-    """The embedding-quality chart (``stem.svg``) of several models with 95% CIs; drawn by
-    :func:`ragmeter.reports.charts.tier0_chart`, the engine of the HTML report."""
-    from ragmeter.reports.charts import tier0_chart
-
-    return tier0_chart(results, out_dir, stem)
-
-
 def stats_of(result: EvalResult) -> Mapping[str, Any]:
     """Seed-style summary dict of one Tier 0 result."""
     return {k: v for k, v in tier0_table([result])[0].items() if k != "silhouette_ci"}
@@ -250,4 +242,4 @@ register_tier(Tier(
 
 
 __all__ = ["TIER0_METRICS", "ClusterStats", "LabelledTexts", "chunks_as_labelled", "evaluate_embedding_quality",
-           "evaluate_vectors", "load_labelled_texts", "plot_tier0", "stats_of", "tier0_table"]
+           "evaluate_vectors", "load_labelled_texts", "stats_of", "tier0_table"]

@@ -329,62 +329,77 @@ def evaluate_sessions(
               "truncated_sessions": sum(
                   sum(1 for a in s.answers if a) > max_turns for s in sessions)}
     if judge is not None:
-        reqs = [_mtc_request(s, answered[s.id]) for s in multi]
-        replies = judge.ask_many(reqs) if reqs else []
-        vals = np.full(len(multi), np.nan)
-        reasons: dict[int, str] = {}
-        details: list[dict[str, Any] | None] = []
-        for i, (s, rep) in enumerate(zip(multi, replies, strict=True)):
-            n = len(answered[s.id])
-            pairs = n * (n - 1) // 2
-            found = _contradictions(rep.data, n) if rep.ok else None
-            if not rep.ok:
-                reasons[i] = rep.reason or "backend_error"
-                details.append(None)
-            elif found is None:
-                reasons[i] = "schema_error"
-                details.append({"raw": (rep.raw or "")[:300]})
-            else:
-                vals[i] = 1.0 - len(found) / pairs
-                details.append({"contradictions": sorted(found), "pairs": pairs})
-        res.add(MetricResult("multi_turn_consistency", [s.id for s in multi], vals,
-                             Signature.make(metric="multi_turn_consistency",
-                                            judge=getattr(judge, "name", None),
-                                            judge_model=getattr(judge, "model", None),
-                                            prompt=MTC_PROMPT_VERSION, **sig),
-                             reasons=reasons, counts=counts, details=details, seed=seed))
-        res.meta["multi_turn"] = {"mode": "judge", "judge_demo": bool(getattr(judge, "demo",
-                                                                              False))}
-        labelled = [(s.contradiction, bool(d["contradictions"])) for s, d in zip(
-            multi, details, strict=True) if s.contradiction is not None and d is not None
-            and "contradictions" in d]
-        if labelled:
-            from ragmeter.metrics.classification import Confusion
-
-            g = np.array([a for a, _ in labelled])
-            p = np.array([b for _, b in labelled])
-            res.meta["multi_turn"]["judge_vs_labels"] = {
-                "positive": "contradiction", **Confusion.of(g, p).as_dict()}
+        _judged_consistency(res, multi, answered, judge, sig, counts, seed)
     else:
-        vals_l: list[float] = []
-        if multi:
-            alla = [s.answers[i] or "" for s in multi for i in answered[s.id]]
-            A = np.asarray(emb.embed(alla, kind="symmetric"))
-            pos = 0
-            for s in multi:
-                n = len(answered[s.id])
-                vals_l.append(pairwise_cosine_mean(A[pos:pos + n]))
-                pos += n
-        res.add(MetricResult("multi_turn_answer_similarity", [s.id for s in multi],
-                             np.asarray(vals_l, dtype=np.float64),
-                             Signature.make(metric="multi_turn_answer_similarity", **sig),
-                             counts=counts, seed=seed))
-        res.meta["multi_turn"] = {
-            "mode": "embedding_fallback",
-            "note": "no judge: multi_turn_consistency not computed; "
-                    "multi_turn_answer_similarity measures topical similarity of answers, "
-                    "not contradictions"}
+        _answer_similarity(res, multi, answered, emb, sig, counts, seed)
     return res
+
+
+def _judged_consistency(res: EvalResult, multi: Sequence[Session],
+                        answered: Mapping[str, list[int]], judge: Any, sig: dict[str, Any],
+                        counts: dict[str, int], seed: int) -> None:
+    """``multi_turn_consistency``: the judge lists contradicting answer pairs per session;
+    sessions labelled with a contradiction give the judge's agreement with the labels."""
+    reqs = [_mtc_request(s, answered[s.id]) for s in multi]
+    replies = judge.ask_many(reqs) if reqs else []
+    vals = np.full(len(multi), np.nan)
+    reasons: dict[int, str] = {}
+    details: list[dict[str, Any] | None] = []
+    for i, (s, rep) in enumerate(zip(multi, replies, strict=True)):
+        n = len(answered[s.id])
+        pairs = n * (n - 1) // 2
+        found = _contradictions(rep.data, n) if rep.ok else None
+        if not rep.ok:
+            reasons[i] = rep.reason or "backend_error"
+            details.append(None)
+        elif found is None:
+            reasons[i] = "schema_error"
+            details.append({"raw": (rep.raw or "")[:300]})
+        else:
+            vals[i] = 1.0 - len(found) / pairs
+            details.append({"contradictions": sorted(found), "pairs": pairs})
+    res.add(MetricResult("multi_turn_consistency", [s.id for s in multi], vals,
+                         Signature.make(metric="multi_turn_consistency",
+                                        judge=getattr(judge, "name", None),
+                                        judge_model=getattr(judge, "model", None),
+                                        prompt=MTC_PROMPT_VERSION, **sig),
+                         reasons=reasons, counts=counts, details=details, seed=seed))
+    res.meta["multi_turn"] = {"mode": "judge", "judge_demo": bool(getattr(judge, "demo",
+                                                                          False))}
+    labelled = [(s.contradiction, bool(d["contradictions"])) for s, d in zip(
+        multi, details, strict=True) if s.contradiction is not None and d is not None
+        and "contradictions" in d]
+    if labelled:
+        from ragmeter.metrics.classification import Confusion
+
+        g = np.array([a for a, _ in labelled])
+        p = np.array([b for _, b in labelled])
+        res.meta["multi_turn"]["judge_vs_labels"] = {
+            "positive": "contradiction", **Confusion.of(g, p).as_dict()}
+
+
+def _answer_similarity(res: EvalResult, multi: Sequence[Session],
+                       answered: Mapping[str, list[int]], emb: Embedder, sig: dict[str, Any],
+                       counts: dict[str, int], seed: int) -> None:
+    """No judge: ``multi_turn_answer_similarity``, the topical similarity of the answers."""
+    vals_l: list[float] = []
+    if multi:
+        alla = [s.answers[i] or "" for s in multi for i in answered[s.id]]
+        A = np.asarray(emb.embed(alla, kind="symmetric"))
+        pos = 0
+        for s in multi:
+            n = len(answered[s.id])
+            vals_l.append(pairwise_cosine_mean(A[pos:pos + n]))
+            pos += n
+    res.add(MetricResult("multi_turn_answer_similarity", [s.id for s in multi],
+                         np.asarray(vals_l, dtype=np.float64),
+                         Signature.make(metric="multi_turn_answer_similarity", **sig),
+                         counts=counts, seed=seed))
+    res.meta["multi_turn"] = {
+        "mode": "embedding_fallback",
+        "note": "no judge: multi_turn_consistency not computed; "
+                "multi_turn_answer_similarity measures topical similarity of answers, "
+                "not contradictions"}
 
 
 def evaluate_ux(
@@ -444,10 +459,26 @@ def run_ux(ctx: TierContext, samples: list[Any], options: UxOptions) -> list[Eva
     if emb is None:
         raise TierNotRunnable("ux needs an embedding model (add one under 'embeddings')")
     judge = ctx.judge() if ctx.tier.judge and sessions else None
+    from ragmeter.targets.tier_hooks import has_targets, probe_cache, replay_sessions
+
+    if has_targets(ctx):   # the user's own system: sessions turn by turn, cache probes
+        out = [r for name, ss, lat in replay_sessions(ctx, load_sessions(sessions) if sessions
+                                                      else []) for r in (_named(evaluate_ux(
+                   emb, sessions=ss, judge=judge, seed=ctx.seed), f"ux:{name}"), lat)]
+        if cache and queries:
+            out += probe_cache(ctx, load_questions(cache), load_questions(queries),
+                               resolve_embedder(emb), options.threshold)
+        if out:
+            return out
     return [evaluate_ux(emb, cache=load_questions(cache) if cache else None,
                         queries=load_questions(queries) if queries else None,
                         sessions=load_sessions(sessions) if sessions else None, judge=judge,
                         threshold=options.threshold, seed=ctx.seed)]
+
+
+def _named(result: EvalResult, name: str) -> EvalResult:
+    result.name = name
+    return result
 
 
 register_tier(Tier(

@@ -160,6 +160,7 @@ def register(app: typer.Typer) -> None:
         contexts) from a knowledge base, filter it and print its quality report."""
         from rich.console import Console
 
+        from ragmeter.cli.cost_options import CostOptions, run_costed
         from ragmeter.retrieval.chunking import ChunkingParams
         from ragmeter.synth.filters import FilterSettings
         from ragmeter.synth.output import sidecar_path
@@ -178,30 +179,46 @@ def register(app: typer.Typer) -> None:
                                  answerability=not no_answerability,
                                  negative_retriever=negative_retriever, negative_k=negative_k)
         chunking = ChunkingParams(chunk_size, overlap)
-        judge = make_generator(config=generator_config, name=generator_name,
-                               backend=generator_backend, url=generator_url,
-                               model=generator_model, key_env=generator_key_env,
-                               record=generator_record, gguf_path=gguf_path, price_in=price_in,
-                               price_out=price_out, concurrency=concurrency, language=language)
-        checker = None
-        if checker_config is not None:
-            checker = make_generator(config=checker_config, name=checker_name,
-                                     backend="openai", url=None, model=None, key_env=None,
-                                     record=None, gguf_path=None, price_in=None,
-                                     price_out=None, concurrency=concurrency,
-                                     language=language)
-        common: dict[str, Any] = {"generator": judge, "n": n, "mix": mix, "language": language,
-                                  "seed": seed, "chunking": chunking, "filters": filters,
-                                  "oversample": oversample, "checker": checker}
-        if estimate:
-            render_estimate(estimate_testset(corpus, **common), console)
+
+        def judges() -> tuple[Any, Any]:
+            judge = make_generator(config=generator_config, name=generator_name,
+                                   backend=generator_backend, url=generator_url,
+                                   model=generator_model, key_env=generator_key_env,
+                                   record=generator_record, gguf_path=gguf_path,
+                                   price_in=price_in, price_out=price_out,
+                                   concurrency=concurrency, language=language)
+            if checker_config is None:
+                return judge, None
+            return judge, make_generator(config=checker_config, name=checker_name,
+                                         backend="openai", url=None, model=None, key_env=None,
+                                         record=None, gguf_path=None, price_in=None,
+                                         price_out=None, concurrency=concurrency,
+                                         language=language)
+
+        common: dict[str, Any] = {"n": n, "mix": mix, "language": language, "seed": seed,
+                                  "chunking": chunking, "filters": filters,
+                                  "oversample": oversample}
+
+        def plan() -> None:
+            judge, checker = judges()
+            render_estimate(estimate_testset(corpus, generator=judge, checker=checker,
+                                             **common), console)
+
+        def work() -> Any:
+            assert out is not None  # checked above
+            judge, checker = judges()  # built inside the budget: every call is counted
+            with _progress(console) as tick:
+                return generate_testset(corpus, generator=judge, checker=checker,
+                                        progress_path=progress_path, resume=resume,
+                                        fresh=fresh, progress=tick, **common)
+
+        progress_path = (progress_file or sidecar_path(out, "progress.jsonl")
+                         if out is not None else None)
+        ts = run_costed(work, CostOptions(estimate, max_cost, max_calls), plan=plan,
+                        echo=console.print)
+        if ts is None:
             return
-        assert out is not None  # checked above
-        progress_path = progress_file or sidecar_path(out, "progress.jsonl")
-        with _progress(console) as tick:
-            ts = generate_testset(corpus, progress_path=progress_path, resume=resume,
-                                  fresh=fresh, max_calls=max_calls, max_cost=max_cost,
-                                  progress=tick, **common)
+        assert out is not None
         files = ts.write(out, ragas=ragas, sessions=sessions)
         render_report(ts.report, ts.signature, console)
         console.print("wrote " + ", ".join(f"{k} {v}" for k, v in files.items())

@@ -77,8 +77,14 @@ def register(app: typer.Typer) -> None:
         max_calls: common.MaxCallsOpt = None,
         by: slicing.ByOpt = None,
         min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
+        target: TargetOpt = None,
+        target_entry: TargetEntryOpt = None,
+        replay: ReplayOpt = False,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
+
+        With --target, your RAG system answers every question first (its 'answer' entry, or
+        'generate' from the gold context) and its latency is measured too.
 
         Examples:
 
@@ -96,6 +102,17 @@ def register(app: typer.Typer) -> None:
         loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
                               column_map=parse_map(column_map))
         items = list(loaded.samples)
+        filled = None
+        if target is not None:
+            from ragmeter.targets.oneshot import fill_from_target
+
+            filled = fill_from_target(items, target, entry=target_entry, default_entry="answer",
+                                      replay=replay, estimate=estimate)
+            items = filled.samples
+        elif replay or target_entry:
+            from ragmeter.errors import UsageError
+
+            raise UsageError("--replay" if replay else "--target-entry", "needs --target")
         extra = {"language": language}
         if judge_record:
             extra["record_path"] = judge_record
@@ -105,7 +122,10 @@ def register(app: typer.Typer) -> None:
             backend=judge_backend if judge_backend != "openai" else None, **extra)
         if cfg is not None and check_judge and not estimate:
             common.check_judge_reachable(cfg)
-        metric_list = _split_metrics(metrics) if metrics is not None else None
+        from ragmeter.metrics.registry import split_metric_list
+
+        metric_list = ([m for item in metrics for m in split_metric_list(item)]
+                       if metrics is not None else None)
         if metric_list is not None and not metric_list:
             from ragmeter.errors import UsageError
 
@@ -127,17 +147,24 @@ def register(app: typer.Typer) -> None:
                     batch_size=batch_size if sink is not None else None,
                     on_batch=sink.write if sink is not None else None)
 
-        from ragmeter.cost import run_with_cost_control
+        from ragmeter.cli.cost_options import CostOptions, run_costed
 
         try:
-            result = run_with_cost_control(work, estimate=estimate, max_cost=max_cost,
-                                           max_calls=max_calls,
-                                           title=f"generation: {len(items)} samples")
+            result = run_costed(work, CostOptions(estimate, max_cost, max_calls),
+                                title=f"generation: {len(items)} samples")
         finally:
             if sink is not None:
                 sink.close()
         if result is None:
+            if filled is not None:
+                from ragmeter.targets.oneshot import planned_calls
+
+                common.human_console().print(planned_calls(filled))
             return
+        if filled is not None:
+            from ragmeter.targets.oneshot import finish
+
+            finish(result, filled, seed=seed)
         console = common.human_console()
         console.print(_table(result))
         for skip in result.meta.get("skipped_metrics", ()):
@@ -158,6 +185,17 @@ def register(app: typer.Typer) -> None:
         for line in common.check_scored(common.results_of(result), max_unscored):
             common.err_console().print(f"partly unscored: {line}", highlight=False,
                                        markup=False)
+
+
+TargetOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer
+    "--target", help="Your RAG system, asked every question first: a target config file "
+    "(YAML/JSON), module:function, or an http(s) URL. See docs/targets.md.")]
+TargetEntryOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer
+    "--target-entry", help="answer (default: question -> answer + contexts) or generate "
+    "(question + gold context -> answer).")]
+ReplayOpt = Annotated[bool, typer.Option(
+    "--replay", help="With --target: re-score the target's recorded replies, calling "
+    "nothing.")]
 
 
 class SampleSink:
@@ -185,25 +223,3 @@ class SampleSink:
 
     def close(self) -> None:
         self.fh.close()
-
-
-def _split_metrics(items: list[str]) -> list[str]:
-    """Split ``a,b(x=1,y=2),c`` on commas outside parentheses."""
-    out: list[str] = []
-    for item in items:
-        depth = 0
-        cur = ""
-        for ch in item:
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            if ch == "," and depth == 0:
-                if cur.strip():
-                    out.append(cur.strip())
-                cur = ""
-            else:
-                cur += ch
-        if cur.strip():
-            out.append(cur.strip())
-    return out

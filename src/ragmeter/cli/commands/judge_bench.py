@@ -151,7 +151,7 @@ def bench_command(
     from rich.console import Console
     from rich.table import Table
 
-    from ragmeter.cost import Budget, budget_scope, estimate_scope, print_estimates, summarise
+    from ragmeter.cli.cost_options import CostOptions, run_costed
     from ragmeter.judge_trust.bench import compare_bench, load_bench, run_bench
 
     console = Console()
@@ -159,29 +159,25 @@ def bench_command(
     configs = _judges(judge_url, judge_model, judge_key_env, judge_backend, judge_config,
                       base_url, price_in, price_out)
     binary = None if graded is None else not graded
-    if estimate:
-        with estimate_scope() as planned:
-            for cfg in configs:
-                run_bench(_build(cfg), items, repeats=repeats, binary=binary, seed=seed,
-                          n_boot=10)
-        console.print(f"judge benchmark: {len(items)} items x {repeats} repeat(s)")
-        print_estimates([summarise(j) for j in planned], console.print)
-        return
-    from ragmeter.cost import BudgetExhausted
 
-    budget = Budget(max_cost, max_calls)
-    runs = []
-    try:
-        with budget_scope(budget):
-            for cfg in configs:
-                judge = _build(cfg)
-                runs.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed))
-                if probes:
-                    _probe(judge, runs[-1], items_file, lang, probe_limit, generator_model,
-                           binary, seed)
-    except BudgetExhausted as stop:
-        console.print(f"[yellow]{stop.message()}[/]", highlight=False)
-        raise typer.Exit(3) from None
+    def work() -> list[Any]:
+        # under --estimate the card's bootstrap is only planned: 10 resamples suffice
+        boot = {"n_boot": 10} if estimate else {}
+        out = []
+        for cfg in configs:
+            judge = _build(cfg)
+            out.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed,
+                                 **boot))
+            if probes:  # under --estimate their calls are planned and counted too
+                _probe(judge, out[-1], items_file, lang, probe_limit, generator_model,
+                       binary, seed)
+        return out
+
+    runs = run_costed(work, CostOptions(estimate, max_cost, max_calls),
+                      title=f"judge benchmark: {len(items)} items x {repeats} repeat(s)",
+                      echo=console.print)
+    if runs is None:
+        return
     for r in runs:
         console.print(card_table(r.card))
         kinds = r.card.meta.get("by_kind", {})

@@ -58,15 +58,15 @@ def judge_quality_command(
     if check_judge and not estimate:
         for c in configs:
             common.check_judge_reachable(c)
-    from ragmeter.cost import run_with_cost_control
+    from ragmeter.cli.cost_options import CostOptions, run_costed
 
     def work() -> Any:
         with common.working(f"judging {len(samples)} items x {repeats}"):
             return evaluate_judge_quality(samples, configs, n_repeats=repeats, delta=delta,
                                           seed=seed)
 
-    results = run_with_cost_control(
-        work, estimate=estimate, max_cost=max_cost, max_calls=max_calls,
+    results = run_costed(
+        work, CostOptions(estimate, max_cost, max_calls),
         title=f"judge quality: {len(samples)} items x {repeats} repeats")
     if results is None:
         return

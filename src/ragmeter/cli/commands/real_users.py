@@ -59,6 +59,10 @@ def real_users_command(
                   str(row["n"]))
     console.print(t)
     console.print(f"excluded: {res.meta['counts'] or 'none'}")
+    if res.meta.get("capped_cutoffs"):
+        console.print(f"ranking {k} deep: cutoffs above {k} capped at {k} ("
+                      + ", ".join(f"{a} -> {b}" for a, b in res.meta["capped_cutoffs"].items())
+                      + ")", highlight=False, markup=False)
     if res.meta["unmatched_urls"]:
         console.print("unmatched URLs (first): " + ", ".join(res.meta["unmatched_urls"][:5]))
     common.finish_result(res, out, console)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import csv
 import json
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -25,10 +25,12 @@ from ragmeter.metrics.registry import (
     with_cutoffs,
 )
 from ragmeter.metrics.retrieval import RANKING_METRICS
-from ragmeter.reports.console import per_query_rows, render_eval_result, render_per_query
+from ragmeter.reports.console import render_eval_result, render_per_query
+from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.streaming import write_per_query_csv, write_result_json
 from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
 
-LEVELS = ("chunk", "doc", "both")
+LEVELS = ("auto", "chunk", "doc", "both")
 BY_QUERY_LIMIT = 200
 
 
@@ -55,11 +57,10 @@ def build_metrics(metrics: str | None, ks: list[int] | None, level: str) -> list
     out: list[Metric] = []
     for m in parsed:
         levels = ["chunk", "doc"] if level == "both" else [level]
-        if m.name not in RANKING_METRICS or m.get("level") != "chunk":
+        if m.name not in RANKING_METRICS or m.get("level") != "auto":
             targets = [m]
         else:
-            targets = [m if lv == "chunk" else make_metric(m.name, k=m.k, **{**dict(m.params),
-                                                                             "level": lv})
+            targets = [make_metric(m.name, k=m.k, **{**dict(m.params), "level": lv})
                        for lv in levels]
         for t in targets:
             if t not in out:
@@ -105,6 +106,55 @@ def _report_skipped(loaded: LoadResult, console: Console) -> None:
             console.print(f"  ... and {len(loaded.skipped) - 20} more problems")
 
 
+def _render_head(result: EvalResult, console: Console, limit: int) -> None:
+    """Per-query values of the first ``limit`` queries (the rest: ``--csv``)."""
+    head: dict[str, None] = {}
+    total: set[str] = set()
+    for r in result:
+        total.update(r.sample_ids)
+        for sid in r.sample_ids:
+            if len(head) >= limit:
+                break
+            head.setdefault(sid, None)
+    small = EvalResult(result.name, meta=result.meta)
+    for r in result:
+        pos = [i for i, sid in enumerate(r.sample_ids) if sid in head]
+        small.add(MetricResult(r.metric, [r.sample_ids[i] for i in pos], r.values[pos],
+                               r.signature, reasons={j: r.reasons[i] for j, i in enumerate(pos)
+                                                     if i in r.reasons},
+                               counts=r.counts, higher_is_better=r.higher_is_better))
+    render_per_query(small, console)
+    if len(total) > limit:
+        console.print(f"... {len(total) - limit} more queries (use --csv for all)")
+
+
+def _write_outputs(result: EvalResult, out: Path | None, csv_path: Path | None,
+                   console: Console) -> None:
+    """``--out`` (JSON) and ``--csv``, streamed block by block (never the whole text at once)."""
+    if out is not None and common.is_stdout(out):
+        write_result_json(result, sys.stdout)
+    elif out is not None:
+        with common.writing_out(out) as p, p.open("w", encoding="utf-8") as fh:
+            write_result_json(result, fh)
+        console.print(f"wrote {out}", highlight=False, markup=False)
+    if common.state().json and (out is None or not common.is_stdout(out)):
+        common.emit_json(result)
+    if csv_path is not None:
+        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
+            write_per_query_csv(result, fh)
+        console.print(f"wrote {csv_path}", highlight=False, markup=False)
+
+
+def _print_notes(result: EvalResult, console: Console) -> None:
+    """What ``level=auto`` chose and any warning about the data."""
+    auto = result.meta.get("level_auto")
+    if auto and auto["level"] == "doc":
+        console.print(f"level: auto -> doc ({auto['why']}); write level=chunk to insist",
+                      highlight=False, markup=False)
+    for line in result.meta.get("warnings", []):
+        common.err_console().print(f"warning: {line}", highlight=False, markup=False)
+
+
 def retrieval(
     qrels: Annotated[Path | None, typer.Option(
         "--qrels", help="Qrels: TREC 'qid 0 doc rel' or JSON {qid: {doc: rel}}.")] = None,
@@ -121,7 +171,9 @@ def retrieval(
     k: Annotated[str | None, typer.Option("-k", "--k", help="Cutoffs, e.g. 5,10,20.")] = None,
     metrics: Annotated[str | None, typer.Option(
         "--metrics", help="e.g. 'ndcg@5,10,mrr,recall' (bare names needing a cutoff get -k).")] = None,
-    level: Annotated[str, typer.Option("--level", help="chunk | doc | both")] = "chunk",
+    level: Annotated[str, typer.Option(
+        "--level", help="auto (chunk when the data has chunk gold, else doc) | chunk | doc | "
+                        "both")] = "auto",
     ties: Annotated[str, typer.Option(
         "--ties", help="stable (score desc, input order) | trec (score desc, doc id desc)")] = "stable",
     match: Annotated[str, typer.Option(
@@ -139,11 +191,22 @@ def retrieval(
     name: Annotated[str | None, typer.Option("--name", help="System name.")] = None,
     doc_map: Annotated[Path | None, typer.Option(
         "--doc-map", help="JSON {chunk_id: doc_id} for --level doc (default: 'doc#n' ids).")] = None,
+    doc_id_pattern: Annotated[str | None, typer.Option(
+        "--doc-id-pattern", help="Regex: chunk id -> document id (group 'doc'), e.g. "
+                                 "'(?P<doc>.+)_part\\d+' (default rules: 'doc#n', "
+                                 "'doc_chunk_n').")] = None,
     data_format: common.FormatOpt = "auto",
     column_map: common.MapOpt = None,
     max_unscored: common.MaxUnscoredOpt = None,
     by: slicing.ByOpt = None,
     min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
+    target: Annotated[str | None, typer.Option(
+        "--target", help="Your RAG system ranks every question of --evalset/--samples: a "
+        "target config file, module:function or URL (its 'retrieve' entry, else 'answer').")
+    ] = None,
+    replay: Annotated[bool, typer.Option(
+        "--replay", help="With --target: re-score the recorded replies, calling nothing.")
+    ] = False,
 ) -> None:
     """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs.
 
@@ -159,11 +222,15 @@ def retrieval(
     ks = _parse_ks(k)
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
-    slice_spec = slicing.spec_of(by, min_n)
-    if slice_spec is not None and evalset is None and samples is None:
-        raise UsageError("--by", "slicing needs the sample fields: give --evalset or --samples")
+    slice_spec = slicing.spec_of(by, min_n, needs=evalset or samples)
     skipped = 0
-    if beir is not None:
+    filled = None
+    if target is not None or replay:
+        result, filled = _with_target(target, replay, evalset or samples, run, ks, metric_list,
+                                      name, ties=ties, match=match, seed=seed, doc_of=doc_of,
+                                      score_threshold=score_threshold, data_format=data_format,
+                                      cmap=cmap, evalset=evalset is not None)
+    elif beir is not None:
         if qrels is not None or evalset is not None or samples is not None:
             raise UsageError("--beir", "give --beir DIR with --run, without --qrels/--evalset/"
                              "--samples")
@@ -175,7 +242,8 @@ def retrieval(
         result = evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"),
                                     run=run, metrics=metric_list, ties=ties, match=match,
                                     seed=seed, name=name or run.stem,
-                                    score_threshold=score_threshold, doc_of=doc_of)
+                                    score_threshold=score_threshold, doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
     elif qrels is not None:
         if evalset is not None or samples is not None:
             raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
@@ -185,7 +253,8 @@ def retrieval(
         result = evaluate_retrieval(qrels=load_qrels(qrels), run=run, metrics=metric_list,
                                     ties=ties, match=match, seed=seed,
                                     name=name or (run.stem if run else "run"),
-                                    score_threshold=score_threshold, doc_of=doc_of)
+                                    score_threshold=score_threshold, doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
     elif evalset is not None or samples is not None:
         if evalset is not None and samples is not None:
             raise UsageError("--evalset", "give --evalset or --samples, not both")
@@ -199,7 +268,8 @@ def retrieval(
                               column_map=cmap)
         result = evaluate_retrieval(loaded, run=run_data, metrics=metric_list, ties=ties,
                                     match=match, seed=seed, score_threshold=score_threshold,
-                                    name=name or (run.stem if run else path.stem), doc_of=doc_of)
+                                    name=name or (run.stem if run else path.stem), doc_of=doc_of,
+                                    doc_id_pattern=doc_id_pattern)
         _report_skipped(loaded.result, console)
         skipped = loaded.result.n_skipped
     else:
@@ -208,26 +278,42 @@ def retrieval(
         result.meta["skipped_invalid"] = skipped
         for r in result:
             r.counts["skipped_invalid"] = skipped
+    if filled is not None:
+        from ragmeter.targets.oneshot import finish
+
+        finish(result, filled, seed=seed)
     render_eval_result(result, console)
     if slice_spec is not None:
-        path = evalset or samples
-        assert path is not None  # guarded above
-        keyed = iter_samples(path, skip_invalid=True, format=data_format if evalset is None
-                             else "auto", column_map=cmap)
-        slicing.slice_and_show(result, list(keyed), slice_spec, console)
+        slicing.slice_file(result, evalset or samples, slice_spec, console,
+                           data_format if evalset is None else "auto", cmap)
+    _print_notes(result, console)
     if by_query:
-        render_per_query(result, console, limit=BY_QUERY_LIMIT)
-    common.finish_result(result, out, console)
-    if csv_path is not None:
-        rows = per_query_rows(result)
-        with common.writing_out(csv_path) as cp, cp.open("w", encoding="utf-8", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=["query", *result.results])
-            writer.writeheader()
-            for row in rows:
-                writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-        console.print(f"wrote {csv_path}")
+        _render_head(result, console, BY_QUERY_LIMIT)
+    _write_outputs(result, out, csv_path, console)
     for line in common.check_scored(common.results_of(result), max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
+
+
+def _with_target(target: str | None, replay: bool, path: Path | None, run: Path | None,
+                 ks: list[int] | None, metric_list: list[Metric], name: str | None,
+                 **kw: Any) -> tuple[Any, Any]:
+    """``--target``: the target ranks the samples' questions, then they are scored."""
+    from ragmeter.data.loaders import load_samples
+    from ragmeter.targets.oneshot import fill_from_target
+
+    if target is None:
+        raise UsageError("--replay", "needs --target")
+    if path is None or run is not None:
+        raise UsageError("--target", "give --evalset or --samples (the questions), without "
+                         "--run: the target's ranking is the run")
+    fmt, cmap, strict = kw.pop("data_format"), kw.pop("cmap"), kw.pop("evalset")
+    loaded = load_samples(path, format="auto" if strict else fmt, column_map=cmap,
+                          validate=check_evalset_sample if strict else None)
+    filled = fill_from_target(loaded.samples, target, entry=None, default_entry="retrieve",
+                              k=max(ks) if ks else 10, replay=replay)
+    result = evaluate_retrieval(filled.samples, metrics=metric_list, name=name or
+                                (filled.session.name if filled.session else "target"), **kw)
+    return result, filled
 
 
 def register(app: typer.Typer) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -48,6 +48,30 @@ def _store_write_errors(url: str) -> Iterator[None]:
         raise
 
 
+def _run(cfg: Any, url: str, tier: list[str] | None, limit: int | None, resume: str | None,
+         run_id: str | None, tags: Sequence[str], ids: list[str], quiet: bool) -> Any:
+    """``run_benchmark`` with the progress display; ``ids`` receives the run id once known."""
+    from ragmeter.runner.engine import run_benchmark
+    from ragmeter.runner.progress import RunProgress
+
+    err = common.err_console()
+    prog = RunProgress(err, enabled=not quiet)
+    plain = common.PlainProgress(err) if common.PlainProgress.wanted() else None
+
+    def hook(tier_name: str, event: str, info: dict[str, object]) -> None:
+        prog.hook(tier_name, event, info)
+        if plain is not None:
+            plain.hook(tier_name, event, info)
+
+    def on_plan(rid: str) -> None:
+        ids.append(rid)
+        err.print(f"run id: [bold]{rid}[/]", highlight=False)
+
+    with prog, _store_write_errors(url):
+        return run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
+                             run_id=run_id, store=url, hook=hook, on_plan=on_plan, tags=tags)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
@@ -79,6 +103,9 @@ def register(app: typer.Typer) -> None:
         by: slicing.ByOpt = None,
         min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
         correction: slicing.CorrectionOpt = "holm",
+        replay: Annotated[bool, typer.Option(
+            "--replay", help="Re-score the targets' recorded replies, calling none of them "
+            "(the config's target: / targets:).")] = False,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store.
 
@@ -91,66 +118,69 @@ def register(app: typer.Typer) -> None:
 
           ragmeter run bench.yaml --tier retrieval --limit 20 --tag nightly --json
         """
+        from ragmeter.cli.cost_options import CostOptions, run_costed
+        from ragmeter.cost import BudgetExhausted
         from ragmeter.results.store import normalize_url
         from ragmeter.runner.config import load_config, parse_tags
-        from ragmeter.runner.engine import run_benchmark
-        from ragmeter.runner.progress import RunProgress
+        from ragmeter.runner.costing import record_stop
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
         if by is not None:  # the command line's slices replace the config's
             cfg.slices = slicing.spec_of(by, min_n, correction)
+        if replay:
+            cfg.target_mode = "replay"
+        elif resume and cfg.target_mode == "live":   # finished questions are not asked again
+            cfg.target_mode = "resume"
         tags = parse_tags(tag, "--tag") if tag else ()
         st = common.state()
         st.json = st.json or json_out
         quiet = quiet or st.quiet
         common.parse_fraction(max_unscored)
-        if estimate:
-            from ragmeter.cost import estimate_run
-
-            estimate_run(cfg, tiers=tier or None, limit=limit)
-            return
-        from ragmeter.cost import Budget, BudgetExhausted, budget_scope, record_stop
-
-        budget = Budget(max_cost, max_calls)
         err = common.err_console()
         out = common.human_console()
         url = normalize_url(store or cfg.store)
-        preflight(cfg, url)
-        if check_judge:
-            for j in getattr(cfg, "judges", []):
-                common.check_judge_reachable(j)
-        prog = RunProgress(err, enabled=not quiet)
         ids: list[str] = []
 
-        plain = common.PlainProgress(err) if common.PlainProgress.wanted() else None
+        def plan() -> None:
+            from ragmeter.cli.cost_options import print_estimates
+            from ragmeter.runner.costing import estimate_run
+            from ragmeter.targets.tier_hooks import plan_lines, planned_target_calls
 
-        def hook(tier_name: str, event: str, info: dict[str, object]) -> None:
-            prog.hook(tier_name, event, info)
-            if plain is not None:
-                plain.hook(tier_name, event, info)
+            with planned_target_calls() as target_calls:   # the user's systems: counted only
+                estimates = estimate_run(cfg, tiers=tier or None, limit=limit)
+            out.print(f"estimate for {cfg.name}: nothing was sent or stored", highlight=False,
+                      markup=False)
+            print_estimates(estimates, lambda text: out.print(text, highlight=False,
+                                                               markup=False))
+            for line in plan_lines(target_calls):
+                out.print(line, highlight=False, markup=False)
 
-        def on_plan(rid: str) -> None:
-            ids.append(rid)
-            err.print(f"run id: [bold]{rid}[/]", highlight=False)
+        def work() -> Any:
+            preflight(cfg, url)
+            if check_judge:
+                for j in getattr(cfg, "judges", []):
+                    common.check_judge_reachable(j)
+            return _run(cfg, url, tier, limit, resume, run_id, tags, ids, quiet)
 
-        try:
-            with prog, _store_write_errors(url), budget_scope(budget):
-                stored = run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
-                                       run_id=run_id, store=url, hook=hook,
-                                       on_plan=on_plan, tags=tags)
-        except BudgetExhausted as stop:
+        def on_stop(stop: BudgetExhausted) -> None:
             rid = ids[0] if ids else (resume or run_id or "?")
             record_stop(url, rid, stop)
-            err.print(f"[yellow]{stop.message()}[/]; continue with: ragmeter run {config} "
-                      f"--resume {rid}", highlight=False)
-            raise typer.Exit(3) from None
+            err.print(f"continue with: ragmeter run {config} --resume {rid}", highlight=False,
+                      markup=False)
+
+        try:
+            stored = run_costed(work, CostOptions(estimate, max_cost, max_calls), plan=plan,
+                                on_stop=on_stop, echo=lambda text: err.print(
+                                    f"[yellow]{text}[/]", highlight=False))
         except KeyboardInterrupt:
             rid = ids[0] if ids else (resume or run_id or "?")
             err.print(f"[yellow]interrupted[/]; finished batches saved as run {rid} (status "
                       f"interrupted); continue with: ragmeter run {config} --resume {rid}",
                       highlight=False)
             raise typer.Exit(130) from None
+        if stored is None:
+            return
         out.print(f"run [bold]{stored.id}[/] saved to {mask_url(url)}", highlight=False)
         for name, rec in stored.tiers.items():
             line = f"  {name}: {rec.status}"

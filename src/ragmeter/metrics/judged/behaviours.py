@@ -190,8 +190,8 @@ def _citation_score(metric: Metric, j: SampleJudgement, extra: SampleScore | Non
     if v:
         return Score(sum(v) / len(v), details={"supported": v})
     if not j.answers.get("citing_pairs"):
-        return Score(None, "no_citations")
-    return Score(None, "refusal")
+        return Score(None, "not_applicable:no_citations")
+    return Score(None, "not_applicable:refusal")
 
 
 # ---------------------------------------------------------------------------- refusals

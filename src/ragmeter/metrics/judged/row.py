@@ -171,9 +171,11 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
         claims=(plan.judgements[0].claims_source
                 if plan.judgements and "claims" in calls else None),
         **_jury_fields(ctx.judge),
-        **(prepared.signature if prepared is not None else {}))
+        **(prepared.signature if prepared is not None else {}),
+        **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}))
     return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
-                                    counts={"judge_calls": plan.n_requests})
+                                    counts={"judge_calls": plan.n_requests,
+                                            **(pii.redaction_counts() if pii else {})})
 
 
 def _jury_fields(judge: Any) -> dict[str, Any]:

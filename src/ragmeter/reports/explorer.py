@@ -1,0 +1,280 @@
+"""The report's sample explorer: one row per sample, worst first, details folded.
+
+Each row shows a sample's question and, per (tier, system), the tier's primary metric as a
+coloured cell (unscored cells say so and why); its folded details hold the reference, the
+answer, the contexts, every score and the judge's reasons. Shared by the HTML report and the
+viewer's run page.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+from typing import Any
+from urllib.parse import quote
+
+from ragmeter.reports import svg
+from ragmeter.reports.decision import TierDecision
+from ragmeter.reports.i18n import t
+from ragmeter.reports.tiers_view import tier_title
+from ragmeter.results.records import MetricResult
+from ragmeter.results.store import StoredRun
+
+MAX_EXPLORER_SAMPLES = 500
+REASON_KEYS = ("reason", "reasons", "explanation", "rationale", "reasoning", "verdict",
+               "verdicts", "feedback", "comment", "detail")
+GRADE_KEYS = ("grade", "label", "judge_label")
+
+#: one score of a sample: tier, system, metric key, value, unscored reason, judge reasons
+Score = tuple[str, str, str, float | None, str | None, list[str]]
+
+
+def fmt_value(x: float | None) -> str:
+    """Three significant decimals on the 0–1 scale, fewer for large values (BLEU 21.05)."""
+    if x is None or math.isnan(x):
+        return "–"
+    return f"{x:.3f}" if abs(x) < 10 else f"{x:.2f}"
+
+
+def finite_values(mr: MetricResult) -> list[float]:
+    """The scored (non-NaN) per-sample values of a metric."""
+    return [float(v) for v in mr.values if not math.isnan(v)]
+
+
+def reasons_from_details(details: Mapping[str, Any] | None) -> list[str]:
+    """The judge's reasons and grades found in a score's details."""
+    if not details:
+        return []
+    out = []
+    for key in REASON_KEYS:
+        v = details.get(key)
+        if isinstance(v, str) and v.strip():
+            out.append(v.strip())
+        elif isinstance(v, list):
+            out.extend(str(x) for x in v[:10] if x not in (None, ""))
+    for key in GRADE_KEYS:
+        v = details.get(key)
+        if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v) != "":
+            out.append(f"{key}: {v}")
+    return out
+
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _heat(v: float | None, hib: bool, unit: bool) -> str:
+    if v is None or not unit:
+        return ""
+    good = v if hib else 1.0 - v
+    good = min(1.0, max(0.0, good))
+    hue = int(good * 120)  # 0 red → 120 green
+    return f' style="background:hsl({hue},70%,88%)"'
+
+
+@dataclass(frozen=True)
+class _Column:
+    """One (tier, system) column on the tier's primary metric."""
+
+    tier: str
+    system: str
+    metric: str
+    mr: MetricResult
+    values: Mapping[str, float | None]
+    reasons: Mapping[str, str | None]
+    unit: bool  # every value on the 0–1 scale: coloured
+
+
+def _columns(run: StoredRun, decisions: Mapping[str, TierDecision]) -> list[_Column]:
+    columns = []
+    for tier, dec in decisions.items():
+        if dec.primary is None:
+            continue
+        for res in run.tiers[tier].results:
+            mr = res.results.get(dec.primary)
+            if mr is not None and mr.aggregate.n + mr.aggregate.n_unscored > 0:
+                columns.append(_Column(
+                    tier, res.name, dec.primary, mr, mr.by_id(),
+                    {s.sample_id: s.reason for s in mr.records() if s.value is None},
+                    bool(mr.aggregate.n) and all(0.0 <= v <= 1.0 for v in finite_values(mr))))
+    return columns
+
+
+def _scores_by_sample(run: StoredRun) -> tuple[list[str], dict[str, list[Score]]]:
+    """Every sample id (the dataset's first, then any other scored item) and its scores."""
+    order: list[str] = list(run.samples)
+    seen = set(order)
+    scores: dict[str, list[Score]] = {}
+    for tier, rec in run.tiers.items():
+        for res in rec.results:
+            for key, mr in res.results.items():
+                for s in mr.records():
+                    if s.sample_id not in seen:
+                        seen.add(s.sample_id)
+                        order.append(s.sample_id)
+                    scores.setdefault(s.sample_id, []).append(
+                        (tier, res.name, key, s.value, s.reason, reasons_from_details(s.details)))
+    return order, scores
+
+
+def _badness(columns: Sequence[_Column], questions: set[str]
+             ) -> Callable[[str], tuple[bool, int, float]]:
+    def badness(sid: str) -> tuple[bool, int, float]:
+        """Questions of the dataset first, then other items (texts, sessions, log rows);
+        within each, the lowest mean of the row's 0–1 scores first."""
+        goods = []
+        for col in columns:
+            v = col.values.get(sid)
+            if v is None or math.isnan(v) or not col.unit:
+                continue
+            goods.append(v if col.mr.higher_is_better else 1.0 - v)
+        if not goods:
+            return (sid not in questions, 1, 0.0)
+        return (sid not in questions, 0, sum(goods) / len(goods))
+    return badness
+
+
+def _cells(sid: str, columns: Sequence[_Column], lang: str) -> tuple[list[str], set[str]]:
+    """The row's cells and the tiers that scored the sample."""
+    cells, tiers_here = [], set()
+    for col in columns:
+        tier = escape(col.tier)
+        if sid not in col.values:
+            cells.append(f'<td class=num data-tier="{tier}"></td>')
+            continue
+        tiers_here.add(col.tier)
+        v = col.values[sid]
+        if v is None or math.isnan(v):
+            cells.append(f'<td class="num unscored" data-tier="{tier}" '
+                         f'title="{escape(str(col.reasons.get(sid) or ""))}">'
+                         f'{t("unscored", lang)}</td>')
+        else:
+            cells.append(f'<td class=num data-tier="{tier}"'
+                         f'{_heat(v, col.mr.higher_is_better, col.unit)}>{fmt_value(v)}</td>')
+    return cells, tiers_here
+
+
+def _row(sid: str, sample: Mapping[str, Any], cells: Sequence[str], tiers_here: set[str],
+         scores: Sequence[Score], did: str, lang: str, sample_href: str | None) -> str:
+    q = str(sample.get("user_input") or "")
+    qtype = str(sample.get("type") or "")
+    n_unscored = sum(1 for s in scores if s[3] is None)
+    link = (f' <a class=drill href="{escape(sample_href.format(id=quote(sid, safe="")))}">↗</a>'
+            if sample_href else "")
+    return (
+        f'<tr class="rm-sample" data-id="{escape(sid)}" data-type="{escape(qtype)}" '
+        f'data-tiers="{escape(" ".join(sorted(tiers_here)))}" data-unscored="{n_unscored}" '
+        f'data-detail="{did}"><td class=q><details><summary><code>{escape(sid)}</code> '
+        f"{escape(_clip(q, 160))}"
+        + (f' <span class="qtype">{escape(qtype)}</span>' if qtype else "")
+        + f"</summary></details>{link}</td>{''.join(cells)}</tr>"
+        f'<tr class="rm-detail" id="{did}" hidden><td colspan="{len(cells) + 1}">'
+        f"{_sample_details(sample, scores, lang)}</td></tr>")
+
+
+def _filter_bar(types: Sequence[str], tiers: Sequence[str], lang: str) -> str:
+    type_opts = "".join(f'<option value="{escape(x)}">{escape(x)}</option>' for x in types)
+    tier_opts = "".join(f'<option value="{escape(x)}">{escape(tier_title(x, lang))}</option>'
+                        for x in tiers)
+    placeholder = escape(t("filter_placeholder", lang))
+    shown = escape(t("shown", lang, n="{n}", total="{total}"))
+    return (
+        f'<div class=filterbar><input id="rm-filter" type="search" placeholder="'
+        f'{placeholder}" aria-label="{placeholder}">'
+        f'<label>{t("qtype", lang)} <select id="rm-type"><option value="">{t("all", lang)}'
+        f"</option>{type_opts}</select></label>"
+        f'<label>{t("tier", lang)} <select id="rm-tier"><option value="">{t("all", lang)}'
+        f"</option>{tier_opts}</select></label>"
+        f'<label><input id="rm-unscored" type="checkbox"> {t("only_unscored", lang)}</label>'
+        f'<span id="rm-shown" class=muted data-template="{shown}"></span></div>')
+
+
+def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
+             sample_href: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """The pivot: one row per sample, one column per (tier, system) on the tier's primary
+    metric; worst rows first; details (contexts, answer, every score, judge reasons) folded.
+
+    ``sample_href`` (a format string with ``{id}``) links each row to a drill-down page."""
+    columns = _columns(run, decisions)
+    order, all_scores = _scores_by_sample(run)
+    total = len(order)
+    order = sorted(order, key=_badness(columns, set(run.samples)))[:MAX_EXPLORER_SAMPLES]
+    types = sorted({str(run.samples.get(s, {}).get("type")) for s in order
+                    if run.samples.get(s, {}).get("type")})
+    head = "".join(
+        f'<th class=num data-tier="{escape(c.tier)}" title="{escape(c.tier)} · '
+        f'{escape(c.system)} · {escape(c.metric)}">{escape(svg.short(c.system, 16))}'
+        f"<div class=muted>{escape(c.metric)}</div></th>" for c in columns)
+    rows: list[str] = []
+    data: list[dict[str, Any]] = []
+    tiers_seen: set[str] = set()
+    for sid in order:
+        sample = run.samples.get(sid, {})
+        cells, tiers_here = _cells(sid, columns, lang)
+        sc = all_scores.get(sid, [])
+        tiers_here |= {s[0] for s in sc}
+        tiers_seen |= tiers_here
+        rows.append(_row(sid, sample, cells, tiers_here, sc, f"rm-d{len(rows)}", lang,
+                         sample_href))
+        data.append({"id": sid, "question": str(sample.get("user_input") or ""),
+                     "type": str(sample.get("type") or ""), "n_scores": len(sc),
+                     "n_unscored": sum(1 for s in sc if s[3] is None)})
+    note = (f"<p class=muted>{t('truncated', lang, n=MAX_EXPLORER_SAMPLES, total=total)}</p>"
+            if total > MAX_EXPLORER_SAMPLES else "")
+    html = (
+        f"<section id=explorer><h2>{t('explorer', lang)}</h2><p class=intro>"
+        f"{t('explorer_intro', lang)}</p>{note}"
+        + _filter_bar(types, [x for x in run.tiers if x in tiers_seen], lang)
+        + f'<table id="rm-samples"><thead><tr><th>{t("question", lang)}</th>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></section>")
+    return html, data
+
+
+def _sample_details(sample: Mapping[str, Any],
+                    scores: Sequence[Score],
+                    lang: str) -> str:
+    parts = []
+    ref = str(sample.get("reference") or "")
+    if ref:
+        parts.append(f"<p><b>{t('reference', lang)}:</b> {escape(_clip(ref, 1200))}</p>")
+    answer = str(sample.get("response") or "")
+    if answer:
+        parts.append(f"<p><b>{t('answer', lang)}:</b> {escape(_clip(answer, 2000))}</p>")
+    ctxs = [str(c) for c in sample.get("retrieved_contexts") or []]
+    if ctxs:
+        parts.append(f"<p><b>{t('contexts', lang)}:</b></p><ol>"
+                     + "".join(f"<li>{escape(_clip(c, 500))}</li>" for c in ctxs[:3]) + "</ol>")
+    gold = sample.get("gold_doc_ids") or sample.get("gold_chunk_ids")
+    if gold:
+        parts.append(f"<p class=muted>{t('gold', lang)}: "
+                     f"{escape(', '.join(map(str, gold)))}</p>")
+    for key, v in sample.items():
+        if key.startswith("retrieved:") and isinstance(v, Mapping):
+            ids = [str(i) for i in v.get("ids") or []][:3]
+            texts = [*(v.get("contexts") or []), *[None] * len(ids)]
+            parts.append(
+                f"<p><b>{escape(key.split(':', 1)[1])}</b> ({t('hits', lang, n=len(v.get('ids') or []))}):</p><ol>"
+                + "".join(f"<li><code>{escape(i)}</code> "
+                          + (escape(_clip(str(c), 160)) if c else "") + "</li>"
+                          for i, c in zip(ids, texts, strict=False)) + "</ol>")
+    if scores:
+        groups: dict[str, list[str]] = {}
+        for tier, system, key, value, reason, _ in scores:
+            where = f"{tier} · {system}"
+            cell = (f"<code>{escape(key)}</code>=" + (
+                fmt_value(value) if value is not None else
+                f'<span class=bad-text>{t("unscored", lang)}</span> ({escape(str(reason))})'))
+            groups.setdefault(where, []).append(cell)
+        parts.append(f"<p><b>{t('scores', lang)}:</b></p><ul class=scores>"
+                     + "".join(f"<li><span class=muted>{escape(w)}</span>: {', '.join(c)}</li>"
+                               for w, c in groups.items()) + "</ul>")
+    judge = [(key, j) for _, _, key, _, _, js in scores for j in js]
+    if judge:
+        parts.append(f"<p><b>{t('judge_reasons', lang)}:</b></p><ul class=judge>"
+                     + "".join(f"<li><code>{escape(k)}</code>: {escape(_clip(j, 1000))}</li>"
+                               for k, j in judge) + "</ul>")
+    return "<div class=detail>" + "".join(parts) + "</div>"
+

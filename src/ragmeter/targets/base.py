@@ -1,0 +1,162 @@
+"""What a target call is: :class:`TargetRequest` in, :class:`TargetReply` out, one
+:class:`TargetSignature` per target, and the :data:`KINDS` registry of target kinds.
+
+A *target* is the user's own RAG system, reached over HTTP, an OpenAI-compatible chat
+endpoint, a Python callable or a command. Every kind turns one request into one reply; the
+shared call machinery (:mod:`ragmeter.targets.calls`) adds concurrency, retries, the circuit
+breaker, the budget and the recorded-replies store around it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from ragmeter.registry import Registry
+
+#: the entry points a target may have
+ENTRIES = ("answer", "retrieve", "generate")
+
+#: reasons a target call ends without a usable reply (prefix ``target_``; free text after ':')
+TARGET_REASONS = ("target_unreachable", "target_timeout", "target_http_4xx", "target_http_5xx",
+                  "target_rate_limited", "target_bad_reply", "target_unmapped",
+                  "target_error", "target_not_recorded", "target_budget",
+                  "target_circuit_open")
+
+
+@dataclass(frozen=True)
+class TargetRequest:
+    """One question for the target. ``contexts`` only for the ``generate`` entry."""
+
+    entry: str
+    question: str
+    history: tuple[Mapping[str, str], ...] = ()
+    session_id: str | None = None
+    k: int | None = None
+    contexts: tuple[str, ...] = ()
+    sample_id: str | None = None
+
+    def canonical(self) -> dict[str, Any]:
+        """What changes the target's reply (the sample id does not)."""
+        return {"entry": self.entry, "question": self.question,
+                "history": [dict(h) for h in self.history], "session_id": self.session_id,
+                "k": self.k, "contexts": list(self.contexts)}
+
+    def key(self, signature: TargetSignature) -> str:
+        """The recorded-replies key: the target's identity, this request and its sample (a
+        question asked twice — a semantic-cache probe — is two calls, each measured)."""
+        text = json.dumps({"target": signature.identity(), "request": self.canonical(),
+                           "sample": self.sample_id}, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class TargetReply:
+    """What one call captured. ``reason`` set ⇔ the call gave nothing usable (unscored).
+
+    ``raw`` is the reply as received (text), masked before it is stored or shown;
+    ``ttft_s`` is the time to the first byte of the answer (streamed kinds) or to the reply.
+    """
+
+    answer: str | None = None
+    contexts: list[str] | None = None
+    context_ids: list[str] | None = None
+    doc_ids: list[str] | None = None
+    scores: list[float] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    raw: str | None = None
+    ttft_s: float | None = None
+    latency_s: float | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    version: str | None = None
+    reason: str | None = None
+    detail: str | None = None
+    attempts: int = 1
+    recorded: bool = False   # served from the recorded replies (no call made)
+    #: when the call started, seconds after its batch started, and which batch (so a
+    #: replayed run has the same wall time and throughput as the live one)
+    started_s: float | None = None
+    batch: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TargetReply:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+class TargetCallError(Exception):
+    """A failed call: ``reason`` (one of :data:`TARGET_REASONS`), what happened, whether a
+    retry may help, the server's ``Retry-After``, and whether no connection could be made."""
+
+    def __init__(self, reason: str, detail: str = "", *, retryable: bool = False,
+                 retry_after: float | None = None, unreachable: bool = False,
+                 status: int | None = None, raw: str | None = None):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.unreachable = unreachable
+        self.status = status
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class TargetSignature:
+    """Who answered: kind, URL without credentials (or the callable / command), the version
+    the service reported, and a hash of the config (secrets excluded: only their names)."""
+
+    kind: str
+    where: str
+    config_hash: str
+    version: str | None = None
+
+    def identity(self) -> str:
+        """Stable across runs of the same config (the reported version is not part of it:
+        replay must find replies recorded before the version was known)."""
+        return f"{self.kind}|{self.where}|{self.config_hash}"
+
+    def fields(self) -> dict[str, str]:
+        out = {"target": self.kind, "target_at": self.where.replace("|", "/"),
+               "target_cfg": self.config_hash}
+        if self.version:
+            out["target_version"] = self.version
+        return out
+
+
+class Target(Protocol):
+    """One target kind's client: ``call`` one request -> one reply (or TargetCallError)."""
+
+    kind: str
+    name: str
+    signature: TargetSignature
+    max_concurrency: int
+    timeout_s: float
+
+    def entries(self) -> Sequence[str]: ...
+
+    async def call(self, request: TargetRequest) -> TargetReply: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: target kinds: name -> factory ``(config: TargetConfig) -> Target``
+KINDS: Registry[Any] = Registry(
+    "target kind", key="target.kind",
+    modules=("ragmeter.targets.http", "ragmeter.targets.openai_chat",
+             "ragmeter.targets.python_fn", "ragmeter.targets.command"))
+
+
+__all__ = ["ENTRIES", "KINDS", "TARGET_REASONS", "Target", "TargetCallError", "TargetReply",
+           "TargetRequest", "TargetSignature"]

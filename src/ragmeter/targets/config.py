@@ -1,0 +1,333 @@
+"""A target's config: one mapping (a ``target:`` block, a YAML/JSON file, or Python), checked
+into a :class:`TargetConfig`; :func:`load_target` accepts every spelling.
+
+Every problem is a :class:`~ragmeter.errors.ConfigError` naming the dotted key
+(``target.response.answer``). Secrets never live in the config: a header value names an
+environment variable (``Authorization: "Bearer ${env:MY_KEY}"``); the config hash in the
+target's signature is computed on the config as written, so it never contains a secret.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import ConfigError
+from ragmeter.targets.base import ENTRIES
+from ragmeter.targets.mapping import ID_RULES, IdRule, env_names, parse_path
+
+#: the fields a response mapping may name
+RESPONSE_FIELDS = ("answer", "contexts", "context_ids", "doc_ids", "scores", "metadata",
+                   "tokens_in", "tokens_out")
+_COMMON = ("name", "kind", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
+           "max_calls", "ids", "entries")
+KEYS = {
+    "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header"),
+    "openai": (*_COMMON, "url", "model", "headers", "api_key_env", "sources_field",
+               "system_prompt", "version_header", "stream"),
+    "python": (*_COMMON, "function"),
+    "command": (*_COMMON, "command", "jsonl", "cwd"),
+}
+#: keys that change how calls are made, not what a reply says (outside the config hash, so
+#: recorded replies stay valid when they change)
+_NOT_HASHED = ("name", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
+               "max_calls")
+_ENTRY_KEYS = {"http": ("url", "method", "request", "response"), "openai": (),
+               "python": ("function",), "command": ("command",)}
+
+
+@dataclass(frozen=True)
+class EntryConfig:
+    """One entry point's own settings (the kind's defaults where not given)."""
+
+    url: str | None = None
+    method: str = "POST"
+    request: Any = None
+    response: Mapping[str, str] = field(default_factory=dict)
+    function: Any = None          # "module:function" or the callable
+    command: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    """A checked target config. ``entries`` maps each entry point the target has to its
+    settings; ``raw`` is the mapping as written (hashed into the signature)."""
+
+    kind: str
+    name: str = "target"
+    entries: Mapping[str, EntryConfig] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 60.0
+    max_concurrency: int = 16
+    max_retries: int = 4
+    retry_initial_s: float = 0.5
+    max_calls: int | None = None
+    ids: IdRule = field(default_factory=IdRule)
+    ids_from: str = "auto"
+    url: str | None = None
+    model: str = "rag"
+    api_key_env: str | None = None
+    sources_field: str | None = "sources"
+    system_prompt: str | None = None
+    version_header: str | None = None
+    stream: bool = True
+    jsonl: bool = False
+    cwd: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict)
+
+    def config_hash(self) -> str:
+        """A short hash of the config as written, minus the keys that do not change a reply
+        (name, limits, retries, timeouts); function objects by their qualified name."""
+        text = json.dumps({k: v for k, v in self.raw.items() if k not in _NOT_HASHED},
+                          sort_keys=True, ensure_ascii=False, default=_name_of)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _name_of(obj: Any) -> str:
+    mod = getattr(obj, "__module__", "?")
+    return f"{mod}:{getattr(obj, '__qualname__', type(obj).__name__)}"
+
+
+def _num(d: Mapping[str, Any], key: str, path: str, default: float, lo: float) -> float:
+    v = d.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < lo:
+        raise ConfigError(f"{path}.{key}", f"must be a number >= {lo}, got {v!r}")
+    return float(v)
+
+
+def _int(d: Mapping[str, Any], key: str, path: str, default: int | None, lo: int) -> int | None:
+    v = d.get(key, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+        raise ConfigError(f"{path}.{key}", f"must be an integer >= {lo}, got {v!r}")
+    return v
+
+
+def _response(data: Any, path: str) -> dict[str, str]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, "must map answer / contexts / context_ids / doc_ids / scores "
+                          "/ metadata to paths in the reply")
+    out = {}
+    for k, v in data.items():
+        if k not in RESPONSE_FIELDS:
+            raise ConfigError(f"{path}.{k}", "unknown response field", list(RESPONSE_FIELDS))
+        try:
+            parse_path(v)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}.{k}", str(exc).split(": ", 1)[-1]) from None
+        out[str(k)] = str(v)
+    return out
+
+
+def _command(value: Any, path: str) -> tuple[str, ...]:
+    if isinstance(value, str) and value.strip():
+        import shlex
+
+        return tuple(shlex.split(value))
+    if isinstance(value, list) and value and all(isinstance(x, str) for x in value):
+        return tuple(value)
+    raise ConfigError(path, f"must be a command line or a list of arguments, got {value!r}")
+
+
+def _entry(kind: str, d: Mapping[str, Any], path: str, base: EntryConfig | None) -> EntryConfig:
+    b = base or EntryConfig()
+    url = d.get("url", b.url)
+    if url is not None and (not isinstance(url, str) or "://" not in url):
+        raise ConfigError(f"{path}.url", f"must be an http(s) URL, got {url!r}")
+    method = str(d.get("method", b.method)).upper()
+    if method not in ("POST", "GET", "PUT"):
+        raise ConfigError(f"{path}.method", f"unknown method {method!r}", ["POST", "GET", "PUT"])
+    function = d.get("function", b.function)
+    if function is not None and not callable(function) and (
+            not isinstance(function, str) or ":" not in function):
+        raise ConfigError(f"{path}.function", f"must be 'module:function', got {function!r}")
+    command = _command(d["command"], f"{path}.command") if "command" in d else b.command
+    response = _response(d["response"], f"{path}.response") if "response" in d else \
+        dict(b.response)
+    return EntryConfig(url=url, method=method, request=d.get("request", b.request),
+                       response=response, function=function, command=command)
+
+
+def _check(d: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
+    for k in d:
+        if k not in allowed:
+            raise ConfigError(f"{path}.{k}", "unknown key", list(allowed))
+
+
+def _ids(data: Any, path: str) -> tuple[IdRule, str]:
+    if data is None:
+        return IdRule(), "auto"
+    if isinstance(data, str):
+        data = {"rule": data}
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, "must be a mapping (from, rule, pattern, map)")
+    _check(data, path, ("from", "rule", "pattern", "map"))
+    src = data.get("from", "auto")
+    if src not in ("auto", "context_ids", "doc_ids"):
+        raise ConfigError(f"{path}.from", f"unknown source {src!r}",
+                          ["auto", "context_ids", "doc_ids"])
+    rule = data.get("rule", "map" if "map" in data else "exact")
+    if rule not in ID_RULES:
+        raise ConfigError(f"{path}.rule", f"unknown id rule {rule!r}", list(ID_RULES))
+    if rule == "regex" and not isinstance(data.get("pattern"), str):
+        raise ConfigError(f"{path}.pattern", "rule 'regex' needs a pattern")
+    table = data.get("map") or {}
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{path}.map", "must map returned ids or URLs to gold ids")
+    return IdRule(rule, data.get("pattern"), {str(k): str(v) for k, v in table.items()}), src
+
+
+def parse_target(data: Any, path: str = "target") -> TargetConfig:
+    """Check a target mapping (see docs/targets.md) into a :class:`TargetConfig`."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(path, f"must be a mapping with a 'kind', got {type(data).__name__}")
+    from ragmeter.targets.base import KINDS
+
+    kind = data.get("kind")
+    if kind is None:
+        kind = "http" if "url" in data and "model" not in data else (
+            "openai" if "model" in data else "python" if "function" in data else
+            "command" if "command" in data else None)
+    if not isinstance(kind, str) or kind not in KEYS:
+        raise ConfigError(f"{path}.kind", f"unknown target kind {kind!r}", KINDS.names())
+    _check(data, path, KEYS[kind])
+    headers = data.get("headers") or {}
+    if not isinstance(headers, Mapping) or not all(isinstance(v, str) for v in headers.values()):
+        raise ConfigError(f"{path}.headers", "must map header names to strings")
+    for h, v in headers.items():
+        if str(h).lower() in ("authorization", "x-api-key", "api-key") and not env_names(v):
+            raise ConfigError(f"{path}.headers.{h}", "secrets are not allowed in the config; "
+                              "write the value as \"Bearer ${env:MY_KEY}\" and set MY_KEY")
+    main = _entry(kind, data, path, None)
+    if kind in ("http", "openai") and main.url is None:
+        raise ConfigError(f"{path}.url", "is required for a target of kind " + kind)
+    if kind == "python" and main.function is None:
+        raise ConfigError(f"{path}.function", "is required ('module:function')")
+    if kind == "command" and not main.command:
+        raise ConfigError(f"{path}.command", "is required")
+    entries: dict[str, EntryConfig] = {"answer": main}
+    extra = data.get("entries") or {}
+    if not isinstance(extra, Mapping):
+        raise ConfigError(f"{path}.entries", "must map entry names to their settings")
+    for name, e in extra.items():
+        p = f"{path}.entries.{name}"
+        if name not in ENTRIES:
+            raise ConfigError(p, "unknown entry point", list(ENTRIES))
+        if isinstance(e, str):
+            e = {"function": e} if kind == "python" else {"command": e} \
+                if kind == "command" else {"url": e}
+        if not isinstance(e, Mapping):
+            raise ConfigError(p, "must be a mapping")
+        _check(e, p, _ENTRY_KEYS[kind])
+        entries[name] = _entry(kind, e, p, main)
+    if kind == "openai":
+        entries.setdefault("generate", main)
+    ids, ids_from = _ids(data.get("ids"), f"{path}.ids")
+    name = data.get("name", "target")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{path}.name", f"must be a non-empty string, got {name!r}")
+    cwd = data.get("cwd")
+    return TargetConfig(
+        kind=kind, name=name, entries=entries, headers={str(k): v for k, v in headers.items()},
+        timeout_s=_num(data, "timeout_s", path, 60.0, 0.001),
+        max_concurrency=int(_int(data, "max_concurrency", path, 16, 1) or 16),
+        max_retries=int(_int(data, "max_retries", path, 4, 0) or 0),
+        retry_initial_s=_num(data, "retry_initial_s", path, 0.5, 0.0),
+        max_calls=_int(data, "max_calls", path, None, 0), ids=ids, ids_from=ids_from,
+        url=main.url, model=str(data.get("model", "rag")),
+        api_key_env=data.get("api_key_env"), sources_field=data.get("sources_field", "sources"),
+        system_prompt=data.get("system_prompt"), version_header=data.get("version_header"),
+        stream=bool(data.get("stream", True)), jsonl=bool(data.get("jsonl", False)),
+        cwd=str(cwd) if cwd is not None else None, raw=dict(data))
+
+
+def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -> TargetConfig:
+    """A :class:`TargetConfig` from a mapping, a TargetConfig, a callable, ``module:function``
+    or the path of a YAML / JSON target file (relative to ``base_dir``)."""
+    if isinstance(spec, TargetConfig):
+        return spec
+    if isinstance(spec, Mapping):
+        return _relative_to(parse_target(spec, key), Path(base_dir))
+    if callable(spec):
+        return parse_target({"kind": "python", "function": spec,
+                             "name": getattr(spec, "__name__", "target")}, key)
+    if isinstance(spec, (str, Path)):
+        text = str(spec)
+        p = Path(text).expanduser()
+        if not p.is_absolute():
+            p = Path(base_dir) / p
+        if p.suffix.lower() in (".yaml", ".yml", ".json") or p.is_file():
+            from ragmeter.errors import read_yaml_file
+
+            data = read_yaml_file(p, key)
+            if isinstance(data, Mapping) and "target" in data and "kind" not in data:
+                data = data["target"]
+            return _relative_to(parse_target(data, key), p.parent)
+        if ":" in text and "://" not in text:
+            return parse_target({"kind": "python", "function": text}, key)
+        if text.startswith(("http://", "https://")):
+            return parse_target({"kind": "http", "url": text}, key)
+    raise ConfigError(key, f"cannot read a target from {spec!r}: give a YAML/JSON target file, "
+                      "'module:function', a callable or a mapping with a 'kind'")
+
+
+def _relative_to(cfg: TargetConfig, folder: Path) -> TargetConfig:
+    """Paths in a target config are relative to the file that declares it: a command's
+    working directory, a ``path/file.py:function``."""
+    from dataclasses import replace
+
+    if cfg.kind == "command":
+        cwd = Path(cfg.cwd) if cfg.cwd else folder
+        return replace(cfg, cwd=str(cwd if cwd.is_absolute() else folder / cwd))
+    if cfg.kind != "python":
+        return cfg
+    entries = {}
+    for name, e in cfg.entries.items():
+        fn = e.function
+        if isinstance(fn, str) and ".py:" in fn:
+            file, _, func = fn.rpartition(":")
+            if not Path(file).is_absolute():
+                fn = f"{(folder / file).resolve()}:{func}"
+        entries[name] = replace(e, function=fn)
+    return replace(cfg, entries=entries)
+
+
+def resolve_function(spec: Any, key: str) -> Callable[..., Any]:
+    """The callable named by ``module:function`` (or ``path/file.py:function``)."""
+    if callable(spec):
+        return spec
+    import importlib
+    import importlib.util
+    import sys
+
+    mod_name, _, fn_name = str(spec).rpartition(":")
+    try:
+        if mod_name.endswith(".py"):
+            p = Path(mod_name)
+            sp = importlib.util.spec_from_file_location(f"ragmeter_target_{p.stem}", p)
+            if sp is None or sp.loader is None or not p.is_file():
+                raise ConfigError(key, f"cannot load {p}")
+            module = importlib.util.module_from_spec(sp)
+            sys.modules[sp.name] = module
+            sp.loader.exec_module(module)
+        else:
+            module = importlib.import_module(mod_name)
+    except ConfigError:
+        raise
+    except Exception as exc:
+        raise ConfigError(key, f"cannot import {mod_name!r}: {exc}") from None
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        raise ConfigError(key, f"{mod_name!r} has no function {fn_name!r}")
+    return fn
+
+
+__all__ = ["KEYS", "RESPONSE_FIELDS", "EntryConfig", "TargetConfig", "load_target",
+           "parse_target", "resolve_function"]

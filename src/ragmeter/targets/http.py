@@ -1,0 +1,182 @@
+"""The ``http`` target kind: a JSON request template in, declared paths out.
+
+::
+
+    target:
+      kind: http
+      url: http://127.0.0.1:8000/ask
+      headers: {Authorization: "Bearer ${env:BOT_KEY}"}
+      request: {query: "{question}", history: "{history}", top_k: "{k}", mode: fast}
+      response: {answer: data.answer, contexts: "data.sources[*].text",
+                 doc_ids: "data.sources[*].url"}
+      entries:
+        retrieve: {url: http://127.0.0.1:8000/search, response: {doc_ids: "hits[*].id"}}
+
+Placeholders: ``{question}``, ``{history}`` (a list of ``{"role", "content"}``),
+``{session_id}``, ``{k}``, ``{contexts}`` (``generate``), ``{id}`` (the sample id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ragmeter.secrets import mask_url, split_url_credentials
+from ragmeter.targets.base import (
+    KINDS,
+    TargetCallError,
+    TargetReply,
+    TargetRequest,
+    TargetSignature,
+)
+from ragmeter.targets.config import EntryConfig, TargetConfig
+from ragmeter.targets.mapping import expand_env, render
+from ragmeter.targets.reading import parse_json, read_mapped
+
+#: the request sent when a config declares no template
+DEFAULT_REQUEST = {"question": "{question}", "history": "{history}",
+                   "session_id": "{session_id}", "k": "{k}", "contexts": "{contexts}"}
+
+
+def request_values(req: TargetRequest) -> dict[str, Any]:
+    return {"question": req.question, "history": [dict(h) for h in req.history],
+            "session_id": req.session_id, "k": req.k, "contexts": list(req.contexts),
+            "id": req.sample_id}
+
+
+class HttpSession:
+    """One aiohttp session per event loop, with the config's headers (secrets from the
+    environment, registered for masking) and credentials taken out of URLs."""
+
+    def __init__(self, config: TargetConfig):
+        self.config = config
+        self.headers = {h: expand_env(v, f"target.headers.{h}")
+                        for h, v in config.headers.items()}
+        self._session: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def get(self) -> Any:
+        import aiohttp
+
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop or self._session.closed:
+            conn = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(
+                connector=conn, headers=self.headers,
+                timeout=aiohttp.ClientTimeout(total=self.config.timeout_s))
+            self._loop = loop
+        return self._session
+
+    async def aclose(self) -> None:
+        if self._session is not None and not self._session.closed \
+                and self._loop is asyncio.get_running_loop():
+            await self._session.close()
+        self._session = None
+
+
+def split_url(url: str) -> tuple[str, dict[str, str]]:
+    """The URL without ``user:password@`` and the Authorization header it implies."""
+    clean, auth = split_url_credentials(url)
+    return clean, ({"Authorization": auth} if auth else {})
+
+
+def status_error(status: int, text: str, headers: Mapping[str, str]) -> TargetCallError:
+    """The error of a non-2xx reply (429 and 5xx may be retried; Retry-After is kept)."""
+    detail = f"HTTP {status}: {(text or '')[:160]}"
+    ra: float | None = None
+    if headers.get("Retry-After"):
+        try:
+            ra = float(headers["Retry-After"])
+        except ValueError:
+            ra = None
+    if status == 429:
+        return TargetCallError("target_rate_limited", detail, retryable=True, retry_after=ra,
+                               status=status, raw=text)
+    if status >= 500:
+        return TargetCallError("target_http_5xx", detail, retryable=True, retry_after=ra,
+                               status=status, raw=text)
+    return TargetCallError("target_http_4xx", detail, status=status, raw=text)
+
+
+async def send(session: Any, method: str, url: str, body: Any,
+               headers: Mapping[str, str]) -> tuple[str, float, Mapping[str, str]]:
+    """One request -> ``(body text, seconds to the first body byte, headers)``; network
+    failures and non-2xx replies as :class:`TargetCallError`."""
+    import aiohttp
+
+    t0 = time.perf_counter()
+    try:
+        async with session.request(method, url, json=body if method != "GET" else None,
+                                   params=_params(body) if method == "GET" else None,
+                                   headers=headers) as resp:
+            first = await resp.content.read(1)
+            ttft = time.perf_counter() - t0
+            text = (first + await resp.content.read()).decode("utf-8", errors="replace")
+            if resp.status >= 300:
+                raise status_error(resp.status, text, resp.headers)
+            return text, ttft, resp.headers
+    except TargetCallError:
+        raise
+    except asyncio.TimeoutError:
+        raise TargetCallError("target_timeout", f"no reply within the timeout from "
+                              f"{mask_url(url)}", retryable=True) from None
+    except aiohttp.ClientConnectorError as exc:
+        raise TargetCallError("target_unreachable", f"{mask_url(url)}: {exc.os_error or exc}",
+                              retryable=True, unreachable=True) from None
+    except aiohttp.ClientError as exc:
+        raise TargetCallError("target_error", f"{mask_url(url)}: {type(exc).__name__}: {exc}",
+                              retryable=True) from None
+
+
+def _params(body: Any) -> dict[str, str] | None:
+    if not isinstance(body, Mapping):
+        return None
+    return {str(k): str(v) for k, v in body.items() if v is not None}
+
+
+class HttpTarget:
+    """A JSON-over-HTTP service (see the module doc)."""
+
+    kind = "http"
+
+    def __init__(self, config: TargetConfig):
+        self.config = config
+        self.name = config.name
+        self.max_concurrency = config.max_concurrency
+        self.timeout_s = config.timeout_s
+        self.http = HttpSession(config)
+        self._urls: dict[str, tuple[str, dict[str, str]]] = {
+            e: split_url(c.url or "") for e, c in config.entries.items()}
+        self.signature = TargetSignature("http", mask_url(self._urls["answer"][0]),
+                                         config.config_hash())
+
+    def entries(self) -> list[str]:
+        return list(self.config.entries)
+
+    def entry(self, name: str) -> EntryConfig:
+        return self.config.entries[name]
+
+    async def call(self, request: TargetRequest) -> TargetReply:
+        ec = self.entry(request.entry)
+        url, auth = self._urls[request.entry]
+        body = render(ec.request if ec.request is not None else DEFAULT_REQUEST,
+                      request_values(request))
+        t0 = time.perf_counter()
+        text, ttft, headers = await send(self.http.get(), ec.method, url, body, auth)
+        latency = time.perf_counter() - t0
+        rep = read_mapped(parse_json(text), ec.response, request.entry, text)
+        rep.ttft_s, rep.latency_s = ttft, latency
+        if self.config.version_header:
+            rep.version = headers.get(self.config.version_header)
+        return rep
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+KINDS.register("http", HttpTarget)
+
+__all__ = ["DEFAULT_REQUEST", "HttpSession", "HttpTarget", "request_values", "send",
+           "split_url", "status_error"]

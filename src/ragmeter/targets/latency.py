@@ -1,0 +1,79 @@
+"""Latency of a target as metrics with confidence intervals.
+
+From the replies of one run: ``ttft_p50`` / ``ttft_p95`` / ``ttft_p99`` (seconds to the first
+token, or to the reply for kinds that do not stream), ``latency_p50`` / ``latency_p95`` /
+``latency_p99`` (seconds per call, excluding time waiting for a concurrency slot),
+``throughput`` (answered calls per second of wall time) and ``error_rate`` (share of calls that
+ended without a usable reply). The per-sample values are the calls' seconds; a percentile's
+or the throughput's aggregate is that statistic with its seeded percentile-bootstrap CI over
+the calls (:func:`ragmeter.results.records.statistic_of`, so merged batches and stored runs
+keep it); the error rate is a mean with its bootstrap CI. Failed calls are unscored in the
+latency metrics, with the call's reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ragmeter.results.records import WALL_MS, EvalResult, MetricResult, Signature
+from ragmeter.stats import DEFAULT_N_BOOT, DEFAULT_SEED
+from ragmeter.targets.base import TargetReply, TargetSignature
+
+PERCENTILES = (50, 95, 99)
+LATENCY_METRICS = (*(f"ttft_p{p}" for p in PERCENTILES),
+                   *(f"latency_p{p}" for p in PERCENTILES), "throughput", "error_rate")
+
+
+def wall_time(replies: Sequence[TargetReply]) -> float | None:
+    """The wall time of the calls: per batch, from the first start to the last end."""
+    spans: dict[str, tuple[float, float]] = {}
+    for r in replies:
+        if r.batch is None or r.started_s is None or r.latency_s is None:
+            continue
+        lo, hi = spans.get(r.batch, (r.started_s, r.started_s + r.latency_s))
+        spans[r.batch] = (min(lo, r.started_s), max(hi, r.started_s + r.latency_s))
+    total = sum(hi - lo for lo, hi in spans.values())
+    return total if total > 0 else None
+
+
+def _seconds(replies: Sequence[TargetReply], attr: str) -> tuple[np.ndarray, dict[int, str]]:
+    values = np.array([np.nan if r.reason or getattr(r, attr) is None else getattr(r, attr)
+                       for r in replies], dtype=np.float64)
+    reasons = {int(i): str(replies[int(i)].reason or "target_no_timing")
+               for i in np.flatnonzero(np.isnan(values))}
+    return values, reasons
+
+
+def latency_result(ids: Sequence[str], replies: Sequence[TargetReply],
+                   signature: TargetSignature, *, wall_s: float | None = None,
+                   seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_N_BOOT,
+                   name: str = "latency", entry: str = "answer") -> EvalResult:
+    """One :class:`EvalResult` with the metrics of :data:`LATENCY_METRICS` (see the module
+    doc). ``wall_s``: the run's wall time (default: :func:`wall_time` of the replies, else the
+    sum of call latencies, i.e. calls one at a time)."""
+    sig = Signature.make(entry=entry, **signature.fields())
+    lat, lat_reasons = _seconds(replies, "latency_s")
+    ttft, ttft_reasons = _seconds(replies, "ttft_s")
+    wall = wall_s or wall_time(replies) or float(np.nansum(lat)) or None
+    out = EvalResult(name, meta={"n_calls": len(replies), "entry": entry,
+                                 "target": signature.fields(), "wall_s": wall})
+    kw = {"seed": seed, "n_boot": n_boot, "higher_is_better": False}
+    for key, arr, reasons in (("ttft", ttft, ttft_reasons), ("latency", lat, lat_reasons)):
+        for p in PERCENTILES:
+            out.add(MetricResult(f"{key}_p{p}", list(ids), arr.copy(),
+                                 sig.with_fields(metric=f"{key}_p{p}", unit="s"),
+                                 reasons=dict(reasons), **kw))  # type: ignore[arg-type]
+    if wall:
+        out.add(MetricResult("throughput", list(ids), lat.copy(),
+                             sig.with_fields(metric="throughput", unit="calls/s"),
+                             reasons=dict(lat_reasons), counts={WALL_MS: round(wall * 1000)},
+                             seed=seed, n_boot=n_boot))
+    errors = np.array([1.0 if r.reason else 0.0 for r in replies])
+    out.add(MetricResult("error_rate", list(ids), errors, sig.with_fields(metric="error_rate"),
+                         **kw))  # type: ignore[arg-type]
+    return out
+
+
+__all__ = ["LATENCY_METRICS", "PERCENTILES", "latency_result", "wall_time"]

@@ -1,0 +1,188 @@
+"""The ``openai`` target kind: the system behind an OpenAI-compatible chat endpoint.
+
+The question (after the history's turns) is sent as the user message with ``stream: true``;
+the time to first token is the time to the first non-empty content delta of the SSE stream.
+Sources are read from a named top-level field of any streamed chunk (or of the whole reply
+without streaming), ``sources_field`` (default ``sources``): a list of texts or of objects
+with ``text`` / ``id`` / ``doc_id`` / ``url``. ``generate`` sends the given contexts in a
+system message.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from ragmeter.secrets import mask_url
+from ragmeter.targets.base import (
+    KINDS,
+    TargetCallError,
+    TargetReply,
+    TargetRequest,
+    TargetSignature,
+)
+from ragmeter.targets.config import TargetConfig
+from ragmeter.targets.http import HttpSession, split_url, status_error
+from ragmeter.targets.reading import parse_json, read_plain
+
+_CONTEXT_NOTE = "Answer the question from these passages only:\n\n"
+
+
+def _endpoint(url: str) -> str:
+    """``…/v1`` -> ``…/v1/chat/completions`` (a query string stays at the end)."""
+    path, sep, query = url.partition("?")
+    path = path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions"
+    return path + sep + query
+
+
+class OpenAIChatTarget:
+    """An OpenAI-compatible chat endpoint (see the module doc)."""
+
+    kind = "openai"
+
+    def __init__(self, config: TargetConfig):
+        self.config = config
+        self.name = config.name
+        self.max_concurrency = config.max_concurrency
+        self.timeout_s = config.timeout_s
+        headers = dict(config.headers)
+        if config.api_key_env and "Authorization" not in headers:
+            headers["Authorization"] = "Bearer ${env:" + config.api_key_env + "}"
+        from dataclasses import replace
+
+        self.http = HttpSession(replace(config, headers=headers))
+        self.url, self.auth = split_url(_endpoint(config.url or ""))
+        self.signature = TargetSignature("openai", mask_url(self.url) + f"#{config.model}",
+                                         config.config_hash())
+
+    def entries(self) -> list[str]:
+        return ["answer", "generate"]
+
+    def _body(self, req: TargetRequest) -> dict[str, Any]:
+        messages: list[dict[str, str]] = []
+        if self.config.system_prompt:
+            messages.append({"role": "system", "content": self.config.system_prompt})
+        if req.entry == "generate":
+            messages.append({"role": "system", "content": _CONTEXT_NOTE + "\n\n".join(
+                f"[{i + 1}] {c}" for i, c in enumerate(req.contexts))})
+        messages += [{"role": str(h.get("role", "user")), "content": str(h.get("content", ""))}
+                     for h in req.history]
+        messages.append({"role": "user", "content": req.question})
+        body: dict[str, Any] = {"model": self.config.model, "messages": messages,
+                                "stream": self.config.stream}
+        if req.session_id:
+            body["user"] = req.session_id
+        if self.config.stream:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def call(self, request: TargetRequest) -> TargetReply:
+        import asyncio
+
+        import aiohttp
+
+        session = self.http.get()
+        t0 = time.perf_counter()
+        try:
+            async with session.post(self.url, json=self._body(request),
+                                    headers=self.auth) as resp:
+                if resp.status >= 300:
+                    text = await resp.text(errors="replace")
+                    raise status_error(resp.status, text, resp.headers)
+                version = resp.headers.get(self.config.version_header or "") \
+                    if self.config.version_header else None
+                if self.config.stream:
+                    rep = await self._read_stream(resp, t0)
+                else:
+                    text = await resp.text(errors="replace")
+                    rep = self._read_whole(text)
+                    rep.ttft_s = time.perf_counter() - t0
+        except TargetCallError:
+            raise
+        except asyncio.TimeoutError:
+            raise TargetCallError("target_timeout", f"no reply within the timeout from "
+                                  f"{mask_url(self.url)}", retryable=True) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise TargetCallError("target_unreachable", f"{mask_url(self.url)}: "
+                                  f"{exc.os_error or exc}", retryable=True,
+                                  unreachable=True) from None
+        except aiohttp.ClientError as exc:
+            raise TargetCallError("target_error", f"{type(exc).__name__}: {exc}",
+                                  retryable=True) from None
+        rep.latency_s = time.perf_counter() - t0
+        rep.version = version
+        return rep
+
+    async def _read_stream(self, resp: Any, t0: float) -> TargetReply:
+        parts: list[str] = []
+        lines: list[str] = []
+        ttft: float | None = None
+        sources: Any = None
+        usage: dict[str, Any] = {}
+        done = False
+        async for raw_line in resp.content:
+            line = raw_line.decode("utf-8", errors="replace").strip()
+            if not line.startswith("data:"):
+                continue
+            lines.append(line)
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                done = True
+                break
+            chunk = _chunk(payload, "\n".join(lines))
+            if self.config.sources_field and chunk.get(self.config.sources_field) is not None:
+                sources = chunk[self.config.sources_field]
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or ():
+                delta = (choice or {}).get("delta") or {}
+                text = delta.get("content")
+                if text:
+                    if ttft is None:
+                        ttft = time.perf_counter() - t0
+                    parts.append(str(text))
+        raw = "\n".join(lines)
+        if not done and not parts:
+            raise TargetCallError("target_bad_reply", "the stream ended without data",
+                                  raw=raw)
+        rep = read_plain({"answer": "".join(parts), "contexts": sources}, "answer", raw)
+        rep.ttft_s = ttft if ttft is not None else time.perf_counter() - t0
+        rep.tokens_in = usage.get("prompt_tokens")
+        rep.tokens_out = usage.get("completion_tokens")
+        return rep
+
+    def _read_whole(self, text: str) -> TargetReply:
+        data = parse_json(text)
+        try:
+            answer = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise TargetCallError("target_unmapped", "answer: path 'choices[0].message."
+                                  "content' is not in the reply", raw=text) from None
+        sources = data.get(self.config.sources_field) if self.config.sources_field else None
+        rep = read_plain({"answer": answer, "contexts": sources}, "answer", text)
+        usage = data.get("usage") or {}
+        rep.tokens_in, rep.tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        return rep
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+def _chunk(payload: str, raw: str) -> dict[str, Any]:
+    try:
+        chunk = json.loads(payload)
+    except ValueError:
+        raise TargetCallError("target_bad_reply", f"a streamed chunk is not JSON: "
+                              f"{payload[:80]!r}", raw=raw) from None
+    if not isinstance(chunk, dict):
+        raise TargetCallError("target_bad_reply", "a streamed chunk is not a JSON object",
+                              raw=raw)
+    return chunk
+
+
+KINDS.register("openai", OpenAIChatTarget)
+
+__all__ = ["OpenAIChatTarget"]

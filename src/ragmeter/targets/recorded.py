@@ -1,0 +1,83 @@
+"""The recorded replies of targets (stdlib sqlite3), keyed by target identity + request.
+
+Every final reply of a live run is stored (its raw text masked), so ``--replay`` re-scores a
+run without calling the target and gets the same values, and ``--resume`` asks the target
+only what it has not answered yet. The file is ``targets.sqlite`` in the cache directory
+(``$RAGMETER_CACHE_DIR``, else ``~/.cache/ragmeter``) unless a path is given.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+from ragmeter.secrets import mask
+from ragmeter.targets.base import TargetReply
+
+
+def default_path() -> Path:
+    from ragmeter.judges.config import default_cache_dir
+
+    return default_cache_dir() / "targets.sqlite"
+
+
+class ReplyStore:
+    """``get(key)`` / ``put(key, target, reply)``; safe to use from several threads."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else default_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        with self._lock:
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # a commit reaches the WAL file without an fsync: it survives kill -9 (the OS
+            # keeps the page), only a power cut may lose the last replies; ~0.05 ms, not ~5
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, "
+                             "target TEXT NOT NULL, reply TEXT NOT NULL, at REAL NOT NULL)")
+            self._db.commit()
+
+    def get(self, key: str) -> TargetReply | None:
+        with self._lock:
+            row = self._db.execute("SELECT reply FROM replies WHERE key = ?",
+                                   (key,)).fetchone()
+        if row is None:
+            return None
+        rep = TargetReply.from_dict(json.loads(row[0]))
+        rep.recorded = True
+        return rep
+
+    def put(self, key: str, target: str, reply: TargetReply) -> None:
+        d = reply.to_dict()
+        d.pop("recorded", None)
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?)",
+                             (key, target, json.dumps(d, ensure_ascii=False), time.time()))
+            self._db.commit()
+
+    def count(self, target: str | None = None) -> int:
+        with self._lock:
+            if target is None:
+                return int(self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])
+            return int(self._db.execute("SELECT COUNT(*) FROM replies WHERE target = ?",
+                                        (target,)).fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def masked(reply: TargetReply) -> TargetReply:
+    """The reply with its raw text and error detail masked (what is stored and shown)."""
+    if reply.raw:
+        reply.raw = mask(reply.raw)
+    if reply.detail:
+        reply.detail = mask(reply.detail)
+    return reply
+
+
+__all__ = ["ReplyStore", "default_path", "masked"]

@@ -1,0 +1,119 @@
+"""One target in use: its client, its caller and what its calls gave, entry by entry.
+
+:class:`TargetSession` is what the front door, the CLI and the tiers hold: ``answer`` /
+``retrieve`` / ``generate`` take samples and return them filled (see
+:mod:`ragmeter.targets.fill`) and keep every reply for the latency metrics. A run in which
+no call reached the target at all raises :class:`TargetUnreachableError` (exit 3) with the
+reason, instead of scoring a column of unscored samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ragmeter.data.sample import Sample
+from ragmeter.errors import ConfigError, WorkFailedError
+from ragmeter.results.records import EvalResult
+from ragmeter.targets.base import KINDS, Target, TargetReply
+from ragmeter.targets.calls import TargetCaller, make_caller
+from ragmeter.targets.config import TargetConfig, load_target
+from ragmeter.targets.fill import apply_replies, build_requests
+from ragmeter.targets.latency import latency_result
+from ragmeter.targets.recorded import ReplyStore
+
+_DOWN = ("target_unreachable", "target_circuit_open")
+
+
+class TargetUnreachableError(WorkFailedError):
+    """No call reached the target (exit 3); the message says why."""
+
+
+def make_target(config: TargetConfig) -> Target:
+    """The client of a target config's kind (from the :data:`~ragmeter.targets.base.KINDS`
+    registry)."""
+    factory = KINDS.get(config.kind)
+    target: Target = factory(config)
+    return target
+
+
+class TargetSession:
+    """A target with its caller; ``mode``: live, replay or resume (see
+    :mod:`ragmeter.targets.calls`). ``record``: keep replies in the recorded-replies store
+    (default: on; ``store`` names its file)."""
+
+    def __init__(self, spec: Any, *, mode: str = "live", store: str | Path | None = None,
+                 record: bool = True, base_dir: str | Path = "."):
+        self.config = load_target(spec, base_dir=base_dir)
+        self.target = make_target(self.config)
+        if mode != "live" and not record:
+            raise ConfigError("target mode", f"mode {mode!r} needs the recorded replies")
+        self.store = ReplyStore(store) if record else None
+        self.caller: TargetCaller = make_caller(self.target, self.config, mode=mode,
+                                                store=self.store)
+        self.replies: dict[str, list[tuple[str, TargetReply]]] = {}
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    def signature_fields(self) -> dict[str, str]:
+        sig = self.target.signature.fields()
+        if self.caller.versions:
+            sig["target_version"] = ",".join(sorted(self.caller.versions))
+        return sig
+
+    def _check_entry(self, entry: str) -> None:
+        if entry not in self.target.entries():
+            raise ConfigError(f"target.entries.{entry}",
+                              f"target {self.name!r} has no '{entry}' entry point",
+                              list(self.target.entries()))
+
+    def call(self, samples: Sequence[Sample], entry: str, *, k: int | None = None,
+             contexts: Sequence[Sequence[str]] | None = None) -> list[Sample]:
+        """Ask the target about every sample through ``entry``; the samples filled."""
+        self._check_entry(entry)
+        samples = list(samples)
+        if not samples:
+            return []
+        reqs = build_requests(samples, entry, k=k, contexts=contexts)
+        replies = self.caller.call_many(reqs)
+        self.replies.setdefault(entry, []).extend(
+            (s.id, r) for s, r in zip(samples, replies, strict=True))
+        self._raise_if_down(replies)
+        return apply_replies(samples, replies, entry, self.config)
+
+    def answer(self, samples: Sequence[Sample], k: int | None = None) -> list[Sample]:
+        return self.call(samples, "answer", k=k)
+
+    def retrieve(self, samples: Sequence[Sample], k: int | None = None) -> list[Sample]:
+        return self.call(samples, "retrieve", k=k)
+
+    def generate(self, samples: Sequence[Sample],
+                 contexts: Sequence[Sequence[str]]) -> list[Sample]:
+        return self.call(samples, "generate", contexts=contexts)
+
+    def _raise_if_down(self, replies: Sequence[TargetReply]) -> None:
+        if replies and all(r.reason in _DOWN for r in replies):
+            detail = next((r.detail for r in replies if r.detail), "")
+            raise TargetUnreachableError(
+                f"target {self.name!r} ({self.target.signature.where}) is unreachable: "
+                f"{detail}")
+
+    def latency(self, entry: str = "answer", *, seed: int = 42) -> EvalResult | None:
+        """Latency metrics of the calls made through ``entry`` so far (None if none)."""
+        got = self.replies.get(entry)
+        if not got:
+            return None
+        ids = [sid for sid, _ in got]
+        reps = [r for _, r in got]
+        return latency_result(ids, reps, self.target.signature, seed=seed,
+                              name=f"{self.name}:latency", entry=entry)
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+__all__ = ["TargetSession", "TargetUnreachableError", "make_target"]
