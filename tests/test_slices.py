@@ -98,3 +98,17 @@ def test_paired_tests_per_slice_are_adjusted_and_find_the_hidden_regression() ->
     with pytest.raises(ConfigError):
         compare_slices(_result("a", a), _result("b", b), _samples(), "type",
                        correction="none")
+
+
+def test_result_by_uses_samples_or_the_kept_slices() -> None:
+    from ragmeter.results.slices import SliceSpec, attach_slices
+
+    res = _result("sys", np.linspace(0, 1, 60))
+    direct = res.by("type", _samples())
+    with pytest.raises(ValueError, match="pass the samples"):
+        res.by("type")
+    attach_slices([res], _samples(), SliceSpec(("type", "section")))
+    kept = res.by("type")
+    assert [c.mean for c in kept.cells] == [c.mean for c in direct.cells]
+    with pytest.raises(ValueError, match="not turn"):
+        res.by("turn")
