@@ -106,3 +106,13 @@ def test_slices_config_key_is_validated(tmp_path: Path) -> None:
         parse_config({**base, "slices": {"by": "type", "correction": "bonferroni"}}, tmp_path)
     with pytest.raises(ConfigError, match="slices"):
         parse_config({**base, "slices": {"by": "type", "min": 5}}, tmp_path)
+
+
+def test_results_about_other_things_are_not_sliced() -> None:
+    r = EvalResult("labels")
+    r.add(MetricResult("silhouette", ["cluster-a"], np.array([0.3]),
+                       Signature.make(metric="silhouette")))
+    attach_slices([r], _samples(), SliceSpec(("type",)))
+    assert "slices" not in r.meta
+    dec = decide("tier0", [("labels", r)])
+    assert dec.slice_lines() == [] and dec.slices == {}

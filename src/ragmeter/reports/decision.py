@@ -257,8 +257,9 @@ def _add_slices(dec: TierDecision, systems: Sequence[tuple[str, EvalResult]]) ->
     if not sliced:
         return
     for label, res, (spec, keys) in sliced:
-        dec.slices[label] = slice_results(res, keys, spec.by, min_n=spec.min_n,
-                                          metrics=[metric])
+        table = slice_results(res, keys, spec.by, min_n=spec.min_n, metrics=[metric])
+        if table.cells:
+            dec.slices[label] = table
     best = dec.verdict_parts.get("best")
     base = next(((res, st) for label, res, st in sliced if label == best), None)
     if base is None:

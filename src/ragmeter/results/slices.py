@@ -365,6 +365,8 @@ def attach_slices(results: Sequence[EvalResult], samples: Sequence[Sample],
     keys = slice_keys(samples, spec.by)
     for r in results:
         ids = {sid for m in r.results.values() for sid in m.sample_ids}
+        if not ids & keys.keys():  # results about other things than these samples
+            continue
         r.meta[META_KEY] = {"by": list(spec.by), "min_n": spec.min_n,
                             "correction": spec.correction,
                             "keys": {sid: list(k) for sid, k in keys.items() if sid in ids}}
