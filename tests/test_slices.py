@@ -112,3 +112,23 @@ def test_result_by_uses_samples_or_the_kept_slices() -> None:
     assert [c.mean for c in kept.cells] == [c.mean for c in direct.cells]
     with pytest.raises(ValueError, match="not turn"):
         res.by("turn")
+
+
+def test_ppi_per_slice_where_labels_exist() -> None:
+    from ragmeter.judge_trust.labels import labels_from_records
+    from ragmeter.judge_trust.ppi import ppi_by_slice
+
+    rng = np.random.default_rng(5)
+    keys = slice_keys(_samples(), ["type"])
+    judge = {f"q{i}": float(v) for i, v in enumerate(rng.uniform(0.5, 1.0, 60))}
+    # humans are 0.2 stricter than the judge; every third sample labelled
+    recs = [(i + 1, {"sample_id": f"q{i}", "metric": "faithfulness",
+                     "label": round(judge[f"q{i}"] - 0.2, 3), "scale": "continuous"})
+            for i in range(0, 60, 3)]
+    labels = labels_from_records(recs, "labels.jsonl")
+    per = ppi_by_slice("faithfulness", judge, labels, keys, min_n=10)
+    assert per[("rare",)] is None                    # 5 samples: withheld
+    fact = per[("fact",)]
+    assert fact is not None
+    raw = np.mean([judge[f"q{i}"] for i in range(30)])
+    assert fact.estimate.estimate == pytest.approx(raw - 0.2, abs=1e-3)   # labels rounded
