@@ -90,3 +90,14 @@ def test_grades_of_a_jury_use_its_combine_method() -> None:
     assert wm["answer_relevance"].values[0] == pytest.approx(0.5)   # grade 1 of 2
     assert wm["answer_relevance"].details[0]["jury"]["splits"] == {"answer_relevance": [0]}
     assert "weighted_mean" in str(wm["answer_relevance"].signature)
+
+
+def test_generic_replies_are_combined_item_by_item() -> None:
+    from ragmeter.judges.multi import combine_data
+
+    datas = [{"items": [{"ok": "yes"}, {"ok": "yes"}], "n": 2},
+             {"items": [{"ok": "no"}, {"ok": "yes"}], "n": 2},
+             {"items": [{"ok": "no"}, {"ok": "no"}], "n": 1}]
+    assert combine_data(datas) == {"items": [{"ok": "no"}, {"ok": "yes"}], "n": 2}
+    uneven = [{"items": [1, 2]}, {"items": [1]}]
+    assert combine_data(uneven) == {"items": [1, 2]}

@@ -125,11 +125,17 @@ def combine_values(values: Sequence[Any], method: Combine = "majority") -> Any:
         return combine_grades(values, method)[0]
     if all(isinstance(v, (bool, int, float, str)) for v in values):
         return _majority(values)
-    return values[0]
+    if all(isinstance(v, dict) for v in values):
+        return combine_data(values, method)
+    if all(isinstance(v, list) and len(v) == len(values[0]) for v in values):
+        return [combine_values([v[i] for v in values], method) for i in range(len(values[0]))]
+    return values[0]  # lists of different lengths: no item-by-item vote is possible
 
 
 def combine_data(datas: Sequence[Any], method: Combine = "majority") -> Any:
-    """Field-wise combination of scored replies' ``data`` (objects); other shapes: first one."""
+    """Field-wise combination of scored replies' ``data`` (objects), lists item by item;
+    other shapes (or lists of different lengths): the first one. The judged metrics do not
+    use it: they vote on each member's parsed answers (ties counted as no, and flagged)."""
     if not datas:
         return None
     first = datas[0]
