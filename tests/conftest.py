@@ -28,6 +28,25 @@ def _reason(extra: str, missing: list[str]) -> str:
     return f"needs ragmeter[{extra}] ({', '.join(missing)} not installed)"
 
 
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``ragmeter ARGV`` in-process: (exit code, stdout, stderr); never a traceback."""
+    from ragmeter.cli import app as cli
+
+    code = cli.run(list(argv))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err, out + err
+    return code, out, err
+
+
+def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
+    """``rows`` as a JSON Lines file at ``path`` (UTF-8, non-ASCII kept)."""
+    import json
+
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                    encoding="utf-8")
+    return path
+
+
 def needs_extra(extra: str, *modules: str) -> None:
     """Skip the calling test (or fixture) on an install without ``extra``: every module named
     (default: all modules of the extra) must import; the skip reason names the extra."""

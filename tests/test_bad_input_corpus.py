@@ -407,7 +407,70 @@ def build_cases(root: Path) -> list[Case]:
                  ["retrieval", "--samples", str(samples_ok), "--doc-map", str(samples_ok)],
                  ["retrieval", "--samples", str(samples_ok), "--doc-map", "missing.json"]):
         b.add("options:misc", " ".join(argv)[:60], list(argv), True)
+    build_edge_cases(b)
     return b.cases
+
+
+def build_edge_cases(b: Builder) -> None:
+    """Inputs that used to be accepted in silence (exit 0 with nothing scored) or crash:
+    each must be an exit-2 error whose message names the file (or option) and the field."""
+    run_file = b.file(".txt", RUN)
+    e = "edges"
+
+    def add(name: str, argv: list[str], needle: str) -> None:
+        b.add(e, name, argv, True, needle)
+
+    bad_all = b.file(".jsonl", jsonl([{**SAMPLES[0], "question": ["x"]},
+                                      {**SAMPLES[1], "question": 3}]))
+    for cmd in (["generation", "--metrics", "rouge_1"], ["retrieval"]):
+        add(f"{cmd[0]} --skip-invalid, every record invalid",
+            [cmd[0], "--samples", str(bad_all), *cmd[1:], "--skip-invalid", "-q"],
+            "leaves no sample")
+    for name, text in (("empty", ""), ("{}", "{}"), ("only empty queries", '{"q1": {}}')):
+        p = b.file(".json" if text else ".txt", text)
+        add(f"qrels {name}", ["retrieval", "--qrels", str(p), "--run", str(run_file), "-q"],
+            p.name if text else "")
+    header = b.file(".csv", "id,question,retrieved_ids,gold_doc_ids\n")
+    add("header-only CSV", ["retrieval", "--samples", str(header), "-q"], "no records")
+    ws = b.file(".jsonl", jsonl([{**SAMPLES[0], "question": "  \t "}, SAMPLES[1]]))
+    add("whitespace-only question", ["generation", "--samples", str(ws), "--metrics", "rouge_1",
+                                     "-q"], "field 'user_input'")
+    items = jsonl(PIPE)
+    for name, rows in (("id as list", [{**PIPE[0], "id": ["a"]}, *PIPE[1:]]),
+                       ("id as object", [{**PIPE[0], "id": {"a": 1}}, *PIPE[1:]])):
+        p = b.file(".jsonl", jsonl(rows))
+        add(f"judge-pipeline {name}", ["judge-pipeline", str(p), "-q"], "field 'id'")
+    nan_score = b.file(".jsonl", items.replace('"predicted_show": false', '"predicted_score": '
+                                               'NaN, "predicted_show": false', 1))
+    add("judge-pipeline NaN score", ["judge-pipeline", str(nan_score), "-q"],
+        "field 'predicted_score'")
+    cache = b.file(".jsonl", jsonl([{"id": "a", "question": "q1", "answer": "x"},
+                                    {"id": "a", "question": "q2", "answer": "y"}]))
+    queries = b.file(".jsonl", jsonl([{"id": "z", "question": "q1"}, {"id": "z",
+                                                                      "question": "q3"}]))
+    add("ux duplicate cache ids", ["ux", "--cache", str(cache), "--queries", str(queries)],
+        "duplicate id 'a'")
+    ok_cache = b.file(".jsonl", jsonl([{"id": "a", "question": "q1", "answer": "x"}]))
+    add("ux duplicate query ids", ["ux", "--cache", str(ok_cache), "--queries", str(queries)],
+        "duplicate id 'z'")
+    for name, turn in (("NaN", "NaN"), ("Infinity", "Infinity"), ("true", "true")):
+        p = b.file(".jsonl", f'{{"session_id": "s", "question": "q1", "answer": "a", '
+                             f'"turn": {turn}}}\n'
+                             '{"session_id": "s", "question": "q2", "answer": "b", "turn": 2}\n')
+        add(f"ux turn {name}", ["ux", "--sessions", str(p)], "field 'turn'")
+    dup_sessions = b.file(".jsonl", jsonl([{"session_id": "s", "turns": [{"question": "a"}]},
+                                           {"session_id": "s", "turns": [{"question": "b"}]}]))
+    add("ux duplicate nested session", ["ux", "--sessions", str(dup_sessions)], "duplicate")
+    corpus = b.root / "binary-corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Плата 950 рублей в месяц. " * 20, "utf-8")
+    (corpus / "b.txt").write_bytes(bytes(range(256)) * 8)
+    add("binary .txt in a corpus", ["generate", "--corpus", str(corpus), "--out",
+                                    str(b.root / "g.jsonl"), "--generator-backend", "mock",
+                                    "--estimate"], "b.txt")
+    add("generate --chunk-size 0", ["generate", "--corpus", str(corpus), "--out",
+                                    str(b.root / "g.jsonl"), "--generator-backend", "mock",
+                                    "--estimate", "--chunk-size", "0"], "--chunk-size")
 
 
 @dataclass
@@ -467,6 +530,25 @@ def check(case: Case, o: Outcome) -> list[str]:
         elif case.needle and case.needle not in o.err:
             bad.append(f"message lacks {case.needle!r}")
     return bad
+
+
+def test_silent_accepts_are_exit_2_naming_file_and_field(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """The edge cases alone (fast): each exits 2 with a message naming file/option and field."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAGMETER_STORE_URL", f"sqlite:///{tmp_path}/store.sqlite")
+    b = Builder(tmp_path / "cases")
+    build_edge_cases(b)
+    failures = []
+    for case in b.cases:
+        o = run_in_process(case.argv)
+        problems = check(case, o)
+        if o.code != 2:
+            problems.append(f"exit {o.code}, not 2")
+        if problems:
+            failures.append(f"{case.name}: {', '.join(problems)} :: {o.err.strip()[-300:]}")
+    assert not failures, "\n".join(failures)
 
 
 @pytest.mark.slow

@@ -4,26 +4,15 @@ names options."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from ragmeter.cli import app as cli
+from conftest import run_cli, write_jsonl
 from ragmeter.errors import EXIT_USAGE
 
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.run(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err, out + err
-    return code, out, err
-
-
-def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                    encoding="utf-8")
-    return path
+run = run_cli
+_jsonl = write_jsonl
 
 
 SRC = Path(__file__).parents[1] / "src" / "ragmeter"

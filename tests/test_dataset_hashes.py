@@ -10,20 +10,10 @@ from typing import Any
 
 import pytest
 
-from ragmeter.cli import app as cli
+from conftest import run_cli, write_jsonl
 
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.run(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err, out + err
-    return code, out, err
-
-
-def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                    encoding="utf-8")
-    return path
+run = run_cli
+_jsonl = write_jsonl
 
 
 def _sig(sig: str) -> dict[str, str]:

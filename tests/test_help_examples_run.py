@@ -200,7 +200,7 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
         monkeypatch.setenv("RAGMETER_CACHE_DIR", str(folder / "cache"))
     argv = shlex.split(JUDGE_URL.sub(judge.base_url.rstrip("/"), example))[1:]
     name = argv[0] if argv[0] not in ("judge", "runs") else " ".join(argv[:2])
-    if name in SERVERS:
+    if name in SERVERS and "--export" not in argv:  # --export writes files and exits
         _serve(argv, folder)
         return
     code = cli.run(argv)

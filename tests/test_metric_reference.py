@@ -43,7 +43,7 @@ def test_cli_json_has_parameters_defaults_direction_and_formula() -> None:
     data = {e["name"]: e for e in json.loads(out.output)}
     ndcg = data["ndcg"]
     assert ndcg["direction"] == "higher is better" and ndcg["cutoff"] == "optional"
-    assert {p["name"]: p["default"] for p in ndcg["params"]} == {"level": "chunk",
+    assert {p["name"]: p["default"] for p in ndcg["params"]} == {"level": "auto",
                                                                   "gain": "linear"}
     assert "log2" in ndcg["formula"]
     assert data["judge_error_rate"]["direction"] == "lower is better"

@@ -38,7 +38,8 @@ def test_strict_mode_accepts_only_the_prompt_format() -> None:
     assert parse_production_reply("Yes", strict=True).decision is True
     assert parse_production_reply("No: bad", strict=True).decision is False
     assert parse_production_reply("Нет: плохо", strict=True).decision is False
-    for loose in ("Yes.", "**Yes**", "No - bad", "Yes, sure"):
+    assert parse_production_reply("Yes.", strict=True).decision is True   # as the lenient parser
+    for loose in ("**Yes**", "No - bad", "Yes, sure"):
         assert parse_production_reply(loose, strict=True).decision is None
 
 
@@ -63,7 +64,7 @@ def test_pipeline_compact_json_empty_context_and_real_reply_forms(tmp_path: Path
         q = text.split("Question: ")[1].split("\n")[0]
         if "Knowledge base:\n\nIf" in text:
             return "No: no information."
-        return "Yes." if truth[q] else "No: the answer is not supported"
+        return "**Yes**" if truth[q] else "No: the answer is not supported"
 
     judge = ScriptedJudge(perfect)
     res = evaluate_judge_pipeline(items, judge=judge, prompt_template=PROMPT)

@@ -88,3 +88,24 @@ def test_check_fails_always_answer_and_always_refuse(tmp_path: Path) -> None:
     assert is_refusal("В базе знаний нет информации об этом.")
     assert _gate(tmp_path, "always_answer", "Стипендия выплачивается до 25-го числа.") == 1
     assert _gate(tmp_path, "always_refuse", "В базе знаний нет информации об этом.") == 1
+
+
+def test_abstention_f1_and_risk_coverage_area() -> None:
+    from ragmeter.metrics.refusal import abstention_summary
+
+    def make(conf_right: float, conf_wrong: float) -> list[Sample]:
+        out = []
+        for i in range(20):   # 10 answerable answered (right), 10 unanswerable
+            neg = i >= 10
+            wrong = neg and i % 2 == 0           # 5 unanswerable answered: wrong behaviour
+            out.append(Sample(id=str(i), user_input="q", type="negative" if neg else None,
+                              gold_doc_ids=None if neg else ["d"],
+                              response="Ответ 5." if (not neg or wrong) else "Не знаю.",
+                              metadata={"confidence": conf_wrong if wrong else conf_right}))
+        return out
+
+    good, bad = abstention_summary(make(0.9, 0.1)), abstention_summary(make(0.1, 0.9))
+    assert good["f1"].value == pytest.approx(2 * 1.0 * 0.5 / 1.5)   # precision 1, recall 0.5
+    assert good["aurc"].value < bad["aurc"].value                   # wrong ones most confident
+    assert good["curve"][0] == (0.05, 0.0) and bad["curve"][0] == (0.05, 1.0)
+    assert good["aurc"].ci_low is not None and good["n"] == 20

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.cli import app as cli
+from conftest import run_cli, write_jsonl
 from ragmeter.reports.bands import EXCELLENT, GOOD, NEEDS_ATTENTION, classify, find_band
 from ragmeter.reports.html import json_for_script, render_run_html
 from ragmeter.reports.markdown import md_escape, run_markdown
@@ -216,17 +216,8 @@ def test_decision_says_when_no_paired_test_is_possible():
     assert "∅" not in html  # one dataset: every system pairs with the best
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = cli.run(list(argv))
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err, out + err
-    return code, out, err
-
-
-def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
-                    encoding="utf-8")
-    return path
+run = run_cli
+_jsonl = write_jsonl
 
 
 DEMO = Path(__file__).parents[1] / "src" / "ragmeter" / "demo" / "data"

@@ -164,3 +164,28 @@ def test_two_targets_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     for name in ("json", "chat"):
         assert f"e2e/{name}:rouge_l" in got and f"e2e/{name}:latency:ttft_p50" in got
     assert got["e2e/json:rouge_l"][3] == got["e2e/chat:rouge_l"][3] == 12
+
+
+def test_real_users_compares_the_targets_answers_with_the_logged_ones(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A target asked for answers (no retrieve entry): its ranking is scored against the
+    logged document, and its answers against the logged answers (``<target>:vs_logged``)."""
+    from ragmeter.data.sql import LogQuery
+    from ragmeter.targets.session import TargetSession
+    from ragmeter.targets.tier_hooks import TargetRetriever
+    from ragmeter.tiers.real_users import evaluate_real_users
+
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    with ExampleService(ServiceConfig()) as srv:
+        session = TargetSession({"kind": "http", "name": "bot", "url": srv.url + "/answer"},
+                                store=tmp_path / "replies.sqlite")
+        r = TargetRetriever(session)
+        res = evaluate_real_users(DATA / "corpus.jsonl",
+                                  db_url=f"sqlite:///{DATA / 'real_users.sqlite'}",
+                                  query=LogQuery(limit=12), retriever=r, k=5)
+        out = r.finish(res)
+    names = [x.name for x in out]
+    assert names[1] == "bot:vs_logged" and names[2] == "bot:latency"
+    rouge = out[1]["rouge_l(stem=auto)"]
+    assert rouge.aggregate.n > 0 and 0 <= rouge.aggregate.mean <= 1
+    assert "vs:logged_answer" in str(rouge.signature)

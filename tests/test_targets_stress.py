@@ -67,3 +67,40 @@ def test_stress_tier_on_the_reference_service(tmp_path: Path,
     assert first.mean == pytest.approx(0.0, abs=1e-9)
     assert last.mean is not None and last.ci_high is not None and last.ci_high < 0
     assert "arm:last@4" in str(res["bot:last@4"]["rouge_l"].signature)
+
+
+def test_paraphrase_arm_asks_the_question_in_other_words(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    import json
+
+    from ragmeter.data.sample import Sample
+    from ragmeter.targets.stress import paraphrase_of
+
+    assert paraphrase_of(Sample(id="a", metadata={"paraphrases": ["  ", "Другими словами?"]})
+                         ) == "Другими словами?"
+    assert paraphrase_of(Sample(id="b")) is None
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    rows = [json.loads(x) for x in (DATA / "evalset.jsonl").read_text("utf-8").splitlines()]
+    rows = [r for r in rows if r.get("type") != "negative"][:6]
+    for r in rows[:3]:
+        r["metadata"] = {**r.get("metadata", {}), "paraphrases": ["Скажите, " + r["question"]]}
+    ev = tmp_path / "ev.jsonl"
+    ev.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    with ExampleService(ServiceConfig()) as srv:
+        cfg = parse_config({
+            "name": "stress", "run_dir": str(tmp_path / "runs"),
+            "store": str(tmp_path / "s.sqlite"),
+            "datasets": [{"path": str(ev), "format": "evalset"}],
+            "corpus": {"path": str(DATA / "corpus.jsonl")},
+            "target": {"kind": "http", "name": "bot", "url": srv.url + "/answer",
+                       "entries": {"generate": {"url": srv.url + "/generate"}}},
+            "tiers": [{"name": "stress", "metrics": ["rouge_l"],
+                       "options": {"ks": [4], "shuffled": False}}]}, base_dir=tmp_path)
+        run = run_benchmark(cfg)
+        calls = srv.counts["requests"]
+    res = {r.name: r for r in run.tiers["stress"].results}
+    assert calls == 4 * 6 + 3                      # control + 3 positions for all, 3 rephrased
+    drop = res["bot:stress"]["rouge_l:paraphrase-control"].aggregate
+    assert drop.n == 3 and drop.n_unscored == 3
+    assert res["bot:stress"].meta["arms"][-1] == "paraphrase"

@@ -77,6 +77,7 @@ async def _fetch_all(app, paths: list[str]) -> dict[str, tuple[int, str]]:
 def _routes(a, b, sid: str) -> list[str]:
     return ["/", "/?name=bench&lang=en", f"/?tag={PAYLOAD}", "/history",
             "/history?metric=retrieval%7Cmrr&lang=en", f"/history?name={PAYLOAD}",
+            "/history?bench=bench+%3Cdemo%3E&metric=retrieval%7Cmrr",
             "/compare?lang=en", f"/compare?tier=retrieval&run={a.id}&run={b.id}",
             f"/diff?a={a.id}&b={b.id}&lang=en", f"/diff?a={PAYLOAD}&b={b.id}",
             f"/run/{b.id}", f"/run/{b.id}/sample/{sid}", "/run/xss-run",
@@ -102,7 +103,10 @@ def check_pages(url: str, prefix: str = "") -> None:
     assert first == sid  # the planted regression comes first
     assert "no run &#x27;missing-run&#x27;" in got["/run/missing-run"][1]
     hist = got["/history?metric=retrieval%7Cmrr&lang=en"][1]
-    assert 'data-runs="3"' in hist  # run-a, run-b and the XSS run all have retrieval mrr
+    # one benchmark per history, by default the latest run's (run-b): the XSS run has a name of
+    # its own and is not joined into the same line
+    assert 'data-runs="2"' in hist
+    assert 'data-runs="2"' in got["/history?bench=bench+%3Cdemo%3E&metric=retrieval%7Cmrr"][1]
 
 
 def test_view_routes_on_sqlite(tmp_path):

@@ -25,7 +25,7 @@ import os
 import pkgutil
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import typer
@@ -40,6 +40,7 @@ from ragmeter.errors import (
     EXIT_WORK,
     ConfigError,
     RagmeterError,
+    UsageError,
 )
 from ragmeter.secrets import mask
 
@@ -66,7 +67,7 @@ app = typer.Typer(
          "error; 3 the work failed (tier errored, metric with no scored sample, store not "
          "written); 4 internal error (rerun with --debug).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion
     pretty_exceptions_enable=False,
 )
 
@@ -132,7 +133,31 @@ def click_command() -> Any:
     global _COMMAND
     if _COMMAND is None:
         _COMMAND = typer.main.get_command(app)
+        _range_seeds(_COMMAND)
     return _COMMAND
+
+
+def _range_seeds(cmd: Any) -> None:
+    """Every ``--seed`` option takes 0 … 2**32 - 1 (a usage error naming it, not a crash deep
+    in numpy or the store)."""
+    for p in getattr(cmd, "params", []):
+        if "--seed" in getattr(p, "opts", ()):
+            p.callback = _seed_checked(p.callback)
+    for sub in getattr(cmd, "commands", {}).values():
+        _range_seeds(sub)
+
+
+def _seed_checked(inner: Callable[..., Any] | None) -> Callable[..., Any]:
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        from ragmeter.seeds import check_seed
+
+        if value is not None:
+            try:
+                check_seed(value)
+            except RagmeterError as exc:
+                raise UsageError("--seed", str(exc).split(": ", 1)[1]) from None
+        return inner(ctx, param, value) if inner is not None else value
+    return check
 
 
 def _declared(cmd: Any) -> set[str]:

@@ -446,11 +446,14 @@ def working(message: str) -> Iterator[None]:
     _step_log.info("%s: started", message)
     thread = threading.Thread(target=beat, daemon=True)
     thread.start()
+    finished = False
     try:
         yield
+        finished = True
     finally:
         stop.set()
         thread.join(timeout=1)
-        console.print(f"progress: {message} done in {time.monotonic() - t0:.1f} s",
+        end = "done in" if finished else "stopped after"  # never "done" before an error
+        console.print(f"progress: {message} {end} {time.monotonic() - t0:.1f} s",
                       highlight=False, markup=False)
-        _step_log.info("%s: done in %.2f s", message, time.monotonic() - t0)
+        _step_log.info("%s: %s %.2f s", message, end, time.monotonic() - t0)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ragmeter.data.formats import FALLBACK, FORMATS, Format
-from ragmeter.data.loaders import ALIASES
+from ragmeter.data.records import ALIASES
 from ragmeter.registry import replace_block, sync_generated
 
 BLOCK = "formats"

@@ -14,17 +14,14 @@ CSV list fields are JSON arrays (``["a","b"]``) or ``|``-separated (``a|b``); em
 
 from __future__ import annotations
 
-import difflib
 import itertools
 import json
-import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragmeter.data.formats import (
-    ID_LIST_FIELDS,
     Validator,
     apply_format,
     check_explicit_format,
@@ -34,30 +31,14 @@ from ragmeter.data.formats import (
     other_kind_hint,
     plain_value,
 )
-from ragmeter.data.grades import grade_problem
-from ragmeter.data.reading import Table, cell_list, cell_obj, parse_json_line, read_table
-from ragmeter.data.sample import QUESTION_TYPES, Sample
+from ragmeter.data.reading import Table, parse_json_line, read_table
+from ragmeter.data.records import record_to_sample
+from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 
 __all__ = ["LoadResult", "SampleStream", "Validator", "from_pandas", "from_records",
            "iter_samples", "load_dataset_file", "load_samples", "load_table", "read_records",
            "record_to_sample"]
-
-STR_FIELDS = ("user_input", "response", "reference", "type")
-STR_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "reference_contexts",
-                   "gold_doc_ids", "gold_chunk_ids")
-FLOAT_LIST_FIELDS = ("retrieved_scores",)
-ALIASES = {"question": "user_input", "query": "user_input", "answer": "response",
-           "ground_truth": "reference", "ground_truth_answer": "reference",
-           "contexts": "retrieved_contexts",
-           "context": "retrieved_contexts", "sample_id": "id", "qid": "id",
-           "chat_history": "history", "conversation_history": "history"}
-#: aliases whose value may be one string instead of a list of strings
-SINGLE_TEXT_ALIASES = ("context",)
-META_FIELDS = ("notes", "source")
-KNOWN = ("id", *STR_FIELDS, *STR_LIST_FIELDS, *FLOAT_LIST_FIELDS, "gold_grades", "metadata",
-         "history",
-         *ALIASES, *META_FIELDS)
 
 
 @dataclass
@@ -75,201 +56,22 @@ class LoadResult:
         """Number of records (or unreadable lines) skipped."""
         return len({(p.line, p.source) for p in self.skipped})
 
+    # a LoadResult is its samples wherever samples are taken (evaluate_generation, ...)
+    def __iter__(self) -> Iterator[Sample]:
+        return iter(self.samples)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, index: int) -> Sample:
+        return self.samples[index]
+
 
 def read_records(path: str | Path) -> tuple[list[tuple[int | None, Any]], list[RecordProblem]]:
     """Read ``path`` (JSON Lines, JSON, CSV, TSV or Parquet, detected by content) into
     ``(line, record)`` pairs + problems. CSV cells stay text (see :func:`load_samples`)."""
     t = read_table(path)
     return t.records, t.problems
-
-
-_csv_list = cell_list
-_csv_obj = cell_obj
-
-
-def _int_id(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
-def record_to_sample(record: Any, *, source: str = "<data>", line: int | None = None,
-                     index: int = 0, from_csv: bool = False, by_index: bool = True
-                     ) -> tuple[Sample | None, list[RecordProblem]]:
-    """Validate one record and build its :class:`Sample`; returns ``(None, problems)`` if bad.
-
-    A record without an id gets ``#<index>`` whatever its container (``by_index`` is accepted
-    for older callers and has no effect).
-    """
-    problems: list[RecordProblem] = []
-
-    def bad(fld: str | None, msg: str) -> None:
-        problems.append(RecordProblem(source, line, fld, msg))
-
-    if not isinstance(record, Mapping):
-        bad(None, f"a record must be a JSON object, got {type(record).__name__}")
-        return None, problems
-    values, metadata = _field_values(record, bad)
-    if from_csv:
-        _parse_cells(values)
-    for name in ID_LIST_FIELDS:  # integer ids ("chunk_id": 17) are ids written as numbers
-        ids = values.get(name)
-        if isinstance(ids, list) and any(_int_id(x) for x in ids):
-            values[name] = [str(x) if _int_id(x) else x for x in ids]
-    sid = values.get("id")
-    if sid is None:
-        sid = f"#{index}"  # the record index in every container; line numbers are for errors
-    elif isinstance(sid, bool) or not isinstance(sid, (str, int)):
-        bad("id", f"must be a string, got {type(sid).__name__}")
-    elif str(sid).strip() == "":
-        bad("id", "must not be empty")
-    _check_texts(values, bad)
-    _check_scores(values, bad)
-    _check_history(values, bad)
-    grades = values.get("gold_grades")
-    _check_grades(grades, bad)
-    meta = values.get("metadata")
-    if meta is not None and not isinstance(meta, Mapping):
-        bad("metadata", f"must be an object, got {type(meta).__name__}")
-    qtype = values.get("type")
-    if isinstance(qtype, str) and qtype not in QUESTION_TYPES:
-        bad("type", f"unknown type '{qtype}' (allowed: {', '.join(QUESTION_TYPES)})")
-    if problems:
-        return None, problems
-    sample = Sample(
-        id=str(sid),
-        user_input=values.get("user_input"),
-        retrieved_contexts=values.get("retrieved_contexts"),
-        retrieved_ids=values.get("retrieved_ids"),
-        retrieved_scores=values.get("retrieved_scores"),
-        response=values.get("response"),
-        reference=values.get("reference"),
-        reference_contexts=values.get("reference_contexts"),
-        gold_doc_ids=values.get("gold_doc_ids"),
-        gold_chunk_ids=values.get("gold_chunk_ids"),
-        gold_grades=dict(grades) if grades is not None else None,
-        type=qtype,
-        metadata={**(dict(meta) if meta else {}), **metadata},
-        history=values.get("history"),
-    )
-    return sample, []
-
-
-Bad = Callable[[str | None, str], None]
-
-
-def _field_values(record: Mapping[str, Any], bad: Bad) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``(values by ragmeter field, metadata)`` of a record: aliases resolved, unknown fields to
-    metadata unless they look like a typo of a known field."""
-    values: dict[str, Any] = {}
-    metadata: dict[str, Any] = {}
-    for key, value in record.items():
-        name = ALIASES.get(key, key)
-        if key in META_FIELDS:
-            metadata[key] = value
-            continue
-        if name not in KNOWN:
-            close = difflib.get_close_matches(key, KNOWN, n=1, cutoff=0.85)
-            if close:
-                bad(key, f"unknown field (did you mean '{close[0]}'?)")
-            else:
-                metadata[key] = value
-            continue
-        if key in SINGLE_TEXT_ALIASES and isinstance(value, str):
-            value = [value]
-        if name in values and values[name] != value:
-            bad(key, f"conflicts with another spelling of '{name}'")
-            continue
-        values[name] = value
-    return values, metadata
-
-
-def _parse_cells(values: dict[str, Any]) -> None:
-    """CSV/TSV cells of list and object fields, parsed in place."""
-    for name in (*STR_LIST_FIELDS, *FLOAT_LIST_FIELDS):
-        if isinstance(values.get(name), str):
-            values[name] = _csv_list(values[name])
-    for name in ("gold_grades", "metadata", "history"):
-        if isinstance(values.get(name), str):
-            values[name] = _csv_obj(values[name])
-
-
-def _check_texts(values: Mapping[str, Any], bad: Bad) -> None:
-    for name in STR_FIELDS:
-        v = values.get(name)
-        if v is not None and not isinstance(v, str):
-            bad(name, f"must be a string, got {type(v).__name__}")
-    for name in STR_LIST_FIELDS:
-        v = values.get(name)
-        if v is None:
-            continue
-        if not isinstance(v, list):
-            bad(name, f"must be a list of strings, got {type(v).__name__}")
-        else:
-            wrong = [i for i, x in enumerate(v) if not isinstance(x, str)]
-            if wrong:
-                bad(name, f"must be a list of strings; item {wrong[0]} is "
-                          f"{type(v[wrong[0]]).__name__}")
-
-
-HISTORY_ROLES = ("user", "assistant", "system")
-
-
-def _check_history(values: dict[str, Any], bad: Bad) -> None:
-    """``history``: earlier turns as ``{"role", "content"}`` objects; plain strings alternate
-    user / assistant, starting with the user."""
-    turns = values.get("history")
-    if turns is None:
-        return
-    if not isinstance(turns, list):
-        bad("history", f"must be a list of {{role, content}} objects, got {type(turns).__name__}")
-        return
-    out: list[dict[str, str]] = []
-    for i, t in enumerate(turns):
-        if isinstance(t, str):
-            t = {"role": "user" if i % 2 == 0 else "assistant", "content": t}
-        if not isinstance(t, Mapping):
-            bad("history", f"item {i} must be an object with role and content")
-            return
-        role, content = t.get("role"), t.get("content")
-        if role not in HISTORY_ROLES:
-            bad("history", f"item {i}: role must be one of {', '.join(HISTORY_ROLES)}, "
-                           f"got {role!r}")
-            return
-        if not isinstance(content, str):
-            bad("history", f"item {i}: content must be a string")
-            return
-        out.append({"role": str(role), "content": content})
-    values["history"] = out
-
-
-def _check_scores(values: dict[str, Any], bad: Bad) -> None:
-    """``retrieved_scores``: numbers (no NaN), as many as ``retrieved_ids``; made floats."""
-    scores = values.get("retrieved_scores")
-    if scores is None:
-        return
-    if not isinstance(scores, list):
-        bad("retrieved_scores", f"must be a list of numbers, got {type(scores).__name__}")
-        return
-    try:
-        values["retrieved_scores"] = [float(x) for x in scores if not isinstance(x, bool)]
-        if len(values["retrieved_scores"]) != len(scores) or any(
-                math.isnan(x) for x in values["retrieved_scores"]):
-            raise ValueError
-    except (TypeError, ValueError):
-        bad("retrieved_scores", "must be a list of numbers (no NaN)")
-    else:
-        ids = values.get("retrieved_ids")
-        if isinstance(ids, list) and len(ids) != len(scores):
-            bad("retrieved_scores", f"has {len(scores)} items but retrieved_ids has {len(ids)}")
-
-
-def _check_grades(grades: Any, bad: Bad) -> None:
-    if grades is not None and (not isinstance(grades, Mapping) or not all(
-            isinstance(g, int) and not isinstance(g, bool) for g in grades.values())):
-        bad("gold_grades", "must be an object {id: integer grade}")
-    elif grades is not None:
-        for doc, g in grades.items():
-            if grade_problem(g) is not None:
-                bad("gold_grades", f"doc '{doc}': {grade_problem(g)}")
 
 
 def load_samples(path: str | Path, *, skip_invalid: bool = False,
@@ -373,6 +175,9 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     if problems and (not skip_invalid or (not samples and hint)):
         raise DataError(problems, hint=hint or "fix the lines above, or pass skip_invalid=True "
                                                "(--skip-invalid) to skip them and count them")
+    if problems and not samples:  # skipping every record leaves nothing to evaluate
+        raise DataError(problems, hint=f"every one of the {len(problems)} record(s) is invalid, "
+                                       "so skipping them (--skip-invalid) leaves no sample")
     problems.sort(key=lambda p: (p.line is None, p.line or 0))
     return LoadResult(samples=samples, source=source, lines=lines, skipped=problems,
                       n_records=len(records) + n_unreadable)
@@ -552,6 +357,12 @@ class SampleStream:
         if problems and not self.skip_invalid:
             raise DataError(problems, hint="fix the lines above, or pass skip_invalid=True "
                                            "(--skip-invalid) to skip them and count them")
+        if not n_records and not problems:  # an empty file or a header-only CSV
+            raise DataError(RecordProblem(source, None, None, "no records"))
+        if problems and not seen:  # skipping every record leaves nothing to evaluate
+            raise DataError(problems, hint=f"every one of the {len(problems)} record(s) is "
+                                           "invalid, so skipping them (--skip-invalid) leaves "
+                                           "no sample")
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         self.result.skipped = problems
         self.result.n_records = n_records + n_unreadable

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data import jsontext
 from ragmeter.errors import DataError, RecordProblem
 
 ARRAY_KEYS = ("samples", "test_cases", "data", "examples", "items", "rows")
@@ -157,7 +158,7 @@ class _Dupes:
 
 def _loads(text: str) -> tuple[Any, list[str]]:
     hook = _Dupes()
-    return json.loads(text, object_pairs_hook=hook), hook.keys
+    return jsontext.loads(text, object_pairs_hook=hook), hook.keys
 
 
 def _line_of(text: str, pos: int, sep: str = "\n") -> int:
@@ -219,7 +220,7 @@ def _json_items(text: str, start: int) -> list[tuple[int, Any, list[str]]] | Non
         dec = json.JSONDecoder(object_pairs_hook=hook)
         try:
             obj, end = dec.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # a JSONDecodeError, or an over-long integer
             return None
         items.append((_line_of(text, pos, sep), obj, hook.keys))
         pos = end

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ragmeter.data import jsontext
 from ragmeter.data.grades import MAX_GRADE, grade_problem
 from ragmeter.errors import DataError, RecordProblem
 
@@ -112,7 +113,7 @@ def _parse_json(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[s
         return d
 
     try:
-        data = json.loads(text, object_pairs_hook=hook)
+        data = jsontext.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as exc:
         hint = None
         if exc.msg.startswith("Extra data"):
@@ -170,9 +171,14 @@ def load_qrels(path: str | Path, *, format: Format = "auto") -> Qrels:
     """Read qrels from a TREC file or a JSON ``{qid: {docid: rel}}`` file."""
     text = _read(path)
     if _detect(text, format) == "json":
-        return _parse_json(text, str(path), "qrels")
-    fast = _fast_qrels(text)
-    return fast if fast is not None else _parse_trec(text, str(path), "qrels")
+        qrels = _parse_json(text, str(path), "qrels")
+    else:
+        fast = _fast_qrels(text)
+        qrels = fast if fast is not None else _parse_trec(text, str(path), "qrels")
+    if not any(qrels.values()):  # an empty file, {} or only empty queries: nothing to score
+        raise DataError(RecordProblem(str(path), None, None, "holds no relevance judgments "
+                                      "(empty file, {} or queries without documents)"))
+    return qrels
 
 
 def load_run(path: str | Path, *, format: Format = "auto") -> Run:

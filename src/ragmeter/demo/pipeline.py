@@ -53,6 +53,13 @@ def demo_config(out_dir: Path, *, judge: bool = True, limit: int | None = None) 
     return parse_config(raw, base_dir=DEMO_DIR)
 
 
+def judged_tiers() -> list[str]:
+    """Names of the demo's tiers that need the LLM judge (what ``--no-judge`` drops)."""
+    raw = yaml.safe_load((DEMO_DIR / "bench.yaml").read_text(encoding="utf-8"))
+    return [t["name"] for t in raw["tiers"]
+            if isinstance(t, dict) and ("judge" in t or "judges" in t)]
+
+
 def logs_url() -> str:
     """Read-only SQLite URL of the shipped real-users log (table ``question_answer``)."""
     return f"sqlite:///{(DATA_DIR / 'real_users.sqlite').resolve()}"

@@ -48,7 +48,8 @@ def evaluate_generation(
 
     ``metrics``: metric strings (``"rouge_l(stem=ru)"``, ``"factual_correctness(mode=recall)"``);
     default: :data:`DEFAULT_METRICS`, plus :data:`JUDGED_DEFAULT` when a judge is given.
-    ``judge``: any :class:`~ragmeter.judges.base.Judge`; all judged metrics share one plan
+    ``judge``: any :class:`~ragmeter.judges.base.Judge`, or a plain function
+    ``fn(request) -> dict | str`` (see :func:`ragmeter.make_judge`); all judged metrics share one plan
     (≤ 4 calls per sample). ``embedder``: a factory ``name -> Embedder`` (default:
     :func:`ragmeter.retrieval.embedders.get_embedder`); a string picks the default model of
     ``semantic_similarity`` when the metric list does not name one. ``keep_prompts`` stores
@@ -60,10 +61,11 @@ def evaluate_generation(
     ``data_hash`` / ``outputs_hash`` / ``embedders``: the gold-fields dataset hash, the hash of
     the system outputs and the loaded embedders to use (batches share them).
     """
+    judge = _judge_of(judge)
     if batch_size is not None:
         return _in_batches(list(samples), batch_size, on_batch, metrics=metrics, judge=judge,
                            embedder=embedder, seed=seed, language=language,
-                           keep_prompts=keep_prompts, name=name)
+                           keep_prompts=keep_prompts, name=name).attach_samples(samples)
     if language not in ("auto", "ru", "en"):
         raise ConfigError("language", f"unknown language {language!r}", ["auto", "ru", "en"])
     defaulted = metrics is None
@@ -90,6 +92,7 @@ def evaluate_generation(
         timings[str(m)] = round(time.perf_counter() - t0, 4)
         _log.info("metric %s: %.3f s", m, timings[str(m)])
     result.meta["timings_s"] = timings
+    result.attach_samples(ctx.samples)  # question/answer/contexts for to_pandas and gates
     if skipped:
         result.meta["skipped_metrics"] = skipped
         for skip in skipped:
@@ -103,8 +106,17 @@ def evaluate_generation(
             "total": total, "per_sample": total / max(1, len(ctx.samples)),
             "by_prompt": _summed(p.by_prompt for p in plans), "judge": plans[0].judge_name,
             "model": plans[0].judge_model, "demo": plans[0].binary,
-        }
+            "mock": any(p.mock for p in plans)}
     return result
+
+
+def _judge_of(judge: Any) -> Any:
+    """A judge, or a plain function ``fn(request) -> dict | str`` made one."""
+    if judge is None or hasattr(judge, "ask_many"):
+        return judge
+    from ragmeter.judges.factory import as_judge
+
+    return as_judge(judge)
 
 
 def _parse(metrics: Sequence[str | Metric] | None, with_judge: bool,

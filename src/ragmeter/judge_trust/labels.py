@@ -69,8 +69,13 @@ class LabelSet:
         return sorted(self.scales)
 
     def values(self, metric: str, system: str | None = None) -> dict[str, float]:
-        """``sample_id → label on 0–1`` for one metric (raters averaged)."""
+        """``sample_id → label on 0–1`` for one metric (raters averaged). With ``system``,
+        the labels of that system; a file whose labels of ``metric`` name no system at all
+        grades whichever system is asked for."""
         acc: dict[str, list[float]] = defaultdict(list)
+        if system is not None and not any(lab.system for lab in self.labels
+                                          if lab.metric == metric):
+            system = None
         for lab in self.labels:
             if lab.metric == metric and (system is None or lab.system == system):
                 acc[lab.sample_id].append(to_unit(lab.raw, self.scales[metric]))

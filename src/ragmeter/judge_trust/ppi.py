@@ -29,6 +29,9 @@ from ragmeter.stats import (
     ppi_paired,
 )
 
+#: the range of a judged metric; an interval reaching outside it is cut to it (and says so)
+UNIT = (0.0, 1.0)
+
 
 @dataclass(frozen=True)
 class MetricPPI:
@@ -58,7 +61,8 @@ def metric_ppi(metric: str, judge_values: Mapping[str, float | None], labels: La
     ids = [s for s in lab if s in jv]
     f_all = np.asarray(list(jv.values()))
     est = ppi_mean(f_all, np.asarray([jv[s] for s in ids]), np.asarray([lab[s] for s in ids]),
-                   level=level, discrete=labels.scales[metric] != "continuous")
+                   level=level, discrete=labels.scales[metric] != "continuous",
+                   bounds=UNIT)
     plan = labels_needed(est, target_width) if target_width else None
     return MetricPPI(metric, est, len(lab) - len(ids), plan)
 
@@ -116,7 +120,8 @@ def paired_metric_ppi(metric: str, values_a: Mapping[str, float | None],
     ya = np.asarray([la.get(s, np.nan) for s in ids])
     yb = np.asarray([lb.get(s, np.nan) for s in ids])
     return ppi_paired(np.asarray([a[s] for s in ids]), np.asarray([b[s] for s in ids]), lab,
-                      ya, yb, level=level, discrete=labels.scales[metric] != "continuous")
+                      ya, yb, level=level, discrete=labels.scales[metric] != "continuous",
+                      bounds=(-1.0, 1.0))
 
 
 __all__ = ["MetricPPI", "metric_ppi", "paired_metric_ppi", "ppi_by_slice", "ppi_estimates"]

@@ -291,11 +291,31 @@ def _duration_s(value: Any, key: str) -> float:
     """``2000ms`` / ``2s`` / ``1m`` / a number (seconds) → seconds."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    m = re.fullmatch(r"\s*([0-9.]+)\s*(ms|s|m)?\s*", str(value))
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*(ms|s|m)?\s*", str(value))
     if not m:
         raise ConfigError(key, f"expected a duration like 2000ms or 2s, got {value!r}")
     n = float(m.group(1))
     return {"ms": n / 1000.0, "s": n, "m": n * 60.0, None: n}[m.group(2)]
+
+
+def _section(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any]:
+    """``parent[key]`` as a mapping (empty when absent or null), else a :class:`ConfigError`
+    naming the section: a wrongly typed section is the user's to fix, not a crash."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(path, f"must be a mapping, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def _number(value: Any, path: str, kind: type = float) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ConfigError(path, f"must be a number, got {value!r:.60}")
+    try:
+        return kind(value)
+    except ValueError:
+        raise ConfigError(path, f"must be a number, got {value!r:.60}") from None
 
 
 def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> list[JudgeConfig]:
@@ -315,7 +335,7 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
     if not isinstance(prices, Mapping):
         raise ConfigError("prices", "must map a model id to [price_in, price_out] per 1M tokens")
     if "judges" in data:
-        defaults = dict(data.get("defaults") or {})
+        defaults = dict(_section(data, "defaults", "defaults"))
         items = data["judges"]
         if not isinstance(items, list) or not items:
             raise ConfigError("judges", "must be a non-empty list of judge mappings")
@@ -342,11 +362,12 @@ def _priced(cfg: JudgeConfig, prices: Mapping[str, Any]) -> JudgeConfig:
         pair = (pair.get("in", 0.0), pair.get("out", 0.0))
     if not isinstance(pair, (list, tuple)) or len(pair) != 2:
         raise ConfigError(f"prices.{cfg.model}", "must be [price_in, price_out] per 1M tokens")
-    return cfg.with_(price_in=float(pair[0]), price_out=float(pair[1]))
+    return cfg.with_(price_in=_number(pair[0], f"prices.{cfg.model}[0]"),
+                     price_out=_number(pair[1], f"prices.{cfg.model}[1]"))
 
 
 def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:
-    openai = ai.get("openai") or {}
+    openai = _section(ai, "openai", "spring.ai.openai")
     base = str(openai.get("base-url") or "").rstrip("/")
     if not base:
         raise ConfigError("spring.ai.openai.base-url", "is required")
@@ -358,22 +379,28 @@ def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:
         raise ConfigError("spring.ai.openai.api-key", "must reference an environment variable "
                           "like ${OPENROUTER_API_KEY}; keys never live in config files")
     key_env = m.group(1) if m else None
-    chat = (openai.get("chat") or {}).get("options") or {}
-    models_block = ai.get("chat-models") or {}
-    defaults = models_block.get("default-options") or {}
-    listed = [str(x["id"]) for x in models_block.get("list") or [] if isinstance(x, Mapping)
-              and "id" in x]
+    chat = _section(_section(openai, "chat", "spring.ai.openai.chat"), "options",
+                    "spring.ai.openai.chat.options")
+    models_block = _section(ai, "chat-models", "spring.ai.chat-models")
+    defaults = _section(models_block, "default-options", "spring.ai.chat-models.default-options")
+    listing = models_block.get("list") or []
+    if not isinstance(listing, list):
+        raise ConfigError("spring.ai.chat-models.list", "must be a list of {id: model}")
+    listed = [str(x["id"]) for x in listing if isinstance(x, Mapping) and "id" in x]
     if not listed and chat.get("model"):
         listed = [str(chat["model"])]
     if not listed:
         raise ConfigError("spring.ai.chat-models.list", "names no model")
-    backoff = ((ai.get("retry") or {}).get("backoff")) or {}
+    backoff = _section(_section(ai, "retry", "spring.ai.retry"), "backoff",
+                       "spring.ai.retry.backoff")
     retry = RetryPolicy(
         initial=_duration_s(backoff.get("initial-interval", 2.0), "retry.initial-interval"),
         max=_duration_s(backoff.get("max-interval", 30.0), "retry.max-interval"),
-        multiplier=float(backoff.get("multiplier", 2.0)))
-    temperature = float(defaults.get("temperature", chat.get("temperature", 0.0)))
-    max_tokens = int(defaults.get("max-tokens", chat.get("max-tokens", 1000)))
+        multiplier=_number(backoff.get("multiplier", 2.0), "spring.ai.retry.backoff.multiplier"))
+    temperature = _number(defaults.get("temperature", chat.get("temperature", 0.0)),
+                          "spring.ai temperature")
+    max_tokens = _number(defaults.get("max-tokens", chat.get("max-tokens", 1000)),
+                         "spring.ai max-tokens", int)
     return [JudgeConfig(name=model.split("/")[-1], backend="openai", base_url=base, model=model,
                         api_key_env=key_env, temperature=temperature, max_tokens=max_tokens,
                         retry=retry) for model in listed]

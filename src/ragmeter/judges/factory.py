@@ -6,6 +6,7 @@ A new backend is one ``@BACKENDS.register("name")`` function ``(config, **kwargs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from ragmeter.judges.base import Judge
@@ -21,8 +22,24 @@ class JudgeBuilder(Protocol):
 BACKENDS: Registry[JudgeBuilder] = Registry("judge backend", key="backend")
 
 
-def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
-    """Build the judge ``config`` describes.
+def as_judge(judge: Any, **kwargs: Any) -> Any:
+    """``judge`` itself when it is a judge (has ``ask_many``), else a plain function
+    ``fn(request) -> dict | str`` made a judge (:func:`make_judge`)."""
+    if judge is None or hasattr(judge, "ask_many"):
+        return judge
+    return make_judge(judge, **kwargs)
+
+
+def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge:
+    """Build the judge ``config`` describes — or make a plain function a judge.
+
+    A function ``fn(request) -> dict | str`` (sync or async; ``request`` is a
+    :class:`~ragmeter.judges.base.JudgeRequest` with ``messages``, ``schema``, ``kind`` and
+    ``sample_id``) is a first-class judge: its reply goes through the same parsing, repair,
+    retries and unscored reasons as a model's (a reply that cannot be read is *unscored*, never
+    0). Its name is the function's; keyword arguments go to
+    :class:`~ragmeter.judges.scripted.ScriptedJudge` (``name``, ``model``, ``config``).
+    ``evaluate_generation(..., judge=fn)`` does the same.
 
     ``openai``: an OpenAI-compatible endpoint. ``gguf``: a local GGUF file (extra ``gguf``).
     ``local-demo``: the bundled weak demonstration model (extra ``local-judge``), ``demo=True``.
@@ -35,6 +52,12 @@ def make_judge(config: JudgeConfig, **kwargs: Any) -> Judge:
     counts tokens is returned; inside :func:`ragmeter.cost.budget_scope` the judge is wrapped
     so it stops at the budget.
     """
+    if callable(config) and not isinstance(config, JudgeConfig):
+        from ragmeter.judges.scripted import ScriptedJudge
+
+        fn = config
+        name = str(kwargs.pop("name", getattr(fn, "__name__", "function")))
+        return ScriptedJudge(fn, name=name, model=str(kwargs.pop("model", name)), **kwargs)
     from ragmeter.cost import budgeted, planned_judge
     from ragmeter.privacy.judge import pseudonymised
 
@@ -57,8 +80,9 @@ def _openai(config: JudgeConfig, **kwargs: Any) -> Judge:
 
 @BACKENDS.register("gguf")
 def _gguf(config: JudgeConfig, **kwargs: Any) -> Judge:
-    from ragmeter.judges.gguf import GGUFBackend
+    from ragmeter.judges.gguf import GGUFBackend, local_timeout_s
 
+    config = config.with_(timeout_s=local_timeout_s(config))
     return EngineJudge(config, GGUFBackend(config), **kwargs)
 
 

@@ -251,6 +251,20 @@ class GGUFBackend(BackendBase):
                           model=self.model)
 
 
+#: the per-call timeout of an in-process model unless one is configured: off in effect (a day).
+#: A local model has no network to hang on; its speed is the machine's free CPU (≈ 5 s per
+#: demo-judge call on two idle cores, ≈ 30 s on a busy machine), so any fixed limit turns a
+#: busy machine into a run where every call times out.
+LOCAL_TIMEOUT_S = 86_400.0
+
+
+def local_timeout_s(config: JudgeConfig) -> float:
+    """``config.timeout_s`` when set to other than the network default, else
+    :data:`LOCAL_TIMEOUT_S`."""
+    default = JudgeConfig.__dataclass_fields__["timeout_s"].default
+    return LOCAL_TIMEOUT_S if config.timeout_s == default else config.timeout_s
+
+
 @dataclass(frozen=True)
 class DemoStatus:
     """Whether the offline demo judge can be loaded; if not, why and how to enable it."""
@@ -275,7 +289,7 @@ def make_demo_judge(config: JudgeConfig | None = None, *, spec: ModelSpec = DEMO
     base = config or JudgeConfig(name="local-demo", backend="local-demo", api_key_env=None)
     path = assemble_model(spec, base.cache_dir)
     cfg = base.with_(backend="gguf", gguf_path=str(path), model=f"{spec.name}@{spec.sha256[:12]}",
-                     max_concurrency=1, api_key_env=None)
+                     max_concurrency=1, api_key_env=None, timeout_s=local_timeout_s(base))
     if cfg.name == "judge":
         cfg = cfg.with_(name="local-demo")
     return EngineJudge(cfg, GGUFBackend(cfg), demo=True, **kwargs)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.judges.parsing import JSONExtractError, example_instance, extract_json
+from ragmeter.serving import BackgroundServer
 
 FAULT_KINDS = ("429", "500", "timeout", "invalid_json", "truncated", "schema_error", "refusal",
                "no_response_format")
@@ -105,21 +106,18 @@ def find_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-class MockJudgeServer:
+class MockJudgeServer(BackgroundServer):
     """The fake server, run on its own event loop in a background thread."""
 
+    what = "mock judge server"
+    start_timeout_s = 15.0
+
     def __init__(self, config: MockConfig | None = None, host: str = "127.0.0.1", port: int = 0):
+        super().__init__(host, port)
         self.config = config or MockConfig()
-        self.host = host
-        self.port = port
         self._counters = _Counters()
         self._lock = threading.Lock()
         self._rng = random.Random(self.config.seed)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
         self._sem: asyncio.Semaphore | None = None
         #: raw request bodies, in arrival order (with ``MockConfig.record_bodies``)
         self.received: list[str] = []
@@ -128,41 +126,10 @@ class MockJudgeServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    # -- lifecycle -----------------------------------------------------------------------------
-    def start(self) -> MockJudgeServer:
-        self._thread = threading.Thread(target=self._run, name="ragmeter-mock-judge", daemon=True)
-        self._thread.start()
-        if not self._ready.wait(15):
-            raise RuntimeError("mock judge server did not start within 15 s")
-        if self._error is not None:
-            raise RuntimeError(f"mock judge server failed to start: {self._error}")
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(10)
-        self._thread = None
-
-    def __enter__(self) -> MockJudgeServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self._serve())
-        except BaseException as exc:  # pragma: no cover - reported through start()
-            self._error = exc
-            self._ready.set()
-
-    async def _serve(self, block: bool = True) -> None:
+    # -- lifecycle (BackgroundServer) ------------------------------------------------------------
+    def app(self) -> Any:
         from aiohttp import web
 
-        self._loop = asyncio.get_running_loop()
-        self._stop = asyncio.Event()
         if self.config.max_concurrency:
             self._sem = asyncio.Semaphore(self.config.max_concurrency)
         app = web.Application(client_max_size=64 * 1024 * 1024,
@@ -173,19 +140,7 @@ class MockJudgeServer:
         app.router.add_get("/stats", self._stats)
         app.router.add_post("/reset", self._reset)
         app.router.add_get("/health", self._health)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                               handler_cancellation=True, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, backlog=1024)
-        await site.start()
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            self.port = int(server.sockets[0].getsockname()[1])
-        self._ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            await runner.cleanup()
+        return app
 
     # -- stats -----------------------------------------------------------------------------------
     def stats(self) -> dict[str, Any]:

@@ -301,9 +301,12 @@ def _bleu_compute(metric: Metric, ctx: Any) -> MetricResult:
         vals, sb_sig = sentence_bleu(hyps, refs, tokenize)
     for j, i in enumerate(idx):
         scores[i] = SampleScore(ctx.samples[i].id, float(vals[j]))
-    corpus, _ = corpus_bleu(hyps, refs, tokenize) if idx else (float("nan"), "")
-    ctx.cache.setdefault("corpus", {})[str(metric)] = {"corpus_bleu": corpus,
-                                                      "sacrebleu": sb_sig, "n": len(idx)}
+    entry: dict[str, Any] = {"corpus_bleu": None, "sacrebleu": sb_sig, "n": len(idx)}
+    if idx:
+        entry["corpus_bleu"] = corpus_bleu(hyps, refs, tokenize)[0]
+    else:
+        entry["reason"] = "no sample has both a response and a reference"
+    ctx.cache.setdefault("corpus", {})[str(metric)] = entry
     sig = ctx.signature(str(metric), sacrebleu=sb_sig.replace("|", ","), scale="0-100")
     return MetricResult.from_scores(str(metric), [s for s in scores if s is not None], sig,
                                     counts=counts, seed=ctx.seed)

@@ -19,12 +19,15 @@ Measured on the shipped labelled set's unseen half (``ragmeter.metrics.refusal_d
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
+
 from ragmeter.metrics.registry import Metric, MetricSpec, register
 from ragmeter.results.records import MetricResult, SampleScore
+from ragmeter.stats import bootstrap_stat
 
 RefusalKind = Literal["statement", "redirect", "empty"]
 
@@ -218,3 +221,50 @@ def _compute(metric: Metric, ctx: Any) -> MetricResult:
 for _name, (_scope, _fn, _hib, _doc) in _RATES.items():
     register(MetricSpec(name=_name, family="refusal", doc=_doc, higher_is_better=_hib,
                         required_fields=("response",), compute=_compute))
+
+
+# ------------------------------------------------------- whole-set statistics (F1, AURC)
+def confidence_of(sample: Any) -> float | None:
+    """The system's confidence signal for a sample: ``metadata.confidence`` when given, else
+    its top retrieval score; None without either."""
+    c = sample.metadata.get("confidence") if sample.metadata else None
+    if isinstance(c, (int, float)) and not isinstance(c, bool):
+        return float(c)
+    return float(max(sample.retrieved_scores)) if sample.retrieved_scores else None
+
+
+def abstention_summary(samples: Sequence[Any], *, seed: int = 42) -> dict[str, Any]:
+    """Whole-set abstention statistics with seeded bootstrap CIs (resampling samples):
+    ``f1`` of abstention precision and recall, and — when every labelled sample has a
+    confidence signal (:func:`confidence_of`) — the risk–coverage ``curve`` and its area
+    ``aurc`` (lower is better). A sample's loss is 1 when its behaviour was wrong (an
+    unanswerable question answered, an answerable one refused). Samples without an
+    answerability label or a response are left out (counted in ``n_left_out``)."""
+    rows = [(answerable(s), detect_refusal(s.response).refused, confidence_of(s))
+            for s in samples if s.response is not None]
+    kept = [(a, r, c) for a, r, c in rows if a is not None]
+    unans = np.array([not a for a, _, _ in kept], dtype=bool)
+    refused = np.array([r for _, r, _ in kept], dtype=bool)
+
+    def f1(idx: np.ndarray) -> float | None:
+        u, r = unans[idx], refused[idx]
+        if not u.any() or not r.any():
+            return None
+        p, rec = (u & r).sum() / r.sum(), (u & r).sum() / u.sum()
+        return 0.0 if p + rec == 0 else float(2 * p * rec / (p + rec))
+
+    out: dict[str, Any] = {"n": len(kept), "n_left_out": len(samples) - len(kept),
+                           "f1": bootstrap_stat(f1, len(kept), seed=seed)}
+    conf = [c for _, _, c in kept]
+    if kept and all(c is not None for c in conf):
+        order = np.argsort(-np.array(conf, dtype=float), kind="stable")
+        loss = (unans != refused)[order].astype(float)     # wrong behaviour, most confident first
+
+        def aurc(idx: np.ndarray) -> float:
+            ls = loss[np.sort(idx)]
+            return float(np.mean(np.cumsum(ls) / np.arange(1, ls.size + 1)))
+
+        risk = np.cumsum(loss) / np.arange(1, loss.size + 1)
+        out["curve"] = [(round((i + 1) / loss.size, 6), float(x)) for i, x in enumerate(risk)]
+        out["aurc"] = bootstrap_stat(aurc, len(kept), seed=seed)
+    return out

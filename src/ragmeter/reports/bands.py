@@ -97,4 +97,5 @@ def from_demo_judge(demo_judges: Iterable[str], signature: Mapping[str, str]) ->
     band (they show how ragmeter works, they do not measure the system)."""
     names = set(demo_judges)
     return (signature.get("demo") == "yes" or signature.get("judge_demo") == "yes"
+            or signature.get("mock") == "yes"
             or (signature.get("judge") is not None and signature.get("judge") in names))

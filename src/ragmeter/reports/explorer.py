@@ -200,6 +200,11 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
     ``sample_href`` (a format string with ``{id}``) links each row to a drill-down page."""
     columns = _columns(run, decisions)
     order, all_scores = _scores_by_sample(run)
+    if columns:  # only rows with a value (or an unscored mark) in one of the columns
+        kept = [sid for sid in order if any(sid in c.values for c in columns)]
+        hidden, order = len(order) - len(kept), kept
+    else:
+        hidden = 0
     total = len(order)
     order = sorted(order, key=_badness(columns, set(run.samples)))[:MAX_EXPLORER_SAMPLES]
     types = sorted({str(run.samples.get(s, {}).get("type")) for s in order
@@ -224,6 +229,8 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
                      "n_unscored": sum(1 for s in sc if s[3] is None)})
     note = (f"<p class=muted>{t('truncated', lang, n=MAX_EXPLORER_SAMPLES, total=total)}</p>"
             if total > MAX_EXPLORER_SAMPLES else "")
+    if hidden:
+        note += f"<p class=muted id=rm-hidden>{t('explorer_hidden', lang, n=hidden)}</p>"
     html = (
         f"<section id=explorer><h2>{t('explorer', lang)}</h2><p class=intro>"
         f"{t('explorer_intro', lang)}</p>{note}"

@@ -37,8 +37,9 @@ from ragmeter.reports.explorer import fmt_value as _fmt_value
 from ragmeter.reports.explorer import (  # noqa: F401 (the viewer's pages import it from here)
     reasons_from_details as _reasons_from_details,
 )
-from ragmeter.reports.i18n import check_lang, results_lang, t
+from ragmeter.reports.i18n import check_lang, results_lang, status_text, t
 from ragmeter.reports.judge_card import card_section
+from ragmeter.reports.judge_labels import is_demo, mock_banner
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
@@ -95,18 +96,6 @@ def _parse_key(key: str) -> tuple[str, int | None, str]:
     return split_metric_key(key.replace(" ", ""))
 
 
-def is_demo(run: StoredRun) -> list[str]:
-    """Names of demo judges behind this run's numbers (empty when none)."""
-    names = list(run.meta.get("demo_judges") or [])
-    for rec in run.tiers.values():
-        for res in rec.results:
-            if res.meta.get("demo") or res.meta.get("demo_judge"):
-                names.append(str(res.meta.get("judge") or res.name))
-            for mr in res.results.values():
-                sig = mr.signature.as_dict()
-                if sig.get("demo") == "yes" or sig.get("judge_demo") == "yes":
-                    names.append(sig.get("judge") or res.name)
-    return sorted(set(names))
 
 
 # --------------------------------------------------------------------------- charts
@@ -390,11 +379,12 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
     colors = svg.system_colors(r.name for rec in run.tiers.values() for r in rec.results)
     parts = [f"<header><h1>{escape(run.name)}</h1><p class=meta>{t('run', lang)} "
              f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)} "
-             f"{escape(run.status)} · git <code>{escape((run.git_commit or '–')[:12])}</code>"
+             f"{escape(status_text(run.status, lang))} · git <code>{escape((run.git_commit or '–')[:12])}</code>"
              f" · ragmeter {escape(__version__)}</p></header>"]
     if demo:
         parts.append('<div class="banner demo" id="demo-banner">'
                      + escape(t("demo_banner", lang, names=", ".join(demo))) + "</div>")
+    parts.append(mock_banner(run, lang))
     parts.append(_decision_section(run, lang, decisions))
     nav = "".join(f'<a href="#tier-{escape(x)}">{escape(tier_title(x, lang))}</a>'
                   for x in decisions)
@@ -512,6 +502,7 @@ def render_comparison_html(a: Any, b: Any, rows: Iterable[Any], lang: str | None
     if demo:
         body += ('<div class="banner demo" id="demo-banner">'
                  + escape(t("demo_banner", lang, names=", ".join(demo))) + "</div>")
+    body += mock_banner(a.run, lang) or mock_banner(b.run, lang)
     body += comparison_body(a, b, rows, lang)
     body += (f"<section id=signature><h2>{t('signatures', lang)}</h2><p>A: <code>"
              f"{escape(a.run.signature)}</code></p><p>B: <code>{escape(b.run.signature)}</code>"

@@ -98,6 +98,13 @@ TEXT: dict[str, tuple[str, str]] = {
         "system.",
         "Демо-судья. Часть чисел в отчёте получена слабым офлайн-судьёй для демонстрации "
         "({names}). Они показывают, как работает ragmeter, и не измеряют вашу систему."),
+    "mock_banner": (
+        "Mock judge. Some numbers in this report come from replies of `ragmeter mock-judge`, a "
+        "test server that answers at random ({names}). They test the plumbing; they measure "
+        "nothing.",
+        "Тестовый судья. Часть чисел в отчёте получена из ответов `ragmeter mock-judge` — "
+        "тестового сервера со случайными ответами ({names}). Они проверяют связку и ничего не "
+        "измеряют."),
     # tiers
     "tiers": ("Tiers", "Уровни"),
     "tiers_not_run": ("{n} tier(s) not run or failed; each with its reason.",
@@ -220,6 +227,62 @@ TEXT: dict[str, tuple[str, str]] = {
     "v_details": ("details", "подробности"),
     "v_a": ("A (before)", "A (до)"),
     "v_b": ("B (after)", "B (после)"),
+    "v_bad_query": ("Bad request", "Неверный запрос"),
+    "v_corrupt": ("Run cannot be read", "Запуск не читается"),
+    "v_page": ("page {n} of {of}", "страница {n} из {of}"),
+    "v_prev": ("newer", "новее"),
+    "v_next": ("older", "старее"),
+    "v_bench": ("Benchmark", "Бенчмарк"),
+    "v_live": ("Running now", "Идут сейчас"),
+    "v_live_run": ("Live run", "Запуск в процессе"),
+    "v_live_intro": ("Progress of each tier and the mean of its finished batches so far; the "
+                     "page updates itself every few seconds.",
+                     "Ход каждого уровня и среднее по уже готовым пакетам; страница "
+                     "обновляется сама каждые несколько секунд."),
+    "v_live_stored": ("Finished and stored: open the run", "Завершён и сохранён: открыть запуск"),
+    "v_progress": ("progress", "ход"),
+    "batches": ("batches", "пакетов"),
+    "st_complete": ("complete", "завершён"),
+    "st_failed": ("failed", "с ошибкой"),
+    "st_interrupted": ("interrupted", "прерван"),
+    "st_writing": ("being written", "записывается"),
+    "st_running": ("running", "идёт"),
+    "st_stalled": ("stalled (no progress for 10 min)", "остановился (10 мин без хода)"),
+    "st_stored": ("finished", "завершён"),
+    "explorer_hidden": ("{n} other scored items (texts, sessions, log rows) have no value in "
+                        "these columns: they are in their tiers' sections above.",
+                        "Ещё {n} оценённых элементов (тексты, сессии, строки журнала) без "
+                        "значения в этих столбцах: они в разделах своих уровней выше."),
+    "v_raw_details": ("all details (JSON)", "все подробности (JSON)"),
+    "check_pass": ("PASS", "ПРОЙДЕНО"),
+    "check_fail": ("FAIL", "НЕ ПРОЙДЕНО"),
+    "v_side": ("Side by side", "Рядом"),
+    "v_side_short": ("side by side", "рядом"),
+    "v_side_intro": ("One question in two or more runs: each run's answer, its contexts (gold "
+                     "ones marked ★) and its scores with the judge's reasoning, claim by claim.",
+                     "Один вопрос в двух и более запусках: ответ каждого, его контексты "
+                     "(эталонные отмечены ★) и оценки с рассуждением судьи по каждому "
+                     "утверждению."),
+    "v_pick_two_side": ("Pick two or more runs and a sample.",
+                        "Выберите два или более запуска и пример."),
+    "v_no_contexts": ("no retrieved contexts", "найденных контекстов нет"),
+    "v_gold": ("gold", "эталон"),
+    "yes": ("yes", "да"),
+    "no": ("no", "нет"),
+    "v_answer_in_context": ("in the contexts", "в контекстах"),
+    "v_answer_in_reference": ("in the reference", "в эталоне"),
+    "v_reference_in_answer": ("in the answer", "в ответе"),
+    "v_reference_in_context": ("in the contexts", "в контекстах"),
+    "v_claims_answer": ("Answer's claims", "Утверждения ответа"),
+    "v_claims_reference": ("Reference's claims", "Утверждения эталона"),
+    "v_judge_reason": ("judge's reason", "обоснование судьи"),
+    "v_reasoning": ("reason / judge's reasoning", "причина / рассуждение судьи"),
+    "v_no_sample_in_run": ("This run has no such sample.", "В этом запуске нет такого примера."),
+    "v_sample_improvements": ("Per-sample improvements (best first)",
+                              "Улучшения по примерам (сначала самые большие)"),
+    "v_no_sample_improvements": ("No sample got better.", "Ни один пример не улучшился."),
+    "v_paired_test": ("paired test of the metric", "парный тест метрики"),
+    "v_side_btn": ("Side by side", "Рядом"),
     # markdown
     "tiers_not_run_md": ("Tiers not run:", "Не запущенные уровни:"),
     "gate": ("Quality gate", "Проверка качества"),
@@ -239,6 +302,12 @@ def t(key: str, lang: str = "en", **fields: object) -> str:
         return key.format(**fields) if fields else key
     text = pair[1] if lang == "ru" else pair[0]
     return text.format(**fields) if fields else text
+
+
+def status_text(status: str, lang: str = "en") -> str:
+    """A run's or tier's status (``complete``, ``failed``, ``ok``...) in ``lang``."""
+    key = f"st_{status}"
+    return t(key, lang) if key in TEXT else status
 
 
 def check_lang(lang: str) -> str:
@@ -311,9 +380,19 @@ TEXT.update({
     "jc_raw_mean": ("judge mean", "среднее судьи"),
     "jc_ppi_estimate": ("corrected", "с поправкой"),
     "jc_correction": ("correction", "поправка"),
+    "jc_clipped": ("interval cut to the metric's range {lo}–{hi}",
+                   "интервал обрезан до диапазона метрики {lo}–{hi}"),
     "jc_labelled": ("labelled / all", "размечено / всего"),
-    "jc_none": ("No run in this store holds a judge card.",
-                "Ни в одном запуске этого хранилища нет карточки судьи."),
+    "jc_none": ("No run in this store holds a judge card. A card measures a judge against "
+                "human verdicts: label some judged samples of a run (a JSONL file of sample_id, "
+                "metric, label: yes/no or 0/1/2), then run "
+                "`ragmeter judge card RUN_ID --labels labels.jsonl`; "
+                "`ragmeter judge bench` grades judges on the bundled labelled benchmark.",
+                "Ни в одном запуске этого хранилища нет карточки судьи. Карточка сравнивает "
+                "судью с решениями людей: разметьте несколько примеров запуска (JSONL: "
+                "sample_id, metric, label — да/нет или 0/1/2) и выполните "
+                "`ragmeter judge card RUN_ID --labels labels.jsonl`; "
+                "`ragmeter judge bench` оценивает судей на встроенном размеченном наборе."),
     "jc_compare_intro": (
         "Judge cards of the stored runs side by side, ranked per metric by {stat}.",
         "Карточки судей из сохранённых запусков рядом, по каждой метрике в порядке {stat}."),

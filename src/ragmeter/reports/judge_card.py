@@ -34,6 +34,12 @@ def _ci(lo: float | None, hi: float | None) -> str:
     return "" if lo is None or hi is None else f"[{_f(lo)}, {_f(hi)}]"
 
 
+def _clip_note(p: Mapping[str, Any], lang: str) -> str:
+    """'' or the note that the interval was cut to the metric's range."""
+    rng = p.get("clipped_to")
+    return t("jc_clipped", lang, lo=_f(rng[0], 0), hi=_f(rng[1], 0)) if rng else ""
+
+
 def _scale(m: MetricCard, lang: str) -> str:
     return t(f"jc_scale_{m.scale}", lang) if m.scale in ("binary", "ordinal", "continuous") \
         else m.scale
@@ -59,7 +65,9 @@ def _ppi_rows(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
         rows.append(f"<tr><td><code>{escape(metric)}</code></td>"
                     f"<td class=num>{_f(p.get('judge_mean'))}</td>"
                     f"<td class=num><b>{_f(p.get('estimate'))}</b><br><span class=ci>"
-                    f"{_ci(p.get('ci_low'), p.get('ci_high'))}</span></td>"
+                    f"{_ci(p.get('ci_low'), p.get('ci_high'))}</span>"
+                    + (f"<br><span class=muted>{escape(_clip_note(p, lang))}</span>"
+                       if p.get("clipped_to") else "") + "</td>"
                     f"<td class=num>{_f(p.get('correction'), 3)}</td>"
                     f"<td class=num>{p.get('n_labelled', '–')} / {p.get('n_all', '–')}</td></tr>")
     if not rows:
@@ -105,12 +113,12 @@ def card_section(run: Any, lang: str) -> str:
 
 def card_markdown(run: Any, lang: str) -> list[str]:
     """A short Markdown block per card: κ, accuracy, bias direction and the corrected mean."""
-    from ragmeter.reports.markdown import md_escape
+    from ragmeter.reports.markdown import md_code, md_escape
 
     lines: list[str] = []
     for card, ppi in stored_cards(run):
         lines += [f"### {t('jc_title', lang)}: {md_escape(card.judge)} "
-                  f"(`{md_escape(card.model)}`)", "",
+                  f"({md_code(card.model)})", "",
                   f"| {t('metric', lang)} | n | {t('jc_accuracy', lang)} | {t('jc_kappa', lang)}"
                   f" | {t('jc_auc', lang)} | {t('jc_bias', lang)} | {t('jc_raw_mean', lang)} | "
                   f"{t('jc_ppi_estimate', lang)} |", "|---|---:|---:|---:|---:|---|---:|---|"]
@@ -119,9 +127,11 @@ def card_markdown(run: Any, lang: str) -> list[str]:
             p = ppi.get(m.metric) or {}
             corr = (f"{_f(p.get('estimate'))} {_ci(p.get('ci_low'), p.get('ci_high'))}"
                     if p else "–")
+            if p.get("clipped_to"):
+                corr += f" ({md_escape(_clip_note(p, lang))})"
             raw = _f(p.get("judge_mean")) if p else _f(m.judge_mean)
             lines.append(
-                f"| `{md_escape(m.metric)}` | {m.n} | {_f(s['accuracy'].value)} | "
+                f"| {md_code(m.metric)} | {m.n} | {_f(s['accuracy'].value)} | "
                 f"{_f(s['kappa'].value)} | {_f(s['auc'].value)} | "
                 f"{md_escape(t('jc_bias_' + m.bias_direction.replace(' ', '_'), lang))} | "
                 f"{raw} | {corr} |")

@@ -7,6 +7,7 @@ would render) — a metric or system name cannot break the table or inject HTML.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -34,9 +35,26 @@ def _slice_sections(dec: Any) -> list[str]:
     return out
 
 
+_MD_PUNCT = re.compile(r"([\\`*_\[\]!~|#])")
+_AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
+
+
 def md_escape(text: object) -> str:
-    s = str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", " ")
-    return s.replace("<", "&lt;").replace(">", "&gt;").replace("`", "\\`")
+    """Text shown as itself in Markdown (and a GitHub table cell): no link, image, emphasis,
+    autolink, HTML or cell break can come out of a name, a question or a message."""
+    s = str(text).replace("\r", " ").replace("\n", " ")
+    s = _MD_PUNCT.sub(r"\\\1", s)
+    s = _AUTOLINK.sub(lambda m: "\\" + m[1] if m[1][0] in ":@" else m[1][:3] + "\\.", s)
+    return s.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_code(text: object) -> str:
+    """``text`` as an inline code span: a backtick fence longer than any run inside it, and
+    ``|`` escaped as a GitHub table requires even there."""
+    s = str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall("`+", s)), default=0) + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
 
 
 def _f(x: float | None) -> str:
@@ -50,29 +68,33 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     """A PR-sized summary that leads with the decision: per tier a verdict and a table of
     systems × key metrics (mean, 95% CI, best in bold, † significant gap to the best); then
     tiers not run, gate results, every metric, and the signature."""
-    from ragmeter.reports.html import is_demo, run_lang, tier_decisions
+    from ragmeter.reports.html import run_lang, tier_decisions
     from ragmeter.reports.judge_card import card_markdown
+    from ragmeter.reports.judge_labels import is_demo, is_mock
 
     lang = check_lang(lang) if lang else run_lang(run)
     lines = [f"## ragmeter: {md_escape(run.name)}", "",
-             f"{t('run', lang)} `{md_escape(run.id)}` · {md_escape(run.created_at)} · "
+             f"{t('run', lang)} {md_code(run.id)} · {md_escape(run.created_at)} · "
              f"{t('status', lang)} {md_escape(run.status)} · git "
-             f"`{md_escape((run.git_commit or '–')[:12])}`", ""]
+             f"{md_code((run.git_commit or '–')[:12])}", ""]
     demo = is_demo(run)
     if demo:
         lines += [f"> ⚠️ {md_escape(t('demo_banner', lang, names=', '.join(demo)))}", ""]
+    mock = is_mock(run)
+    if mock:
+        lines += [f"> ⚠️ {md_escape(t('mock_banner', lang, names=', '.join(mock)))}", ""]
     lines += _decisions_md(tier_decisions(run, lang), lang)
     not_ok = [(x, r) for x, r in run.tiers.items() if r.status != "ok"]
     if not_ok:
         lines += [f"**{t('tiers_not_run_md', lang)}**", ""]
-        lines += [f"- `{md_escape(x)}` ({md_escape(t('st_' + r.status, lang))}): "
+        lines += [f"- {md_code(x)} ({md_escape(t('st_' + r.status, lang))}): "
                   f"{md_escape(r.reason or '')}" for x, r in not_ok]
         lines.append("")
     if gate_rows:
         lines += _gate_md(gate_rows, lang)
     lines += card_markdown(run, lang)
     lines += _all_metrics_md(run, demo, lang)
-    lines += [f"<sub>{t('signature', lang).lower()}: `{md_escape(run.signature)}`</sub>", ""]
+    lines += [f"<sub>{t('signature', lang).lower()}: {md_code(run.signature)}</sub>", ""]
     return "\n".join(lines)
 
 
@@ -83,10 +105,10 @@ def _decisions_md(decisions: Mapping[str, TierDecision], lang: str) -> list[str]
         lines += [t("no_results", lang), ""]
     n_res = seed = None
     for tier, dec in decisions.items():
-        lines += [f"**{md_escape(tier_title(tier, lang))}** (`{md_escape(tier)}`): "
+        lines += [f"**{md_escape(tier_title(tier, lang))}** ({md_code(tier)}): "
                   f"{md_escape(dec.verdict(lang))}", ""]
         lines += ["| " + t("system", lang) + " | " + " | ".join(
-            f"`{md_escape(m)}`" for m in dec.metrics) + " |",
+            f"{md_code(m)}" for m in dec.metrics) + " |",
                   "|---|" + "---:|" * len(dec.metrics)]
         multi = sum(1 for s in dec.systems
                     if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
@@ -125,8 +147,9 @@ def _gate_md(gate_rows: Sequence[Any], lang: str) -> list[str]:
     lines += [f"| {t('result', lang)} | {t('metric', lang)} | {t('value', lang)} | "
               f"{t('threshold', lang)} | {t('verdict', lang)} | {t('message', lang)} |",
               "|---|---|---:|---|---|---|"]
-    lines += [f"| {md_escape(r.target)} | `{md_escape(r.metric)}` | {_f(r.value)} | "
-              f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} {r.verdict} | "
+    lines += [f"| {md_escape(r.target)} | {md_code(r.metric)} | {_f(r.value)} | "
+              f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} "
+              f"{t('check_pass' if r.passed else 'check_fail', lang)} | "
               f"{md_escape(r.message)} |" for r in gate_rows]
     lines.append("")
     return lines
@@ -149,7 +172,7 @@ def _all_metrics_md(run: StoredRun, demo: Sequence[str], lang: str) -> list[str]
                 icon = BAND_ICON.get(band or "", "")
                 if band:
                     icon = icon.split(" ", 1)[0] + " " + t(band, lang)
-                rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | `{md_escape(key)}` | "
+                rows.append(f"| {md_escape(tier)} | {md_escape(res.name)} | {md_code(key)} | "
                             f"{mean} | {ci} | {a.n} | {a.n_unscored} | {icon} |")
     if not rows:
         return []
@@ -166,7 +189,7 @@ def comparison_markdown(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -
     rows = sorted(rows, key=lambda r: (order.get(r.verdict, 2), r.comparison.p_value))
     n_reg = sum(r.verdict == "regression" for r in rows)
     method = rows[0].comparison.method if rows else "randomization"
-    lines = [f"## ragmeter compare: `{md_escape(b.label)}` vs `{md_escape(a.label)}`", "",
+    lines = [f"## ragmeter compare: {md_code(b.label)} vs {md_code(a.label)}", "",
              f"{'🔴' if n_reg else '✅'} {t('regressions', lang, n=n_reg)} "
              f"({t('cmp_meta', lang, method=method)}, B − A)", "",
              f"| {t('result', lang)} | {t('metric', lang)} | A | B | B − A | {t('diff_ci', lang)}"
@@ -176,7 +199,7 @@ def comparison_markdown(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -
         c = r.comparison
         v = t("v_" + r.verdict, lang)
         mark = {"regression": f"🔴 **{v}**", "improvement": f"🟢 {v}"}.get(r.verdict, v)
-        lines.append(f"| {md_escape(r.result)} | `{md_escape(c.metric)}` | {_f(c.mean_a)} | "
+        lines.append(f"| {md_escape(r.result)} | {md_code(c.metric)} | {_f(c.mean_a)} | "
                      f"{_f(c.mean_b)} | {c.diff:+.4f} | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | "
                      f"{c.p_value:.4f} | {c.n} | {mark} |")
     lines.append("")

@@ -9,7 +9,6 @@ part of this metric's population at all and is only counted in ``counts``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -286,6 +285,28 @@ class EvalResult:
     name: str
     results: dict[str, MetricResult] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the scored samples by id (question, answer, contexts) for :meth:`to_pandas` and gate
+    #: messages; kept in memory only (not saved, not compared)
+    samples: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def attach_samples(self, samples: Iterable[Any]) -> EvalResult:
+        """Keep the samples' text with the result (what :meth:`to_pandas` shows); returns
+        the result."""
+        for s in samples:
+            self.samples[str(getattr(s, "id", None) or s.get("id"))] = s
+        return self
+
+    def to_pandas(self, shape: str = "wide", samples: Iterable[Any] | None = None) -> Any:
+        """Per-sample pandas DataFrame with the question, answer and contexts of each sample.
+
+        ``shape="wide"``: one row per sample, a value column and a ``<metric>:reason`` column
+        per metric; ``"long"``: one row per (sample, metric) with ``value`` and ``reason``
+        (why it is unscored, else the judge's reason). ``samples``: the samples' text when the
+        result does not hold it (:meth:`attach_samples`; :func:`ragmeter.evaluate_generation`
+        attaches its samples)."""
+        from ragmeter.results.frames import result_frame
+
+        return result_frame(self, shape, samples)
 
     def add(self, result: MetricResult) -> None:
         self.results[result.metric] = result
@@ -344,10 +365,10 @@ class EvalResult:
                 "results": {k: r.to_dict(per_sample) for k, r in self.results.items()}}
 
     def to_json(self, per_sample: bool = True, indent: int | None = 2) -> str:
+        from ragmeter.results.jsonout import dumps
         from ragmeter.secrets import mask
 
-        return mask(json.dumps(self.to_dict(per_sample), ensure_ascii=False, indent=indent,
-                               default=str))
+        return mask(dumps(self.to_dict(per_sample), indent=indent))
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> EvalResult:

@@ -36,6 +36,7 @@ from ragmeter.results.database import (
     normalize_url,
     table_rows,
 )
+from ragmeter.results.jsonout import dumps as strict_json
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.runs import (
     RUN_WRITING,
@@ -436,7 +437,7 @@ class ResultStore:
         """A run as JSON or CSV text (what :meth:`export` writes; Parquet is binary)."""
         if fmt == "json":
             run = self.load_run(run_id)
-            return json.dumps(run.to_dict(per_sample), ensure_ascii=False, indent=2, default=str)
+            return strict_json(run.to_dict(per_sample))
         if fmt != "csv":
             raise ConfigError("format", f"no text form of {fmt!r}", ["json", "csv"])
         import csv
@@ -462,8 +463,7 @@ class ResultStore:
         out.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "json":
             run = self.load_run(run_id)
-            out.write_text(json.dumps(run.to_dict(per_sample), ensure_ascii=False, indent=2,
-                                      default=str), encoding="utf-8")
+            out.write_text(strict_json(run.to_dict(per_sample)), encoding="utf-8")
             return out
         rows = self.rows(run_id, per_sample=per_sample)
         if fmt == "csv":

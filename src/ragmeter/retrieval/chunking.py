@@ -42,6 +42,17 @@ class ChunkingParams:
         return {"chunk_size": self.chunk_size_chars, "overlap": self.overlap_chars,
                 "chunker": CHUNKER_VERSION}
 
+    @classmethod
+    def from_options(cls, chunk_size: int, overlap: int) -> ChunkingParams:
+        """From ``--chunk-size`` / ``--overlap``: a bad value names the option typed."""
+        if chunk_size <= 0:
+            raise ConfigError("--chunk-size", f"must be a positive number of characters, got "
+                                              f"{chunk_size}")
+        if not 0 <= overlap < chunk_size:
+            raise ConfigError("--overlap", f"must be at least 0 and less than --chunk-size "
+                                           f"{chunk_size}, got {overlap}")
+        return cls(chunk_size, overlap)
+
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
     import razdel

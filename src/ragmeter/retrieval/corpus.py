@@ -12,6 +12,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, ClassVar
 
+from ragmeter.data import jsontext
 from ragmeter.errors import DataError, RecordProblem
 
 FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
@@ -114,7 +115,7 @@ def _load_jsonl(path: Path) -> list[Document]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(RecordProblem(src, lineno, None, f"invalid JSON: {exc.msg}"))
             continue

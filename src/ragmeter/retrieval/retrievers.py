@@ -283,7 +283,7 @@ class HybridRetriever(_Indexed):
     def signature_fields(self) -> dict[str, Any]:
         sig: dict[str, Any] = {"retriever": self.name, "fusion": self.method,
                                "weights": ",".join(f"{w:g}" for w in self.weights),
-                               "depth": self.depth}
+                               "fusion_depth": self.depth}  # each list fused this deep
         if self.method == "rrf":
             sig["k_rrf"] = f"{self.k_rrf:g}"
         sig.update({k: v for k, v in self.bm25.signature_fields().items()

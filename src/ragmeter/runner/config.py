@@ -20,6 +20,7 @@ from typing import Any
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import ConfigError
 from ragmeter.runner.gating import Threshold, thresholds_from_mapping
+from ragmeter.seeds import check_seed
 from ragmeter.tiers.registry import (
     TIER_ALIASES,
     Tier,
@@ -290,7 +291,7 @@ def _parse_settings(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     if d.get("tags") is not None:
         cfg.tags = parse_tags(d["tags"], "tags")
     if "seed" in d:
-        cfg.seed = _int(d["seed"], "seed")
+        cfg.seed = check_seed(d["seed"], "seed")
     if "k" in d:
         ks = d["k"] if isinstance(d["k"], list) else [d["k"]]
         if not ks:

@@ -6,6 +6,7 @@ after every record:
 
 * ``{"type": "batch", "tier", "sample_ids", "results": [EvalResult...], "stats"}`` — one
   finished batch of a per-sample tier;
+* ``{"type": "tier_start", "tier", "total", "at"}`` — a per-sample tier started (its size);
 * ``{"type": "tier", "tier", "status", "reason", "stats", "results"?}`` — a finished tier
   (``results`` only for whole-dataset tiers; per-sample tiers are merged from their batches).
 
@@ -29,6 +30,7 @@ from typing import Any
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, UsageError
 from ragmeter.journal import Journal
+from ragmeter.results.lost import scored_nothing
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.store import (
     ResultStore,
@@ -330,6 +332,8 @@ class BenchmarkRunner:
             status, reason = "ok", None
             if not results:
                 status, reason = "not_run", "the tier produced no results"
+            elif scored_nothing(results):  # a step that scored nothing is not "ok"
+                status, reason = "error", scored_nothing(results)
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # one broken tier never stops the others
@@ -369,6 +373,9 @@ class BenchmarkRunner:
         size = tier.batch_size or self.config.batch_size
         self.hook(tier.name, "start", {"total": len(samples), "done": len(samples) - len(todo),
                                        "stats": ctx.stats})
+        # the tier's size, for a live view of the run (readers of batches ignore it)
+        self.log.append({"type": "tier_start", "tier": tier.name, "total": len(samples),
+                         "at": time.time()})
         for start in range(0, len(todo), size):
             batch = todo[start:start + size]
             before = ctx.stats.to_dict()

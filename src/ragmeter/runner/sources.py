@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.data import jsontext
 from ragmeter.errors import DataError, RagmeterError, RecordProblem
 from ragmeter.results.records import EvalResult
 from ragmeter.results.store import ResultStore, StoredRun, TierRecord, utc_now
@@ -29,7 +30,7 @@ class Source:
 
 def _from_json(path: Path) -> StoredRun:
     try:
-        data: Any = json.loads(path.read_text(encoding="utf-8"))
+        data: Any = jsontext.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise DataError(RecordProblem(str(path), None, None, f"not readable JSON: {exc}")) \
             from None

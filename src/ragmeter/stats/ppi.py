@@ -61,6 +61,8 @@ class PPIEstimate:
     var_rect: float
     cov_judge_rect: float
     level: float = 0.95
+    #: the metric's range when the normal interval reached outside it and was cut to it
+    clipped_to: tuple[float, float] | None = None
 
     @property
     def width(self) -> float:
@@ -72,12 +74,14 @@ class PPIEstimate:
 
 def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, *,
              level: float = 0.95, labelled_in_all: bool = True,
-             discrete: bool = False) -> PPIEstimate:
+             discrete: bool = False, bounds: tuple[float, float] | None = None) -> PPIEstimate:
     """PPI estimate of the mean of ``y`` from judge values ``f_all`` (all ``N`` items) and
     the pairs ``(f_lab, y_lab)`` on the ``n`` labelled items.
 
     ``labelled_in_all``: the labelled items are among the ``N`` (ragmeter's case); then the
     covariance term ``2·cov(f, y − f)/N`` is added. With a separate unlabelled set pass False.
+    ``bounds``: the metric's range (0–1 for judged metrics); a normal interval (or estimate)
+    reaching outside it is cut to it, and ``clipped_to`` says so.
     """
     f_all = np.asarray(f_all, dtype=np.float64)
     f_lab = np.asarray(f_lab, dtype=np.float64)
@@ -94,8 +98,12 @@ def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, *,
     se = math.sqrt(max(var, 0.0))
     est = float(f_all.mean() + r.mean())
     h = float(_crit(level, n)) * se
-    return PPIEstimate(est, est - h, est + h, se, float(f_all.mean()), float(r.mean()), N, n,
-                       var_f, var_r, cov, level)
+    lo, hi, clipped = est - h, est + h, None
+    if bounds is not None and (lo < bounds[0] or hi > bounds[1]):
+        est, lo, hi = (min(max(x, bounds[0]), bounds[1]) for x in (est, lo, hi))
+        clipped = (float(bounds[0]), float(bounds[1]))
+    return PPIEstimate(est, lo, hi, se, float(f_all.mean()), float(r.mean()), N, n,
+                       var_f, var_r, cov, level, clipped)
 
 
 def ppi_mean_batch(f_all: np.ndarray, lab_mask: np.ndarray, y_all: np.ndarray, *,
@@ -140,15 +148,17 @@ class PairedPPI:
 
 
 def ppi_paired(f_a: np.ndarray, f_b: np.ndarray, lab: np.ndarray, y_a: np.ndarray,
-               y_b: np.ndarray, *, level: float = 0.95, discrete: bool = False) -> PairedPPI:
+               y_b: np.ndarray, *, level: float = 0.95, discrete: bool = False,
+               bounds: tuple[float, float] | None = None) -> PairedPPI:
     """PPI on paired differences: judge values of systems A and B on the same ``N`` items,
-    human labels of both on the items where ``lab`` is True (``y_*`` read only there)."""
+    human labels of both on the items where ``lab`` is True (``y_*`` read only there).
+    ``bounds``: the range of a difference (−1…1 for a 0–1 metric); the interval is cut to it."""
     f_a = np.asarray(f_a, dtype=np.float64)
     f_b = np.asarray(f_b, dtype=np.float64)
     lab = np.asarray(lab, dtype=bool)
     d_f = f_b - f_a
     d_y = np.asarray(y_b, dtype=np.float64)[lab] - np.asarray(y_a, dtype=np.float64)[lab]
-    est = ppi_mean(d_f, d_f[lab], d_y, level=level, discrete=discrete)
+    est = ppi_mean(d_f, d_f[lab], d_y, level=level, discrete=discrete, bounds=bounds)
     z = est.estimate / est.std_error if est.std_error > 0 else (0.0 if est.estimate == 0
                                                                 else math.inf)
     p = 2.0 * (1.0 - NormalDist().cdf(abs(z))) if math.isfinite(z) else 0.0
@@ -180,19 +190,20 @@ def labels_needed(est: PPIEstimate, target_width: float) -> LabelPlan:
         raise ValueError("target width must be > 0")
     z = float(_crit(est.level, est.n_labelled))
     budget = (target_width / (2 * z)) ** 2 - (est.var_judge + 2 * est.cov_judge_rect) / est.n_all
-    if est.width <= target_width:
-        return LabelPlan(target_width, est.width, est.n_labelled, est.n_labelled, 0,
+    width = 2 * z * est.std_error  # the normal interval's width, before any cut to the range
+    if width <= target_width:
+        return LabelPlan(target_width, width, est.n_labelled, est.n_labelled, 0,
                          "already reached")
     if budget <= 0 or est.var_rect <= 0:
-        return LabelPlan(target_width, est.width, est.n_labelled, None, None,
+        return LabelPlan(target_width, width, est.n_labelled, None, None,
                          "not reachable by labelling more of these items: the judge's own "
                          "spread over the N items is already wider; evaluate more samples")
     n_need = math.ceil(est.var_rect / budget)
     if n_need > est.n_all:
-        return LabelPlan(target_width, est.width, est.n_labelled, None, None,
+        return LabelPlan(target_width, width, est.n_labelled, None, None,
                          f"needs about {n_need} labels, more than the {est.n_all} items; "
                          "evaluate more samples")
-    return LabelPlan(target_width, est.width, est.n_labelled, n_need,
+    return LabelPlan(target_width, width, est.n_labelled, n_need,
                      max(0, n_need - est.n_labelled), "estimate from the current variances")
 
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.serving import BackgroundServer
+
 VERSION = "example-1"
 DATA = Path(__file__).resolve().parent.parent / "demo" / "data"
 
@@ -126,54 +128,23 @@ class KnowledgeBase:
         return " ".join(split_sentences(contexts[0])[: self.sentences])
 
 
-class ExampleService:
+class ExampleService(BackgroundServer):
     """The service on its own event loop in a background thread (``with`` starts/stops it)."""
+
+    what = "example service"
 
     def __init__(self, config: ServiceConfig | None = None, host: str = "127.0.0.1",
                  port: int = 0, kb: KnowledgeBase | None = None):
+        super().__init__(host, port)
         self.config = config or ServiceConfig()
-        self.host, self.port = host, port
         self.kb = kb or KnowledgeBase(self.config)
         self.counts: Counter[str] = Counter()
         self._rng = random.Random(self.config.seed)
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._error: BaseException | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
-
-    def start(self) -> ExampleService:
-        self._thread = threading.Thread(target=self._run, name="ragmeter-example-service",
-                                        daemon=True)
-        self._thread.start()
-        if not self._ready.wait(30) or self._error is not None:
-            raise RuntimeError(f"the example service did not start: {self._error}")
-        return self
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(10)
-        self._thread = None
-
-    def __enter__(self) -> ExampleService:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _run(self) -> None:
-        try:
-            asyncio.run(self.serve())
-        except BaseException as exc:  # reported through start()
-            self._error = exc
-            self._ready.set()
 
     def app(self) -> Any:
         from aiohttp import web
@@ -197,26 +168,6 @@ class ExampleService:
         app.router.add_get("/health", health)
         app.router.add_get("/stats", stats)
         return app
-
-    async def serve(self, stop: asyncio.Event | None = None) -> None:
-        """Serve until ``stop`` is set (the thread's own event by default)."""
-        from aiohttp import web
-
-        self._loop = asyncio.get_running_loop()
-        self._stop = stop or asyncio.Event()
-        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
-                               shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port, backlog=1024)
-        await site.start()
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            self.port = int(server.sockets[0].getsockname()[1])
-        self._ready.set()
-        try:
-            await self._stop.wait()
-        finally:
-            await runner.cleanup()
 
     # ------------------------------------------------------------------ behaviour
     def _draw(self, rate: float) -> bool:

@@ -5,7 +5,9 @@ Through the target's ``generate`` entry every sample is answered several times, 
 * ``control``: the gold context alone;
 * ``first@k`` / ``middle@k`` / ``last@k``: the gold context first, in the middle or last among
   ``k`` distractor passages (for each ``k`` of the options, e.g. 4, 8, 16);
-* ``shuffled@k``: the gold context and ``k`` distractors in a seeded random order.
+* ``shuffled@k``: the gold context and ``k`` distractors in a seeded random order;
+* ``paraphrase``: the gold context alone, the question asked in other words (a sample's
+  ``metadata.paraphrases``, the first one; samples without one are not in this arm).
 
 Distractors come from the same corpus: the passages a BM25 retriever ranks highest for the
 question, gold passages excluded (hard distractors, not random ones). Each arm is scored
@@ -40,10 +42,20 @@ def arms(ks: Sequence[int], shuffled: bool = True) -> list[str]:
     return out
 
 
+def paraphrase_of(sample: Sample) -> str | None:
+    """The sample's first paraphrase (``metadata.paraphrases``: a text or a list), if any."""
+    p = (sample.metadata or {}).get("paraphrases")
+    if isinstance(p, str):
+        return p.strip() or None
+    if isinstance(p, list):
+        return next((x.strip() for x in p if isinstance(x, str) and x.strip()), None)
+    return None
+
+
 def arm_contexts(arm: str, gold: list[str], distractors: list[str], rng: random.Random
                  ) -> list[str]:
     """The contexts one arm gives one sample (the gold passages kept together)."""
-    if arm == "control":
+    if arm in ("control", "paraphrase"):
         return list(gold)
     kind, _, k_text = arm.partition("@")
     pool = distractors[: int(k_text)]
@@ -110,11 +122,15 @@ def run_stress(session: TargetSession, samples: list[Sample], gold: list[list[st
     """Every arm through ``session``'s ``generate`` entry, scored; then one result
     ``<target>:stress`` with the paired drops of every arm against the control."""
     results: dict[str, EvalResult] = {}
-    for arm in arms(ks, shuffled):
+    rephrased = {s.id: p for s in samples if (p := paraphrase_of(s))}
+    for arm in arms(ks, shuffled) + (["paraphrase"] if rephrased else []):
+        rows = [(s, g, d) for s, g, d in zip(samples, gold, distractors, strict=True)
+                if arm != "paraphrase" or s.id in rephrased]
         contexts = [arm_contexts(arm, g, d, random.Random(f"{seed}:{s.id}:{arm}"))
-                    for s, g, d in zip(samples, gold, distractors, strict=True)]
-        base = [replace(s, retrieved_contexts=c or None, retrieved_ids=None)
-                for s, c in zip(samples, contexts, strict=True)]
+                    for s, g, d in rows]
+        base = [replace(s, retrieved_contexts=c or None, retrieved_ids=None,
+                        user_input=rephrased[s.id] if arm == "paraphrase" else s.user_input)
+                for (s, _, _), c in zip(rows, contexts, strict=True)]
         filled = session.generate(base, contexts)
         res = mark_unscored(score(filled, f"{session.name}:{arm}"), filled)
         for r in res:
@@ -129,4 +145,4 @@ def run_stress(session: TargetSession, samples: list[Sample], gold: list[list[st
 
 
 __all__ = ["POSITIONS", "arm_contexts", "arms", "distractors_for", "paired_drops",
-           "run_stress"]
+           "paraphrase_of", "run_stress"]

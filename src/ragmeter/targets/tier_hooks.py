@@ -230,6 +230,7 @@ class TargetRetriever:
         self.name = session.name
         self.entry = "retrieve" if "retrieve" in session.target.entries() else "answer"
         self.reasons: list[str | None] = []
+        self.answers: list[str | None] = []
         self.latency: EvalResult | None = None
 
     def index(self, chunks: Any) -> None:
@@ -249,6 +250,7 @@ class TargetRetriever:
                                       self.session.target.signature,
                                       name=f"{self.name}:latency", entry=self.entry)
         self.reasons = [s.metadata.get("target_error") for s in filled]
+        self.answers = [s.response for s in filled] if self.entry == "answer" else []
         out = []
         for s in filled:
             ids = list(s.retrieved_ids or [])
@@ -268,7 +270,33 @@ class TargetRetriever:
                     res.reasons[i] = str(why)
                     res.values[i] = float("nan")
             res.__dict__.pop("aggregate", None)
-        return [result, *([self.latency] if self.latency is not None else [])]
+        vs_logged = self.against_logged(result)
+        return [result, *([vs_logged] if vs_logged is not None else []),
+                *([self.latency] if self.latency is not None else [])]
+
+    def against_logged(self, result: EvalResult) -> EvalResult | None:
+        """The target's answers against the answers logged for the same questions
+        (``<target>:vs_logged``: ROUGE-L with the stemmer of the text's language); None when
+        the target was asked for rankings only or nothing was logged."""
+        from ragmeter.generation.evaluate import evaluate_generation
+
+        ids = next((r.sample_ids for r in result), [])
+        if not self.answers or len(self.answers) != len(ids):
+            return None
+        pairs = []
+        for sid, answer, why in zip(ids, self.answers, self.reasons, strict=True):
+            logged = result.samples.get(sid)
+            pairs.append(Sample(sid, getattr(logged, "user_input", None),
+                                response=None if why else answer,
+                                reference=getattr(logged, "response", None),
+                                metadata={"target_error": why} if why else {}))
+        if not any(p.reference for p in pairs):
+            return None
+        out = evaluate_generation(pairs, ["rouge_l(stem=auto)"], name=f"{self.name}:vs_logged")
+        for m in out:
+            m.signature = m.signature.with_fields(vs="logged_answer",
+                                                  **self.session.signature_fields())
+        return mark_unscored(out, pairs)
 
 
 def target_retrievers(ctx: Any) -> list[TargetRetriever]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -160,7 +159,9 @@ class RetrieverComparison:
         }
 
     def to_json(self, per_sample: bool = False) -> str:
-        return json.dumps(self.to_dict(per_sample), ensure_ascii=False, indent=2, default=str)
+        from ragmeter.results.jsonout import dumps
+
+        return dumps(self.to_dict(per_sample))
 
     def rich_table(self, *, digits: int = 3) -> Any:
         """A :class:`rich.table.Table`: rows = metric@k, columns = retrievers (mean, CI)."""

@@ -201,7 +201,12 @@ def load_pipeline_items(path: str | Path, *, need_predictions: bool = False) -> 
                 score = None
             else:
                 score = float(score)
-        sid = str(rec.get("id", f"#{idx}"))  # record index in every container
+        raw_id = rec.get("id", f"#{idx}")  # record index in every container
+        if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or not str(raw_id).strip():
+            problems.append(RecordProblem(src, line, "id", f"must be a non-empty string or an "
+                                                           f"integer, got {raw_id!r:.40}"))
+            continue
+        sid = str(raw_id)
         if sid in seen:
             problems.append(RecordProblem(src, line, "id", f"duplicate id '{sid}'"))
         seen.add(sid)

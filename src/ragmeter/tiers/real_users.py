@@ -171,7 +171,7 @@ def evaluate_real_users(
     })
     if capped:
         res.meta["capped_cutoffs"] = capped
-    return res
+    return res.attach_samples(ran)  # the logged answers, for a target's answers to meet them
 
 
 def cap_cutoffs(metrics: Sequence[str], k: int) -> tuple[list[str], dict[str, str]]:

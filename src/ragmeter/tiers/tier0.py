@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ragmeter.data.reading import read_lines
+from ragmeter.data import jsontext
+from ragmeter.data.reading import has_lone_surrogate, read_lines
 from ragmeter.errors import DataError, RecordProblem
 from ragmeter.metrics.embedding import ClusterStats, cluster_stats, validate_labels
 from ragmeter.results.records import EvalResult, MetricResult, Signature
@@ -72,7 +73,7 @@ def load_labelled_texts(
     # one reading path: BOM, encodings and line endings as for every other input
     for lineno, line in read_lines(p):
         try:
-            rec = json.loads(line)
+            rec = jsontext.loads(line)
         except json.JSONDecodeError as exc:
             problems.append(RecordProblem(str(p), lineno, None, f"invalid JSON: {exc.msg}"))
             continue
@@ -85,6 +86,10 @@ def load_labelled_texts(
         lab = _dig(rec, field)
         if not isinstance(text, str) or not text.strip():
             problems.append(RecordProblem(str(p), lineno, text_field, "missing or empty text"))
+        elif has_lone_surrogate(text) or has_lone_surrogate(lab):
+            problems.append(RecordProblem(str(p), lineno, None, "holds a lone surrogate (e.g. "
+                                          "\\udc80): not valid Unicode text"))
+            continue
         if lab is None or (isinstance(lab, str) and not lab.strip()):
             problems.append(RecordProblem(str(p), lineno, field,
                                           "missing cluster label (never scored as 0)"))

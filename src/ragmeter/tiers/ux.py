@@ -17,6 +17,7 @@ fallback with a different name, because embeddings cannot see contradictions.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,12 +87,44 @@ def _source(rec: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _record_id(value: Any, default: str, first: dict[str, int | None], src: str,
+               line: int | None, problems: list[RecordProblem]) -> str | None:
+    """A record's id (a string or an integer), unique in its file; None after a problem."""
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, str | int) or not str(value).strip():
+        problems.append(RecordProblem(src, line, "id", f"must be a non-empty string or an "
+                                                       f"integer, got {value!r:.40}"))
+        return None
+    sid = str(value)
+    if sid in first:
+        where = f"line {first[sid]}" if first[sid] is not None else "an earlier record"
+        problems.append(RecordProblem(src, line, "id", f"duplicate id '{sid}' (first on {where})"))
+        return None
+    first[sid] = line
+    return sid
+
+
+def _turn_key(pos: Any) -> float | None:
+    """A turn's position: a finite number (not a boolean, not NaN; a CSV cell may hold it as
+    text), else None."""
+    if isinstance(pos, str):
+        try:
+            pos = float(pos)
+        except ValueError:
+            return None
+    if isinstance(pos, bool) or not isinstance(pos, int | float) or not math.isfinite(pos):
+        return None
+    return float(pos)
+
+
 def load_questions(path: str | Path) -> list[CacheEntry]:
     """Cache entries or cache queries: every record needs a non-empty ``question``."""
     from ragmeter.data.loaders import read_records
 
     records, problems = read_records(path)
     out: list[CacheEntry] = []
+    first: dict[str, int | None] = {}
     for idx, (line, rec) in enumerate(records):
         if not isinstance(rec, Mapping):
             problems.append(RecordProblem(str(path), line, None, "expected a JSON object"))
@@ -100,7 +133,10 @@ def load_questions(path: str | Path) -> list[CacheEntry]:
         if not isinstance(q, str) or not q.strip():
             problems.append(RecordProblem(str(path), line, "question", "missing or empty"))
             continue
-        out.append(CacheEntry(str(rec.get("id", f"q{idx + 1}")), q,
+        qid = _record_id(rec.get("id"), f"q{idx + 1}", first, str(path), line, problems)
+        if qid is None:
+            continue
+        out.append(CacheEntry(qid, q,
                               rec.get("answer") if isinstance(rec.get("answer"), str) else None,
                               _source(rec)))
     if problems:
@@ -137,6 +173,11 @@ def load_sessions(path: str | Path) -> list[Session]:
             if not isinstance(turns, list):
                 problems.append(RecordProblem(src, line, "turns", "must be a list"))
                 continue
+            if sid in flat:
+                problems.append(RecordProblem(src, line, "session_id",
+                                              f"duplicate session '{sid}' (one record per "
+                                              "session holds all its turns)"))
+                continue
             rows = turns
         else:
             rows = [rec]
@@ -151,10 +192,11 @@ def load_sessions(path: str | Path) -> list[Session]:
                 continue
             a = turn.get("answer", turn.get("response"))
             pos = turn.get("turn", t if turns is not None else idx)
-            try:
-                key = float(pos)
-            except (TypeError, ValueError):
-                problems.append(RecordProblem(src, line, "turn", f"must be a number, got {pos!r}"))
+            key = _turn_key(pos)
+            if key is None:
+                fld = f"turns[{t}].turn" if turns is not None else "turn"
+                problems.append(RecordProblem(src, line, fld, f"must be a finite number, got "
+                                                              f"{pos!r:.40}"))
                 continue
             if sid not in flat:
                 flat[sid] = []

@@ -9,80 +9,89 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from collections import OrderedDict
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from ragmeter.errors import RagmeterError
-from ragmeter.reports.html import run_lang
 from ragmeter.reports.i18n import LANGS, t
 from ragmeter.results.store import ResultStore, StoredRun, mask_url
+from ragmeter.text import detect_language
 from ragmeter.view import pages
+from ragmeter.view.data import MAX_CACHED_CHARS, CorruptRun, StoreData
+from ragmeter.view.live import runs_version
+from ragmeter.view.params import BadQuery, check_names
 from ragmeter.view.table import PAGES, Page, PageRequest
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-RUN_CACHE = 8
 HEADERS = {"Content-Security-Policy": pages.CSP_HEADER, "X-Content-Type-Options": "nosniff",
            "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY",
            "Cache-Control": "no-store"}
 
 
 class Viewer:
-    """The store behind the pages, with a small cache of loaded runs."""
+    """The store behind the pages; reads go through :class:`~ragmeter.view.data.StoreData`,
+    cached per store version (a change to the store is seen at the next request)."""
 
-    def __init__(self, store_url: str | None = None, lang: str | None = None):
+    def __init__(self, store_url: str | None = None, lang: str | None = None,
+                 runs_dir: str | None = None):
         self.store, self.note = ResultStore.open_readonly(store_url)
         self.shown_url = mask_url(self.store.url)
         self.lang = lang
-        self._runs: OrderedDict[str, StoredRun] = OrderedDict()
+        self.data = StoreData(self.store)
+        self.runs_dir = runs_dir
 
     def run(self, run_id: str, samples: bool = True) -> StoredRun:
-        key = f"{run_id}|{samples}"
-        if key in self._runs:
-            self._runs.move_to_end(key)
-            return self._runs[key]
-        run = self.store.load_run(run_id, samples=samples)
-        self._runs[key] = run
-        while len(self._runs) > RUN_CACHE:
-            self._runs.popitem(last=False)
-        return run
+        return self.data.run(run_id, samples=samples)
 
     def default_lang(self) -> str:
+        """``--lang``, else the language of the latest run's questions (English when the
+        store is empty or that run cannot be read)."""
         if self.lang:
             return self.lang
-        rows = self.store.run_rows()
+        rows = self.data.rows()
         if not rows:
             return "en"
-        self.lang = run_lang(self.run(rows[0].id))
-        return self.lang
+
+        def detect() -> str:
+            try:
+                texts = self.data.sample_texts(rows[0].id)
+                return detect_language([t for t in texts if t] or [rows[0].name])
+            except Exception:  # a corrupt latest run must not break every page
+                return "en"
+        return self.data.cached(("lang", rows[0].id), detect)
 
 
 VIEWER = web.AppKey("viewer", Viewer)
 
 
-LOCAL_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
+_LOCAL_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?", re.IGNORECASE)
 
 
-def _host_name(host: str) -> str:
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+def host_is_local(host: str, target: str = "/") -> bool:
+    """Whether a request names this machine: a ``Host`` of exactly a loopback name with an
+    optional numeric port (``localhost:evil`` and ``127.0.0.1:P@evil.example`` are not), and a
+    request line in origin form (``/path``), since an absolute-form target names its own host."""
+    if not target.startswith("/") or target.startswith("//"):
+        return False
+    return _LOCAL_HOST.fullmatch(host) is not None
 
 
 def make_app(store_url: str | None = None, lang: str | None = None, *,
-             local_only: bool = False) -> web.Application:
+             local_only: bool = False, runs_dir: str | None = None) -> web.Application:
     """The aiohttp application for ``store_url`` (opened read-only; errors say why not).
 
     ``local_only`` refuses requests whose ``Host`` is not a loopback name, so a web page
     elsewhere cannot read the results through a DNS-rebinding trick."""
-    viewer = Viewer(store_url, lang)
+    viewer = Viewer(store_url, lang, runs_dir)
 
     @web.middleware
     async def only_local(request: web.Request, handler: Any) -> Any:
-        if local_only and _host_name(request.host or "") not in LOCAL_NAMES:
+        target = request.raw_path if request.method != "CONNECT" else ""
+        if local_only and not host_is_local(request.headers.get("Host", ""), target):
             return web.Response(status=421, text="ragmeter view answers on localhost only\n")
         return await handler(request)
 
@@ -100,18 +109,44 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
                             status=status, headers=HEADERS)
 
     def serve_page(page: Page) -> Callable[[Any], Awaitable[Any]]:
-        def render(request: Any) -> Any:
+        def render(request: Any) -> tuple[str, str, int, dict[str, Any] | None]:
             lang = lang_of(request)
             try:
+                lang_q = request.query.get("lang", "")
+                if lang_q and lang_q not in LANGS:
+                    raise BadQuery("lang", f"unknown language {lang_q[:20]!r}", LANGS)
+                check_names(request.query, page.params)
                 out = page.handler(PageRequest(viewer, request, lang))
+            except BadQuery as exc:
+                return t("v_bad_query", lang), pages.error_body(str(exc), lang, "v_bad_query"), \
+                    400, None
+            except CorruptRun as exc:
+                return t("v_corrupt", lang), pages.error_body(str(exc), lang, "v_corrupt"), \
+                    500, None
             except RagmeterError as exc:
-                return respond(request, t("v_not_found", lang), pages.error_body(str(exc), lang),
-                               page.active, status=404)
-            return respond(request, out.title or page.title_in(lang), out.body, page.active,
-                           status=out.status, data=out.data)
+                return t("v_not_found", lang), pages.error_body(str(exc), lang), 404, None
+            return out.title or page.title_in(lang), out.body, out.status, out.data
+
+        def cached(request: Any) -> tuple[str, str, int, dict[str, Any] | None]:
+            if not page.cache:
+                return render(request)
+            version = viewer.data.version()
+            if page.watches_runs and viewer.runs_dir:
+                version += "|" + runs_version(viewer.runs_dir)
+            key = ("page", page.name, request.path_qs, lang_of(request))
+            out = viewer.data.cached(key, lambda: render(request), version)
+            if len(out[1]) > MAX_CACHED_CHARS:
+                viewer.data.forget(key, version)
+            return out
 
         async def handler(request: Any) -> Any:
-            return await asyncio.get_running_loop().run_in_executor(None, render, request)
+            title, body, status, data = await asyncio.get_running_loop().run_in_executor(
+                None, cached, request)
+            if page.json:
+                return web.json_response(data if status < 400 else {"error": title,
+                                                                    "status": status},
+                                         status=status, headers=HEADERS)
+            return respond(request, title, body, page.active, status=status, data=data)
         return handler
 
     app = web.Application(middlewares=[only_local])
@@ -131,9 +166,11 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(store_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-          lang: str | None = None, print_fn: Callable[[str], None] = print) -> None:
-    """Run the viewer until interrupted (Ctrl-C)."""
-    app = make_app(store_url, lang, local_only=is_loopback(host))
+          lang: str | None = None, print_fn: Callable[[str], None] = print,
+          runs_dir: str | None = None) -> None:
+    """Run the viewer until interrupted (Ctrl-C); ``runs_dir``: the runner's folder, whose runs
+    still running are shown live."""
+    app = make_app(store_url, lang, local_only=is_loopback(host), runs_dir=runs_dir)
     viewer = app[VIEWER]
     shown_host = f"[{host}]" if ":" in host else host
     print_fn(f"ragmeter view: {viewer.shown_url} (read-only) at http://{shown_host}:{port}/ "

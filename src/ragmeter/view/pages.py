@@ -8,51 +8,43 @@ network (CSS and the report script are inlined, charts are inline SVG).
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from ragmeter.reports import svg
-from ragmeter.reports.decision import TierDecision, decide, rank_metrics
+from ragmeter.reports.decision import TierDecision, decide
 from ragmeter.reports.html import (
     _asset,
     _fmt_value,
-    _reasons_from_details,
-    comparison_body,
     decision_charts,
     decision_table,
     json_for_script,
     render_run_body,
 )
 from ragmeter.reports.i18n import t
-from ragmeter.reports.tiers_view import tier_position, tier_title
+from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult
-from ragmeter.results.store import MetricSummary, RunRow, StoredRun
+from ragmeter.results.store import RunRow, StoredRun
+from ragmeter.view.diff import diff_page, sample_changes, sample_regressions
+from ragmeter.view.history import headline, history_page, metric_choices
+from ragmeter.view.links import href, run_href
+from ragmeter.view.registry import PAGE_SIZE, default_columns, filter_runs, registry_page
+from ragmeter.view.side import reasoning_html
 from ragmeter.view.table import nav_entries
 
+__all__ = ["CSP", "CSP_HEADER", "JUDGES_RUNS", "PAGE_SIZE", "broken_note", "compare_page",
+           "default_columns", "diff_page", "error_body", "filter_runs", "headline", "history_page",
+           "href", "judges_page", "layout", "metric_choices", "registry_page", "run_href",
+           "run_page", "sample_changes", "sample_page", "sample_regressions"]
+
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; "
-       "img-src data:; form-action 'self'; base-uri 'none'")
+       "img-src data:; connect-src 'self'; form-action 'self'; base-uri 'none'")
 CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
 
 #: how many of the latest runs the judges page reads for their cards
 JUDGES_RUNS = 50
-
-
-def href(path: str, **params: Any) -> str:
-    """``path?k=v`` with the non-empty parameters, URL-encoded (lists repeat the key)."""
-    pairs: list[tuple[str, str]] = []
-    for k, v in params.items():
-        if v is None or v == "" or v == []:
-            continue
-        for item in (v if isinstance(v, (list, tuple)) else [v]):
-            pairs.append((k, str(item)))
-    return path + ("?" + urlencode(pairs) if pairs else "")
-
-
-def run_href(run_id: str, lang: str) -> str:
-    return href(f"/run/{quote(run_id, safe='')}", lang=lang)
 
 
 def layout(title: str, body: str, *, lang: str, active: str, store: str, note: str = "",
@@ -77,203 +69,18 @@ def layout(title: str, body: str, *, lang: str, active: str, store: str, note: s
         f"<title>{escape(title)} · ragmeter</title><style>{_asset('report.css')}</style></head>"
         f"<body><nav class=top><b>ragmeter view</b>{nav}{switch}{store_line}</nav>{body}"
         f'<script type="application/json" id="rm-data">{payload}</script>'
-        f"<script>{_asset('report.js')}</script></body></html>\n")
+        f"<script>{_asset('report.js')}</script><script>{_asset('view.js')}</script>"
+        "</body></html>\n")
 
 
-def error_body(message: str, lang: str) -> str:
-    return f"<h1>{t('v_not_found', lang)}</h1><p class=error>{escape(message)}</p>"
+def error_body(message: str, lang: str, heading: str = "v_not_found") -> str:
+    return f"<h1>{t(heading, lang)}</h1><p class=error>{escape(message)}</p>"
 
 
-# ------------------------------------------------------------------------- registry
-def default_columns(summaries: Sequence[MetricSummary], limit: int = 8) -> list[str]:
-    """Registry columns ``tier|system|metric``: each tier's primary metric for its systems."""
-    by_tier: dict[str, dict[str, list[str]]] = {}
-    has: set[str] = set()
-    for m in summaries:
-        by_tier.setdefault(m.tier, {}).setdefault(m.system, []).append(m.metric)
-        if m.n > 0:
-            has.add(m.metric)
-    cols: list[str] = []
-    for tier in sorted(by_tier, key=tier_position):
-        names = [x for ms in by_tier[tier].values() for x in ms]
-        ranked = rank_metrics(names, has, tier)
-        if not ranked:
-            continue
-        for system, ms in list(by_tier[tier].items())[:3]:
-            if ranked[0] in ms:
-                cols.append(f"{tier}|{system}|{ranked[0]}")
-    return cols[:limit]
-
-
-def filter_runs(rows: Sequence[RunRow], *, name: str = "", tag: str = "", commit: str = "",
-                since: str = "", until: str = "") -> list[RunRow]:
-    out = []
-    for r in rows:
-        if name and name.lower() not in r.name.lower():
-            continue
-        if tag and not any(tag.lower() == x.lower() for x in r.tags):
-            continue
-        if commit and not (r.git_commit or "").lower().startswith(commit.lower()):
-            continue
-        if since and r.created_at[:len(since)] < since:
-            continue
-        if until and r.created_at[:len(until)] > until:
-            continue
-        out.append(r)
-    return out
-
-
-def registry_page(rows: Sequence[RunRow], all_rows: int,
-                  summaries: Sequence[MetricSummary], columns: Sequence[str],
-                  params: Mapping[str, Any], lang: str) -> str:
-    cells: dict[tuple[str, str], MetricSummary] = {
-        (m.run_id, f"{m.tier}|{m.system}|{m.metric}"): m for m in summaries}
-    head = "".join(
-        f'<th class=num title="{escape(c)}">{escape(svg.short(c.split("|")[1], 20))}'
-        f'<div class=muted>{escape(c.split("|")[0])} · <code>{escape(c.split("|")[2])}</code>'
-        "</div></th>" for c in columns)
-    body = []
-    for r in rows:
-        tds = []
-        for c in columns:
-            m = cells.get((r.id, c))
-            if m is None:
-                tds.append("<td class=num></td>")
-            elif m.n == 0 or m.mean is None:
-                tds.append(f'<td class="num nodata">{t("no_scored", lang)}</td>')
-            else:
-                ci = ("" if m.ci_low is None else
-                      f"<div class=ci>[{m.ci_low:.3f}, {m.ci_high:.3f}]</div>")
-                tds.append(f"<td class=num>{_fmt_value(m.mean)}{ci}</td>")
-        tags = " ".join(f'<span class=qtype>{escape(x)}</span>' for x in r.tags)
-        body.append(
-            f'<tr class=run-row data-run="{escape(r.id)}"><td><input type=checkbox '
-            f'name=pick value="{escape(r.id)}" aria-label="pick {escape(r.id)}"></td>'
-            f'<td><a href="{escape(run_href(r.id, lang))}"><code>{escape(r.id)}</code></a></td>'
-            f"<td>{escape(r.created_at[:16].replace('T', ' '))}</td><td>{escape(r.name)} {tags}</td>"
-            + _status_cells(r, lang)
-            + f"<td><code>{escape((r.git_commit or '–')[:10])}</code></td>{''.join(tds)}</tr>")
-    fields = "".join(
-        f'<label>{label}<input name="{key}" value="{escape(params.get(key, ""))}"'
-        f'{" type=date" if key in ("since", "until") else ""}></label>'
-        for key, label in (("name", t("name", lang)), ("tag", t("tag", lang)),
-                           ("commit", t("v_commit", lang)), ("since", t("v_since", lang)),
-                           ("until", t("v_until", lang))))
-    col_inputs = "".join(f'<input type=hidden name=col value="{escape(c)}">'
-                         for c in params.get("col_list", []))
-    form = (f'<form class=filters method=get action="/">{fields}{col_inputs}'
-            f'<input type=hidden name=lang value="{lang}"><button>{t("v_apply", lang)}</button>'
-            "</form>")
-    if not all_rows:
-        table = f"<p class=note>{escape(t('v_empty_store', lang))}</p>"
-    elif not rows:
-        table = f"<p class=note>{t('v_no_runs', lang)}</p>"
-    else:
-        table = (f'<form method=get action="/diff" id=pick-form><input type=hidden name=lang '
-                 f'value="{lang}"><p class=muted>{t("v_pick_two", lang)} <button '
-                 f'id=diff-btn>{t("v_diff_btn", lang)}</button></p>'
-                 f"<div class=scroll><table class=runs id=runs><thead><tr><th></th><th>id</th>"
-                 f"<th>{t('created', lang)}</th><th>{t('name', lang)}</th>"
-                 f"<th>{t('status', lang)}</th><th class=num>{t('v_tiers_ok', lang)}</th>"
-                 f"<th>git</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></form>")
-    return (f"<h1>{t('v_runs', lang)} <span class=muted>({len(rows)} / {all_rows})</span></h1>"
-            + form + table)
-
-
-def _status_cells(r: RunRow, lang: str) -> str:
-    """Status and tier counts of a registry row: an errored tier is shown, never hidden."""
-    status = r.effective_status
-    cls = " class=bad-text" if status == "failed" else ""
-    notes = []
-    if r.n_tiers_error:
-        notes.append(f"<span class=bad-text>{t('v_tiers_errored', lang, n=r.n_tiers_error)}</span>")
-    if r.n_tiers_partial:
-        notes.append(f"<span class=bad-text>{t('v_tiers_partial', lang, n=r.n_tiers_partial)}"
-                     "</span>")
-    if r.n_tiers_not_run:
-        notes.append(f"<span class=muted>{t('v_tiers_not_run', lang, n=r.n_tiers_not_run)}</span>")
-    extra = (" " + ", ".join(notes)) if notes else ""
-    return (f"<td{cls}>{escape(status)}</td><td class=num>{r.n_tiers_ok}{extra}</td>")
-
-
-# ------------------------------------------------------------------------- history
-def metric_choices(summaries: Sequence[MetricSummary]) -> list[str]:
-    """``tier|metric`` pairs present in the store, tiers in canonical order, key metrics first."""
-    by_tier: dict[str, list[str]] = {}
-    has: set[str] = set()
-    for m in summaries:
-        by_tier.setdefault(m.tier, []).append(m.metric)
-        if m.n > 0:
-            has.add(m.metric)
-    out = []
-    for tier in sorted(by_tier, key=tier_position):
-        out += [f"{tier}|{x}" for x in rank_metrics(by_tier[tier], has, tier)]
-    return out
-
-
-def history_page(rows: Sequence[RunRow], summaries: Sequence[MetricSummary],
-                 choices: Sequence[str], choice: str, lang: str, name: str = "") -> str:
-    """Trend of one metric over runs (oldest left), one line per system, points → runs."""
-    opts = "".join(f'<option value="{escape(c)}"{" selected" if c == choice else ""}>'
-                   f'{escape(c.replace("|", " · "))}</option>' for c in choices)
-    form = (f'<form class=filters method=get action="/history"><label>{t("v_metric", lang)}'
-            f'<select name=metric id=metric>{opts}</select></label><label>{t("name", lang)}'
-            f'<input name=name value="{escape(name)}"></label><input type=hidden name=lang '
-            f'value="{lang}"><button>{t("v_show", lang)}</button></form>')
-    parts = [f"<h1>{t('v_history', lang)}</h1>", form,
-             f"<p class=intro>{t('v_history_intro', lang)}</p>"]
-    if not choice or "|" not in choice:
-        return "".join([*parts, f"<p class=note>{t('v_no_metric', lang)}</p>"])
-    tier, metric = choice.split("|", 1)
-    chrono = sorted(rows, key=lambda r: (r.created_at, r.id))
-    mine = [m for m in summaries if m.tier == tier and m.metric == metric]
-    run_ids = [r.id for r in chrono if any(m.run_id == r.id for m in mine)]
-    if not run_ids:
-        return "".join([*parts, f"<p class=note>{t('v_no_metric', lang)}</p>"])
-    systems = list(dict.fromkeys(m.system for m in mine))
-    lookup = {(m.run_id, m.system): m for m in mine}
-    series: dict[str, list[svg.Point]] = {}
-    links: dict[str, list[str | None]] = {}
-    for s in systems:
-        pts, hrefs = [], []
-        for rid in run_ids:
-            m = lookup.get((rid, s))
-            ok = m is not None and m.n > 0
-            pts.append(svg.Point(m.mean, m.ci_low, m.ci_high) if ok and m else svg.Point(None))
-            hrefs.append(run_href(rid, lang) if ok else None)
-        series[s] = pts
-        links[s] = hrefs
-    by_id = {r.id: r for r in rows}
-    xlabels = [f"{by_id[rid].created_at[5:16].replace('T', ' ')}" for rid in run_ids]
-    chart = svg.line_chart(list(range(1, len(run_ids) + 1)), series,
-                           t("v_history_chart", lang, metric=metric, tier=tier),
-                           xlabel=t("v_runs_label", lang), lang=lang, links=links,
-                           xlabels=xlabels, kind="history",
-                           colors=svg.system_colors(systems))
-    parts.append(f'<div class=charts><figure id=history-chart data-runs="{len(run_ids)}">'
-                 f"{chart}</figure></div>")
-    head = "".join(f"<th class=num>{escape(s)}</th>" for s in systems)
-    trs = []
-    for rid in reversed(run_ids):
-        tds = []
-        for s in systems:
-            m = lookup.get((rid, s))
-            if m is None:
-                tds.append("<td></td>")
-            elif m.n == 0 or m.mean is None:
-                tds.append(f'<td class="num nodata">{t("no_scored", lang)}</td>')
-            else:
-                tds.append(f"<td class=num>{_fmt_value(m.mean)}<div class=ci>"
-                           f"{'' if m.ci_low is None else f'[{m.ci_low:.3f}, {m.ci_high:.3f}]'}"
-                           f" · n={m.n}</div></td>")
-        r = by_id[rid]
-        trs.append(f'<tr><td><a href="{escape(run_href(rid, lang))}"><code>{escape(rid)}</code>'
-                   f"</a></td><td>{escape(r.created_at)}</td><td>{escape(r.name)}</td>"
-                   f"{''.join(tds)}</tr>")
-    parts.append(f"<table><thead><tr><th>{t('run', lang)}</th><th>{t('created', lang)}</th>"
-                 f"<th>{t('name', lang)}</th>{head}</tr></thead><tbody>{''.join(trs)}"
-                 "</tbody></table>")
-    return "".join(parts)
+def broken_note(broken: Sequence[Exception], lang: str) -> str:
+    """One line per run that could not be read (the page shows the others)."""
+    return "".join(f"<p class=error data-corrupt>{escape(t('v_corrupt', lang))}: "
+                   f"{escape(str(exc))}</p>" for exc in broken)
 
 
 # ------------------------------------------------------------------------- run / sample
@@ -296,18 +103,17 @@ def sample_page(run: StoredRun, sample_id: str, lang: str) -> str:
                     found = True
                     value = (_fmt_value(s.value) if s.value is not None else
                              f'<span class=bad-text>{t("unscored", lang)}</span>')
-                    judge = _reasons_from_details(s.details)
+                    readable = reasoning_html(s.details, lang)  # claims with verdicts
                     detail = ""
                     if s.details:
-                        detail = (f"<details><summary>{t('v_details', lang)}</summary><pre>"
+                        detail = (f"<details><summary>{t('v_raw_details', lang)}</summary><pre>"
                                   + escape(json.dumps(dict(s.details), ensure_ascii=False,
                                                       indent=1, default=str)[:20000])
                                   + "</pre></details>")
                     rows.append(
                         f"<tr><td>{escape(tier_title(tier, lang))}</td><td>{escape(res.name)}"
                         f"</td><td><code>{escape(key)}</code></td><td class=num>{value}</td>"
-                        f"<td>{escape(s.reason or '')}</td><td>"
-                        + "<br>".join(escape(j) for j in judge) + f"{detail}</td></tr>")
+                        f"<td>{escape(s.reason or '')}</td><td>{readable}{detail}</td></tr>")
     if not found:
         return error_body(f"no sample '{sample_id}' in run {run.id}", lang)
     parts = [f"<h1>{t('v_sample', lang)} <code>{escape(sample_id)}</code></h1>",
@@ -343,8 +149,22 @@ def sample_page(run: StoredRun, sample_id: str, lang: str) -> str:
 
 # ------------------------------------------------------------------------- tier comparison
 def run_label(run: StoredRun) -> str:
-    """Short, unique run label: date, time and the id's random tail (``11-23 01:25 #23168f``)."""
-    return f"{run.created_at[5:16].replace('T', ' ')} #{run.id[-6:]}"
+    """Run label: name, date, time, the id's random tail and the tags
+    (``support-bot 11-23 01:25 #23168f [nightly]``)."""
+    tags = _run_tags(run)
+    tag_text = f" [{', '.join(tags)}]" if tags else ""
+    return f"{run.name} {run.created_at[5:16].replace('T', ' ')} #{run.id[-6:]}{tag_text}"
+
+
+def _run_tags(run: StoredRun) -> tuple[str, ...]:
+    out: list[str] = []
+    for src in (run.meta, run.config):
+        raw = src.get("tags") if isinstance(src, Mapping) else None
+        if isinstance(raw, str):
+            raw = [x.strip() for x in raw.split(",")]
+        if isinstance(raw, (list, tuple)):
+            out += [str(x) for x in raw if str(x).strip() and str(x) not in out]
+    return tuple(out)
 
 
 def labelled_systems(runs: Sequence[StoredRun], tier: str) -> list[tuple[str, EvalResult]]:
@@ -384,83 +204,6 @@ def compare_page(runs: Sequence[StoredRun], tiers: Sequence[str], tier: str,
     charts = decision_charts(dec, systems, colors, lang)
     parts.append("<div class=charts>" + "".join(f"<figure>{c}</figure>" for c in charts)
                  + "</div>")
-    return "".join(parts)
-
-
-# ------------------------------------------------------------------------- diff
-def sample_regressions(a: StoredRun, b: StoredRun, limit: int = 100
-                       ) -> list[dict[str, Any]]:
-    """Per-sample changes B − A on every shared tier/system/metric, worst first (a change is
-    "worse" in the metric's direction); only samples both runs scored."""
-    from ragmeter.runner.comparing import pair_results
-
-    out = []
-    for key, ra, rb in pair_results(a.results(), b.results()):
-        for metric, ma in ra.results.items():
-            mb = rb.results.get(metric)
-            if mb is None:
-                continue
-            va, vb = ma.by_id(), mb.by_id()
-            sign = 1.0 if ma.higher_is_better else -1.0
-            for sid, x in va.items():
-                y = vb.get(sid)
-                if x is None or y is None or math.isnan(x) or math.isnan(y) or x == y:
-                    continue
-                change = (y - x) * sign
-                if change < 0:
-                    out.append({"result": key, "metric": metric, "sample": sid, "a": x, "b": y,
-                                "change": change})
-    out.sort(key=lambda r: (r["change"], r["sample"]))
-    return out[:limit]
-
-
-def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
-              regressions: Sequence[Mapping[str, Any]], all_rows: Sequence[RunRow],
-              lang: str) -> str:
-    def select(name: str, chosen: str | None) -> str:
-        return (f"<select name={name} id=diff-{name}>" + "".join(
-            f'<option value="{escape(r.id)}"{" selected" if r.id == chosen else ""}>'
-            f"{escape(r.id)} · {escape(r.name)}</option>" for r in all_rows) + "</select>")
-
-    form = (f'<form class=filters method=get action="/diff"><label>{t("v_a", lang)}'
-            f'{select("a", a.id if a else None)}</label><label>{t("v_b", lang)}'
-            f'{select("b", b.id if b else None)}</label><input type=hidden name=lang '
-            f'value="{lang}"><button>{t("v_show", lang)}</button></form>')
-    parts = [f"<h1>{t('v_diff', lang)}</h1>", form]
-    if a is None or b is None:
-        return "".join([*parts, f"<p class=note>{t('v_pick_two', lang)}</p>"])
-    parts.append(f'<p class=meta>A = <a href="{escape(run_href(a.id, lang))}"><code>'
-                 f"{escape(a.id)}</code></a> ({escape(a.name)}) · B = <a href=\""
-                 f'{escape(run_href(b.id, lang))}"><code>{escape(b.id)}</code></a> '
-                 f"({escape(b.name)})</p>")
-
-    class _Src:
-        def __init__(self, run: StoredRun) -> None:
-            self.run, self.label = run, run.id
-
-    parts.append(f"<h2>{t('v_sample_regressions', lang)}</h2>")
-    if regressions:
-        trs = []
-        for r in regressions:
-            q = str(b.samples.get(r["sample"], a.samples.get(r["sample"], {})).get(
-                "user_input") or "")
-            link = href(f"/run/{quote(b.id, safe='')}/sample/{quote(r['sample'], safe='')}",
-                        lang=lang)
-            trs.append(f'<tr class=sample-regression data-sample="{escape(r["sample"])}">'
-                       f'<td><a href="{escape(link)}"><code>{escape(r["sample"])}</code></a></td>'
-                       f"<td>{escape(svg.short(q, 90))}</td><td>{escape(r['result'])}</td>"
-                       f"<td><code>{escape(r['metric'])}</code></td><td class=num>"
-                       f"{_fmt_value(r['a'])}</td><td class=num>{_fmt_value(r['b'])}</td>"
-                       f"<td class=\"num delta-bad\">{r['change']:+.3f}</td></tr>")
-        parts.append(f"<table id=sample-regressions><thead><tr><th>id</th>"
-                     f"<th>{t('question', lang)}</th><th>{t('result', lang)}</th>"
-                     f"<th>{t('metric', lang)}</th><th class=num>A</th><th class=num>B</th>"
-                     f"<th class=num>{t('v_delta', lang)}</th></tr></thead><tbody>"
-                     f"{''.join(trs)}</tbody></table>")
-    else:
-        parts.append(f"<p class=note>{t('v_no_sample_regressions', lang)}</p>")
-    parts.append(f"<h2>{t('comparison', lang)}</h2>")
-    parts.append(comparison_body(_Src(a), _Src(b), rows, lang))
     return "".join(parts)
 
 

@@ -6,103 +6,185 @@ from __future__ import annotations
 
 from ragmeter.errors import RagmeterError
 from ragmeter.view import pages
+from ragmeter.view.data import CorruptRun
+from ragmeter.view.live import LiveRun, find_live, live_page, live_rows
+from ragmeter.view.params import (
+    BadQuery,
+    check_choice,
+    check_column,
+    check_date,
+    check_int,
+)
 from ragmeter.view.table import PageOut, PageRequest, page
 
 
-@page("/", title="v_runs", name="runs", nav=True,
+@page("/", title="v_runs", name="runs", nav=True, watches_runs=True,
+      params=("name", "tag", "commit", "since", "until", "col", "page"),
       doc="every run, newest first; filter by name, tag (`meta.tags` or `config.tags`), git "
-          "commit prefix, date range; key metrics as columns (`?col=tier|system|metric` to "
-          "choose); tick two runs to diff them")
+          "commit prefix, date range; key metrics of the filtered runs as columns "
+          "(`?col=tier|system|metric` to choose); 50 runs a page (`?page=N`); tick two runs "
+          "to diff them or see them side by side; running runs on top with their progress")
 def runs(req: PageRequest) -> PageOut:
-    store = req.viewer.store
-    rows = store.run_rows()
+    data = req.viewer.data
+    rows = data.rows()
     params = {k: req.param(k) for k in ("name", "tag", "commit", "since", "until")}
+    for key in ("since", "until"):
+        check_date(key, params[key])
+    cols = [check_column(c) for c in req.query.getall("col", [])]
     shown = pages.filter_runs(rows, **params)
-    ids = [r.id for r in shown]
-    summaries = store.metric_summaries(ids) if ids else []
-    cols = list(req.query.getall("col", []))
-    latest = [m for m in summaries if shown and m.run_id == shown[0].id]
-    columns = cols or pages.default_columns(latest)
-    return PageOut(pages.registry_page(shown, len(rows), summaries, columns,
-                                       {**params, "col_list": cols}, req.lang))
+    n_pages = max(1, -(-len(shown) // pages.PAGE_SIZE))
+    number = check_int("page", req.param("page"), 1, 1, n_pages)
+    on_page = shown[(number - 1) * pages.PAGE_SIZE:number * pages.PAGE_SIZE]
+    summaries = data.summaries(r.id for r in shown)  # columns from every filtered run
+    columns = cols or pages.default_columns(summaries)
+    live = live_rows(req.viewer.runs_dir, {r.id for r in rows}) if number == 1 else []
+    return PageOut(pages.registry_page(on_page, len(rows), summaries, columns,
+                                       {**params, "col_list": cols}, req.lang,
+                                       paging=(number, n_pages, len(shown)), live=live))
 
 
-@page("/history", title="v_history", nav=True,
-      doc="any metric over runs, one line per system, each point with its CI and linked to "
-          "its run")
+@page("/history", title="v_history", nav=True, params=("bench", "name", "metric"),
+      doc="one benchmark's metric over its runs (default: the latest run's benchmark and its "
+          "headline metric), one line per system, each point with its CI and linked to its run")
 def history(req: PageRequest) -> PageOut:
-    store = req.viewer.store
+    data = req.viewer.data
+    all_rows = data.rows()
+    names = list(dict.fromkeys(r.name for r in all_rows))
+    bench = check_choice("bench", req.param("bench"), names)
     name = req.param("name")
-    rows = pages.filter_runs(store.run_rows(), name=name)
-    summaries = store.metric_summaries([r.id for r in rows]) if rows else []
+    if not bench and not name and names:
+        bench = names[0]  # the latest run's benchmark
+    rows = [r for r in pages.filter_runs(all_rows, name=name) if not bench or r.name == bench]
+    summaries = data.summaries(r.id for r in rows)
     choices = pages.metric_choices(summaries)
-    choice = req.query.get("metric") or (choices[0] if choices else "")
-    if choice and "|" in choice and choice not in choices:
-        raise RagmeterError(f"no metric '{choice.replace('|', ' · ')}' in this store")
-    return PageOut(pages.history_page(rows, summaries, choices, choice, req.lang, name))
+    choice = check_choice("metric", req.param("metric"), choices) or pages.headline(choices)
+    return PageOut(pages.history_page(rows, summaries, choices, choice, req.lang, name,
+                                      bench=bench, benches=names))
 
 
-@page("/compare", title="v_compare", nav=True,
-      doc="one tier across several runs as one decision table (runs × systems)")
+@page("/compare", title="v_compare", nav=True, params=("tier", "run"),
+      doc="one tier across several runs as one decision table (runs × systems), each row "
+          "labelled with run name, date and tags")
 def compare(req: PageRequest) -> PageOut:
     viewer = req.viewer
-    rows = viewer.store.run_rows()
+    rows = viewer.data.rows()
+    known = {r.id for r in rows}
     chosen = list(req.query.getall("run", []))
+    for rid in chosen:
+        if rid not in known:
+            raise BadQuery("run", f"no run {rid[:80]!r} in this store")
     if not chosen and rows:  # the latest runs of the latest benchmark (same data)
         chosen = [r.id for r in rows if r.name == rows[0].name][:5]
-    runs = [viewer.run(rid, samples=False) for rid in chosen]
+    runs, broken = viewer.data.runs(chosen, samples=False)
     runs.sort(key=lambda r: (r.created_at, r.id))
     tiers: list[str] = []
     for run in runs:
         tiers += [x for x, rec in run.tiers.items() if rec.status == "ok" and rec.results
                   and x not in tiers]
-    tier = req.query.get("tier") or ("retrieval" if "retrieval" in tiers
-                                     else (tiers[0] if tiers else ""))
-    return PageOut(pages.compare_page(runs, tiers, tier, rows, [r.id for r in runs], req.lang))
+    tier = check_choice("tier", req.param("tier"), tiers) or (
+        "retrieval" if "retrieval" in tiers else (tiers[0] if tiers else ""))
+    body = pages.compare_page(runs, tiers, tier, rows, [r.id for r in runs], req.lang)
+    return PageOut(pages.broken_note(broken, req.lang) + body)
 
 
-@page("/diff", title="v_diff", nav=True, shown_route="/diff?a=ID&b=ID",
-      doc="per-sample regressions first (largest drop on top), then the paired test of every "
-          "metric")
+@page("/diff", title="v_diff", nav=True, shown_route="/diff?a=ID&b=ID", params=("a", "b", "pick"),
+      doc="per-sample regressions (largest drop on top) and improvements, each with its "
+          "metric's paired test and a link to the side-by-side view, then the paired test of "
+          "every metric")
 def diff(req: PageRequest) -> PageOut:
     from ragmeter.runner.comparing import compare_runs
 
     viewer, lang = req.viewer, req.lang
-    rows = viewer.store.run_rows()
+    rows = viewer.data.rows()
     picks = list(req.query.getall("pick", []))
     a_id = req.query.get("a") or (picks[0] if len(picks) >= 2 else None)
     b_id = req.query.get("b") or (picks[1] if len(picks) >= 2 else None)
     if not a_id and not b_id and len(rows) >= 2:
         a_id, b_id = rows[1].id, rows[0].id
     if not (a_id and b_id):
-        return PageOut(pages.diff_page(None, None, [], [], rows, lang))
+        return PageOut(pages.diff_page(None, None, [], ([], []), rows, lang))
     a, b = viewer.run(a_id), viewer.run(b_id)
     if b.created_at < a.created_at and picks:  # ticked boxes: older one is A
         a, b = b, a
     cmp_rows = compare_runs(a.results(), b.results())
-    regressions = pages.sample_regressions(a, b)
-    return PageOut(pages.diff_page(a, b, cmp_rows, regressions, rows, lang))
+    return PageOut(pages.diff_page(a, b, cmp_rows, pages.sample_changes(a, b), rows, lang))
 
 
-@page("/judges", title="judges", nav=True, shown_route="/judges?stat=kappa",
+@page("/side", title="v_side", nav=True, params=("run", "pick", "sample"),
+      shown_route="/side?run=ID&run=ID&sample=SID",
+      doc="one question in two or more runs next to each other: answers, contexts (gold "
+          "marked) and scores with the judge's reasoning claim by claim (read per sample, "
+          "without loading the runs)")
+def side(req: PageRequest) -> PageOut:
+    from ragmeter.view.side import SideColumn, side_page
+
+    data = req.viewer.data
+    rows = data.rows()
+    by_id = {r.id: r for r in rows}
+    chosen = list(req.query.getall("run", [])) + list(req.query.getall("pick", []))
+    for rid in chosen:
+        if rid not in by_id:
+            raise BadQuery("run", f"no run {rid[:80]!r} in this store")
+    if not chosen and rows:  # the two latest runs of the latest benchmark
+        chosen = [r.id for r in rows if r.name == rows[0].name][:2][::-1]
+    chosen = list(dict.fromkeys(chosen))
+    choices = data.sample_ids(chosen[0], 500) if chosen else []
+    sample_id = req.param("sample") or (choices[0] if choices else "")
+    columns = []
+    for rid in chosen:
+        try:
+            sample, scores = data.sample_of(rid, sample_id)
+            columns.append(SideColumn(by_id[rid], sample, scores))
+        except CorruptRun as exc:
+            columns.append(SideColumn(by_id[rid], {}, [], str(exc)))
+    return PageOut(side_page(columns, sample_id, rows, choices, req.lang))
+
+
+@page("/judges", title="judges", nav=True, shown_route="/judges?stat=kappa", params=("stat",),
       doc="the judge cards of the latest stored runs side by side, ranked per metric by any "
-          "card statistic")
+          "card statistic (read from the card rows alone)")
 def judges(req: PageRequest) -> PageOut:
     from ragmeter.judge_trust.card import STATS
-    from ragmeter.judge_trust.runs import TIER
 
-    viewer = req.viewer
-    stat = req.query.get("stat") or "kappa"
-    if stat not in STATS:
-        stat = "kappa"
-    runs = [viewer.run(r.id, samples=False)
-            for r in viewer.store.run_rows()[:pages.JUDGES_RUNS]]
-    runs = [r for r in runs if TIER in r.tiers]
+    stat = check_choice("stat", req.param("stat"), STATS) or "kappa"
+    runs = req.viewer.data.judge_cards(pages.JUDGES_RUNS)
     return PageOut(pages.judges_page(runs, req.lang, stat))
 
 
+@page("/live/{run_id}", title="v_live_run", name="live", section="runs", params=(),
+      shown_route="/live/ID", cache=False,
+      doc="a run still running (from the runner's folder, `view --runs DIR`): progress of each "
+          "tier and the values of its finished batches, updated every few seconds")
+def live(req: PageRequest) -> PageOut:
+    run = _live_run(req)
+    return PageOut(live_page(run, req.lang), title=f"{run.name} · {run.run_id}")
+
+
+@page("/api/live/{run_id}", title="v_live_run", name="live_json", section="runs", params=(),
+      shown_route="/api/live/ID", cache=False, json=True,
+      doc="the live page's data as JSON (what it polls)")
+def live_json(req: PageRequest) -> PageOut:
+    return PageOut("", data=_live_run(req).to_dict())
+
+
+@page("/api/live", title="v_live", name="live_list", section="runs", params=(), cache=False,
+      json=True, doc="the runs still running, as JSON")
+def live_list(req: PageRequest) -> PageOut:
+    rows = live_rows(req.viewer.runs_dir, [r.id for r in req.viewer.data.rows()])
+    return PageOut("", data={"runs": [x.to_dict() for x in rows]})
+
+
+def _live_run(req: PageRequest) -> LiveRun:
+    rid = req.match("run_id")
+    run = find_live(req.viewer.runs_dir, rid, [r.id for r in req.viewer.data.rows()])
+    if run is None:
+        raise RagmeterError(f"no running run '{rid}' in the runs folder "
+                            f"{req.viewer.runs_dir or '(none given: view --runs DIR)'}")
+    return run
+
+
 @page("/run/{run_id}", title=("Run details", "Запуск"), name="run", section="runs",
-      shown_route="/run/ID",
+      shown_route="/run/ID", params=(),
       doc="the report above, with a link from each explorer row to its sample")
 def run_details(req: PageRequest) -> PageOut:
     run = req.viewer.run(req.match("run_id"))
@@ -111,7 +193,7 @@ def run_details(req: PageRequest) -> PageOut:
 
 
 @page("/run/{run_id}/sample/{sample_id:.+}", title="v_sample", name="sample",
-      section="runs", shown_route="/run/ID/sample/SID",
+      section="runs", shown_route="/run/ID/sample/SID", params=(),
       doc="one sample: question, reference, answer, contexts, every score with its reason "
           "and the judge's details")
 def sample(req: PageRequest) -> PageOut:

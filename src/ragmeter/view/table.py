@@ -9,8 +9,9 @@ generated from :data:`PAGES`, so a new page is one entry::
 
 The built-in pages are declared in :mod:`ragmeter.view.routes` (loaded on first lookup);
 ``python -m ragmeter.view.reference`` refreshes the page list in ``docs/reports.md``.
-A handler runs in a worker thread; a :class:`~ragmeter.errors.RagmeterError` it raises becomes
-a 404 page with the message.
+A handler runs in a worker thread; a :class:`~ragmeter.view.params.BadQuery` it raises becomes
+a 400 page, a run that cannot be read a 500 page for that run alone, and any other
+:class:`~ragmeter.errors.RagmeterError` a 404 page, each with the message.
 """
 
 from __future__ import annotations
@@ -80,6 +81,15 @@ class Page:
     section: str | None = None
     doc: str = ""
     shown_route: str | None = None
+    #: the query parameters the page reads (any other is a 400); ``None``: not checked
+    params: tuple[str, ...] | None = None
+    #: rendered pages are cached per store version; a page over data outside the store
+    #: (a running run's progress) sets this off
+    cache: bool = True
+    #: the handler's ``PageOut.data`` is the answer, as JSON (a small endpoint pages poll)
+    json: bool = False
+    #: the page also shows the runs still running: its cache follows the runner's folder too
+    watches_runs: bool = False
 
     def title_in(self, lang: str) -> str:
         if isinstance(self.title, tuple):
@@ -98,12 +108,15 @@ PAGES: Registry[Page] = Registry("viewer page", key="page", modules=("ragmeter.v
 
 def page(route: str, *, title: str | tuple[str, str], name: str | None = None,
          nav: bool = False, section: str | None = None, doc: str = "",
-         shown_route: str | None = None) -> Callable[[Handler], Handler]:
+         shown_route: str | None = None, params: tuple[str, ...] | None = None,
+         cache: bool = True, json: bool = False,
+         watches_runs: bool = False) -> Callable[[Handler], Handler]:
     """Declare the decorated function as the handler of a page (its name: the function's)."""
     def deco(fn: Handler) -> Handler:
         key = name or fn.__name__
         PAGES.register(key, Page(key, route, title, fn, nav=nav, section=section, doc=doc,
-                                 shown_route=shown_route))
+                                 shown_route=shown_route, params=params, cache=cache,
+                                 json=json, watches_runs=watches_runs))
         return fn
     return deco
 

@@ -26,6 +26,9 @@ def register(app: typer.Typer) -> None:
                                    "--max) instead of the mean.")] = False,
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL.")] = None,
+        junit: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--junit", help="Also write the checks as JUnit XML to this file (for CI test "
+                            "reports); a failed check lists its three worst samples.")] = None,
     ) -> None:
         """Check a run against thresholds; exit 1 with a table of what failed.
 
@@ -34,8 +37,11 @@ def register(app: typer.Typer) -> None:
           ragmeter check results.json --min mrr=0.5 --min hit_rate@5=0.6
 
           ragmeter check latest --config bench.yaml --use-ci-bound
+
+          ragmeter check latest --min mrr=0.5 --junit reports/ragmeter.xml
         """
         from ragmeter.errors import UsageError
+        from ragmeter.runner.gate_report import failing_samples, format_failures, junit_xml
         from ragmeter.runner.gating import (
             check_thresholds,
             gate_passed,
@@ -64,6 +70,13 @@ def register(app: typer.Typer) -> None:
         c = common.human_console()
         c.print(rich_table(rows, title=f"Quality gate: {src.label}"))
         failed = sum(not r.passed for r in rows)
+        failures = failing_samples(src.results, rows, getattr(src.run, "samples", None))
+        if failures:
+            c.print(format_failures(failures), markup=False, highlight=False)
+        if junit is not None:
+            junit.parent.mkdir(parents=True, exist_ok=True)
+            junit.write_text(junit_xml(rows, failures, f"ragmeter check {src.label}"),
+                             encoding="utf-8")
         if common.state().json:
             from dataclasses import asdict
 

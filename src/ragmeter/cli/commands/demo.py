@@ -88,3 +88,29 @@ def register(app: typer.Typer) -> None:
             console.print(f"  {f}", highlight=False, markup=False)
         for note in getattr(res, "notes", []):
             err.print(f"note: {note}", highlight=False, markup=False)
+        _verdict(stored, skipped=no_judge, enable=status.enable_command, err=err)
+
+
+def _verdict(stored: object, *, skipped: bool, enable: str, err: object) -> None:
+    """What ran, what did not and how to get it; exit 3 when a step scored nothing, errored
+    or lost work (the demo never says "ok" over 0 scored values)."""
+    from ragmeter.cli.lost_work import report_lost_run
+    from ragmeter.demo.pipeline import judged_tiers
+    from ragmeter.errors import WorkFailedError
+
+    tiers = stored.tiers  # type: ignore[attr-defined]
+    ran = [n for n, r in tiers.items() if r.status == "ok"]
+    missing = [n for n in judged_tiers() if n not in tiers] if skipped else []
+    total = len(tiers) + len(missing)
+    line = f"demo: {len(ran)} of {total} tiers ran"
+    not_run = [n for n, r in tiers.items() if r.status == "not_run"]
+    if missing:
+        line += (f"; skipped by --no-judge: {', '.join(missing)} (run without --no-judge; "
+                 f"they need the offline demo judge: {enable})")
+    if not_run:
+        line += f"; not run: {', '.join(not_run)} (reasons above)"
+    err.print(line, highlight=False, markup=False)  # type: ignore[attr-defined]
+    failed = [f"{n}: {r.reason}" for n, r in tiers.items() if r.status == "error"]
+    if failed:
+        raise WorkFailedError(f"demo: {len(failed)} tier(s) failed:\n  " + "\n  ".join(failed))
+    report_lost_run(stored)

@@ -178,7 +178,7 @@ def register(app: typer.Typer) -> None:
                                  embedding_threshold=embedding_threshold, embedder=embedder,
                                  answerability=not no_answerability,
                                  negative_retriever=negative_retriever, negative_k=negative_k)
-        chunking = ChunkingParams(chunk_size, overlap)
+        chunking = ChunkingParams.from_options(chunk_size, overlap)
 
         def judges() -> tuple[Any, Any]:
             judge = make_generator(config=generator_config, name=generator_name,

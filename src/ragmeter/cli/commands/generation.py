@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
 def _table(result: Any) -> Any:
@@ -30,6 +31,41 @@ def _table(result: Any) -> Any:
     return table
 
 
+def _load(samples: Path, skip_invalid: bool, data_format: str, column_map: Any,
+          target: Any, target_entry: Any, replay: bool, estimate: bool) -> tuple[Any, list[Any],
+                                                                              Any]:
+    """The samples file loaded, and the target's answers filled in when one is given."""
+    from ragmeter.data.formats import parse_map
+    from ragmeter.data.loaders import load_samples
+    from ragmeter.errors import UsageError
+
+    loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
+                          column_map=parse_map(column_map))
+    items = list(loaded.samples)
+    if target is None:
+        if replay or target_entry:
+            raise UsageError("--replay" if replay else "--target-entry", "needs --target")
+        return loaded, items, None
+    from ragmeter.targets.oneshot import fill_from_target
+
+    filled = fill_from_target(items, target, entry=target_entry, default_entry="answer",
+                              replay=replay, estimate=estimate)
+    return loaded, filled.samples, filled
+
+
+def _metric_list(metrics: list[str] | None) -> list[str] | None:
+    """``--metrics`` values split on commas outside parentheses (None: the default set)."""
+    from ragmeter.errors import UsageError
+    from ragmeter.metrics.registry import split_metric_list
+
+    if metrics is None:
+        return None
+    out = [m for item in metrics for m in split_metric_list(item)]
+    if not out:
+        raise UsageError("--metrics", f"no metric named in {metrics!r}")
+    return out
+
+
 def register(app: typer.Typer) -> None:
     @app.command("generation")
     def generation(
@@ -49,6 +85,7 @@ def register(app: typer.Typer) -> None:
         data_format: common.FormatOpt = "auto",
         column_map: common.MapOpt = None,
         max_unscored: common.MaxUnscoredOpt = None,
+        max_lost: MaxLostOpt = None,
         judge_backend: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--judge-backend", help="openai (default with --judge-url), mock, local-demo, "
             "recorded.")] = None,
@@ -93,26 +130,12 @@ def register(app: typer.Typer) -> None:
           ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
         """
 
-        from ragmeter.data.formats import parse_map
-        from ragmeter.data.loaders import load_samples
         from ragmeter.generation.evaluate import evaluate_generation
 
         common.parse_fraction(max_unscored)
         slice_spec = slicing.spec_of(by, min_n)
-        loaded = load_samples(samples, skip_invalid=skip_invalid, format=data_format,
-                              column_map=parse_map(column_map))
-        items = list(loaded.samples)
-        filled = None
-        if target is not None:
-            from ragmeter.targets.oneshot import fill_from_target
-
-            filled = fill_from_target(items, target, entry=target_entry, default_entry="answer",
-                                      replay=replay, estimate=estimate)
-            items = filled.samples
-        elif replay or target_entry:
-            from ragmeter.errors import UsageError
-
-            raise UsageError("--replay" if replay else "--target-entry", "needs --target")
+        _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
+                                       target_entry, replay, estimate)
         extra = {"language": language}
         if judge_record:
             extra["record_path"] = judge_record
@@ -122,14 +145,7 @@ def register(app: typer.Typer) -> None:
             backend=judge_backend if judge_backend != "openai" else None, **extra)
         if cfg is not None and check_judge and not estimate:
             common.check_judge_reachable(cfg)
-        from ragmeter.metrics.registry import split_metric_list
-
-        metric_list = ([m for item in metrics for m in split_metric_list(item)]
-                       if metrics is not None else None)
-        if metric_list is not None and not metric_list:
-            from ragmeter.errors import UsageError
-
-            raise UsageError("--metrics", f"no metric named in {metrics!r}")
+        metric_list = _metric_list(metrics)
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
             else None
@@ -140,7 +156,8 @@ def register(app: typer.Typer) -> None:
                 from ragmeter.judges.factory import make_judge
 
                 judge = make_judge(cfg)
-            with common.working(f"scoring {len(items)} samples"):
+            step = "planning the calls of" if estimate else "scoring"  # --estimate scores none
+            with common.working(f"{step} {len(items)} samples"):
                 return evaluate_generation(
                     items, metric_list, judge=judge, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
@@ -173,18 +190,26 @@ def register(app: typer.Typer) -> None:
                     f"note: skipped {skip['metric']} (a default metric): {skip['reason']}. "
                     "Name it in --metrics to make its absence an error.",
                     highlight=False, markup=False)
-        calls = result.meta.get("judge_calls")
-        if calls:
-            demo = " [bold yellow](DEMO judge: binary prompts, not a real grader)[/]" \
-                if calls.get("demo") else ""
-            console.print(f"judge calls: {calls['total']} ({calls['per_sample']:.2f} per "
-                          f"sample){demo}")
+        _print_calls(result.meta.get("judge_calls"), console)
         if slice_spec is not None:
             slicing.slice_and_show(result, items, slice_spec, console)
         common.finish_result(result, out, console)
         for line in common.check_scored(common.results_of(result), max_unscored):
             common.err_console().print(f"partly unscored: {line}", highlight=False,
                                        markup=False)
+        report_lost(common.results_of(result), max_lost)
+
+
+def _print_calls(calls: dict[str, Any] | None, console: Any) -> None:
+    """The judge-call count, labelled when the judge is no grader (demo or mock replies)."""
+    if not calls:
+        return
+    label = " [bold yellow](DEMO judge: binary prompts, not a real grader)[/]" \
+        if calls.get("demo") else ""
+    if calls.get("mock"):
+        label += (" [bold yellow](MOCK judge: random replies from ragmeter mock-judge, not a "
+                  "measurement)[/]")
+    console.print(f"judge calls: {calls['total']} ({calls['per_sample']:.2f} per sample){label}")
 
 
 TargetOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,8 @@ from ragmeter.errors import UsageError
 def register(app: typer.Typer) -> None:
     @app.command("init")
     def init(
-        path: Annotated[Path, typer.Argument(help="Where to write the config.")] = Path(
+        path: Annotated[Path, typer.Argument(help="Where to write the config ('-' = stdout).")
+                        ] = Path(
             "bench.yaml"),
         force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
         = False,
@@ -23,10 +25,16 @@ def register(app: typer.Typer) -> None:
         Examples:
 
           ragmeter init my-bench.yaml
+
+          ragmeter init -
         """
         from ragmeter.cli import common
         from ragmeter.runner.example import example_config
 
+        if str(path) == "-":  # like --out -: the config goes to stdout
+            sys.stdout.write(example_config())
+            sys.stdout.flush()
+            return
         if path.exists() and not force:
             raise UsageError("PATH", f"{path} exists; pass --force to overwrite it")
         with common.writing_out(path) as p:

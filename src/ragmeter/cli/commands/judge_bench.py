@@ -9,7 +9,6 @@ card with the run.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -211,11 +210,13 @@ def bench_command(
         console.print("--compare needs at least two judges (a --judge-config with a "
                       "'judges' list)")
     if out is not None:
+        from ragmeter.results.jsonout import dumps as strict_json
+
         out.parent.mkdir(parents=True, exist_ok=True)
         payload: dict[str, Any] = {"cards": [r.card.to_dict() for r in runs]}
         if rows:
             payload["comparison"] = rows
-        out.write_text(json.dumps(payload, ensure_ascii=False, indent=1, default=str),
+        out.write_text(strict_json(payload, indent=1),
                        encoding="utf-8")
         console.print(f"wrote {out}")
 
@@ -247,6 +248,53 @@ def probe_table(report: dict[str, Any]) -> Any:
     return t
 
 
+def _ppi_table(est: dict[str, Any]) -> Any:
+    """The table of raw judge means beside the bias-corrected estimates."""
+    from rich.table import Table
+
+    t = Table(title="judged metrics: raw judge mean vs bias-corrected (prediction-powered) "
+                    "estimate")
+    for col in ("metric", "judge mean (N)", "corrected [95% CI]", "correction", "labels",
+                "labels for target"):
+        t.add_column(col)
+    for m, e in est.items():
+        x = e.estimate
+        plan = e.plan
+        t.add_row(m, f"{_f(x.judge_mean)} ({x.n_all})",
+                  f"{_f(x.estimate)} [{_f(x.ci_low)}, {_f(x.ci_high)}]"
+                  + (f" (cut to the metric's range {x.clipped_to[0]:g}-{x.clipped_to[1]:g})"
+                     if x.clipped_to else ""), f"{x.correction:+.3f}",
+                  str(x.n_labelled),
+                  "-" if plan is None else (f"{plan.n_more} more" if plan.n_more is not None
+                                            else plan.reason))
+    return t
+
+
+def _paired_estimates(console: Any, run: Any, labs: Any, pair: tuple[str, str]
+                      ) -> dict[str, Any]:
+    """Bias-corrected differences B - A per labelled metric, printed and returned."""
+    from ragmeter.judge_trust.ppi import paired_metric_ppi
+    from ragmeter.judge_trust.runs import judged_values
+
+    a, b = pair
+    paired: dict[str, Any] = {}
+    va, _, _ = judged_values(run, labs, system=a)
+    vb, _, _ = judged_values(run, labs, system=b)
+    for m in labs.metrics:
+        if m in va and m in vb:
+            try:
+                p = paired_metric_ppi(m, va[m], vb[m], labs, system_a=a, system_b=b)
+            except ValueError as exc:
+                console.print(f"{m}: {exc}")
+                continue
+            paired[m] = p.to_dict()
+            console.print(f"{m}: {b} - {a} = {p.diff.estimate:+.3f} "
+                          f"[{p.diff.ci_low:+.3f}, {p.diff.ci_high:+.3f}]"
+                          f"{' (cut to -1..1)' if p.diff.clipped_to else ''} (raw judge "
+                          f"{p.raw_diff:+.3f}), p = {p.p_value:.4f}", highlight=False)
+    return paired
+
+
 def card_command(
     run_id: Annotated[str, typer.Argument(help="Run id in the results store (or 'latest').")],
     labels: Annotated[Path, typer.Option("--labels", "-l", help="Human labels file "
@@ -272,16 +320,17 @@ def card_command(
 ) -> None:
     """Compare a run's judged metrics with human labels: card + bias-corrected estimates."""
     from rich.console import Console
-    from rich.table import Table
 
     from ragmeter.errors import ConfigError, DataError, RecordProblem
+    from ragmeter.judge_trust import checks
     from ragmeter.judge_trust.card import card_from_values
     from ragmeter.judge_trust.labels import load_labels
-    from ragmeter.judge_trust.ppi import paired_metric_ppi, ppi_estimates
+    from ragmeter.judge_trust.ppi import ppi_estimates
     from ragmeter.judge_trust.runs import attach_to_run, judged_values, trust_result
     from ragmeter.results.records import Signature
     from ragmeter.results.store import ResultStore, normalize_url
 
+    checks.check_card_options(threshold, target_width, seed)
     console = Console()
     labs = load_labels(labels)
     rs = ResultStore(normalize_url(store))
@@ -293,6 +342,13 @@ def card_command(
     if not values:
         raise DataError(RecordProblem(str(labels), None, "metric", "no labelled metric "
                                       f"({', '.join(labs.metrics)}) is in run {rid}"))
+    cov = checks.label_coverage(values, labs, system)
+    checks.require_matches(cov, values, labs, rid)
+    if cov.warning():
+        common.err_console().print(f"warning: {cov.warning()}", highlight=False)
+    pair = (checks.check_compare_systems(compare_systems, [r.name for x in run.tiers.values()
+                                                           for r in x.results], labs.systems())
+            if compare_systems else None)
     sig0 = Signature.parse(next(iter(sigs.values())))
     judge = sig0.get("judge") or "judge"
     model = sig0.get("model") or sig0.get("judge_model") or ""
@@ -304,38 +360,8 @@ def card_command(
     card.meta["run_id"] = rid
     console.print(card_table(card))
     est = ppi_estimates(values, labs, system=system, target_width=target_width)
-    t = Table(title="judged metrics: raw judge mean vs bias-corrected (prediction-powered) "
-                    "estimate")
-    for col in ("metric", "judge mean (N)", "corrected [95% CI]", "correction", "labels",
-                "labels for target"):
-        t.add_column(col)
-    for m, e in est.items():
-        x = e.estimate
-        plan = e.plan
-        t.add_row(m, f"{_f(x.judge_mean)} ({x.n_all})",
-                  f"{_f(x.estimate)} [{_f(x.ci_low)}, {_f(x.ci_high)}]", f"{x.correction:+.3f}",
-                  str(x.n_labelled),
-                  "-" if plan is None else (f"{plan.n_more} more" if plan.n_more is not None
-                                            else plan.reason))
-    console.print(t)
-    paired = {}
-    if compare_systems:
-        a, _, b = compare_systems.partition(",")
-        if not b:
-            raise ConfigError("--compare-systems", "expected two system names: A,B")
-        va, _, _ = judged_values(run, labs, system=a)
-        vb, _, _ = judged_values(run, labs, system=b)
-        for m in labs.metrics:
-            if m in va and m in vb:
-                try:
-                    p = paired_metric_ppi(m, va[m], vb[m], labs, system_a=a, system_b=b)
-                except ValueError as exc:
-                    console.print(f"{m}: {exc}")
-                    continue
-                paired[m] = p.to_dict()
-                console.print(f"{m}: {b} - {a} = {p.diff.estimate:+.3f} "
-                              f"[{p.diff.ci_low:+.3f}, {p.diff.ci_high:+.3f}] (raw judge "
-                              f"{p.raw_diff:+.3f}), p = {p.p_value:.4f}", highlight=False)
+    console.print(_ppi_table(est))
+    paired = _paired_estimates(console, run, labs, pair) if pair else {}
     result = trust_result(card, labs, values, est, system=system)
     if paired:
         result.meta["ppi_paired"] = paired
@@ -343,8 +369,10 @@ def card_command(
         attach_to_run(rs, rid, result)
         console.print(f"card stored with run {rid} (tier judge_trust)")
     if out is not None:
+        from ragmeter.results.jsonout import dumps as strict_json
+
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result.meta, ensure_ascii=False, indent=1, default=str),
+        out.write_text(strict_json(result.meta, indent=1),
                        encoding="utf-8")
         console.print(f"wrote {out}")
 

@@ -175,11 +175,11 @@ def demo_command(
     spec = TINY_MODEL if tiny else DEMO_MODEL
     status = demo_judge_status(spec)
     if not status.available:  # an environment problem with its fix: exit 2, like any usage error
-        from ragmeter.errors import UsageError
+        from ragmeter.errors import RagmeterError
 
-        raise UsageError("--tiny" if tiny else "judge demo",
-                         f"demo judge not available: {status.reason}; enable it with: "
-                         f"{status.enable_command}")
+        which = "tiny test judge" if tiny else "demo judge"
+        raise RagmeterError(f"the offline {which} is not installed ({status.reason}); "
+                            f"install it with: {status.enable_command}")
     typer.echo(f"demo judge available: {spec.name} (weak: yes/no decisions only)")
     if probe:
         from ragmeter.judges import get_prompt

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.errors import UsageError
 from ragmeter.reports.console import fmt3 as _f
 
@@ -28,6 +29,7 @@ def judge_pipeline_command(
                                       "exactly in the prompt's format (Yes / No: reason); "
                                       "default: also Yes., **No**, Нет — причина ..."),
     max_unscored: common.MaxUnscoredOpt = None,
+    max_lost: MaxLostOpt = None,
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     charts: Path = typer.Option(None, "--charts", help="Folder for the confusion matrix."),  # noqa: B008
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
@@ -99,6 +101,7 @@ def judge_pipeline_command(
     common.finish_result(res, out, console)
     for line in common.check_scored(common.results_of(res)[:1], max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
+    report_lost(common.results_of(res)[:1], max_lost, tier="judge_pipeline")
 
 
 def register(app: typer.Typer) -> None:

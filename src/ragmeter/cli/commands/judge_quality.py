@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
 def judge_quality_command(
@@ -32,6 +32,7 @@ def judge_quality_command(
     estimate: common.EstimateOpt = False,
     max_cost: common.MaxCostOpt = None,
     max_calls: common.MaxCallsOpt = None,
+    max_lost: MaxLostOpt = None,
 ) -> None:
     """Judge quality: every item is judged N times with the cache off.
 
@@ -90,11 +91,13 @@ def judge_quality_command(
                           f"not sent {r.meta['missing_fields']}")
         if r.meta.get("warning"):
             console.print(f"[yellow]{r.name}: {r.meta['warning']}[/]")
-    payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
-                         default=str)
+    from ragmeter.results.jsonout import dumps as strict_json
+
+    payload = strict_json([r.to_dict() for r in results])
     common.write_text_out(payload, out, console)
     if common.state().json and str(out) != "-":
         common.emit_json([r.to_dict() for r in results])
+    report_lost([m for r in results for m in r.results.values()], max_lost)
 
 
 def _f(v: float | None, digits: int = 3) -> str:

@@ -11,6 +11,7 @@ import typer
 
 from ragmeter.cli import common, slicing
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost_run
 from ragmeter.errors import GateFailedError, RagmeterError, WorkFailedError
 
 
@@ -92,6 +93,7 @@ def register(app: typer.Typer) -> None:
         check: Annotated[bool, typer.Option(
             "--check", help="Gate on the config's thresholds (exit 1 on failure).")] = False,
         max_unscored: MaxUnscoredOpt = None,
+        max_lost: MaxLostOpt = None,
         json_out: JsonOpt = False,
         check_judge: common.CheckJudgeOpt = False,
         tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -197,6 +199,7 @@ def register(app: typer.Typer) -> None:
                                   + "\n  ".join(failed))
         for line in common.check_scored(common.results_of(stored.results()), max_unscored):
             err.print(f"partly unscored: {line}", highlight=False, markup=False)
+        report_lost_run(stored, max_lost)
         if check and cfg.thresholds:
             from ragmeter.runner.gating import check_thresholds, gate_passed, rich_table
 

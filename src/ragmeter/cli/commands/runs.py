@@ -51,6 +51,9 @@ def register(app: typer.Typer) -> None:
         store: StoreOpt = None,
         name: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--name", help="Only runs of this benchmark name.")] = None,
+        tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+            "--tag", help="Only runs with this tag (`run --tag`, a config's tags); repeat "
+                          "for runs with every one of them.")] = None,
         limit: Annotated[int, typer.Option("--limit", help="At most N runs.")] = 50,
         metric: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
             "--metric", "-m", help="Metric column as tier/system/metric (repeatable; default: "
@@ -65,17 +68,21 @@ def register(app: typer.Typer) -> None:
           ragmeter runs list
 
           ragmeter runs list --name retrieval-bench --json
+
+          ragmeter runs list --tag nightly
         """
         from ragmeter.cli import common
         from ragmeter.results.store import ResultStore
         from ragmeter.view.pages import default_columns
 
         st = ResultStore(store)
-        rows = [r for r in st.run_rows() if name is None or r.name == name][:limit]
+        wanted = {x.lower() for x in tag or []}
+        rows = [r for r in st.run_rows() if (name is None or r.name == name)
+                and wanted <= {x.lower() for x in r.tags}][:limit]
         summaries = st.metric_summaries([r.id for r in rows]) if rows else []
         cols = [m.replace("/", "|", 2) for m in metric or []]
         if not cols and rows:
-            cols = default_columns([m for m in summaries if m.run_id == rows[0].id], limit=6)
+            cols = default_columns(summaries, limit=6)  # the listed runs' key metrics
         cells = {(m.run_id, f"{m.tier}|{m.system}|{m.metric}"): m for m in summaries}
         if as_json:
             out = []

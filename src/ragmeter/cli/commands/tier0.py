@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -70,8 +69,9 @@ def tier0_command(
 
         paths = tier0_chart(results, charts)
         console.print("charts: " + ", ".join(map(str, paths)))
-    payload = json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2,
-                         default=str)
+    from ragmeter.results.jsonout import dumps as strict_json
+
+    payload = strict_json([r.to_dict() for r in results])
     common.write_text_out(payload, out, console)
     if common.state().json and str(out) != "-":
         common.emit_json([r.to_dict() for r in results])

@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.reports.console import fmt3 as _f
 
 
@@ -29,6 +30,7 @@ def ux_command(
     judge_timeout: common.JudgeTimeoutOpt = None,
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
+    max_lost: MaxLostOpt = None,
 ) -> None:
     """UX tier: semantic-cache potential, context preservation, multi-turn consistency.
 
@@ -94,6 +96,7 @@ def ux_command(
     if note:
         console.print(f"[yellow]{note}[/]")
     common.finish_result(res, out, console)
+    report_lost(common.results_of(res), max_lost)
 
 
 def register(app: typer.Typer) -> None:

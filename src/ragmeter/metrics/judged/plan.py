@@ -100,6 +100,8 @@ class Asking:
         self.by_prompt: dict[str, int] = {}
         #: call kind -> prompt versions sent
         self.versions: dict[str, set[str]] = {}
+        #: some reply came from ``ragmeter mock-judge`` (marked, random test replies)
+        self.mock = False
         self._chains: list[_Chain] = []
 
     def add(self, sample: Sample, needs: Iterable[str], lang: str) -> SampleJudgement:
@@ -153,6 +155,7 @@ class Asking:
         self.by_prompt[req.prompt_version] = self.by_prompt.get(req.prompt_version, 0) + 1
         self.versions.setdefault(call.kind, set()).add(req.prompt_version)
         msgs = rep.extra.get("messages") if rep.extra else None
+        self.mock = self.mock or bool(rep.extra and rep.extra.get("mock"))
         j.calls.append(CallRecord(call.kind, req.prompt_version, rep.ok, rep.reason,
                                   rep.detail, rep.raw, msgs if msgs is not None
                                   else [dict(m) for m in req.messages]))
@@ -217,4 +220,5 @@ def run_plan(ctx: JudgedContext, metrics: Sequence[tuple[JudgedMetric, Metric]])
     ask(judge, asking.requests())
     return JudgePlan(asking.finish(), asking.n_requests, asking.by_prompt, binary,
                      ",".join(sorted(set(langs))) or "-", getattr(judge, "name", "judge"),
-                     getattr(judge, "model", ""), asking.versions)
+                     getattr(judge, "model", ""), asking.versions,
+                     asking.mock or getattr(getattr(judge, "backend", None), "kind", "") == "mock")

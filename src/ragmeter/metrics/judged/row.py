@@ -166,7 +166,7 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
         judge_temp=getattr(jcfg, "temperature", None), judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
-        demo=True if plan.binary else None,
+        demo=True if plan.binary else None, mock=True if plan.mock else None,
         scale="binary" if plan.binary and graded else None,
         claims=(plan.judgements[0].claims_source
                 if plan.judgements and "claims" in calls else None),

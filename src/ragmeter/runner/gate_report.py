@@ -1,0 +1,80 @@
+"""What a failed quality gate shows: the worst samples of each failed metric (question, answer,
+reason), as text for ``assert_metrics`` and pytest, and as JUnit XML for CI
+(``ragmeter check --junit FILE``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from ragmeter.results.frames import worst_samples
+from ragmeter.results.records import EvalResult
+from ragmeter.runner.gating import GateRow, format_rows
+
+#: worst samples listed per failed metric
+WORST = 3
+
+
+def failing_samples(results: Mapping[str, EvalResult] | EvalResult, rows: Sequence[GateRow],
+                    samples: Mapping[str, Any] | None = None, n: int = WORST
+                    ) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """For each failed row whose metric is in the results: its ``n`` worst samples."""
+    if isinstance(results, EvalResult):
+        results = {results.name: results}
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        res = results.get(row.target)
+        if row.passed or res is None or row.metric not in res.results:
+            continue
+        view = EvalResult(res.name, res.results, res.meta, {**(samples or {}), **res.samples})
+        out[(row.target, row.metric)] = worst_samples(view, row.metric, n)
+    return out
+
+
+def _short(x: Any, n: int = 160) -> str:
+    text = " ".join(str(x).split()) if x is not None else "–"
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def format_failures(failures: Mapping[tuple[str, str], Sequence[Mapping[str, Any]]]) -> str:
+    """Plain text: per failed metric its worst samples with question, answer and reason."""
+    lines = []
+    for (target, metric), worst in failures.items():
+        if not worst:
+            continue
+        lines.append(f"worst samples of {target}:{metric}:")
+        for w in worst:
+            value = "unscored" if w["value"] is None else f"{w['value']:.4f}"
+            lines.append(f"  - {w['sample_id']} ({value})")
+            lines.append(f"      question: {_short(w.get('question'))}")
+            lines.append(f"      answer:   {_short(w.get('answer'))}")
+            lines.append(f"      reason:   {_short(w.get('reason'))}")
+    return "\n".join(lines)
+
+
+def gate_message(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any]) -> str:
+    failed = sum(not r.passed for r in rows)
+    text = f"{failed} of {len(rows)} metric check(s) failed:\n{format_rows(list(rows))}"
+    extra = format_failures(failures)
+    return text + ("\n\n" + extra if extra else "")
+
+
+def junit_xml(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any],
+              suite: str) -> str:
+    """One ``<testcase>`` per checked metric; a failed one carries the gate's message and its
+    worst samples."""
+    root = ET.Element("testsuites")
+    ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(rows)),
+                       failures=str(sum(not r.passed for r in rows)), errors="0", skipped="0")
+    for r in rows:
+        case = ET.SubElement(ts, "testcase", classname=f"ragmeter.{r.target}",
+                             name=f"{r.metric} {r.threshold}")
+        if not r.passed:
+            fail = ET.SubElement(case, "failure", message=r.message, type="threshold")
+            fail.text = "\n".join(x for x in (
+                f"{r.target}:{r.metric} {r.threshold}: {r.message}",
+                format_failures({(r.target, r.metric): failures.get((r.target, r.metric))
+                                 or []})) if x)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")

@@ -1,0 +1,128 @@
+"""The diff of two runs: per-sample regressions and improvements, each next to the paired test
+of its metric (:mod:`ragmeter.runner.comparing`), then every metric's paired test."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from ragmeter.reports import svg
+from ragmeter.reports.html import _fmt_value, comparison_body
+from ragmeter.reports.i18n import t
+from ragmeter.results.store import RunRow, StoredRun
+from ragmeter.view.links import href, run_href, sample_href
+
+#: per-sample rows shown in each direction
+CHANGES_SHOWN = 100
+
+
+def sample_changes(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per-sample changes B − A on every shared tier/system/metric, signed in the metric's
+    direction: regressions (worst first) and improvements (best first); only samples both
+    runs scored."""
+    from ragmeter.runner.comparing import pair_results
+
+    worse: list[dict[str, Any]] = []
+    better: list[dict[str, Any]] = []
+    for key, ra, rb in pair_results(a.results(), b.results()):
+        for metric, ma in ra.results.items():
+            mb = rb.results.get(metric)
+            if mb is None:
+                continue
+            va, vb = ma.by_id(), mb.by_id()
+            sign = 1.0 if ma.higher_is_better else -1.0
+            for sid, x in va.items():
+                y = vb.get(sid)
+                if x is None or y is None or math.isnan(x) or math.isnan(y) or x == y:
+                    continue
+                row: dict[str, Any] = {"result": key, "metric": metric, "sample": sid, "a": x, "b": y,
+                       "change": (y - x) * sign}
+                (worse if row["change"] < 0 else better).append(row)
+    worse.sort(key=lambda r: (r["change"], r["sample"]))
+    better.sort(key=lambda r: (-r["change"], r["sample"]))
+    return worse[:limit], better[:limit]
+
+
+def sample_regressions(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
+                       ) -> list[dict[str, Any]]:
+    """The regressions of :func:`sample_changes`."""
+    return sample_changes(a, b, limit)[0]
+
+
+def _test_cell(row: Any, lang: str) -> str:
+    """The paired test of one metric: Δ of means with CI, p, method."""
+    if row is None:
+        return "<td></td>"
+    c = row.comparison
+    if c.n == 0:
+        return f"<td class=muted>{escape(t('v_no overlap', lang))}</td>"
+    cls = "delta-bad" if c.regression else ("delta-good" if c.significant else "muted")
+    return (f'<td class="{cls}" title="{escape(c.method)}, {c.n_resamples} resamples, seed '
+            f'{c.seed}">Δ {c.diff:+.3f} [{c.ci_low:+.3f}, {c.ci_high:+.3f}] · p={c.p_value:.3g}'
+            f" · {escape(t('v_' + row.verdict, lang))}</td>")
+
+
+def changes_table(rows: Sequence[Mapping[str, Any]], a: StoredRun, b: StoredRun,
+                  tests: Mapping[tuple[str, str], Any], lang: str, kind: str) -> str:
+    """One table of per-sample changes (``kind``: regression | improvement)."""
+    trs = []
+    for r in rows:
+        q = str(b.samples.get(r["sample"], a.samples.get(r["sample"], {})).get(
+            "user_input") or "")
+        side = href("/side", run=[a.id, b.id], sample=r["sample"], lang=lang)
+        cls = "delta-bad" if kind == "regression" else "delta-good"
+        trs.append(f'<tr class=sample-{kind} data-sample="{escape(r["sample"])}">'
+                   f'<td><a href="{escape(sample_href(b.id, r["sample"], lang))}"><code>'
+                   f'{escape(r["sample"])}</code></a> <a href="{escape(side)}" class=side-link>'
+                   f'{t("v_side_short", lang)}</a></td>'
+                   f"<td>{escape(svg.short(q, 90))}</td><td>{escape(r['result'])}</td>"
+                   f"<td><code>{escape(r['metric'])}</code></td><td class=num>"
+                   f"{_fmt_value(r['a'])}</td><td class=num>{_fmt_value(r['b'])}</td>"
+                   f'<td class="num {cls}">{r["change"]:+.3f}</td>'
+                   + _test_cell(tests.get((r["result"], r["metric"])), lang) + "</tr>")
+    return (f"<table id=sample-{kind}s><thead><tr><th>id</th>"
+            f"<th>{t('question', lang)}</th><th>{t('result', lang)}</th>"
+            f"<th>{t('metric', lang)}</th><th class=num>A</th><th class=num>B</th>"
+            f"<th class=num>{t('v_delta', lang)}</th><th>{t('v_paired_test', lang)}</th>"
+            f"</tr></thead><tbody>{''.join(trs)}</tbody></table>")
+
+
+def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
+              changes: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
+              all_rows: Sequence[RunRow], lang: str) -> str:
+    def select(name: str, chosen: str | None) -> str:
+        return (f"<select name={name} id=diff-{name}>" + "".join(
+            f'<option value="{escape(r.id)}"{" selected" if r.id == chosen else ""}>'
+            f"{escape(r.id)} · {escape(r.name)}</option>" for r in all_rows) + "</select>")
+
+    form = (f'<form class=filters method=get action="/diff"><label>{t("v_a", lang)}'
+            f'{select("a", a.id if a else None)}</label><label>{t("v_b", lang)}'
+            f'{select("b", b.id if b else None)}</label><input type=hidden name=lang '
+            f'value="{lang}"><button>{t("v_show", lang)}</button></form>')
+    parts = [f"<h1>{t('v_diff', lang)}</h1>", form]
+    if a is None or b is None:
+        return "".join([*parts, f"<p class=note>{t('v_pick_two', lang)}</p>"])
+    parts.append(f'<p class=meta>A = <a href="{escape(run_href(a.id, lang))}"><code>'
+                 f"{escape(a.id)}</code></a> ({escape(a.name)}) · B = <a href=\""
+                 f'{escape(run_href(b.id, lang))}"><code>{escape(b.id)}</code></a> '
+                 f"({escape(b.name)}) · <a href=\"{escape(href('/side', run=[a.id, b.id], lang=lang))}"
+                 f'">{t("v_side", lang)}</a></p>')
+
+    class _Src:
+        def __init__(self, run: StoredRun) -> None:
+            self.run, self.label = run, run.id
+
+    tests = {(r.result, r.comparison.metric): r for r in rows}
+    worse, better = changes
+    for kind, shown, title, empty in (
+            ("regression", worse, "v_sample_regressions", "v_no_sample_regressions"),
+            ("improvement", better, "v_sample_improvements", "v_no_sample_improvements")):
+        parts.append(f"<h2>{t(title, lang)}</h2>")
+        parts.append(changes_table(shown, a, b, tests, lang, kind) if shown
+                     else f"<p class=note>{t(empty, lang)}</p>")
+    parts.append(f"<h2>{t('comparison', lang)}</h2>")
+    parts.append(comparison_body(_Src(a), _Src(b), rows, lang))
+    return "".join(parts)
