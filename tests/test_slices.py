@@ -132,3 +132,15 @@ def test_ppi_per_slice_where_labels_exist() -> None:
     assert fact is not None
     raw = np.mean([judge[f"q{i}"] for i in range(30)])
     assert fact.estimate.estimate == pytest.approx(raw - 0.2, abs=1e-3)   # labels rounded
+
+
+def test_intervals_are_cut_to_the_metric_range() -> None:
+    from ragmeter.reports.slices import value_ranges
+
+    res = _result("sys", np.r_[np.ones(28), [0.2, 0.4], np.ones(30)])
+    raw = slice_results(res, _samples(), "type")
+    cut = slice_results(res, _samples(), "type", value_ranges=value_ranges(["mrr"]))
+    assert max(c.ci_high for c in raw.cells if not c.withheld) > 1.0    # a t interval
+    assert max(c.ci_high for c in cut.cells if not c.withheld) == 1.0
+    assert value_ranges(["ndcg@10", "no_such_metric"]) == {"ndcg@10": (0.0, 1.0),
+                                                          "no_such_metric": None}

@@ -62,7 +62,10 @@ def slice_and_show(result: EvalResult, samples: Sequence[Sample], spec: SliceSpe
         raise UsageError("--by", _message(exc)) from None
     stored = stored_slices(result)
     assert stored is not None
-    table = slice_results(result, stored[1], spec.by, min_n=spec.min_n)
+    from ragmeter.reports.slices import value_ranges
+
+    table = slice_results(result, stored[1], spec.by, min_n=spec.min_n,
+                          value_ranges=value_ranges(result.results))
     result.meta["slice_table"] = table.to_dict()
     show(table, console)
     return table

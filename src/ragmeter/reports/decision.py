@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ragmeter.metrics.registry import metric_base, split_metric_key
 from ragmeter.reports.bands import find_band
 from ragmeter.reports.i18n import join_names, t
+from ragmeter.reports.slices import value_ranges
 from ragmeter.results.records import EvalResult, MetricResult, compare_metric
 from ragmeter.results.slices import (
     SliceTable,
@@ -257,7 +258,8 @@ def _add_slices(dec: TierDecision, systems: Sequence[tuple[str, EvalResult]]) ->
     if not sliced:
         return
     for label, res, (spec, keys) in sliced:
-        table = slice_results(res, keys, spec.by, min_n=spec.min_n, metrics=[metric])
+        table = slice_results(res, keys, spec.by, min_n=spec.min_n, metrics=[metric],
+                              value_ranges=value_ranges([metric]))
         if table.cells:
             dec.slices[label] = table
     best = dec.verdict_parts.get("best")
@@ -270,7 +272,8 @@ def _add_slices(dec: TierDecision, systems: Sequence[tuple[str, EvalResult]]) ->
             continue
         tb = compare_slices(base_res, res, {**keys, **k}, spec.by, min_n=spec.min_n,
                             correction=spec.correction, seed=dec.seed,
-                            n_resamples=dec.n_resamples, metrics=[metric])
+                            n_resamples=dec.n_resamples, metrics=[metric],
+                            value_ranges=value_ranges([metric]))
         tb.system = label
         dec.slice_tests.append(tb)
     adjust_family(dec.slice_tests, spec.correction)

@@ -8,12 +8,28 @@ signature line under the table.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from html import escape
 from typing import Any
 
 from ragmeter.results.slices import SliceCell, SliceTable
 
 WITHHELD = "withheld"
+
+
+def value_ranges(metrics: Iterable[str]) -> dict[str, tuple[float, float] | None]:
+    """Each metric's declared value range (``None`` when unknown or unbounded): slice
+    intervals are cut to it."""
+    from ragmeter.errors import MetricSpecError
+    from ragmeter.metrics.registry import get_spec, metric_base
+
+    out: dict[str, tuple[float, float] | None] = {}
+    for m in metrics:
+        try:
+            out[m] = get_spec(metric_base(m).split("@")[0]).value_range
+        except (MetricSpecError, ValueError):
+            out[m] = None
+    return out
 
 
 def _value(c: SliceCell, min_n: int) -> str:
@@ -83,4 +99,4 @@ def slices_html(table: SliceTable) -> str:
             "</code></p>")
 
 
-__all__ = ["cell_rows", "slices_html", "slices_markdown"]
+__all__ = ["cell_rows", "slices_html", "slices_markdown", "value_ranges"]

@@ -242,8 +242,16 @@ def _keys(samples: Sequence[Sample] | Mapping[str, tuple[str, ...]], by: Sequenc
     return slice_keys(samples, by)
 
 
+def _clip(lo: float, hi: float, rng: tuple[float, float] | None) -> tuple[float, float]:
+    """An interval cut to the metric's declared range (a t interval may pass it)."""
+    if rng is None:
+        return lo, hi
+    return max(lo, rng[0]), min(hi, rng[1])
+
+
 def _cells(mr: MetricResult, keys: Mapping[str, tuple[str, ...]], by: Sequence[str],
-           min_n: int, level: float) -> list[SliceCell]:
+           min_n: int, level: float, rng: tuple[float, float] | None = None
+           ) -> list[SliceCell]:
     out = []
     for key, idx in _groups(keys, mr.sample_ids).items():
         v = mr.values[idx]
@@ -254,6 +262,7 @@ def _cells(mr: MetricResult, keys: Mapping[str, tuple[str, ...]], by: Sequence[s
         method = "-"
         if not withheld:
             lo, hi, method = mean_ci(x, level)
+            lo, hi = _clip(lo, hi, rng)
             mean = float(x.mean())
         out.append(SliceCell(mr.metric, key, slice_label(by, key), n, len(idx) - n, mean,
                              lo, hi, withheld, method))
@@ -262,18 +271,23 @@ def _cells(mr: MetricResult, keys: Mapping[str, tuple[str, ...]], by: Sequence[s
 
 def slice_results(result: EvalResult, samples: Sequence[Sample] | Mapping[str, tuple[str, ...]],
                   by: str | Sequence[str], *, min_n: int = DEFAULT_MIN_N, level: float = 0.95,
-                  metrics: Sequence[str] | None = None) -> SliceTable:
+                  metrics: Sequence[str] | None = None,
+                  value_ranges: Mapping[str, tuple[float, float] | None] | None = None
+                  ) -> SliceTable:
     """Per-slice mean, CI and ``n`` of every metric of ``result`` (or ``metrics``).
 
     ``samples``: the evaluated samples (their fields give the slices) or a ready
-    ``sample id → slice`` mapping.
+    ``sample id → slice`` mapping; ``value_ranges``: metric → its declared range, to which
+    the intervals are cut (``ragmeter.reports.slices.value_ranges``).
     """
     fields_ = parse_by(by)
     if min_n < 1:
         raise ConfigError("min_n", f"must be >= 1, got {min_n}")
     keys = _keys(samples, fields_)
     names = list(metrics) if metrics is not None else list(result.results)
-    cells = [c for m in names for c in _cells(result[m], keys, fields_, min_n, level)]
+    rngs = value_ranges or {}
+    cells = [c for m in names
+             for c in _cells(result[m], keys, fields_, min_n, level, rngs.get(m))]
     return SliceTable(fields_, result.name, cells, min_n, level,
                       {m: result[m].higher_is_better for m in names})
 
@@ -283,14 +297,17 @@ def compare_slices(a: EvalResult, b: EvalResult,
                    by: str | Sequence[str], *, min_n: int = DEFAULT_MIN_N,
                    correction: str = "holm", alpha: float = 0.05, seed: int = DEFAULT_SEED,
                    n_resamples: int = DEFAULT_N_RESAMPLES, level: float = 0.95,
-                   metrics: Sequence[str] | None = None) -> SliceTable:
+                   metrics: Sequence[str] | None = None,
+                   value_ranges: Mapping[str, tuple[float, float] | None] | None = None
+                   ) -> SliceTable:
     """B's per-slice cells and a paired test of B against A per slice × metric, the whole
     family's p-values adjusted by ``correction`` (``holm`` or ``bh``)."""
     if correction not in CORRECTIONS or correction == "none":
         raise ConfigError("correction", f"unknown correction {correction!r}",
                           [c for c in CORRECTIONS if c != "none"])
     names = [m for m in (metrics or list(b.results)) if m in a.results and m in b.results]
-    table = slice_results(b, samples, by, min_n=min_n, level=level, metrics=names)
+    table = slice_results(b, samples, by, min_n=min_n, level=level, metrics=names,
+                          value_ranges=value_ranges)
     keys = _keys(samples, table.by)
     raw: list[tuple[str, tuple[str, ...], Any]] = []
     for m in names:
