@@ -67,3 +67,10 @@ def test_demo_cli_no_judge(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "retrieval: ok" in proc.stdout and "real_users: ok" in proc.stdout
     assert (tmp_path / "d" / "report.html").is_file()
+    # answer behaviours on recorded answers, and the reference RAG service as a live target
+    behaviours = (tmp_path / "d" / "behaviours" / "behaviours.md").read_text("utf-8")
+    assert "`over_refusal`" in behaviours and "`fabricated_citation`" in behaviours
+    assert "the reference RAG service as a target" in proc.stdout
+    assert "retrieval/example-service: hit_rate@5" in proc.stdout
+    assert "e2e/example-service:latency: latency_p95" in proc.stdout
+    assert (tmp_path / "d" / "target" / "report.html").is_file()

@@ -2,8 +2,10 @@
 
 The demo is an ordinary benchmark config over the shipped data, run through the same runner
 as ``ragmeter run`` (resumable, stored, reported), plus the retriever comparison
-(table with CIs and significance marks, PNG/SVG charts) and the Tier 0 / judge-pipeline
-charts. Everything lands in one output folder.
+(table with CIs and significance marks, PNG/SVG charts), the Tier 0 / judge-pipeline charts,
+answer behaviours (refusals, citations, conversation turns) on recorded answers and the shipped
+reference RAG service measured as a live target over HTTP (:mod:`ragmeter.demo.steps`).
+Everything lands in one output folder.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ class DemoOutput:
     run: Any
     files: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: the reference RAG service measured as a target (``ragmeter-demo-target``)
+    target_run: Any = None
 
 
 def demo_config(out_dir: Path, *, judge: bool = True, limit: int | None = None) -> BenchConfig:
@@ -89,7 +93,23 @@ def run_demo(out_dir: str | Path = "ragmeter-demo", *, judge: bool = True,
     except MissingExtraError as exc:
         result.notes.append(f"retriever comparison not run: {exc}")
     result.files.extend(_tier_charts(stored, out / "charts"))
+    _extra_steps(result, out, limit)
     return result
+
+
+def _extra_steps(result: DemoOutput, out: Path, limit: int | None) -> None:
+    """Answer behaviours on recorded answers, and the reference RAG service as a target."""
+    from ragmeter.demo.steps import behaviours, measure_target
+    from ragmeter.reports.html import write_run_html
+
+    result.files.extend(behaviours(DATA_DIR / "behaviours.jsonl", out / "behaviours"))
+    try:
+        target_run = measure_target(DATA_DIR, out / "target", limit=limit)
+    except MissingExtraError as exc:
+        result.notes.append(f"reference service as a target not run: {exc}")
+        return
+    result.target_run = target_run
+    result.files.append(write_run_html(target_run, out / "target" / "report.html"))
 
 
 def _retriever_comparison(cfg: BenchConfig, out: Path, limit: int | None) -> list[Path]:

@@ -88,10 +88,30 @@ def register(app: typer.Typer) -> None:
             console.print(f"  {f}", highlight=False, markup=False)
         for note in getattr(res, "notes", []):
             err.print(f"note: {note}", highlight=False, markup=False)
+        _target_lines(res.target_run, console)
         _verdict(stored, skipped=no_judge, enable=status.enable_command, err=err)
+        if res.target_run is not None:
+            _verdict(res.target_run, skipped=False, enable=status.enable_command, err=err,
+                     label="demo, the reference service as a target")
 
 
-def _verdict(stored: object, *, skipped: bool, enable: str, err: object) -> None:
+def _target_lines(run: object, console: object) -> None:
+    """The reference RAG service measured as a target: its tiers and headline values."""
+    if run is None:
+        return
+    console.rule("[bold]the reference RAG service as a target")  # type: ignore[attr-defined]
+    for key, result in run.results().items():  # type: ignore[attr-defined]
+        for m in result:
+            a = m.aggregate
+            if a.mean is not None and any(t in m.metric for t in (
+                    "hit_rate@5", "rouge_l", "latency_p95", "ttft_p50", "error_rate")):
+                console.print(f"  {key}: {m.metric} = {a.mean:.3f} "  # type: ignore[attr-defined]
+                              f"[{a.ci_low:.3f}, {a.ci_high:.3f}] (n={a.n})",
+                              highlight=False, markup=False)
+
+
+def _verdict(stored: object, *, skipped: bool, enable: str, err: object,
+             label: str = "demo") -> None:
     """What ran, what did not and how to get it; exit 3 when a step scored nothing, errored
     or lost work (the demo never says "ok" over 0 scored values)."""
     from ragmeter.cli.lost_work import report_lost_run
@@ -102,7 +122,7 @@ def _verdict(stored: object, *, skipped: bool, enable: str, err: object) -> None
     ran = [n for n, r in tiers.items() if r.status == "ok"]
     missing = [n for n in judged_tiers() if n not in tiers] if skipped else []
     total = len(tiers) + len(missing)
-    line = f"demo: {len(ran)} of {total} tiers ran"
+    line = f"{label}: {len(ran)} of {total} tiers ran"
     not_run = [n for n, r in tiers.items() if r.status == "not_run"]
     if missing:
         line += (f"; skipped by --no-judge: {', '.join(missing)} (run without --no-judge; "
@@ -112,5 +132,5 @@ def _verdict(stored: object, *, skipped: bool, enable: str, err: object) -> None
     err.print(line, highlight=False, markup=False)  # type: ignore[attr-defined]
     failed = [f"{n}: {r.reason}" for n, r in tiers.items() if r.status == "error"]
     if failed:
-        raise WorkFailedError(f"demo: {len(failed)} tier(s) failed:\n  " + "\n  ".join(failed))
+        raise WorkFailedError(f"{label}: {len(failed)} tier(s) failed:\n  " + "\n  ".join(failed))
     report_lost_run(stored)
