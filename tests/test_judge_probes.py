@@ -99,3 +99,13 @@ def test_model_family() -> None:
     assert model_family("Qwen/Qwen2.5-7B-Instruct") == "qwen"
     assert family_warning("claude-3-5-sonnet", "gpt-4o") is None
     assert family_warning("llama-3.1-8b", None) is None
+
+
+def test_biased_needs_the_interval_and_the_exact_test() -> None:
+    from ragmeter.judge_trust.probes import ProbeResult
+
+    few = ProbeResult("verbosity", 0.417, 0.167, 0.667, 12, 0, 0.062)   # 5 one-way flips
+    assert not few.biased
+    assert ProbeResult("verbosity", 0.417, 0.25, 0.583, 30, 0, 0.0001).biased
+    assert ProbeResult("language", 0.1, 0.02, 0.2, 60, 0, None, paired=False).biased
+    assert ProbeResult.from_dict(few.to_dict()) == few

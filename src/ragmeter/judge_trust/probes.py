@@ -4,7 +4,7 @@ Each probe builds paired variants of the bundled judge benchmark's items, asks t
 about both through the judged metric's own calls, and reports the effect — the mean change of
 the judge's value (0–1) from the original to the variant — with a percentile-bootstrap 95 % CI
 and a paired randomization p-value over the items both variants scored. An unbiased judge's
-CI covers 0; a CI that excludes 0 is a measured bias.
+CI covers 0; a CI that excludes 0 with p < 0.05 is a measured bias.
 
 * ``verbosity`` — the same answer padded with true but irrelevant sentences (for
   faithfulness: sentences of the item's own context the answer does not use, so the padded
@@ -67,9 +67,12 @@ class ProbeResult:
 
     @property
     def biased(self) -> bool:
-        """The CI excludes 0."""
-        return (self.ci_low is not None and self.ci_high is not None
-                and (self.ci_low > 0 or self.ci_high < 0))
+        """The CI excludes 0 and, for a paired probe, the randomization test agrees
+        (p < 0.05): with few changed items a percentile interval can miss 0 while the
+        exact test cannot tell the change from chance."""
+        excludes = (self.ci_low is not None and self.ci_high is not None
+                    and (self.ci_low > 0 or self.ci_high < 0))
+        return excludes and (self.p_value is None or self.p_value < 0.05)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "tasks": list(self.tasks), "biased": self.biased}
