@@ -31,7 +31,6 @@ ALLOWED_FUNCTIONS: dict[str, str] = {
     "src/ragmeter/cli/commands/run.py::run": _NOT_YET,
     "src/ragmeter/cli/commands/run.py::register": "holds the run command: " + _NOT_YET,
     "src/ragmeter/cli/commands/runs.py::register": "several small commands inside: " + _NOT_YET,
-    "src/ragmeter/judge_trust/labels.py::labels_from_records": _NOT_YET,
     "benchmarks/bench_ragas_side_by_side.py::main": _NOT_YET,
     "benchmarks/bench_xquad.py::run": _NOT_YET,
     "scripts/build_judge_bench.py::faithfulness_ru": _NOT_YET,

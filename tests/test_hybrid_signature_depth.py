@@ -6,10 +6,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from conftest import requires_extra
 from ragmeter.data.sample import Sample
 from ragmeter.retrieval.base import Chunk, EmbedKind
 from ragmeter.retrieval.retrievers import BM25Retriever, DenseRetriever, HybridRetriever
 from ragmeter.tiers.compare_retrievers import compare_retrievers
+
+pytestmark = requires_extra("retrieval", "bm25s", "Stemmer")
 
 CHUNKS = [Chunk(f"d{i}#0", f"d{i}", f"Документ номер {i} про тему {i % 3}.") for i in range(12)]
 

@@ -112,3 +112,79 @@ def test_fast_qrels_leave_bad_lines_to_the_named_errors(tmp_path: Path, text: st
     path.write_text(text, encoding="utf-8")
     with pytest.raises(DataError, match=message):
         load_qrels(path)
+
+
+def _ci_one_metric_at_a_time(x: np.ndarray, seed: int, n_boot: int) -> tuple[float, float]:
+    """The CI as computed before resample indices were shared: its own generator, its own draws,
+    in chunks of at most 4M cells."""
+    if x.size == 1 or np.all(x == x[0]):
+        return float(x[0]), float(x[0])
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    rows = max(1, 4_000_000 // x.size)
+    for start in range(0, n_boot, rows):
+        stop = min(n_boot, start + rows)
+        means[start:stop] = x[rng.integers(0, x.size, size=(stop - start, x.size))].mean(axis=1)
+    alpha = (1.0 - 0.95) / 2.0
+    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+@pytest.mark.parametrize("n", [7, 5000, 60_000])
+def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int) -> None:
+    from ragmeter.results.records import EvalResult, MetricResult, Signature
+
+    rng = np.random.default_rng(n)
+    res = EvalResult("run")
+    arrays = {"a": rng.random(n), "b": (rng.random(n) > 0.7).astype(float),
+              "c": np.full(n, 0.25), "d": rng.random(n) ** 3}
+    for name, x in arrays.items():
+        res.add(MetricResult(name, [f"q{i}" for i in range(n)], x.copy(), Signature.make(),
+                             seed=11, n_boot=300))
+    # one with unscored samples: a different count, its own draws
+    vals = rng.random(n)
+    vals[::3] = np.nan
+    res.add(MetricResult("e", [f"q{i}" for i in range(n)], vals, Signature.make(),
+                         reasons={i: "x" for i in range(0, n, 3)}, seed=11, n_boot=300))
+    first = res["d"].aggregate  # computes the others' too
+    done = {m for m, r in res.results.items() if "aggregate" in r.__dict__}
+    assert done == {"a", "b", "c", "d"}  # "e" has fewer scored samples: other indices
+    for name, x in {**arrays, "e": vals[~np.isnan(vals)]}.items():
+        agg = first if name == "d" else res[name].aggregate
+        assert (agg.ci_low, agg.ci_high) == _ci_one_metric_at_a_time(x, 11, 300)
+        assert agg.mean == float(x.mean())
+
+
+@pytest.mark.parametrize("text, uniform", [
+    (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\nq2 Q0 d1 1 0.5 tag\n", True),
+    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", True),
+    (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", False),           # ragged lines
+    (b"q1 Q0 d1 1 2.5 tag\nq1  Q0 d2 2 1.5 t\n", False),        # two spaces
+    (b"q1\tQ0 d1 1 2.5 tag\n", False),                          # tab
+    (b"q1 Q0 d1 1 2.5 tag\r\n", False),                         # CR
+    (b"q1 Q0 d1 1 2.5 tag\n\nq2 Q0 d1 1 2.5 tag\n", False),     # blank line
+    (b" q1 Q0 d1 1 2.5 tag\n", False),                          # leading space
+    (b"q1 Q0 d1 1 2.5 tag \n", False),                          # trailing space
+    (b"#c Q0 d1 1 2.5 tag\nq1 Q0 d1 1 2.5 tag\n", False),       # comment line
+    (b"q1 Q0 d\x01x 1 2.5 tag\n", False),                       # another control byte
+    (b"q1 Q0 d1 1 2.5 tag", False),                             # no final newline
+    ("q1 Q0 док 1 2.5 tag\n".encode(), True),
+])
+def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> None:
+    from ragmeter.data.trec import _line_tokens, _split_tokens, _uniform_tokens
+
+    raw = np.frombuffer(text, dtype=np.uint8)
+    assert (_uniform_tokens(raw, 5) is not None) == uniform
+    fast, general = _line_tokens(text, 5), _split_tokens(np.frombuffer(text + bytes(64),
+                                                                       dtype=np.uint8), raw, 5)
+    assert (fast is None) == (general is None)
+    if fast is not None and general is not None:
+        for a, b in zip(fast, general, strict=True):
+            assert np.array_equal(a, b)
+    if general is not None:  # the tokens are bytes.split()'s
+        padded, ts, te, first, data = general
+        lines = text.split(b"\n")
+        for f, li in zip(first.tolist(), data.tolist(), strict=True):
+            parts = lines[li].split()
+            got = [bytes(padded[ts[f + j]:te[f + j]]) for j in range(len(parts))]
+            assert got == parts

@@ -186,6 +186,6 @@ def test_real_users_compares_the_targets_answers_with_the_logged_ones(
         out = r.finish(res)
     names = [x.name for x in out]
     assert names[1] == "bot:vs_logged" and names[2] == "bot:latency"
-    rouge = out[1]["rouge_l(stem=auto)"]
+    rouge = out[1]["rouge_l"]
     assert rouge.aggregate.n > 0 and 0 <= rouge.aggregate.mean <= 1
     assert "vs:logged_answer" in str(rouge.signature)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from conftest import needs_extra
 from ragmeter.data.sample import Sample
 from ragmeter.targets import TargetSession, TargetUnreachableError
 from ragmeter.targets.example_service import ExampleService, KnowledgeBase, ServiceConfig
@@ -59,6 +60,7 @@ def test_http_answer_maps_answer_contexts_ids_and_version(service: ExampleServic
 
 
 def test_http_doc_urls_mapped_to_gold_ids(service: ExampleService, tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")   # the service ranks with BM25 when it can
     s = _session({"kind": "http", "url": service.url + "/answer",
                   "ids": {"from": "doc_ids", "rule": "last_segment"}}, tmp_path)
     out = s.answer([Sample("a", Q)], k=2)

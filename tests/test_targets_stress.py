@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import needs_extra
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.runner.config import parse_config
 from ragmeter.runner.engine import run_benchmark
@@ -45,6 +46,7 @@ def test_paired_drops_use_samples_scored_in_both_arms() -> None:
 @pytest.mark.slow
 def test_stress_tier_on_the_reference_service(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")   # the distractors are BM25's top passages
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
     with ExampleService(ServiceConfig()) as srv:
         cfg = parse_config({
@@ -76,6 +78,8 @@ def test_paraphrase_arm_asks_the_question_in_other_words(tmp_path: Path,
 
     from ragmeter.data.sample import Sample
     from ragmeter.targets.stress import paraphrase_of
+
+    needs_extra("retrieval", "bm25s", "Stemmer")   # the distractors are BM25's top passages
 
     assert paraphrase_of(Sample(id="a", metadata={"paraphrases": ["  ", "Другими словами?"]})
                          ) == "Другими словами?"

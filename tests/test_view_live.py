@@ -21,7 +21,7 @@ from ragmeter.results.store import ResultStore
 FIX = Path(__file__).parent / "fixtures" / "runner"
 
 
-def start_slow_run(tmp_path: Path, sleep: float = 0.08, run_id: str = "live-run-1"
+def start_slow_run(tmp_path: Path, sleep: float = 0.25, run_id: str = "live-run-1"
                    ) -> tuple[subprocess.Popen, str, Path]:
     """A real ``ragmeter run`` of 40 samples in batches of 4, ``sleep`` seconds a sample;
     returns the process, the store URL and the runs folder."""
@@ -40,7 +40,8 @@ def start_slow_run(tmp_path: Path, sleep: float = 0.08, run_id: str = "live-run-
            "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
     env.pop("RAGMETER_STORE_URL", None)
     proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "run", str(tmp_path / "bench.yaml"),
-                             "--run-id", run_id, "--quiet"], env=env, cwd=tmp_path,
+                             "--run-id", run_id, "--quiet", "--max-lost", "1"],
+                            env=env, cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     return proc, url, tmp_path / "runs"
 

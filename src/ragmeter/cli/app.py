@@ -100,9 +100,10 @@ def _root(
         "token map goes only to $RAGMETER_PSEUDONYMISE_MAP when set."),
 ) -> None:
     """ragmeter command line."""
-    from ragmeter.privacy.judge import activate
+    if pseudonymise or "ragmeter.privacy.judge" in sys.modules:  # else nothing to switch off:
+        from ragmeter.privacy.judge import activate  # (it pulls in the judge engine)
 
-    activate(pseudonymise, os.environ.get("RAGMETER_PSEUDONYMISE_MAP") or None)
+        activate(pseudonymise, os.environ.get("RAGMETER_PSEUDONYMISE_MAP") or None)
     st = common.state()
     st.debug = st.debug or debug
     st.verbose = max(st.verbose, verbose)

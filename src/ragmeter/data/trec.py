@@ -246,16 +246,30 @@ class RunBlock:
 
 
 def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
-    """Tokens ``raw[start:end]`` as a fixed-width byte-string array of ``width`` (zero padded):
-    rows of a strided window view of ``raw`` (one copy of ``width`` bytes per token), then the
-    bytes past each token's end cleared."""
+    """Tokens ``raw[start:end]`` zero padded to ``width`` rounded up to 8-byte words: one
+    unaligned read per word and token (a 1-byte-strided ``uint64`` view), masked past the end."""
+    words = max(1, -(-width // 8))
     if not start.size:
-        return np.zeros(0, dtype=f"S{width}")
-    if int(start.max()) + width > raw.size:  # callers pad; this keeps it correct without
-        raw = np.concatenate([raw, np.zeros(width, dtype=np.uint8)])
-    mat = np.lib.stride_tricks.sliding_window_view(raw, width)[start]
-    mat[np.arange(width) >= (end - start)[:, None]] = 0
-    return mat.view(f"S{width}").ravel()
+        return np.zeros(0, dtype=f"S{8 * words}")
+    if int(start.max()) + 8 * words > raw.size:  # callers pad; this keeps it correct without
+        raw = np.concatenate([raw, np.zeros(8 * words, dtype=np.uint8)])
+    as_words = np.ndarray((raw.size - 7,), dtype="<u8", buffer=raw, strides=(1,))
+    lens = end - start
+    out = np.empty((start.size, words), dtype="<u8")
+    for w in range(words):
+        left = np.clip(lens - 8 * w, 0, 8).astype(np.uint64) * np.uint64(8)  # bits to keep
+        keep = np.where(left == 64, np.uint64(2**64 - 1),
+                        (np.uint64(1) << (left & np.uint64(63))) - np.uint64(1))
+        np.bitwise_and(as_words[start + 8 * w], keep, out=out[:, w])
+    return out.view(f"S{8 * words}").ravel()
+
+
+def _byte_columns(tokens: np.ndarray) -> np.ndarray:
+    """``(width, n)`` byte columns of fixed-width tokens, all-zero trailing columns dropped."""
+    n, width = tokens.size, tokens.dtype.itemsize
+    mat = tokens.view(np.uint8).reshape(n, width)
+    used = np.flatnonzero(mat.any(axis=0))
+    return np.ascontiguousarray(mat[:, :int(used[-1]) + 1 if used.size else 1].T)
 
 
 _POW10 = 10.0 ** np.arange(23)  # exact in float64
@@ -270,21 +284,27 @@ def _parse_scores(tokens: np.ndarray) -> np.ndarray:
     (exponents, ``inf``, ``+``, long mantissas) go through NumPy's string conversion, which
     raises ``ValueError`` on a token that is not a number.
     """
-    n, width = tokens.size, tokens.dtype.itemsize
-    cols = np.ascontiguousarray(tokens.view(np.uint8).reshape(n, width).T).astype(np.int64)
+    n = tokens.size
+    cols = _byte_columns(tokens)  # uint8: every counter but the mantissa is one byte wide
     mant = np.zeros(n, dtype=np.int64)
-    n_digits = np.zeros(n, dtype=np.int64)
-    frac = np.zeros(n, dtype=np.int64)
-    dots = np.zeros(n, dtype=np.int64)
+    n_digits = np.zeros(n, dtype=np.uint8)
+    frac = np.zeros(n, dtype=np.uint8)
+    dots = np.zeros(n, dtype=np.uint8)
     bad = np.zeros(n, dtype=bool)
     neg = cols[0] == 45  # '-'
     for j, c in enumerate(cols):
-        digit = (c >= 48) & (c <= 57)
-        mant = np.where(digit, mant * 10 + (c - 48), mant)
+        d = c - np.uint8(48)  # wraps below '0': a digit is d < 10
+        digit = d < 10
+        np.multiply(mant, 10, out=mant, where=digit)
+        np.add(mant, d, out=mant, where=digit)
         n_digits += digit
         frac += digit & (dots > 0)
-        dots += c == 46
-        bad |= ~digit & (c != 46) & (c != 0) & ((c != 45) | (j > 0))
+        dot = c == 46
+        dots += dot
+        other = ~digit & ~dot & (c != 0)
+        if j == 0:
+            other &= ~neg
+        bad |= other
     plain = ~bad & (dots <= 1) & (n_digits > 0) & (n_digits <= 15)
     out = np.empty(n, dtype=np.float64)
     val = mant[plain].astype(np.float64) / _POW10[frac[plain]]
@@ -302,12 +322,45 @@ _SPACE[[9, 10, 11, 12, 13, 32]] = True
 _Tokens = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+def _uniform_tokens(raw: np.ndarray, min_cols: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(token starts, token ends, first token of each line, lines)`` when every line has the
+    same number (≥ ``min_cols``) of tokens split by single spaces, ends with a newline and is no
+    ``#`` comment (what programs write; then exactly ``bytes.split()``); else None."""
+    if not raw.size or raw[-1] != 10:
+        return None
+    sep = np.flatnonzero(raw <= 32)  # every separator candidate, control bytes included
+    k = int(np.argmax(raw[sep] == 10)) + 1  # separators on the first line
+    if k < min_cols or sep.size % k:
+        return None
+    ends = sep.reshape(-1, k)
+    kinds = raw[ends]
+    if not (bool(np.all(kinds[:, -1] == 10)) and bool(np.all(kinds[:, :-1] == 32))):
+        return None
+    starts = np.empty_like(ends)
+    starts[0, 0] = 0
+    starts[1:, 0] = ends[:-1, -1] + 1
+    starts[:, 1:] = ends[:, :-1] + 1
+    if bool(np.any(ends <= starts)) or bool(np.any(raw[starts[:, 0]] == 35)):  # empty, '#'
+        return None
+    n = ends.shape[0]
+    return starts.ravel(), ends.ravel(), np.arange(0, n * k, k), np.arange(n)
+
+
 def _line_tokens(chunk: bytes, min_cols: int) -> _Tokens | None:
     """``(padded bytes, token starts, token ends, first token of each data line, data lines)``
     of ``chunk``, split as ``bytes.split()`` splits each line; blank lines and ``#`` comment
     lines are not data lines. None when a data line has fewer than ``min_cols`` tokens."""
     padded = np.frombuffer(chunk + bytes(_FAST_ID_BYTES), dtype=np.uint8)  # room to gather
     raw = padded[:len(chunk)]
+    uniform = _uniform_tokens(raw, min_cols)
+    if uniform is not None:
+        return (padded, *uniform)
+    return _split_tokens(padded, raw, min_cols)
+
+
+def _split_tokens(padded: np.ndarray, raw: np.ndarray, min_cols: int) -> _Tokens | None:
+    """:func:`_line_tokens` for any text: every byte classified (the general path)."""
     space = _SPACE[raw]  # what bytes.split() splits on
     begin = ~space
     begin[1:] &= space[:-1]
@@ -339,9 +392,12 @@ def _column(tokens: _Tokens, col: int) -> np.ndarray | None:
     return None if width > _FAST_ID_BYTES else _gather(padded, start, end, max(width, 1))
 
 
-def _vector_columns(chunk: bytes, first_line: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(qids, docs, scores, lines)`` of ``chunk`` parsed with array operations.
+_Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _vector_columns(chunk: bytes, first_line: int) -> _Columns | None:
+    """``(qids, docs, scores, lines, line starts)`` of ``chunk`` parsed with array operations
+    (line starts: the byte offset of each line in ``chunk``).
 
     None when a line needs the line-by-line path: fewer than 5 columns, a bad score, an id
     longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
@@ -351,7 +407,8 @@ def _vector_columns(chunk: bytes, first_line: int
         return None
     data = tokens[4]
     if not data.size:
-        return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), np.zeros(0, np.int64)
+        none = np.zeros(0, np.int64)
+        return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), none, none
     qids, docs, raw_scores = _column(tokens, 0), _column(tokens, 2), _column(tokens, 4)
     if qids is None or docs is None or raw_scores is None:
         return None
@@ -361,13 +418,13 @@ def _vector_columns(chunk: bytes, first_line: int
         return None
     if bool(np.isnan(scores).any()):
         return None
-    return qids, docs, scores, data.astype(np.int64) + first_line
+    return qids, docs, scores, data.astype(np.int64) + first_line, tokens[1][tokens[3]]
 
 
 def _parse_grades(tokens: np.ndarray) -> np.ndarray | None:
     """Integer grade tokens (``-?[0-9]{1,10}``) as int64, or None when one is anything else."""
-    n, width = tokens.size, tokens.dtype.itemsize
-    cols = np.ascontiguousarray(tokens.view(np.uint8).reshape(n, width).T).astype(np.int64)
+    n = tokens.size
+    cols = _byte_columns(tokens)
     value = np.zeros(n, dtype=np.int64)
     n_digits = np.zeros(n, dtype=np.int64)
     neg = cols[0] == 45
@@ -412,13 +469,16 @@ def _fast_qrels(text: str) -> Qrels | None:
 
 
 def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[RecordProblem]
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                  ) -> _Columns:
     """Line by line: comments (``#``), blank lines, trailing columns; bad lines → ``problems``."""
     qids: list[bytes] = []
     docs: list[bytes] = []
     scores: list[float] = []
     lines: list[int] = []
+    offsets: list[int] = []
+    offset = 0
     for lineno, line in enumerate(chunk.split(b"\n"), start=first_line):
+        at, offset = offset, offset + len(line) + 1
         parts = line.split()
         if not parts or parts[0].startswith(b"#"):
             continue
@@ -442,8 +502,10 @@ def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[Rec
         docs.append(parts[2])
         scores.append(value)
         lines.append(lineno)
+        offsets.append(at)
     return (np.array(qids or [b""])[:len(qids)], np.array(docs or [b""])[:len(docs)],
-            np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64))
+            np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64),
+            np.asarray(offsets, dtype=np.int64))
 
 
 def _check_text(chunk: bytes, source: str, line_base: int) -> None:
@@ -508,7 +570,7 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
             parsed = _vector_columns(chunk, line_base)
             if parsed is None:
                 parsed = _slow_columns(chunk, line_base, source, found)
-            qids, docs, scores, lines = parsed
+            qids, docs, scores, lines, offsets = parsed
             if not qids.size:
                 line_base += chunk.count(b"\n")
                 continue
@@ -519,8 +581,7 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
                     carry = chunk + carry
                     continue
                 back = int(lines[last]) - line_base
-                ends = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-                carry = chunk[int(ends[back - 1]) + 1 if back else 0:] + carry
+                carry = chunk[int(offsets[last]):] + carry
                 line_base += back
                 qids, docs, scores, lines = qids[:last], docs[:last], scores[:last], lines[:last]
                 starts = starts[:-1]

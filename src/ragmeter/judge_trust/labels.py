@@ -142,64 +142,55 @@ def label_scale_of(metric: str) -> str | None:
     return row_scale(metric)
 
 
-def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) -> LabelSet:
-    """Validate ``(line, mapping)`` records into a :class:`LabelSet` (all problems at once)."""
-    problems: list[RecordProblem] = []
-    rows: list[tuple[Label, str | None, str | None]] = []
-    seen: dict[tuple[str, str, str, str], int | None] = {}
-    for line, rec in records:
-        if not isinstance(rec, Mapping):
-            problems.append(RecordProblem(source, line, None, "expected an object with "
-                                          "sample_id, metric and label"))
-            continue
-        rec = {_ALIASES.get(str(k), str(k)): v for k, v in rec.items()}
-        unknown = sorted(set(rec) - _KNOWN)
-        if unknown:
-            problems.append(RecordProblem(source, line, unknown[0], "unknown field (known: "
-                                          + ", ".join(sorted(_KNOWN)) + ")"))
-            continue
-        bad = False
-        for key in ("sample_id", "metric", "label"):
-            v = rec.get(key)
-            if v is None or (isinstance(v, str) and not v.strip()):
-                problems.append(RecordProblem(source, line, key, "is required"))
-                bad = True
-        if bad:
-            continue
-        parsed = parse_label(rec["label"])
-        if isinstance(parsed, str):
-            problems.append(RecordProblem(source, line, "label", parsed))
-            continue
-        scale = rec.get("scale")
-        if scale is not None and scale not in SCALES:
-            problems.append(RecordProblem(source, line, "scale", f"unknown scale {scale!r} "
-                                          f"(allowed: {', '.join(SCALES)})"))
-            continue
-        raw, implied = parsed
-        if scale == "binary" and raw not in (0.0, 1.0):
-            problems.append(RecordProblem(source, line, "label", f"scale binary needs yes/no "
-                                          f"or 0/1, got {rec['label']!r}"))
-            continue
-        if scale == "ordinal" and raw not in (0.0, 1.0, 2.0):
-            problems.append(RecordProblem(source, line, "label", f"scale ordinal needs a grade "
-                                          f"0, 1 or 2, got {rec['label']!r}"))
-            continue
-        if scale == "continuous" and raw > 1.0:
-            problems.append(RecordProblem(source, line, "label", f"scale continuous needs a "
-                                          f"number in [0, 1], got {rec['label']!r}"))
-            continue
-        lab = Label(str(rec["sample_id"]).strip(), str(rec["metric"]).strip(), raw,
-                    str(rec.get("system") or ""), str(rec.get("rater") or ""), source, line)
-        ukey = (lab.system, lab.sample_id, lab.metric, lab.rater)
-        if ukey in seen:
-            problems.append(RecordProblem(source, line, "sample_id", f"duplicate label for "
-                                          f"sample {lab.sample_id!r}, metric {lab.metric!r}"
-                                          + (f", rater {lab.rater!r}" if lab.rater else "")
-                                          + f" (first on line {seen[ukey]})"))
-            continue
-        seen[ukey] = line
-        rows.append((lab, scale, implied))
-    by_metric: dict[str, list[tuple[Label, str | None, str | None]]] = defaultdict(list)
+Row = tuple[Label, "str | None", "str | None"]
+
+
+def _scale_problem(scale: Any, raw: float, label: Any) -> tuple[str, str] | None:
+    """(field, message) when ``scale`` is unknown or ``raw`` does not fit it."""
+    if scale is not None and scale not in SCALES:
+        return "scale", f"unknown scale {scale!r} (allowed: {', '.join(SCALES)})"
+    if scale == "binary" and raw not in (0.0, 1.0):
+        return "label", f"scale binary needs yes/no or 0/1, got {label!r}"
+    if scale == "ordinal" and raw not in (0.0, 1.0, 2.0):
+        return "label", f"scale ordinal needs a grade 0, 1 or 2, got {label!r}"
+    if scale == "continuous" and raw > 1.0:
+        return "label", f"scale continuous needs a number in [0, 1], got {label!r}"
+    return None
+
+
+def _read_label(rec: Any, line: int | None, source: str
+                ) -> Row | RecordProblem | list[RecordProblem]:
+    """One labels record as a row, or what is wrong with it."""
+    if not isinstance(rec, Mapping):
+        return RecordProblem(source, line, None, "expected an object with sample_id, metric "
+                             "and label")
+    rec = {_ALIASES.get(str(k), str(k)): v for k, v in rec.items()}
+    unknown = sorted(set(rec) - _KNOWN)
+    if unknown:
+        return RecordProblem(source, line, unknown[0], "unknown field (known: "
+                             + ", ".join(sorted(_KNOWN)) + ")")
+    missing = [RecordProblem(source, line, key, "is required")
+               for key in ("sample_id", "metric", "label")
+               if rec.get(key) is None or (isinstance(rec[key], str) and not rec[key].strip())]
+    if missing:
+        return missing
+    parsed = parse_label(rec["label"])
+    if isinstance(parsed, str):
+        return RecordProblem(source, line, "label", parsed)
+    raw, implied = parsed
+    scale = rec.get("scale")
+    wrong = _scale_problem(scale, raw, rec["label"])
+    if wrong is not None:
+        return RecordProblem(source, line, wrong[0], wrong[1])
+    lab = Label(str(rec["sample_id"]).strip(), str(rec["metric"]).strip(), raw,
+                str(rec.get("system") or ""), str(rec.get("rater") or ""), source, line)
+    return lab, scale, implied
+
+
+def _metric_scales(rows: list[Row], source: str,
+                   problems: list[RecordProblem]) -> dict[str, str]:
+    """Each metric's label scale: declared, its judged row's, or inferred from the values."""
+    by_metric: dict[str, list[Row]] = defaultdict(list)
     for row in rows:
         by_metric[row[0].metric].append(row)
     scales: dict[str, str] = {}
@@ -227,10 +218,36 @@ def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) 
             scales[metric] = _infer([lab.raw for lab, _, _ in items],
                                     {i for _, _, i in items if i})
         if scales[metric] == "binary":
-            for lab, _, _ in items:
-                if lab.raw not in (0.0, 1.0):
-                    problems.append(RecordProblem(source, lab.line, "label", f"metric {metric!r}"
-                                                  " mixes yes/no with other values"))
+            problems.extend(RecordProblem(source, lab.line, "label", f"metric {metric!r} mixes "
+                                          "yes/no with other values")
+                            for lab, _, _ in items if lab.raw not in (0.0, 1.0))
+    return scales
+
+
+def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) -> LabelSet:
+    """Validate ``(line, mapping)`` records into a :class:`LabelSet` (all problems at once)."""
+    problems: list[RecordProblem] = []
+    rows: list[Row] = []
+    seen: dict[tuple[str, str, str, str], int | None] = {}
+    for line, rec in records:
+        got = _read_label(rec, line, source)
+        if isinstance(got, list):
+            problems.extend(got)
+            continue
+        if isinstance(got, RecordProblem):
+            problems.append(got)
+            continue
+        lab = got[0]
+        ukey = (lab.system, lab.sample_id, lab.metric, lab.rater)
+        if ukey in seen:
+            problems.append(RecordProblem(source, line, "sample_id", f"duplicate label for "
+                                          f"sample {lab.sample_id!r}, metric {lab.metric!r}"
+                                          + (f", rater {lab.rater!r}" if lab.rater else "")
+                                          + f" (first on line {seen[ukey]})"))
+            continue
+        seen[ukey] = line
+        rows.append(got)
+    scales = _metric_scales(rows, source, problems)
     if problems:
         raise DataError(problems, hint="a labels line looks like {\"sample_id\": \"q1\", "
                         "\"metric\": \"faithfulness\", \"label\": \"yes\"}")

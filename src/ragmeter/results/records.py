@@ -23,10 +23,10 @@ from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     PairedComparison,
-    bootstrap_ci,
     bootstrap_stat,
     paired_test,
 )
+from ragmeter.stats.resampling import bootstrap_cis
 
 
 @dataclass(frozen=True)
@@ -140,6 +140,10 @@ class MetricResult:
     higher_is_better: bool = True
     seed: int = DEFAULT_SEED
     n_boot: int = DEFAULT_N_BOOT
+    #: the results this one was added beside (an :class:`EvalResult`'s): the first aggregate
+    #: asked for computes theirs too, from one set of resample indices per sample count
+    batch: dict[str, MetricResult] | None = field(default=None, init=False, repr=False,
+                                                  compare=False)
 
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64)
@@ -186,24 +190,48 @@ class MetricResult:
 
     @cached_property
     def aggregate(self) -> Aggregate:
-        scored = self.values[self.scored_mask]
+        """Mean, std and the seeded bootstrap CI over the scored samples (computed once).
+
+        Results added to one :class:`EvalResult` with the same seed, ``n_boot`` and number of
+        scored samples get their CIs from one set of resample indices: each CI is bit for bit
+        the one computed alone (same seed, same indices), only cheaper."""
+        mine = self.values[self.scored_mask]
+        stat = statistic_of(self.metric, self.counts, mine) if mine.size else None
+        if stat is not None:  # a percentile or a rate (target latency): its own bootstrap CI
+            return self._stat_aggregate(mine, stat)
+        group = [(self, mine)]
+        for r in (self.batch or {}).values():
+            if r is self or "aggregate" in r.__dict__ or (r.seed, r.n_boot) != (self.seed,
+                                                                                self.n_boot):
+                continue
+            x = r.values[r.scored_mask]
+            if x.size == mine.size and (not x.size or statistic_of(r.metric, r.counts, x)
+                                        is None):
+                group.append((r, x))
+        cis = bootstrap_cis([x for _, x in group], seed=self.seed, n_boot=self.n_boot)
+        for (r, x), ci in zip(group[1:], cis[1:], strict=True):
+            r.__dict__["aggregate"] = r._aggregate(x, ci)
+        return self._aggregate(mine, cis[0])
+
+    def _stat_aggregate(self, scored: np.ndarray, stat: Any) -> Aggregate:
+        n = int(scored.size)
+        est = bootstrap_stat(stat, n, seed=self.seed, n_boot=self.n_boot)
+        return Aggregate(
+            mean=est.value, n=n, n_unscored=len(self.reasons), ci_low=est.ci_low,
+            ci_high=est.ci_high, std=float(scored.std(ddof=1)) if n > 1 else 0.0,
+            seed=self.seed, n_boot=self.n_boot,
+            unscored_by_reason=dict(Counter(self.reasons.values())))
+
+    def _aggregate(self, scored: np.ndarray, ci: tuple[float, float]) -> Aggregate:
         n = int(scored.size)
         by_reason = dict(Counter(self.reasons.values()))
         if n == 0:
             return Aggregate(None, 0, len(self.reasons), None, None, None, seed=self.seed,
                              n_boot=self.n_boot, unscored_by_reason=by_reason)
-        stat = statistic_of(self.metric, self.counts, scored)
-        if stat is not None:   # a percentile or a rate (target latency): its own bootstrap CI
-            est = bootstrap_stat(stat, n, seed=self.seed, n_boot=self.n_boot)
-            return Aggregate(
-                mean=est.value, n=n, n_unscored=len(self.reasons), ci_low=est.ci_low,
-                ci_high=est.ci_high, std=float(scored.std(ddof=1)) if n > 1 else 0.0,
-                seed=self.seed, n_boot=self.n_boot, unscored_by_reason=by_reason)
-        lo, hi = bootstrap_ci(scored, seed=self.seed, n_boot=self.n_boot)
         return Aggregate(
-            mean=float(scored.mean()), n=n, n_unscored=len(self.reasons), ci_low=lo, ci_high=hi,
-            std=float(scored.std(ddof=1)) if n > 1 else 0.0, seed=self.seed, n_boot=self.n_boot,
-            unscored_by_reason=by_reason,
+            mean=float(scored.mean()), n=n, n_unscored=len(self.reasons), ci_low=ci[0],
+            ci_high=ci[1], std=float(scored.std(ddof=1)) if n > 1 else 0.0, seed=self.seed,
+            n_boot=self.n_boot, unscored_by_reason=by_reason,
         )
 
     @property
@@ -310,6 +338,7 @@ class EvalResult:
 
     def add(self, result: MetricResult) -> None:
         self.results[result.metric] = result
+        result.batch = self.results
 
     def __getitem__(self, metric: str) -> MetricResult:
         if metric in self.results:

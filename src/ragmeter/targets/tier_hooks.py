@@ -276,7 +276,7 @@ class TargetRetriever:
 
     def against_logged(self, result: EvalResult) -> EvalResult | None:
         """The target's answers against the answers logged for the same questions
-        (``<target>:vs_logged``: ROUGE-L with the stemmer of the text's language); None when
+        (``<target>:vs_logged``: ROUGE-L on Unicode words, no stemming); None when
         the target was asked for rankings only or nothing was logged."""
         from ragmeter.generation.evaluate import evaluate_generation
 
@@ -292,7 +292,7 @@ class TargetRetriever:
                                 metadata={"target_error": why} if why else {}))
         if not any(p.reference for p in pairs):
             return None
-        out = evaluate_generation(pairs, ["rouge_l(stem=auto)"], name=f"{self.name}:vs_logged")
+        out = evaluate_generation(pairs, ["rouge_l"], name=f"{self.name}:vs_logged")
         for m in out:
             m.signature = m.signature.with_fields(vs="logged_answer",
                                                   **self.session.signature_fields())

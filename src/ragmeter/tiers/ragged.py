@@ -33,10 +33,12 @@ CHUNK_CELLS = 2_000_000
 
 
 def check_grades(golds: Sequence[Mapping[str, int]], qids: Sequence[str] | None = None,
-                 source: str = "<gold>") -> None:
-    """Raise one :class:`DataError` naming query and doc for every out-of-range grade."""
-    if _grades_ok(golds):
-        return
+                 source: str = "<gold>") -> np.ndarray:
+    """Every grade of ``golds`` flattened in order (int64); one :class:`DataError` naming query
+    and doc for every out-of-range grade."""
+    flat = _grades_ok(golds)
+    if flat is not None:
+        return flat
     problems: list[RecordProblem] = []
     for i, gold in enumerate(golds):
         for doc, g in gold.items():
@@ -49,22 +51,27 @@ def check_grades(golds: Sequence[Mapping[str, int]], qids: Sequence[str] | None 
                                               f"query '{q}', doc '{doc}': {msg}"))
     if problems:
         raise DataError(problems)
+    total = sum(len(g) for g in golds)
+    return np.fromiter(chain.from_iterable(g.values() for g in golds), dtype=np.int64,
+                       count=total)
 
 
-def _grades_ok(golds: Sequence[Mapping[str, int]]) -> bool:
-    """Fast path: every grade a plain ``int`` in range, checked with C-level iteration."""
+def _grades_ok(golds: Sequence[Mapping[str, int]]) -> np.ndarray | None:
+    """Fast path: every grade a plain ``int`` in range, checked with C-level iteration; the
+    grades flattened (int64), or None when the slow path must look."""
     if not all(type(g) is dict for g in golds):
-        return False
+        return None
     types = set(map(type, chain.from_iterable(map(dict.values, golds))))  # type: ignore[arg-type]
     if not types <= {int}:
-        return False
+        return None
     total = sum(map(len, golds))
     try:
         arr = np.fromiter(chain.from_iterable(map(dict.values, golds)),  # type: ignore[arg-type]
                           dtype=np.int64, count=total)
     except OverflowError:
-        return False
-    return bool(arr.size == 0 or (arr.min() >= -MAX_GRADE - 1 and arr.max() <= MAX_GRADE))
+        return None
+    ok = arr.size == 0 or (arr.min() >= -MAX_GRADE - 1 and arr.max() <= MAX_GRADE)
+    return arr if ok else None
 
 
 @dataclass

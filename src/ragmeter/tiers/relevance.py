@@ -20,7 +20,6 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
-from typing import Any
 
 import numpy as np
 
@@ -153,10 +152,8 @@ def positive_judgments(qrels: Mapping[str, Mapping[str, int]]) -> Judgments:
     """Every judgment with grade > 0, flattened with C-level iteration (no per-query Python)."""
     keys = list(qrels)
     rows = list(qrels.values())
-    check_grades(rows, keys, "<qrels>")
+    grades = check_grades(rows, keys, "<qrels>")
     lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    total = int(lens.sum())
-    grades = np.fromiter(chain.from_iterable(map(_values, rows)), dtype=np.int64, count=total)
     q_index = np.repeat(np.arange(len(rows)), lens)
     keep = grades > 0
     per_query = np.bincount(q_index[keep], minlength=len(rows))
@@ -165,10 +162,6 @@ def positive_judgments(qrels: Mapping[str, Mapping[str, int]]) -> Judgments:
     docs = list(compress(chain.from_iterable(rows), keep.tolist()))
     qids = list(compress(keys, has.tolist()))
     return Judgments(qids, compact[q_index[keep]], docs, grades[keep], len(rows) - len(qids))
-
-
-def _values(d: Mapping[str, Any]) -> Iterable[Any]:
-    return d.values()
 
 
 def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],

@@ -257,6 +257,11 @@ def _repeats(block: Any, gid: np.ndarray, source: str,
     n = docs.size
     if n < 2:
         return []
+    lens = np.diff(block.starts)
+    if bool(np.all(lens == lens[0])):  # queries of one depth: sort each query's hashes alone
+        within = np.sort(doc_hash.reshape(lens.size, int(lens[0])), axis=1)
+        if not bool(np.any(within[:, 1:] == within[:, :-1])):
+            return []
     with np.errstate(over="ignore"):
         h = doc_hash ^ (gid.astype(np.uint64) * _HASH_MULT[0])
     ordered = np.sort(h)
