@@ -309,6 +309,8 @@ class _Round:
                            max_tokens=max_tokens, prompt_version=req.prompt_version + tag)
 
         self.asking = Asking(binary=binary, claims="whole", send=send)
+        #: a jury's members alone: name -> task -> item id -> value
+        self.member_values: dict[str, dict[str, dict[str, float | None]]] = {}
         self.judged: dict[str, tuple[JudgedMetric, Metric, Sample, SampleJudgement]] = {}
         for it in items:
             if it.task != GATE_TASK:
@@ -345,6 +347,9 @@ class _Round:
             sc = score_sample(row, metric, s, j, keep_prompts=False)
             out.append((sc.value, None) if sc.value is not None
                        else (None, sc.reason or "unscored"))
+            for name, mj in j.members.items():
+                self.member_values.setdefault(name, {}).setdefault(it.task, {})[it.id] = \
+                    score_sample(row, metric, s, mj, keep_prompts=False).value
         return out
 
 
@@ -363,9 +368,11 @@ def _gate_value(reply: JudgeReply) -> tuple[float | None, str | None]:
 
 
 def _ask_items(judge: Any, items: Sequence[BenchItem], repeats: int, binary: bool,
-               max_tokens: int | None) -> tuple[np.ndarray, list[dict[str, str]], list[str]]:
-    """Values (repeats × items, NaN = unscored), unscored reasons per repeat, prompt versions;
-    every repeat's requests in one batch."""
+               max_tokens: int | None
+               ) -> tuple[np.ndarray, list[dict[str, str]], list[str],
+                          dict[str, dict[str, dict[str, float | None]]]]:
+    """Values (repeats × items, NaN = unscored), unscored reasons per repeat, prompt versions,
+    a jury's members' values of repeat 1; every repeat's requests in one batch."""
     rounds = [_Round(items, binary, max_tokens, "" if repeats == 1 else f"#r{r + 1}")
               for r in range(repeats)]
     replies = ask(judge, [q for rnd in rounds for q in rnd.requests])
@@ -380,7 +387,8 @@ def _ask_items(judge: Any, items: Sequence[BenchItem], repeats: int, binary: boo
                 reasons[r][it.id] = why or "unscored"
             else:
                 V[r, k] = v
-    return V, reasons, sorted(set().union(*(rnd.versions for rnd in rounds)))
+    return (V, reasons, sorted(set().union(*(rnd.versions for rnd in rounds))),
+            rounds[0].member_values)
 
 
 @dataclass
@@ -422,7 +430,7 @@ def run_bench(judge: Any, items: Sequence[BenchItem], *, repeats: int = 1,
     if not items:
         raise ConfigError("items", "no benchmark items selected")
     use_binary = bool(getattr(judge, "demo", False)) if binary is None else binary
-    V, reasons, versions = _ask_items(judge, items, repeats, use_binary, max_tokens)
+    V, reasons, versions, members = _ask_items(judge, items, repeats, use_binary, max_tokens)
     labels = bench_labels(items)
     jv: dict[str, dict[str, float | None]] = defaultdict(dict)
     why_first: dict[str, dict[str, str]] = defaultdict(dict)
@@ -435,7 +443,8 @@ def run_bench(judge: Any, items: Sequence[BenchItem], *, repeats: int = 1,
     card = card_from_values(jv, labels, judge=str(getattr(judge, "name", "judge")),
                             model=model, prompt_versions=versions, reasons=why_first,
                             dataset=f"judge-bench:{_file_hash(items)}",
-                            demo=bool(getattr(judge, "demo", False)), seed=seed, n_boot=n_boot)
+                            demo=bool(getattr(judge, "demo", False)), seed=seed, n_boot=n_boot,
+                            members=members)
     card.meta["prompt_variant"] = "binary" if use_binary else "graded"
     card.meta["repeats"] = repeats
     card.meta["by_kind"] = _by_kind(items, V[0])

@@ -59,6 +59,11 @@ class MetricCard:
     n_unscored: int = 0
     unscored_by_reason: dict[str, int] = field(default_factory=dict)
     flaky: dict[str, Any] | None = None
+    #: a jury's members, each judged alone on the same items: name -> {"kappa", "accuracy"}
+    members: dict[str, dict[str, Estimate]] = field(default_factory=dict)
+    #: per labelled item: 1 when the judge agreed with the label on the card's categories,
+    #: 0 when not, None when unscored (what a drift check re-tests, item by item)
+    correct: dict[str, int | None] = field(default_factory=dict)
 
     @property
     def bias_direction(self) -> str:
@@ -79,7 +84,10 @@ class MetricCard:
                 "judge_mean": self.judge_mean, "human_mean": self.human_mean,
                 "bias_direction": self.bias_direction,
                 "stats": {k: v.to_dict() for k, v in self.stats.items()},
-                **({"flaky": self.flaky} if self.flaky is not None else {})}
+                **({"flaky": self.flaky} if self.flaky is not None else {}),
+                **({"members": {n: {k: e.to_dict() for k, e in st.items()}
+                                for n, st in self.members.items()}} if self.members else {}),
+                **({"correct": dict(self.correct)} if self.correct else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> MetricCard:
@@ -87,7 +95,11 @@ class MetricCard:
                    {k: Estimate(**v) for k, v in d["stats"].items()}, d["kappa_kind"],
                    float(d["threshold"]), d.get("judge_mean"), d.get("human_mean"),
                    int(d.get("n_labels", 0)), int(d.get("n_unscored", 0)),
-                   dict(d.get("unscored_by_reason") or {}), d.get("flaky"))
+                   dict(d.get("unscored_by_reason") or {}), d.get("flaky"),
+                   {n: {k: Estimate(**e) for k, e in st.items()}
+                    for n, st in (d.get("members") or {}).items()},
+                   {str(k): (None if v is None else int(v))
+                    for k, v in (d.get("correct") or {}).items()})
 
 
 @dataclass
@@ -140,6 +152,9 @@ class JudgeCard:
             for k, e in m.stats.items():
                 row[k] = e.value
                 row[f"{k}_ci"] = (e.ci_low, e.ci_high)
+            for name, st in m.members.items():
+                row[f"kappa[{name}]"] = st["kappa"].value
+                row[f"kappa[{name}]_ci"] = (st["kappa"].ci_low, st["kappa"].ci_high)
             if m.flaky:
                 row["flip_rate"] = m.flaky.get("flip_rate")
                 row["threshold_cross"] = m.flaky.get("threshold_cross")
@@ -151,6 +166,21 @@ def _categories(v: np.ndarray, scale: str, threshold: float) -> np.ndarray:
     if scale == "ordinal":
         return np.clip(np.floor(v * 2.0 + 0.5), 0, 2)
     return (v >= threshold).astype(np.float64)
+
+
+def item_correctness(judge: Sequence[float | None], human: Sequence[float], *, scale: str,
+                     threshold: float = 0.5) -> list[int | None]:
+    """Per item: 1 when the judge's category equals the label's (as for ``accuracy``), 0
+    when not, ``None`` when the judge left it unscored."""
+    out: list[int | None] = []
+    for v, y in zip(judge, human, strict=True):
+        if v is None or not math.isfinite(float(v)):
+            out.append(None)
+            continue
+        f = _categories(np.asarray([float(v)]), scale, threshold)[0]
+        h = _categories(np.asarray([float(y)]), scale, threshold)[0]
+        out.append(int(f == h))
+    return out
 
 
 def metric_card(metric: str, judge: Sequence[float | None], human: Sequence[float], *,
@@ -212,11 +242,15 @@ def card_from_values(judge_values: Mapping[str, Mapping[str, float | None]], lab
                      reasons: Mapping[str, Mapping[str, str]] | None = None,
                      system: str | None = None, threshold: float = 0.5, dataset: str = "",
                      demo: bool = False, seed: int = DEFAULT_SEED,
-                     n_boot: int = DEFAULT_N_BOOT) -> JudgeCard:
+                     n_boot: int = DEFAULT_N_BOOT,
+                     members: Mapping[str, Mapping[str, Mapping[str, float | None]]]
+                     | None = None) -> JudgeCard:
     """A card from ``metric → sample_id → judge value`` and a :class:`LabelSet`.
 
     Only metrics with labels get a card entry; labelled samples the judge never saw are
-    counted in ``meta["labels_without_judge_value"]``.
+    counted in ``meta["labels_without_judge_value"]``. ``members`` (a jury's members:
+    ``name → metric → sample_id → value``) puts each member's κ and accuracy, on the same
+    labelled items, beside the jury's.
     """
     metrics: dict[str, MetricCard] = {}
     orphans: dict[str, int] = {}
@@ -234,6 +268,16 @@ def card_from_values(judge_values: Mapping[str, Mapping[str, float | None]], lab
                                       scale=labels.scales[metric], threshold=threshold,
                                       reasons=[why.get(s) for s in ids], seed=seed,
                                       n_boot=n_boot)
+        metrics[metric].correct = dict(zip(ids, item_correctness(
+            [jv[s] for s in ids], [lab[s] for s in ids], scale=labels.scales[metric],
+            threshold=threshold), strict=True))
+        for name, mv in (members or {}).items():
+            vals = mv.get(metric, {})
+            mc = metric_card(metric, [vals.get(s) for s in ids], [lab[s] for s in ids],
+                             scale=labels.scales[metric], threshold=threshold, seed=seed,
+                             n_boot=n_boot)
+            metrics[metric].members[name] = {"kappa": mc.stats["kappa"],
+                                             "accuracy": mc.stats["accuracy"]}
     card = JudgeCard(judge, model, tuple(prompt_versions), labels.sha256, metrics, seed, n_boot,
                      dataset, demo)
     unlabelled = sorted(set(judge_values) - set(labels.metrics))
@@ -277,4 +321,4 @@ def compare_cards(cards: Sequence[JudgeCard], stat: str = "kappa") -> list[dict[
 
 
 __all__ = ["CARD_VERSION", "STATS", "JudgeCard", "MetricCard", "card_from_values",
-           "compare_cards", "metric_card"]
+           "compare_cards", "item_correctness", "metric_card"]

@@ -83,6 +83,27 @@ def ppi_estimates(judge_values: Mapping[str, Mapping[str, float | None]], labels
     return out
 
 
+def ppi_by_slice(metric: str, judge_values: Mapping[str, float | None], labels: LabelSet,
+                 keys: Mapping[str, tuple[str, ...]], *, system: str | None = None,
+                 min_n: int = 10, min_labels: int = 2, level: float = 0.95
+                 ) -> dict[tuple[str, ...], MetricPPI | None]:
+    """:func:`metric_ppi` within each slice (``keys``: sample id → slice, see
+    :mod:`ragmeter.results.slices`); ``None`` for a slice with fewer than ``min_n`` judge
+    values or ``min_labels`` usable labels (withheld, as a slice's mean is)."""
+    jv = _scored(judge_values)
+    lab = labels.values(metric, system)
+    out: dict[tuple[str, ...], MetricPPI | None] = {}
+    for key in sorted(set(keys.values())):
+        ids = [s for s in jv if keys.get(s) == key]
+        n_lab = sum(1 for s in ids if s in lab)
+        if len(ids) < min_n or n_lab < min_labels:
+            out[key] = None
+            continue
+        out[key] = metric_ppi(metric, {s: jv[s] for s in ids}, labels, system=system,
+                              level=level)
+    return out
+
+
 def paired_metric_ppi(metric: str, values_a: Mapping[str, float | None],
                       values_b: Mapping[str, float | None], labels: LabelSet, *, system_a: str,
                       system_b: str, level: float = 0.95) -> PairedPPI:
@@ -103,4 +124,4 @@ def paired_metric_ppi(metric: str, values_a: Mapping[str, float | None],
                       bounds=(-1.0, 1.0))
 
 
-__all__ = ["MetricPPI", "metric_ppi", "paired_metric_ppi", "ppi_estimates"]
+__all__ = ["MetricPPI", "metric_ppi", "paired_metric_ppi", "ppi_by_slice", "ppi_estimates"]

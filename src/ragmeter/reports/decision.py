@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from ragmeter.metrics.registry import metric_base, split_metric_key
 from ragmeter.reports.bands import find_band
 from ragmeter.reports.i18n import join_names, t
+from ragmeter.reports.slices import value_ranges
 from ragmeter.results.records import EvalResult, MetricResult, compare_metric
+from ragmeter.results.slices import (
+    SliceTable,
+    adjust_family,
+    compare_slices,
+    slice_results,
+    stored_slices,
+)
 from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED
 
 METHOD = "randomization"
@@ -66,8 +74,43 @@ class TierDecision:
     seed: int
     method: str = METHOD
     verdict_parts: dict[str, object] = field(default_factory=dict)
+    #: per system, its slices of the primary metric (results kept with their slices)
+    slices: dict[str, SliceTable] = field(default_factory=dict)
+    #: every other system against the best, per slice, one adjusted family
+    slice_tests: list[SliceTable] = field(default_factory=list)
+
+    def slice_lines(self, lang: str = "en") -> list[str]:
+        """The "worst slice" and "regressed slice" lines (empty when nothing was sliced)."""
+        if not self.slices or self.primary is None:
+            return []
+        w = _SLICE_WORDS.get(lang, _SLICE_WORDS["en"])
+        worst = []
+        for system, table in self.slices.items():
+            c = table.worst(self.primary)
+            if c is not None:
+                worst.append(f"{system}: {c.label} {c.mean:.3f} [{c.ci_low:.3f}, "
+                             f"{c.ci_high:.3f}] n={c.n}")
+        withheld = sum(1 for tb in self.slices.values() for c in tb.cells if c.withheld)
+        first = next(iter(self.slices.values()))
+        line = f"{w['worst']} ({self.primary}): " + ("; ".join(worst) or w["none_shown"])
+        if withheld:
+            line += f" ({w['withheld'].format(n=withheld, min_n=first.min_n)})"
+        lines = [line]
+        if self.slice_tests:
+            tb = self.slice_tests[0]
+            family = tb.family or len(tb.tests)
+            how = f"{tb.correction}, {w['family']} {family}"
+            reg = [f"{x.system} {r.label} {r.diff:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
+                   f"p_adj={r.p_adjusted:.3g}" for x in self.slice_tests for r in x.regressed()]
+            lines.append(f"{w['regressed']} ({self.primary}, {w['vs']} {tb.baseline}; {how}): "
+                         + ("; ".join(reg) if reg else w["no_regressed"]))
+        return lines
 
     def verdict(self, lang: str = "en") -> str:
+        text = self._verdict(lang)
+        return " ".join([text, *(f"{x}." for x in self.slice_lines(lang))])
+
+    def _verdict(self, lang: str = "en") -> str:
         v = self.verdict_parts
         kind = v.get("kind")
         if kind is None:
@@ -94,6 +137,18 @@ class TierDecision:
         if unpaired:
             text += " " + t("verdict_unpaired", lang, others=join_names(unpaired, lang))
         return text
+
+
+_SLICE_WORDS = {
+    "en": {"worst": "Worst slice", "regressed": "Regressed slices", "vs": "vs",
+           "family": "family of", "no_regressed": "none after adjustment",
+           "none_shown": "every slice withheld",
+           "withheld": "{n} slice cell(s) withheld: fewer than {min_n} samples"},
+    "ru": {"worst": "Худший срез", "regressed": "Срезы с ухудшением", "vs": "против",
+           "family": "семейство из", "no_regressed": "нет после поправки",
+           "none_shown": "все срезы скрыты",
+           "withheld": "скрыто ячеек: {n}, в них меньше {min_n} примеров"},
+}
 
 
 def rank_metrics(names: Sequence[str], has_data: set[str] | None = None,
@@ -186,5 +241,39 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
             else:
                 verdict = {"kind": "best", "best": best, "tied": tied[1:], "metric": key,
                            "sig": sig, "nosig": nosig, "unpaired": unpaired}
-    return TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
-                        verdict_parts=verdict)
+    dec = TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
+                       verdict_parts=verdict)
+    _add_slices(dec, systems)
+    return dec
+
+
+def _add_slices(dec: TierDecision, systems: Sequence[tuple[str, EvalResult]]) -> None:
+    """Slices of the primary metric for results kept with their slices; every other system
+    tested against the best per slice, the p-values adjusted over the whole family."""
+    metric = dec.primary
+    if metric is None:
+        return
+    sliced = [(label, res, st) for label, res in systems
+              if metric in res.results and (st := stored_slices(res)) is not None]
+    if not sliced:
+        return
+    for label, res, (spec, keys) in sliced:
+        table = slice_results(res, keys, spec.by, min_n=spec.min_n, metrics=[metric],
+                              value_ranges=value_ranges([metric]))
+        if table.cells:
+            dec.slices[label] = table
+    best = dec.verdict_parts.get("best")
+    base = next(((res, st) for label, res, st in sliced if label == best), None)
+    if base is None:
+        return
+    base_res, (spec, keys) = base
+    for label, res, (_, k) in sliced:
+        if label == best:
+            continue
+        tb = compare_slices(base_res, res, {**keys, **k}, spec.by, min_n=spec.min_n,
+                            correction=spec.correction, seed=dec.seed,
+                            n_resamples=dec.n_resamples, metrics=[metric],
+                            value_ranges=value_ranges([metric]))
+        tb.system = label
+        dec.slice_tests.append(tb)
+    adjust_family(dec.slice_tests, spec.correction)

@@ -20,6 +20,21 @@ from ragmeter.results.store import StoredRun
 BAND_ICON = {"excellent": "🟢 excellent", "good": "🟡 good", "needs attention": "🔴 needs attention"}
 
 
+def _slice_sections(dec: Any) -> list[str]:
+    """Per-slice rows of the primary metric (and the per-slice tests), when results were
+    sliced."""
+    from ragmeter.reports.slices import slices_markdown
+
+    out: list[str] = []
+    tested = {tb.system for tb in dec.slice_tests}
+    for system, tb in dec.slices.items():
+        if system not in tested:
+            out += [f"_{md_escape(system)}_", "", slices_markdown(tb), ""]
+    for tb in dec.slice_tests:
+        out += [f"_{md_escape(tb.system)}_", "", slices_markdown(tb), ""]
+    return out
+
+
 _MD_PUNCT = re.compile(r"([\\`*_\[\]!~|#])")
 _AUTOLINK = re.compile(r"(?i)(://|www\.|@)")
 
@@ -101,6 +116,7 @@ def _decisions_md(decisions: Mapping[str, TierDecision], lang: str) -> list[str]
             cells = [_decision_cell(dec.cells[(s, m)], multi, lang) for m in dec.metrics]
             lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
         lines.append("")
+        lines += _slice_sections(dec)
         n_res, seed = dec.n_resamples, dec.seed
     if n_res is not None:
         lines += [md_escape(t("test_note", lang, method=t("method_randomization", lang),

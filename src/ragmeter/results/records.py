@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -355,6 +355,31 @@ class EvalResult:
 
     def means(self) -> dict[str, float | None]:
         return {k: r.aggregate.mean for k, r in self.results.items()}
+
+    def by(self, fields: str | Sequence[str], samples: Sequence[Any] | None = None,
+           **options: Any) -> Any:
+        """Per-slice mean, CI and n (:func:`ragmeter.results.slices.slice_results`): slices
+        from ``samples``' fields, else those kept with the result by a sliced run."""
+        from ragmeter.results.slices import slice_results, stored_slices
+
+        if samples is None:
+            stored = stored_slices(self)
+            if stored is None:
+                raise ValueError(f"{self.name}: pass the samples to slice by {fields!r} "
+                                 "(the result was not made with slices)")
+            spec, keys = stored
+            options.setdefault("min_n", spec.min_n)
+            from ragmeter.results.slices import parse_by
+
+            want = parse_by(fields)
+            missing = [f for f in want if f not in spec.by]
+            if missing:
+                raise ValueError(f"{self.name}: kept slices are by {', '.join(spec.by)}, not "
+                                 f"{', '.join(missing)}; pass the samples")
+            pos = [spec.by.index(f) for f in want]
+            return slice_results(self, {k: tuple(v[i] for i in pos) for k, v in keys.items()},
+                                 want, **options)
+        return slice_results(self, samples, fields, **options)
 
     def summary_rows(self) -> list[dict[str, Any]]:
         rows = []

@@ -1,10 +1,24 @@
-"""Compare two runs (or two EvalResult files): paired significance per shared metric."""
+"""Compare two runs (or two EvalResult files): paired significance per shared metric, and
+per slice with the family's p-values adjusted (:func:`compare_runs_by_slices`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ragmeter.data.sample import Sample
+from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult, compare_results
+from ragmeter.results.slices import (
+    DEFAULT_MIN_N,
+    SliceSpec,
+    SliceTable,
+    adjust_family,
+    compare_slices,
+    slice_keys,
+    stored_slices,
+)
 from ragmeter.stats import PairedComparison
 
 
@@ -49,3 +63,45 @@ def compare_runs(a: dict[str, EvalResult], b: dict[str, EvalResult], *,
         for c in compare_results(ra, rb, method=method, n_resamples=n_resamples, seed=seed):
             rows.append(ComparisonRow(key, c))
     return rows
+
+
+def compare_runs_by_slices(a: dict[str, EvalResult], b: dict[str, EvalResult], *,
+                           by: Sequence[str] | None = None, min_n: int | None = None,
+                           correction: str | None = None,
+                           samples: Sequence[Sample] | None = None,
+                           n_resamples: int = 10000, seed: int = 42) -> list[SliceTable]:
+    """Per-slice paired tests of B against A for every result pair, adjusted as one family.
+
+    The slices come from ``samples`` when given, else from those kept with B (or A) by a run
+    made with slices; ``by``, ``min_n`` and ``correction`` default to the kept ones.
+    """
+    tables = []
+    spec: SliceSpec | None = None
+    for key, ra, rb in pair_results(a, b):
+        stored = stored_slices(rb) or stored_slices(ra)
+        if samples is None and stored is None:
+            raise ConfigError("by", f"'{key}' was not run with slices: give the samples file "
+                              "(--samples) to slice it")
+        base = stored[0] if stored is not None else None
+        fields_ = tuple(by) if by else (base.by if base is not None else ())
+        spec = SliceSpec(fields_, min_n or (base.min_n if base else DEFAULT_MIN_N),
+                         correction or (base.correction if base else "holm"))
+        keys = slice_keys(samples, spec.by) if samples is not None else _restrict(stored, spec)
+        tb = compare_slices(ra, rb, keys, spec.by, min_n=spec.min_n,
+                            correction=spec.correction, seed=seed, n_resamples=n_resamples)
+        tb.system = f"{key}:{rb.name}"
+        tables.append(tb)
+    if spec is not None:
+        adjust_family(tables, spec.correction)
+    return tables
+
+
+def _restrict(stored: Any, spec: SliceSpec) -> dict[str, tuple[str, ...]]:
+    """Stored keys, reduced to the fields asked for (which must have been stored)."""
+    kept, keys = stored
+    missing = [f for f in spec.by if f not in kept.by]
+    if missing:
+        raise ConfigError("by", f"the run was sliced by {', '.join(kept.by)}, not by "
+                          f"{', '.join(missing)}: give the samples file (--samples)")
+    pos = [kept.by.index(f) for f in spec.by]
+    return {sid: tuple(k[i] for i in pos) for sid, k in keys.items()}

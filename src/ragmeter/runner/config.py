@@ -35,7 +35,8 @@ DATASET_FORMATS = FORMATS  # the sample layouts' one home is ragmeter.data.forma
 RETRIEVER_TYPES = ("bm25", "dense", "hybrid")
 TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", "run_dir",
             "datasets", "corpus", "embeddings", "retrievers", "generator", "judges", "tiers",
-            "thresholds", "plugins", "tags", "target", "targets", "target_mode")
+            "thresholds", "plugins", "tags", "target", "targets", "target_mode",
+            "slices")
 #: config keys that do not change results: editing them does not block ``--resume``
 RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags", "target_mode")
 
@@ -108,6 +109,8 @@ class BenchConfig:
     judges: list[Any] = field(default_factory=list)  # JudgeConfig
     tiers: list[TierConfig] = field(default_factory=list)
     thresholds: list[Threshold] = field(default_factory=list)
+    #: how results are broken down (``slices: {by: [...], min_n: 10, correction: holm}``)
+    slices: Any | None = None  # SliceSpec
     plugins: dict[str, str] = field(default_factory=dict)
     plugin_tiers: dict[str, Tier] = field(default_factory=dict)
     #: the user's own RAG systems (TargetConfig): the tiers run on them (docs/targets.md)
@@ -277,6 +280,8 @@ def parse_config(data: Any, base_dir: str | Path = ".") -> BenchConfig:
     _parse_tiers(cfg, d)
     if d.get("thresholds") is not None:
         cfg.thresholds = thresholds_from_mapping(d["thresholds"])
+    if d.get("slices") is not None:
+        cfg.slices = _slices(d["slices"])
     return cfg
 
 
@@ -422,6 +427,22 @@ def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
         raise ConfigError(path, f"must be a list, got {type(value).__name__}")
     return value
+
+
+def _slices(value: Any) -> Any:
+    """``slices: {by: [type, section], min_n: 10, correction: holm}`` (``by`` may be a
+    comma-separated string)."""
+    from ragmeter.results.slices import DEFAULT_MIN_N, SliceSpec, parse_by
+
+    d = _check_keys(value, "slices", ("by", "min_n", "correction"), required=("by",))
+    by = d["by"]
+    if isinstance(by, list):
+        by = ",".join(_str_list(by, "slices.by"))
+    elif not isinstance(by, str):
+        raise ConfigError("slices.by", f"expected a field name or a list of them, got {by!r}")
+    correction = d.get("correction", "holm")
+    return SliceSpec(parse_by(by), _int(d.get("min_n", DEFAULT_MIN_N), "slices.min_n", 1),
+                     _str(correction, "slices.correction"))
 
 
 def _mapping(value: Any, path: str) -> dict[str, Any]:

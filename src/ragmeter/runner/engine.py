@@ -251,11 +251,25 @@ class BenchmarkRunner:
         try:
             for tier in self.plan.tiers:
                 self.current = tier
-                self.records[tier.name] = self.run_tier(tier)
+                self.records[tier.name] = self._sliced(tier, self.run_tier(tier))
             self.current = None
         finally:
             self.log.close()
         return self.records
+
+    def _sliced(self, tier: TierConfig, rec: TierRecord) -> TierRecord:
+        """Keep each sample's slice (config ``slices``) with the tier's results."""
+        if self.config.slices is None or rec.status != "ok" or not rec.results:
+            return rec
+        from ragmeter.errors import RagmeterError
+        from ragmeter.results.slices import attach_slices
+
+        try:
+            samples, _ = self.samples_for(tier)
+            attach_slices(rec.results, samples, self.config.slices)
+        except RagmeterError as exc:  # e.g. this tier's dataset lacks the field
+            _logger.warning("tier %s: not sliced: %s", tier.name, exc)
+        return rec
 
     def interrupted_records(self) -> dict[str, TierRecord]:
         """The finished tiers plus, for a per-sample tier cut off mid-run, its finished

@@ -1,6 +1,6 @@
 """Statistics on the ground floor: every interval, test and agreement coefficient of ragmeter.
 
-One home, four modules, all re-exported here (``from ragmeter.stats import ...``):
+One home, five modules, all re-exported here (``from ragmeter.stats import ...``):
 
 * :mod:`~ragmeter.stats.resampling` — seeded percentile bootstrap of a mean
   (:func:`bootstrap_means`, :func:`bootstrap_ci`, :func:`bootstrap_mean`) and of any statistic
@@ -14,7 +14,9 @@ One home, four modules, all re-exported here (``from ragmeter.stats import ...``
   ROC AUC as the Mann–Whitney statistic (:func:`roc_auc`), TPR/TNR (:func:`rates`);
 * :mod:`~ragmeter.stats.ppi` — prediction-powered estimates of a mean and of a paired
   difference from judge values plus a few human labels (:func:`ppi_mean`,
-  :func:`ppi_mean_batch`, :func:`ppi_paired`) and the labels they need (:func:`labels_needed`).
+  :func:`ppi_mean_batch`, :func:`ppi_paired`) and the labels they need (:func:`labels_needed`);
+* :mod:`~ragmeter.stats.multiple` — adjusted p-values of a family of tests: Holm
+  (:func:`holm`, family-wise error) and Benjamini–Hochberg (:func:`bh`, false-discovery rate).
 
 Everything is deterministic for a given seed: the same values and seed give the same CI and
 the same p-value, on any machine. Call accounting of the judge engine (latency, tokens, cost)
@@ -34,6 +36,7 @@ from ragmeter.stats.agreement import (
     verdict_flip_rate,
 )
 from ragmeter.stats.classification import f1_vec, rates, roc_auc
+from ragmeter.stats.multiple import CORRECTIONS, adjust, bh, holm
 from ragmeter.stats.ppi import (
     LabelPlan,
     PairedPPI,
@@ -56,9 +59,9 @@ from ragmeter.stats.resampling import (
     paired_test,
 )
 
-__all__ = ["DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLES", "DEFAULT_SEED", "Estimate", "LabelPlan",
-           "Level", "PPIEstimate", "PairedComparison", "PairedPPI", "bootstrap_ci",
-           "bootstrap_mean", "bootstrap_means", "bootstrap_stat", "cohen_kappa", "f1_vec",
-           "flip_stats", "krippendorff_alpha", "krippendorff_alpha_ci", "labels_needed",
-           "paired_test", "ppi_mean", "ppi_mean_batch", "ppi_paired", "rankdata", "rates",
-           "roc_auc", "spearman", "verdict_flip_rate"]
+__all__ = ["CORRECTIONS", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLES", "DEFAULT_SEED", "Estimate",
+           "LabelPlan", "Level", "PPIEstimate", "PairedComparison", "PairedPPI", "adjust", "bh",
+           "bootstrap_ci", "bootstrap_mean", "bootstrap_means", "bootstrap_stat", "cohen_kappa",
+           "f1_vec", "flip_stats", "holm", "krippendorff_alpha", "krippendorff_alpha_ci",
+           "labels_needed", "paired_test", "ppi_mean", "ppi_mean_batch", "ppi_paired",
+           "rankdata", "rates", "roc_auc", "spearman", "verdict_flip_rate"]

@@ -215,6 +215,18 @@ class GenerationOptions(TierOptions):
     embedding: str | None = None
     language: str = "auto"
     keep_prompts: bool = False
+    #: how a jury (``judges: [a, b, c]`` on the tier) combines grades: majority, mean,
+    #: median, trimmed_mean or weighted_mean (with ``weights``, one per judge); claim verdicts
+    #: are always voted per claim
+    vote: str = "majority"
+    weights: tuple[float, ...] = ()
+
+    def __post_init__(self) -> None:
+        from ragmeter.errors import ConfigError
+        from ragmeter.judges.multi import COMBINE_METHODS
+
+        if self.vote not in COMBINE_METHODS:
+            raise ConfigError("vote", f"unknown vote {self.vote!r}", list(COMBINE_METHODS))
 
 
 @dataclass(frozen=True)
@@ -229,12 +241,28 @@ def _metrics(ctx: TierContext) -> list[str] | None:
     return list(ctx.tier.metrics) or None
 
 
+def tier_judge(ctx: TierContext, options: GenerationOptions) -> Any | None:
+    """The tier's judge: a jury (:class:`~ragmeter.judges.multi.MultiJudge`) when the tier
+    names several ``judges``, else the one judge (or none)."""
+    names = ctx.tier.judges
+    if len(names) < 2:
+        return ctx.judge(names[0]) if names else ctx.optional_judge()
+    from ragmeter.errors import ConfigError
+    from ragmeter.judges.multi import MultiJudge
+
+    if options.weights and len(options.weights) != len(names):
+        raise ConfigError(f"tiers.{ctx.tier.name}.options.weights",
+                          f"{len(options.weights)} weights for {len(names)} judges")
+    return MultiJudge([ctx.judge(n) for n in names], combine=options.vote,  # type: ignore[arg-type]
+                      weights=list(options.weights) or None)
+
+
 def run_generation(ctx: TierContext, samples: list[Sample],
                    options: GenerationOptions) -> list[EvalResult]:
     """With a ``generator``: answer from the gold context, then score; without one: score the
     answers already in the dataset against their gold context. Without a judge only the
     metrics that need none are computed."""
-    judge = ctx.optional_judge()
+    judge = tier_judge(ctx, options)
     embedder = ctx.embedder_name(options.embedding)
     got = _on_targets(ctx, samples, options, "generate", judge, embedder)
     if got:
@@ -257,7 +285,7 @@ def run_e2e(ctx: TierContext, samples: list[Sample], options: E2EOptions) -> lis
     """Retrieve with each of the tier's retrievers, generate, score (one result per
     retriever); without a generator, score the bot's own answers in the dataset (samples
     without contexts get the first retriever's top-k)."""
-    judge = ctx.optional_judge()
+    judge = tier_judge(ctx, options)
     embedder = ctx.embedder_name(options.embedding)
     k = options.k if options.k is not None else min(5, max(ctx.k))
     got = _on_targets(ctx, samples, options, "answer", judge, embedder, k=k)

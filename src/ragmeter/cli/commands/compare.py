@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 
 
 def register(app: typer.Typer) -> None:
@@ -30,6 +30,12 @@ def register(app: typer.Typer) -> None:
             "--md", help="Also write a Markdown comparison (for pull requests).")] = None,
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL.")] = None,
+        by: slicing.ByOpt = None,
+        min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
+        correction: slicing.CorrectionOpt = "holm",
+        samples: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+            "--samples", help="Samples file whose fields give the slices (--by); default: "
+                              "the slices kept with a run made with slices.")] = None,
     ) -> None:
         """Compare B against A on the samples both scored; regressions in red.
 
@@ -65,13 +71,17 @@ def register(app: typer.Typer) -> None:
                       f"{c.p_value:.4f}", str(c.n), r.verdict, style=style)
         console = common.human_console()
         console.print(t)
+        tables = (_slices(sa, sb, by, min_n, correction, samples, n_resamples, seed, console)
+                  if by is not None or samples is not None else [])
         if common.state().json:
             from dataclasses import asdict
 
             common.emit_json({"a": sa.label, "b": sb.label, "method": method,
                               "n_resamples": n_resamples,
                               "rows": [{"result": r.result, "verdict": r.verdict,
-                                        **asdict(r.comparison)} for r in rows]})
+                                        **asdict(r.comparison)} for r in rows],
+                              **({"slices": [tb.to_dict() for tb in tables]} if tables
+                                 else {})})
         if html is not None:
             from ragmeter.reports.html import write_comparison_html
 
@@ -82,9 +92,36 @@ def register(app: typer.Typer) -> None:
             from ragmeter.reports.markdown import comparison_markdown
 
             common.write_text_out(comparison_markdown(sa, sb, rows), md, console)
-        regressions = [r for r in rows if r.verdict == "regression"]
+        regressions: list[Any] = [r for r in rows if r.verdict == "regression"]
+        regressions += [f"{tb.system}:{x.metric}[{x.label}]" for tb in tables
+                        for x in tb.regressed()]
         if regressions:
             console.print(f"[bold red]{len(regressions)} regression(s)[/]: "
-                          + ", ".join(f"{r.result}:{r.comparison.metric}" for r in regressions))
+                          + ", ".join(str(r) if isinstance(r, str) else
+                                      f"{r.result}:{r.comparison.metric}"
+                                      for r in regressions))
         if fail_on_regression and regressions:
             raise typer.Exit(1)
+
+
+def _slices(sa: Any, sb: Any, by: str | None, min_n: int, correction: str,
+            samples: Path | None, n_resamples: int, seed: int | None, console: Any
+            ) -> list[Any]:
+    """Per-slice tests (``--by``), printed; the slice tables."""
+    from ragmeter.data.loaders import load_samples
+    from ragmeter.errors import ConfigError, UsageError
+    from ragmeter.results.slices import parse_by
+    from ragmeter.runner.comparing import compare_runs_by_slices
+
+    spec = slicing.spec_of(by, min_n, correction) if by is not None else None
+    items = list(load_samples(samples).samples) if samples is not None else None
+    try:
+        tables = compare_runs_by_slices(
+            sa.results, sb.results, by=parse_by(by) if by else None,
+            min_n=spec.min_n if spec else None, correction=spec.correction if spec else None,
+            samples=items, n_resamples=n_resamples, seed=42 if seed is None else seed)
+    except ConfigError as exc:
+        raise UsageError("--by", str(exc)) from None
+    for tb in tables:
+        slicing.show(tb, console)
+    return list(tables)

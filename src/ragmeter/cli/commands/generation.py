@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
@@ -112,6 +112,8 @@ def register(app: typer.Typer) -> None:
         estimate: common.EstimateOpt = False,
         max_cost: common.MaxCostOpt = None,
         max_calls: common.MaxCallsOpt = None,
+        by: slicing.ByOpt = None,
+        min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
         target: TargetOpt = None,
         target_entry: TargetEntryOpt = None,
         replay: ReplayOpt = False,
@@ -131,6 +133,7 @@ def register(app: typer.Typer) -> None:
         from ragmeter.generation.evaluate import evaluate_generation
 
         common.parse_fraction(max_unscored)
+        slice_spec = slicing.spec_of(by, min_n)
         _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
                                        target_entry, replay, estimate)
         extra = {"language": language}
@@ -188,6 +191,8 @@ def register(app: typer.Typer) -> None:
                     "Name it in --metrics to make its absence an error.",
                     highlight=False, markup=False)
         _print_calls(result.meta.get("judge_calls"), console)
+        if slice_spec is not None:
+            slicing.slice_and_show(result, items, slice_spec, console)
         common.finish_result(result, out, console)
         for line in common.check_scored(common.results_of(result), max_unscored):
             common.err_console().print(f"partly unscored: {line}", highlight=False,

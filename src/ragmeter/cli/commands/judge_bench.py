@@ -137,6 +137,14 @@ def bench_command(
         "--items", help="Another benchmark file in the same format (default: bundled).")] = None,
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--out", help="Write the card(s) (and the comparison) as JSON here.")] = None,
+    probes: Annotated[bool, typer.Option(
+        "--probes", help="Also run the bias probes (verbosity, context order, passage "
+                         "position, language) and put them on the card(s).")] = False,
+    probe_limit: Annotated[int, typer.Option(
+        "--probe-limit", min=5, help="Items per probe (a seeded choice).")] = 40,
+    generator_model: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--generator-model", help="The generator's model name: warn when the judge is of "
+                                  "its family.")] = None,
 ) -> None:
     """Grade judges on the bundled Russian judge benchmark and print their cards."""
     from rich.console import Console
@@ -154,8 +162,15 @@ def bench_command(
     def work() -> list[Any]:
         # under --estimate the card's bootstrap is only planned: 10 resamples suffice
         boot = {"n_boot": 10} if estimate else {}
-        return [run_bench(_build(cfg), items, repeats=repeats, binary=binary, seed=seed,
-                          **boot) for cfg in configs]
+        out = []
+        for cfg in configs:
+            judge = _build(cfg)
+            out.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed,
+                                 **boot))
+            if probes:  # under --estimate their calls are planned and counted too
+                _probe(judge, out[-1], items_file, lang, probe_limit, generator_model,
+                       binary, seed)
+        return out
 
     runs = run_costed(work, CostOptions(estimate, max_cost, max_calls),
                       title=f"judge benchmark: {len(items)} items x {repeats} repeat(s)",
@@ -172,6 +187,10 @@ def bench_command(
         usage = r.stats
         if usage:
             console.print(f"  usage: {usage}", highlight=False)
+        if "probes" in r.card.meta:
+            console.print(probe_table(r.card.meta["probes"]))
+            for w in r.card.meta["probes"].get("warnings", []):
+                console.print(f"[yellow]warning:[/] {w}", highlight=False)
     rows = compare_bench(runs, seed=seed) if compare and len(runs) > 1 else []
     if rows:
         t = Table(title="judges side by side (paired randomisation test of per-item "
@@ -200,6 +219,33 @@ def bench_command(
         out.write_text(strict_json(payload, indent=1),
                        encoding="utf-8")
         console.print(f"wrote {out}")
+
+
+def _probe(judge: Any, run: Any, items_file: Path | None, lang: str, limit: int,
+           generator_model: str | None, binary: bool | None, seed: int) -> None:
+    """Bias probes of ``judge`` on the benchmark's items, kept on its card."""
+    from ragmeter.judge_trust.bench import load_bench
+    from ragmeter.judge_trust.probes import run_probes
+
+    pool = load_bench(items_file, lang=lang)
+    report = run_probes(judge, pool, run=run, generator_model=generator_model, limit=limit,
+                        seed=seed, binary=binary)
+    run.card.meta["probes"] = report.to_dict()
+
+
+def probe_table(report: dict[str, Any]) -> Any:
+    """The probes of a card as a table: effect, 95% CI, n, biased?"""
+    from rich.table import Table
+
+    t = Table(title=f"bias probes of {report['judge']} (variant − original on the 0–1 scale)")
+    for col in ("probe", "effect [95% CI]", "n", "unscored", "p", "bias?", "note"):
+        t.add_column(col)
+    for r in report["results"]:
+        ci = f"{_f(r['effect'])} [{_f(r['ci_low'])}, {_f(r['ci_high'])}]"
+        t.add_row(r["probe"], ci, str(r["n"]), str(r["n_unscored"]), _f(r["p_value"], 4),
+                  "yes" if r["biased"] else "no", r["note"],
+                  style="bold red" if r["biased"] else "")
+    return t
 
 
 def _ppi_table(est: dict[str, Any]) -> Any:

@@ -33,6 +33,15 @@ def check_command(
     judge_timeout: common.JudgeTimeoutOpt = None,
     n: int = typer.Option(3, "--n", help="Probe calls per judge."),
     no_cache: bool = typer.Option(True, "--no-cache/--cache", help="Bypass the cache."),
+    against: Optional[Path] = typer.Option(  # noqa: B008, UP045
+        None, "--against", help="Drift check: re-run a fixed subset of the judge benchmark "
+        "and exit 1 when agreement dropped significantly against this card (JSON from "
+        "`ragmeter judge bench --out`)."),
+    drift_n: int = typer.Option(50, "--drift-n", min=5, help="Items re-run by --against."),
+    items_file: Optional[Path] = typer.Option(  # noqa: B008, UP045
+        None, "--items", help="Benchmark file the card was made on (default: bundled)."),
+    alpha: float = typer.Option(0.05, "--alpha", min=0.0001, max=0.5,
+                                help="Significance level of the drift test."),
 ) -> None:
     """Send a few yes/no probes to a judge and print replies and accounting.
 
@@ -75,6 +84,9 @@ def check_command(
             raise UsageError("--judge-config", "give a judge: --judge-config FILE or "
                                                "--judge-url URL --judge-model NAME")
         configs = [one]
+    if against is not None:
+        _drift(configs, against, drift_n, items_file, alpha, no_cache)
+        return
     tpl = get_prompt("yes_no")
     requests = [tpl.request("ru" if "Содерж" in q else "en", question=q, text=t,
                             metric="probe", sample_id=str(i))
@@ -109,6 +121,41 @@ def check_command(
     common.human_console().print(table)
     if common.state().json:
         common.emit_json({"judges": rows})
+
+
+def _drift(configs: list[Any], against: Path, n: int, items_file: Path | None, alpha: float,
+           no_cache: bool) -> None:
+    """``--against CARD``: the drift check of every configured judge; exit 1 on a drop."""
+    from rich.table import Table
+
+    from ragmeter.judge_trust.bench import load_bench
+    from ragmeter.judge_trust.drift import drift_check, load_card
+    from ragmeter.judges import make_judge
+
+    items = load_bench(items_file, lang="all")
+    table = Table(title=f"judge drift against {against} (exact one-sided McNemar on per-item "
+                        "correctness)")
+    for col in ("judge", "card", "n", "accuracy then", "accuracy now", "lost", "gained",
+                "unscored now", "p", "drifted"):
+        table.add_column(col)
+    results = []
+    for cfg in configs:
+        card = load_card(against, cfg.name)
+        res = drift_check(make_judge(cfg.with_(no_cache=no_cache)), card, items, n=n,
+                          alpha=alpha)
+        results.append(res)
+        table.add_row(res.judge, res.card_judge, str(res.n), f"{res.accuracy_then:.3f}",
+                      f"{res.accuracy_now:.3f}", str(res.lost), str(res.gained),
+                      str(res.unscored_now), f"{res.p_value:.4f}",
+                      "yes" if res.drifted else "no",
+                      style="bold red" if res.drifted else "")
+    common.human_console().print(table)
+    if common.state().json:
+        common.emit_json({"drift": [r.to_dict() for r in results]})
+    if any(r.drifted for r in results):
+        common.err_console().print("judge agreement dropped significantly: the model may "
+                                   "have changed", highlight=False)
+        raise typer.Exit(1)
 
 
 @judge_app.command("demo")

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 from ragmeter.data.evalset import check_evalset_sample
 from ragmeter.data.formats import parse_map
 from ragmeter.data.loaders import LoadResult, iter_samples
@@ -198,6 +198,8 @@ def retrieval(
     data_format: common.FormatOpt = "auto",
     column_map: common.MapOpt = None,
     max_unscored: common.MaxUnscoredOpt = None,
+    by: slicing.ByOpt = None,
+    min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
     target: Annotated[str | None, typer.Option(
         "--target", help="Your RAG system ranks every question of --evalset/--samples: a "
         "target config file, module:function or URL (its 'retrieve' entry, else 'answer').")
@@ -220,6 +222,7 @@ def retrieval(
     ks = _parse_ks(k)
     doc_of = _load_doc_map(doc_map) if doc_map is not None else None
     metric_list = build_metrics(metrics, ks, level)
+    slice_spec = slicing.spec_of(by, min_n, needs=evalset or samples)
     skipped = 0
     filled = None
     if target is not None or replay:
@@ -280,6 +283,9 @@ def retrieval(
 
         finish(result, filled, seed=seed)
     render_eval_result(result, console)
+    if slice_spec is not None:
+        slicing.slice_file(result, evalset or samples, slice_spec, console,
+                           data_format if evalset is None else "auto", cmap)
     _print_notes(result, console)
     if by_query:
         _render_head(result, console, BY_QUERY_LIMIT)

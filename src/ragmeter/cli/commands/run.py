@@ -9,7 +9,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost_run
 from ragmeter.errors import GateFailedError, RagmeterError, WorkFailedError
@@ -102,6 +102,9 @@ def register(app: typer.Typer) -> None:
         estimate: common.EstimateOpt = False,
         max_cost: common.MaxCostOpt = None,
         max_calls: common.MaxCallsOpt = None,
+        by: slicing.ByOpt = None,
+        min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
+        correction: slicing.CorrectionOpt = "holm",
         replay: Annotated[bool, typer.Option(
             "--replay", help="Re-score the targets' recorded replies, calling none of them "
             "(the config's target: / targets:).")] = False,
@@ -125,6 +128,8 @@ def register(app: typer.Typer) -> None:
         from ragmeter.secrets import mask_url
 
         cfg = load_config(config)
+        if by is not None:  # the command line's slices replace the config's
+            cfg.slices = slicing.spec_of(by, min_n, correction)
         if replay:
             cfg.target_mode = "replay"
         elif resume and cfg.target_mode == "live":   # finished questions are not asked again

@@ -35,6 +35,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MetricSpecError
 from ragmeter.metrics.inputs import missing_field
 from ragmeter.metrics.judged import calls as C
+from ragmeter.metrics.judged.jury import is_jury_reply, read_jury
 from ragmeter.metrics.judged.state import CallRecord, JudgedContext, JudgePlan, SampleJudgement
 from ragmeter.text import detect_language
 
@@ -160,6 +161,9 @@ class Asking:
                                   else [dict(m) for m in req.messages]))
         if not rep.ok:
             j.failed[call.kind] = (rep.reason or "backend_error", rep.detail)
+        elif is_jury_reply(rep):
+            if (problem := read_jury(call, j, req, rep)) is not None:
+                j.failed[call.kind] = ("schema_error", problem)
         elif not isinstance(rep.data, dict):
             j.failed[call.kind] = ("schema_error", "reply is not a JSON object")
         elif (problem := call.read(j, req, rep.data)) is not None:

@@ -136,6 +136,8 @@ def score_sample(row: JudgedMetric, metric: Metric, sample: Sample, j: SampleJud
                                          if c.kind in calls]}
     if j.positional:
         details["read_by_position"] = list(j.positional)
+    if j.jury:
+        details["jury"] = j.jury
     fail = next((j.failed[c] for c in calls if c in j.failed), None)
     if fail is not None:
         details["detail"] = fail[1]
@@ -168,11 +170,18 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
         scale="binary" if plan.binary and graded else None,
         claims=(plan.judgements[0].claims_source
                 if plan.judgements and "claims" in calls else None),
+        **_jury_fields(ctx.judge),
         **(prepared.signature if prepared is not None else {}),
         **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}))
     return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
                                     counts={"judge_calls": plan.n_requests,
                                             **(pii.redaction_counts() if pii else {})})
+
+
+def _jury_fields(judge: Any) -> dict[str, Any]:
+    """A jury's signature fields (members, vote); nothing for a single judge."""
+    sign = getattr(judge, "jury_signature", None)
+    return dict(sign()) if callable(sign) else {}
 
 
 def _shared_plan(ctx: JudgedContext, metric: Metric) -> JudgePlan:

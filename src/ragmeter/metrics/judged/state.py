@@ -75,6 +75,11 @@ class SampleJudgement:
     failed: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     calls: list[CallRecord] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)  # replies read by position, not id
+    #: a jury's vote: members, ties and splits per check (item indices), unread members
+    jury: dict[str, Any] = field(default_factory=dict)
+    #: a jury's members' own judgements on the jury's claims (per-member agreement)
+    members: dict[str, SampleJudgement] = field(default_factory=dict, repr=False,
+                                                compare=False)
 
 
 @dataclass

@@ -1,0 +1,79 @@
+"""Multiple comparisons: adjusted p-values for a family of tests (one test per slice, say).
+
+* :func:`holm` — Holm's step-down adjustment: controls the family-wise error rate (the chance
+  of *any* false "significant") at α for any dependence between the tests;
+* :func:`bh` — Benjamini–Hochberg step-up adjustment (q-values): controls the false-discovery
+  rate (the expected share of false findings among the findings) at α for independent or
+  positively dependent tests;
+* :func:`adjust` — either by name (``holm``, ``bh``, or ``none`` to report raw p-values, which
+  a report then labels as unadjusted).
+
+An adjusted p-value ``p_adj < α`` is the same decision as the procedure at level α. NaN
+p-values (a test that could not be made) stay NaN and do not count in the family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+CORRECTIONS = ("holm", "bh", "none")
+
+
+def _valid(pvals: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    p = np.asarray(pvals, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError("p-values must be a flat sequence")
+    ok = ~np.isnan(p)
+    if ((p[ok] < 0) | (p[ok] > 1)).any():
+        raise ValueError("p-values must lie in [0, 1]")
+    return p, ok
+
+
+def holm(pvals: Sequence[float]) -> np.ndarray:
+    """Holm-adjusted p-values: ``max_{j ≤ i} min(1, (m − j + 1) · p_(j))`` in sorted order."""
+    p, ok = _valid(pvals)
+    out = np.full(p.shape, np.nan)
+    q = p[ok]
+    m = q.size
+    if m == 0:
+        return out
+    order = np.argsort(q, kind="stable")
+    adj = np.minimum(1.0, (m - np.arange(m)) * q[order])
+    adj = np.maximum.accumulate(adj)
+    res = np.empty(m)
+    res[order] = adj
+    out[ok] = res
+    return out
+
+
+def bh(pvals: Sequence[float]) -> np.ndarray:
+    """Benjamini–Hochberg q-values: ``min_{j ≥ i} min(1, m · p_(j) / j)`` in sorted order."""
+    p, ok = _valid(pvals)
+    out = np.full(p.shape, np.nan)
+    q = p[ok]
+    m = q.size
+    if m == 0:
+        return out
+    order = np.argsort(q, kind="stable")
+    adj = q[order] * m / np.arange(1, m + 1)
+    adj = np.minimum.accumulate(adj[::-1])[::-1]
+    res = np.empty(m)
+    res[order] = np.minimum(1.0, adj)
+    out[ok] = res
+    return out
+
+
+def adjust(pvals: Sequence[float], method: str = "holm") -> np.ndarray:
+    """Adjusted p-values by ``method`` (``holm``, ``bh`` or ``none``)."""
+    if method == "holm":
+        return holm(pvals)
+    if method == "bh":
+        return bh(pvals)
+    if method == "none":
+        return _valid(pvals)[0].copy()
+    raise ValueError(f"unknown correction {method!r} (allowed: {', '.join(CORRECTIONS)})")
+
+
+__all__ = ["CORRECTIONS", "adjust", "bh", "holm"]
