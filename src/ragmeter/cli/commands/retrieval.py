@@ -230,31 +230,11 @@ def retrieval(
                                       name, ties=ties, match=match, seed=seed, doc_of=doc_of,
                                       score_threshold=score_threshold, data_format=data_format,
                                       cmap=cmap, evalset=evalset is not None)
-    elif beir is not None:
-        if qrels is not None or evalset is not None or samples is not None:
-            raise UsageError("--beir", "give --beir DIR with --run, without --qrels/--evalset/"
-                             "--samples")
-        if run is None:
-            raise UsageError("--run", "--beir needs --run (BEIR results JSON or a TREC run)")
-        from ragmeter.data.beir import load_beir
-
-        load_beir(beir, split)  # checks the whole folder: corpus, queries, qrels
-        result = evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"),
-                                    run=run, metrics=metric_list, ties=ties, match=match,
-                                    seed=seed, name=name or run.stem,
-                                    score_threshold=score_threshold, doc_of=doc_of,
-                                    doc_id_pattern=doc_id_pattern)
-    elif qrels is not None:
-        if evalset is not None or samples is not None:
-            raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
-        if run is None:
-            raise UsageError("--run", "--qrels needs --run")
-        # the run file is streamed query by query (loaded whole only when not grouped)
-        result = evaluate_retrieval(qrels=load_qrels(qrels), run=run, metrics=metric_list,
-                                    ties=ties, match=match, seed=seed,
-                                    name=name or (run.stem if run else "run"),
-                                    score_threshold=score_threshold, doc_of=doc_of,
-                                    doc_id_pattern=doc_id_pattern)
+    elif beir is not None or qrels is not None:
+        result = _qrels_result(beir, split, qrels, run, given=evalset or samples,
+                               metrics=metric_list, ties=ties, match=match, seed=seed,
+                               name=name, score_threshold=score_threshold, doc_of=doc_of,
+                               doc_id_pattern=doc_id_pattern)
     elif evalset is not None or samples is not None:
         if evalset is not None and samples is not None:
             raise UsageError("--evalset", "give --evalset or --samples, not both")
@@ -292,6 +272,28 @@ def retrieval(
     _write_outputs(result, out, csv_path, console)
     for line in common.check_scored(common.results_of(result), max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
+
+
+def _qrels_result(beir: Path | None, split: str, qrels: Path | None, run: Path | None, *,
+                  given: Path | None, name: str | None, **kw: Any) -> EvalResult:
+    """``--beir DIR --run`` or ``--qrels FILE --run FILE`` (the run streamed query by query)."""
+    if beir is not None:
+        if qrels is not None or given is not None:
+            raise UsageError("--beir", "give --beir DIR with --run, without --qrels/--evalset/"
+                             "--samples")
+        if run is None:
+            raise UsageError("--run", "--beir needs --run (BEIR results JSON or a TREC run)")
+        from ragmeter.data.beir import load_beir
+
+        load_beir(beir, split)  # checks the whole folder: corpus, queries, qrels
+        return evaluate_retrieval(qrels=load_qrels(beir / "qrels" / f"{split}.tsv"), run=run,
+                                  name=name or run.stem, **kw)
+    assert qrels is not None  # the caller's branch
+    if given is not None:
+        raise UsageError("--qrels", "give --qrels with --run, or --evalset/--samples")
+    if run is None:
+        raise UsageError("--run", "--qrels needs --run")
+    return evaluate_retrieval(qrels=load_qrels(qrels), run=run, name=name or run.stem, **kw)
 
 
 def _with_target(target: str | None, replay: bool, path: Path | None, run: Path | None,
