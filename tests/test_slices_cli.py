@@ -116,3 +116,15 @@ def test_results_about_other_things_are_not_sliced() -> None:
     assert "slices" not in r.meta
     dec = decide("tier0", [("labels", r)])
     assert dec.slice_lines() == [] and dec.slices == {}
+
+
+def test_html_report_and_viewer_show_the_slice_tables() -> None:
+    from ragmeter.reports.slices import decision_slices, decision_slices_html
+
+    a, b = _pair()
+    dec = decide("retrieval", [("base", a), ("new", b)], n_resamples=2000)
+    tables = decision_slices(dec)
+    assert [tb.system for tb in tables][-1] == "new" and tables[-1].tests
+    html = decision_slices_html(dec)
+    assert html.count('<table class="slices">') == len(tables)
+    assert 'class="regressed"' in html and "type=howto" in html

@@ -40,6 +40,7 @@ from ragmeter.reports.explorer import (  # noqa: F401 (the viewer's pages import
 from ragmeter.reports.i18n import check_lang, results_lang, status_text, t
 from ragmeter.reports.judge_card import card_section
 from ragmeter.reports.judge_labels import is_demo, mock_banner
+from ragmeter.reports.slices import decision_slices_html
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.store import StoredRun
@@ -277,7 +278,7 @@ def _decision_section(run: StoredRun, lang: str,
                      f'{escape(tier_title(tier, lang))} <span class=muted><code>{escape(tier)}'
                      f"</code></span></h3><p class=verdict>{escape(dec.verdict(lang))}</p>"
                      + decision_table(dec, lang, demo_names=demo_names, results=results)
-                     + "</div>")
+                     + decision_slices_html(dec) + "</div>")
         n_res, seed = dec.n_resamples, dec.seed
     if not decisions:
         parts.append(f"<p class=note>{t('no_results', lang)}</p>")

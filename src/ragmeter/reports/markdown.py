@@ -23,14 +23,10 @@ BAND_ICON = {"excellent": "🟢 excellent", "good": "🟡 good", "needs attentio
 def _slice_sections(dec: Any) -> list[str]:
     """Per-slice rows of the primary metric (and the per-slice tests), when results were
     sliced."""
-    from ragmeter.reports.slices import slices_markdown
+    from ragmeter.reports.slices import decision_slices, slices_markdown
 
     out: list[str] = []
-    tested = {tb.system for tb in dec.slice_tests}
-    for system, tb in dec.slices.items():
-        if system not in tested:
-            out += [f"_{md_escape(system)}_", "", slices_markdown(tb), ""]
-    for tb in dec.slice_tests:
+    for tb in decision_slices(dec):
         out += [f"_{md_escape(tb.system)}_", "", slices_markdown(tb), ""]
     return out
 

@@ -100,3 +100,17 @@ def slices_html(table: SliceTable) -> str:
 
 
 __all__ = ["cell_rows", "slices_html", "slices_markdown", "value_ranges"]
+
+
+def decision_slices(dec: Any) -> list[SliceTable]:
+    """The slice tables of a tier's decision: per system (its slices alone when it has no
+    per-slice test), then the per-slice tests against the best system."""
+    tested = {tb.system for tb in dec.slice_tests}
+    return [tb for system, tb in dec.slices.items() if system not in tested] + list(
+        dec.slice_tests)
+
+
+def decision_slices_html(dec: Any) -> str:
+    """The decision's slice tables as HTML (empty when the results were not sliced)."""
+    return "".join(f'<div class=slices><p class=muted>{escape(tb.system)}</p>'
+                   f"{slices_html(tb)}</div>" for tb in decision_slices(dec))

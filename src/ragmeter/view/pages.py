@@ -24,6 +24,7 @@ from ragmeter.reports.html import (
     render_run_body,
 )
 from ragmeter.reports.i18n import t
+from ragmeter.reports.slices import decision_slices_html
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult
 from ragmeter.results.store import RunRow, StoredRun
@@ -200,6 +201,7 @@ def compare_page(runs: Sequence[StoredRun], tiers: Sequence[str], tier: str,
     parts.append(f"<h2>{escape(tier_title(tier, lang))}</h2><p class=verdict>"
                  f"{escape(dec.verdict(lang))}</p>")
     parts.append(decision_table(dec, lang, results=dict(systems)))
+    parts.append(decision_slices_html(dec))
     parts.append(f'<p class="muted test-note">{escape(t("test_note", lang, method=t("method_randomization", lang), n=dec.n_resamples, seed=dec.seed))}</p>')
     charts = decision_charts(dec, systems, colors, lang)
     parts.append("<div class=charts>" + "".join(f"<figure>{c}</figure>" for c in charts)
