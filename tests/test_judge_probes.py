@@ -109,3 +109,16 @@ def test_biased_needs_the_interval_and_the_exact_test() -> None:
     assert ProbeResult("verbosity", 0.417, 0.25, 0.583, 30, 0, 0.0001).biased
     assert ProbeResult("language", 0.1, 0.02, 0.2, 60, 0, None, paired=False).biased
     assert ProbeResult.from_dict(few.to_dict()) == few
+
+
+def test_probes_are_shown_on_the_judge_card_html() -> None:
+    from ragmeter.reports.judge_card import card_html
+
+    items = _items()
+    judge = ScriptedJudge(_script(items, "verbosity"), name="verbose-judge")
+    run = run_bench(judge, items[:10])
+    run.card.meta["probes"] = run_probes(judge, items, probes=("verbosity",), limit=30,
+                                         n_resamples=2000).to_dict()
+    html = card_html(run.card, {}, "en")
+    assert "<table class=probes>" in html and "<code>verbosity</code>" in html
+    assert '<tr class="biased">' in html

@@ -81,6 +81,25 @@ def _ppi_rows(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
+def _probe_rows(card: JudgeCard) -> str:
+    """The card's bias probes (``ragmeter judge bench --probes``): effect with its CI."""
+    report = card.meta.get("probes") if card.meta else None
+    if not report or not report.get("results"):
+        return ""
+    rows = []
+    for r in report["results"]:
+        cls = ' class="biased"' if r.get("biased") else ""
+        rows.append(f"<tr{cls}><td><code>{escape(str(r['probe']))}</code></td>"
+                    f"<td class=num>{_f(r.get('effect'))} {_ci(r.get('ci_low'), r.get('ci_high'))}"
+                    f"</td><td class=num>{r.get('n', '')}</td><td class=num>"
+                    f"{_f(r.get('p_value'), 4)}</td><td>{'yes' if r.get('biased') else 'no'}"
+                    f"</td><td>{escape(str(r.get('note') or ''))}</td></tr>")
+    warns = "".join(f"<p class=note>{escape(str(w))}</p>" for w in report.get("warnings", []))
+    return ("<h4>bias probes (variant − original, 0–1 scale)</h4><table class=probes><thead>"
+            "<tr><th>probe</th><th>effect [95% CI]</th><th>n</th><th>p</th><th>bias?</th>"
+            "<th>note</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>" + warns)
+
+
 def card_html(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
     """One card: its signature, a table per judged metric and the bias-corrected estimates."""
     head = "".join(f"<th>{escape(t('jc_' + c, lang))}</th>" for c in CARD_COLUMNS)
@@ -98,7 +117,8 @@ def card_html(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
             f"</code>{demo}</h3><p class=meta><code>{escape(card.signature)}</code></p>"
             f"<table class=judge-card-table><thead><tr><th>{t('metric', lang)}</th>"
             f"<th>{escape(t('jc_scale', lang))}</th><th>n</th>{head}</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table>" + _ppi_rows(card, ppi, lang) + "</div>")
+            + "".join(rows) + "</tbody></table>" + _ppi_rows(card, ppi, lang)
+            + _probe_rows(card) + "</div>")
 
 
 def card_section(run: Any, lang: str) -> str:
