@@ -14,7 +14,7 @@ p-values (a test that could not be made) stay NaN and do not count in the family
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -31,8 +31,10 @@ def _valid(pvals: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return p, ok
 
 
-def holm(pvals: Sequence[float]) -> np.ndarray:
-    """Holm-adjusted p-values: ``max_{j ≤ i} min(1, (m − j + 1) · p_(j))`` in sorted order."""
+def _step(pvals: Sequence[float], step: Callable[[np.ndarray, int], np.ndarray]
+          ) -> np.ndarray:
+    """``step(sorted p-values, m)`` -> adjusted values in sorted order, put back in the input
+    order; NaN p-values stay NaN and are not counted in ``m``."""
     p, ok = _valid(pvals)
     out = np.full(p.shape, np.nan)
     q = p[ok]
@@ -40,29 +42,22 @@ def holm(pvals: Sequence[float]) -> np.ndarray:
     if m == 0:
         return out
     order = np.argsort(q, kind="stable")
-    adj = np.minimum(1.0, (m - np.arange(m)) * q[order])
-    adj = np.maximum.accumulate(adj)
     res = np.empty(m)
-    res[order] = adj
+    res[order] = step(q[order], m)
     out[ok] = res
     return out
+
+
+def holm(pvals: Sequence[float]) -> np.ndarray:
+    """Holm-adjusted p-values: ``max_{j ≤ i} min(1, (m − j + 1) · p_(j))`` in sorted order."""
+    return _step(pvals, lambda s, m: np.maximum.accumulate(
+        np.minimum(1.0, (m - np.arange(m)) * s)))
 
 
 def bh(pvals: Sequence[float]) -> np.ndarray:
     """Benjamini–Hochberg q-values: ``min_{j ≥ i} min(1, m · p_(j) / j)`` in sorted order."""
-    p, ok = _valid(pvals)
-    out = np.full(p.shape, np.nan)
-    q = p[ok]
-    m = q.size
-    if m == 0:
-        return out
-    order = np.argsort(q, kind="stable")
-    adj = q[order] * m / np.arange(1, m + 1)
-    adj = np.minimum.accumulate(adj[::-1])[::-1]
-    res = np.empty(m)
-    res[order] = np.minimum(1.0, adj)
-    out[ok] = res
-    return out
+    return _step(pvals, lambda s, m: np.minimum(
+        1.0, np.minimum.accumulate((s * m / np.arange(1, m + 1))[::-1])[::-1]))
 
 
 def adjust(pvals: Sequence[float], method: str = "holm") -> np.ndarray:
