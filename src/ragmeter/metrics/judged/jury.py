@@ -13,12 +13,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ragmeter.judges.multi import Combine, combine_grades, vote_items
 from ragmeter.metrics.judged.state import SampleJudgement
 
 if TYPE_CHECKING:
     from ragmeter.judges.base import JudgeReply, JudgeRequest
+    from ragmeter.judges.multi import Combine
     from ragmeter.metrics.judged.calls import Call
+
+
+def vote_items(lists: Any) -> tuple[list[int], list[int], list[int]]:
+    """:func:`ragmeter.judges.multi.vote_items` (the judge package loaded on first vote, so
+    the metric registry stays free of it)."""
+    from ragmeter.judges import multi
+
+    return multi.vote_items(lists)
+
+
+def combine_grades(values: Any, method: Combine = "majority", *args: Any,
+                   **kw: Any) -> tuple[float, bool]:
+    """:func:`ragmeter.judges.multi.combine_grades`, loaded on first use."""
+    from ragmeter.judges import multi
+
+    return multi.combine_grades(values, method, *args, **kw)
 
 
 def is_jury_reply(rep: JudgeReply) -> bool:
