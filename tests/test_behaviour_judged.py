@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import ragmeter
 from ragmeter.data.sample import Sample
 from ragmeter.judge_trust.bench import BenchItem, item_requests, run_bench
@@ -115,3 +117,34 @@ def test_behaviour_metrics_are_judge_benchmark_tasks_with_the_metrics_calls() ->
         ids, correct = res.correct(task)
         assert len(ids) > 0 and correct.tolist() == [1.0] * len(ids), task
         assert task in res.card.metrics
+
+
+def test_refusal_metrics_with_the_judge_as_fallback() -> None:
+    """rules+judge: the judge decides only the answers the rules call answered that carry a
+    negation cue; judge: every answer; rules: no call at all."""
+    calls: list[str] = []
+
+    def counting(req: JudgeRequest) -> Any:
+        calls.append(req.schema.get("title", ""))
+        answer = fenced(req.messages[1]["content"])["answer"][0]
+        return {"refused": "yes" if "не описан" in answer or "outside" in answer else "no"}
+
+    s = [Sample(id="a", user_input="q", gold_doc_ids=["d"], response="Стипендия 3 000 рублей."),
+         Sample(id="b", user_input="q", type="negative",   # a refusal the rules do not know
+                response="Увы, порядок оформления отпуска в базе знаний не описан."),
+         Sample(id="c", user_input="q", type="negative", response="Не знаю."),
+         Sample(id="d", user_input="q", type="negative",
+                response="Общежитие не положено заочникам.")]   # an answer with a negation
+    rules = ragmeter.evaluate_generation(s, ["abstention_recall"])["abstention_recall"]
+    assert calls == []
+    mixed = ragmeter.evaluate_generation(s, ["abstention_recall(detector=rules+judge)"],
+                                         judge=ScriptedJudge(counting))
+    got = mixed["abstention_recall(detector=rules+judge)"]
+    assert calls == ["gen.refusal/v1"] * 2            # b and d: rule-answered, with a cue
+    assert rules.aggregate.mean == pytest.approx(1 / 3)  # only c caught by the rules
+    assert got.aggregate.mean == pytest.approx(2 / 3)    # b caught by the judge, d answered
+    assert "detector:rules+judge" in str(got.signature)
+    from ragmeter.errors import MetricSpecError
+
+    with pytest.raises(MetricSpecError, match="needs a judge"):
+        ragmeter.evaluate_generation(s, ["over_refusal(detector=judge)"])

@@ -25,11 +25,12 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragmeter.metrics.registry import Metric, MetricSpec, register
+from ragmeter.errors import MetricSpecError
+from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
 from ragmeter.results.records import MetricResult, SampleScore
 from ragmeter.stats import bootstrap_stat
 
-RefusalKind = Literal["statement", "redirect", "empty"]
+RefusalKind = Literal["statement", "redirect", "empty", "judge"]
 
 _NORM = str.maketrans({"ё": "е", "Ё": "Е", "’": "'", "«": '"', "»": '"'})
 
@@ -190,15 +191,47 @@ _RATES: dict[str, tuple[str, Callable[[bool, bool], float], bool, str]] = {
 }
 
 
-def _scores(metric: str, samples: Any) -> tuple[list[SampleScore], dict[str, int]]:
+#: answers the rules call answered that still carry a negation or absence cue: where the
+#: ``rules+judge`` detector asks the judge (the rules' refusals are kept: they almost never
+#: call an answer a refusal, but miss refusals phrased in ways they do not know)
+_NEGATION = re.compile(r"\b(?:не|нет|ни|no|not|none|nothing|never|cannot|can't|unable)\b",
+                       re.IGNORECASE)
+
+#: the judge behind ``detector=rules+judge`` / ``judge``: ``fn(metric, ctx, samples) ->
+#: {sample id: refused (bool) or an unscored reason (str)}``, declared by the judged
+#: behaviours (``metrics/judged/behaviours.py``) so that this module needs no judge
+JUDGE_DETECTORS: list[Callable[[Metric, Any, list[Any]], dict[str, bool | str]]] = []
+
+
+def _judge_verdicts(metric: Metric, ctx: Any, detector: str) -> dict[str, bool | str]:
+    """The judge's refusal verdicts for the samples ``detector`` sends it."""
+    if detector == "rules":
+        return {}
+    if getattr(ctx, "judge", None) is None or not JUDGE_DETECTORS:
+        raise MetricSpecError(f"metric '{metric}': detector={detector} needs a judge "
+                              "(--judge-url / judge=...)")
+    asked = [s for s in ctx.samples if s.response is not None and (
+        detector == "judge" or (not detect_refusal(s.response).refused
+                                and _NEGATION.search(s.response)))]
+    return JUDGE_DETECTORS[0](metric, ctx, asked) if asked else {}
+
+
+def _scores(metric: str, samples: Any, judged: dict[str, bool | str] | None = None
+            ) -> tuple[list[SampleScore], dict[str, int]]:
     scope, value, _, _ = _RATES[metric]
     scores: list[SampleScore] = []
-    counts = {"refused": 0}
+    counts = {"refused": 0, "judge_asked": len(judged or {})}
     for s in samples:
         if s.response is None:
             scores.append(SampleScore(s.id, None, "missing_field:response"))
             continue
         verdict = detect_refusal(s.response)
+        j = (judged or {}).get(s.id)
+        if isinstance(j, str):
+            scores.append(SampleScore(s.id, None, j))
+            continue
+        if j is not None:
+            verdict = RefusalVerdict(j, "judge" if j else None)
         counts["refused"] += verdict.refused
         a = answerable(s)
         details = {"refused": verdict.refused, "kind": verdict.kind, "answerable": a}
@@ -213,14 +246,21 @@ def _scores(metric: str, samples: Any) -> tuple[list[SampleScore], dict[str, int
 
 
 def _compute(metric: Metric, ctx: Any) -> MetricResult:
-    scores, counts = _scores(metric.name, ctx.samples)
-    sig = ctx.signature(str(metric), refusal=RULES_VERSION)
+    detector = str(metric.get("detector"))
+    judged = _judge_verdicts(metric, ctx, detector)
+    scores, counts = _scores(metric.name, ctx.samples, judged)
+    sig = ctx.signature(str(metric), refusal=RULES_VERSION,
+                        detector=None if detector == "rules" else detector)
     return MetricResult.from_scores(str(metric), scores, sig, counts=counts, seed=ctx.seed)
 
 
+DETECTOR = Param("detector", str, "rules", ("rules", "rules+judge", "judge"),
+                 "rules (no judge call); rules+judge: the judge decides the answers the rules "
+                 "call answered that carry a negation cue; judge: the judge decides every answer")
+
 for _name, (_scope, _fn, _hib, _doc) in _RATES.items():
     register(MetricSpec(name=_name, family="refusal", doc=_doc, higher_is_better=_hib,
-                        required_fields=("response",), compute=_compute))
+                        params=(DETECTOR,), required_fields=("response",), compute=_compute))
 
 
 # ------------------------------------------------------- whole-set statistics (F1, AURC)

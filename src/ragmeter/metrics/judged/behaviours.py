@@ -28,8 +28,11 @@ None of them joins the default judged set; each appears on the judge benchmark a
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ragmeter.data.sample import Sample
 from ragmeter.metrics.citations import parse_citations, resolve
 from ragmeter.metrics.judged import questions as _builtin  # noqa: F401  (claims call first)
 from ragmeter.metrics.judged.calls import (
@@ -45,8 +48,8 @@ from ragmeter.metrics.judged.calls import (
     yes,
 )
 from ragmeter.metrics.judged.row import JudgedMetric, Score
-from ragmeter.metrics.judged.state import SampleJudgement
-from ragmeter.metrics.refusal import detect_refusal
+from ragmeter.metrics.judged.state import JudgedState, SampleJudgement
+from ragmeter.metrics.refusal import JUDGE_DETECTORS, detect_refusal
 from ragmeter.metrics.registry import Metric, register
 from ragmeter.results.records import SampleScore
 
@@ -238,3 +241,46 @@ ROWS = (
 )
 for _row in ROWS:
     register(_row.spec())
+
+
+@dataclass
+class _Subset:
+    """The scoring context of a judged metric run on some of another context's samples."""
+
+    samples: Sequence[Sample]
+    parent: Any
+    judged: JudgedState = field(default_factory=JudgedState)
+
+    @property
+    def seed(self) -> int:
+        return int(self.parent.seed)
+
+    @property
+    def judge(self) -> Any:
+        return self.parent.judge
+
+    @property
+    def language(self) -> str:
+        return str(getattr(self.parent, "language", "auto"))
+
+    @property
+    def keep_prompts(self) -> bool:
+        return False
+
+    def signature(self, metric: str, **extra: Any) -> Any:
+        return self.parent.signature(metric, **extra)
+
+
+def judge_refusals(metric: Metric, ctx: Any, samples: list[Sample]) -> dict[str, bool | str]:
+    """The judge's refusal verdicts (``judged_refusal``'s call) for ``samples``: the fallback
+    behind the refusal metrics' ``detector=rules+judge`` / ``judge``."""
+    from ragmeter.metrics.judged.row import judged_row
+    from ragmeter.metrics.registry import parse_metric
+
+    m = parse_metric("judged_refusal")
+    res = judged_row(m)(m, _Subset(samples, ctx))
+    return {sid: (bool(v >= 0.5) if v == v else res.reasons.get(i, "unscored"))
+            for i, (sid, v) in enumerate(zip(res.sample_ids, res.values, strict=True))}
+
+
+JUDGE_DETECTORS.append(judge_refusals)
