@@ -148,3 +148,28 @@ def test_refusal_metrics_with_the_judge_as_fallback() -> None:
 
     with pytest.raises(MetricSpecError, match="needs a judge"):
         ragmeter.evaluate_generation(s, ["over_refusal(detector=judge)"])
+
+
+def test_answerability_unknown_is_one_judge_call() -> None:
+    """A sample with no answerability label: unscored by default, one judge call with
+    answerability=labels+judge (answerable from its contexts?)."""
+    calls: list[str] = []
+
+    def judge(req: JudgeRequest) -> Any:
+        calls.append(req.schema.get("title", ""))
+        ctx = " ".join(fenced(req.messages[1]["content"]).get("context", []))
+        return {"answerable": "yes" if "рублей" in ctx else "no"}
+
+    s = [Sample(id="u1", user_input="Сколько стоит?", retrieved_contexts=["Стоит 100 рублей."],
+                response="Не знаю."),
+         Sample(id="u2", user_input="Где бассейн?", retrieved_contexts=["Библиотека открыта."],
+                response="Не знаю.")]
+    plain = ragmeter.evaluate_generation(s, ["over_refusal"])["over_refusal"]
+    assert plain.aggregate.n == 0 and set(plain.reasons.values()) == {"no_answerability_label"}
+    res = ragmeter.evaluate_generation(s, ["over_refusal(answerability=labels+judge)"],
+                                       judge=ScriptedJudge(judge))
+    r = res["over_refusal(answerability=labels+judge)"]
+    assert calls == ["gen.answerable/v1"] * 2
+    assert r.aggregate.n == 1 and r.values[0] == 1.0       # u1 answerable, yet refused
+    assert r.reasons[1] == "not_applicable:answerable"      # u2 judged unanswerable
+    assert "answerability:labels+judge" in str(r.signature)

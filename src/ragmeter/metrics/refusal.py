@@ -201,6 +201,19 @@ _NEGATION = re.compile(r"\b(?:не|нет|ни|no|not|none|nothing|never|cannot|
 #: {sample id: refused (bool) or an unscored reason (str)}``, declared by the judged
 #: behaviours (``metrics/judged/behaviours.py``) so that this module needs no judge
 JUDGE_DETECTORS: list[Callable[[Metric, Any, list[Any]], dict[str, bool | str]]] = []
+#: the judge behind ``answerability=labels+judge``: answerable from the retrieved contexts?
+#: (same shape; declared beside the other judged behaviours)
+ANSWERABILITY_JUDGES: list[Callable[[Metric, Any, list[Any]], dict[str, bool | str]]] = []
+
+
+def _answerability(metric: Metric, ctx: Any) -> dict[str, bool | str]:
+    """The judge's answerability verdicts for the samples without a label (one call each)."""
+    if str(metric.get("answerability")) == "labels":
+        return {}
+    if getattr(ctx, "judge", None) is None or not ANSWERABILITY_JUDGES:
+        raise MetricSpecError(f"metric '{metric}': answerability=labels+judge needs a judge")
+    unknown = [s for s in ctx.samples if s.response is not None and answerable(s) is None]
+    return ANSWERABILITY_JUDGES[0](metric, ctx, unknown) if unknown else {}
 
 
 def _judge_verdicts(metric: Metric, ctx: Any, detector: str) -> dict[str, bool | str]:
@@ -216,11 +229,13 @@ def _judge_verdicts(metric: Metric, ctx: Any, detector: str) -> dict[str, bool |
     return JUDGE_DETECTORS[0](metric, ctx, asked) if asked else {}
 
 
-def _scores(metric: str, samples: Any, judged: dict[str, bool | str] | None = None
+def _scores(metric: str, samples: Any, judged: dict[str, bool | str] | None = None,
+            labels: dict[str, bool | str] | None = None
             ) -> tuple[list[SampleScore], dict[str, int]]:
     scope, value, _, _ = _RATES[metric]
     scores: list[SampleScore] = []
-    counts = {"refused": 0, "judge_asked": len(judged or {})}
+    counts = {"refused": 0, "judge_asked": len(judged or {}),
+              "answerability_judged": len(labels or {})}
     for s in samples:
         if s.response is None:
             scores.append(SampleScore(s.id, None, "missing_field:response"))
@@ -234,6 +249,9 @@ def _scores(metric: str, samples: Any, judged: dict[str, bool | str] | None = No
             verdict = RefusalVerdict(j, "judge" if j else None)
         counts["refused"] += verdict.refused
         a = answerable(s)
+        guess = (labels or {}).get(s.id)
+        if a is None and isinstance(guess, bool):
+            a = guess
         details = {"refused": verdict.refused, "kind": verdict.kind, "answerable": a}
         if a is None and scope != "all":
             scores.append(SampleScore(s.id, None, "no_answerability_label", details))
@@ -248,9 +266,12 @@ def _scores(metric: str, samples: Any, judged: dict[str, bool | str] | None = No
 def _compute(metric: Metric, ctx: Any) -> MetricResult:
     detector = str(metric.get("detector"))
     judged = _judge_verdicts(metric, ctx, detector)
-    scores, counts = _scores(metric.name, ctx.samples, judged)
+    labels = _answerability(metric, ctx)
+    scores, counts = _scores(metric.name, ctx.samples, judged, labels)
+    source = str(metric.get("answerability"))
     sig = ctx.signature(str(metric), refusal=RULES_VERSION,
-                        detector=None if detector == "rules" else detector)
+                        detector=None if detector == "rules" else detector,
+                        answerability=None if source == "labels" else source)
     return MetricResult.from_scores(str(metric), scores, sig, counts=counts, seed=ctx.seed)
 
 
@@ -258,9 +279,14 @@ DETECTOR = Param("detector", str, "rules", ("rules", "rules+judge", "judge"),
                  "rules (no judge call); rules+judge: the judge decides the answers the rules "
                  "call answered that carry a negation cue; judge: the judge decides every answer")
 
+ANSWERABILITY = Param("answerability", str, "labels", ("labels", "labels+judge"),
+                      "labels (metadata.answerable, negatives, gold); labels+judge: one judge "
+                      "call for each sample without a label (answerable from its contexts?)")
+
 for _name, (_scope, _fn, _hib, _doc) in _RATES.items():
     register(MetricSpec(name=_name, family="refusal", doc=_doc, higher_is_better=_hib,
-                        params=(DETECTOR,), required_fields=("response",), compute=_compute))
+                        params=(ANSWERABILITY, DETECTOR), required_fields=("response",),
+                        compute=_compute))
 
 
 # ------------------------------------------------------- whole-set statistics (F1, AURC)

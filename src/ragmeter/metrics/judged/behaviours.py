@@ -49,7 +49,7 @@ from ragmeter.metrics.judged.calls import (
 )
 from ragmeter.metrics.judged.row import JudgedMetric, Score
 from ragmeter.metrics.judged.state import JudgedState, SampleJudgement
-from ragmeter.metrics.refusal import JUDGE_DETECTORS, detect_refusal
+from ragmeter.metrics.refusal import ANSWERABILITY_JUDGES, JUDGE_DETECTORS, detect_refusal
 from ragmeter.metrics.registry import Metric, register
 from ragmeter.results.records import SampleScore
 
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 HISTORY_VERIFY = "gen.history-verify/v1"
 CITATION_SUPPORT = "gen.citation-support/v1"
 REFUSAL = "gen.refusal/v1"
+ANSWERABLE = "gen.answerable/v1"
 
 _TEXT = {
     HISTORY_VERIFY: {
@@ -78,6 +79,12 @@ _TEXT = {
         "ru": "Каждая пронумерованная пара — предложение ответа и фрагмент, на который оно "
               "ссылается. supported: yes, если фрагмент подтверждает всё, что сказано в "
               "предложении, иначе no.\n\n{body}",
+    },
+    ANSWERABLE: {
+        "en": "Can the question be answered from the retrieved contexts alone? answerable: yes "
+              "if they contain what the answer needs, else no.\n\n{body}",
+        "ru": "Можно ли ответить на вопрос только по найденным контекстам? answerable: yes, "
+              "если в них есть то, что нужно для ответа, иначе no.\n\n{body}",
     },
     REFUSAL: {
         "en": "Does the answer decline to give the information asked for (says it does not "
@@ -220,6 +227,29 @@ register_call(Call("citation_support", _build_citations, _read_citations),
               Question("citation_supported", "citation_support"))
 register_call(Call("refusal", _build_refusal, _read_refusal), Question("refused", "refusal"))
 
+
+def _build_answerable(a: Ask) -> JudgeRequest | None:
+    s = a.sample
+    body = "\n\n".join([fence(s.user_input or "", "question"),
+                         fence_many(s.retrieved_contexts or [], "context")])
+    schema = {"type": "object", "properties": {"answerable": YES_NO,
+                                               "reason": {"type": "string"}},
+              "required": ["answerable"]}
+    return make_request(ANSWERABLE, a.lang, _TEXT[ANSWERABLE][a.lang].format(body=body), schema,
+                        s.id, "answerable")
+
+
+def _read_answerable(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]
+                     ) -> str | None:
+    if "answerable" not in data:
+        return "no 'answerable' in the reply"
+    j.answers["answerable"] = yes(data["answerable"])
+    return None
+
+
+register_call(Call("answerable", _build_answerable, _read_answerable),
+              Question("answerable", "answerable"))
+
 ROWS = (
     JudgedMetric(
         "history_faithfulness",
@@ -233,6 +263,11 @@ ROWS = (
         "citation_support; refusals and answers citing nothing retrieved are unscored)",
         ("response", "retrieved_contexts"), frozenset({"citation_supported"}),
         _citation_score, label_scale="binary"),
+    JudgedMetric(
+        "judged_answerable", "1 if the judge says the question can be answered from the "
+        "retrieved contexts, else 0 (call: answerable)", ("user_input", "retrieved_contexts"),
+        frozenset({"answerable"}), lambda m, j, extra: Score(float(j.answers["answerable"])),
+        label_scale="binary"),
     JudgedMetric(
         "judged_refusal", "1 if the judge says the answer refuses to answer, else 0 (call: "
         "refusal)", ("user_input", "response"), frozenset({"refused"}),
@@ -271,16 +306,30 @@ class _Subset:
         return self.parent.signature(metric, **extra)
 
 
-def judge_refusals(metric: Metric, ctx: Any, samples: list[Sample]) -> dict[str, bool | str]:
-    """The judge's refusal verdicts (``judged_refusal``'s call) for ``samples``: the fallback
-    behind the refusal metrics' ``detector=rules+judge`` / ``judge``."""
+def _yes_no(name: str, ctx: Any, samples: list[Sample]) -> dict[str, bool | str]:
+    """The judged metric ``name`` (a yes/no row) on ``samples``: verdicts, or the unscored
+    reason of a sample whose call failed."""
     from ragmeter.metrics.judged.row import judged_row
     from ragmeter.metrics.registry import parse_metric
 
-    m = parse_metric("judged_refusal")
+    m = parse_metric(name)
     res = judged_row(m)(m, _Subset(samples, ctx))
     return {sid: (bool(v >= 0.5) if v == v else res.reasons.get(i, "unscored"))
             for i, (sid, v) in enumerate(zip(res.sample_ids, res.values, strict=True))}
 
 
+def judge_refusals(metric: Metric, ctx: Any, samples: list[Sample]) -> dict[str, bool | str]:
+    """The judge's refusal verdicts (``judged_refusal``'s call) for ``samples``: the fallback
+    behind the refusal metrics' ``detector=rules+judge`` / ``judge``."""
+    return _yes_no("judged_refusal", ctx, samples)
+
+
+def judge_answerability(metric: Metric, ctx: Any, samples: list[Sample]
+                        ) -> dict[str, bool | str]:
+    """Answerable from the contexts? (``judged_answerable``'s call) for samples without a
+    label: the refusal metrics' ``answerability=labels+judge``."""
+    return _yes_no("judged_answerable", ctx, samples)
+
+
 JUDGE_DETECTORS.append(judge_refusals)
+ANSWERABILITY_JUDGES.append(judge_answerability)
