@@ -16,10 +16,12 @@ implementation. Floor 0: imports nothing of ragmeter but :mod:`ragmeter.errors`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Generic, TypeVar, overload
 
 from ragmeter.errors import ConfigError
@@ -190,3 +192,19 @@ def sync_generated(outputs: Mapping[Path, str], *, check: bool, command: str) ->
         print(f"{', '.join(stale)} stale: run {command}", file=sys.stderr)
         return 1
     return 0
+
+
+def import_module_or_file(name: str, as_name: str) -> ModuleType:
+    """A module by dotted name, or a ``.py`` file loaded as the module ``as_name`` (plug-in
+    tiers, Python targets: the ``module:function`` / ``file.py:function`` spellings).
+    A file that cannot be loaded raises :class:`FileNotFoundError`."""
+    if not name.endswith(".py"):
+        return importlib.import_module(name)
+    path = Path(name)
+    spec = importlib.util.spec_from_file_location(as_name, path)
+    if spec is None or spec.loader is None or not path.is_file():
+        raise FileNotFoundError(str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -303,24 +303,13 @@ def resolve_function(spec: Any, key: str) -> Callable[..., Any]:
     """The callable named by ``module:function`` (or ``path/file.py:function``)."""
     if callable(spec):
         return spec
-    import importlib
-    import importlib.util
-    import sys
+    from ragmeter.registry import import_module_or_file
 
     mod_name, _, fn_name = str(spec).rpartition(":")
     try:
-        if mod_name.endswith(".py"):
-            p = Path(mod_name)
-            sp = importlib.util.spec_from_file_location(f"ragmeter_target_{p.stem}", p)
-            if sp is None or sp.loader is None or not p.is_file():
-                raise ConfigError(key, f"cannot load {p}")
-            module = importlib.util.module_from_spec(sp)
-            sys.modules[sp.name] = module
-            sp.loader.exec_module(module)
-        else:
-            module = importlib.import_module(mod_name)
-    except ConfigError:
-        raise
+        module = import_module_or_file(mod_name, f"ragmeter_target_{Path(mod_name).stem}")
+    except FileNotFoundError:
+        raise ConfigError(key, f"cannot load {mod_name}") from None
     except Exception as exc:
         raise ConfigError(key, f"cannot import {mod_name!r}: {exc}") from None
     fn = getattr(module, fn_name, None)

@@ -13,16 +13,13 @@ module to :data:`BUILTIN_MODULES`. A user's own tier needs no change here: it is
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ragmeter.errors import ConfigError
-from ragmeter.registry import Registry
+from ragmeter.registry import Registry, import_module_or_file
 
 if TYPE_CHECKING:
     from ragmeter.data.sample import Sample
@@ -201,21 +198,13 @@ def load_plugin(name: str, target: str, base_dir: Path) -> Tier:
     key = f"plugins.{name}"
     mod_name, _, fn_name = target.rpartition(":")
     src_file: str | None = None
+    if mod_name.endswith(".py"):
+        path = Path(mod_name)
+        src_file = str(path if path.is_absolute() else base_dir / path)
     try:
-        if mod_name.endswith(".py"):
-            path = Path(mod_name)
-            path = path if path.is_absolute() else base_dir / path
-            src_file = str(path)
-            spec = importlib.util.spec_from_file_location(f"ragmeter_plugin_{name}", path)
-            if spec is None or spec.loader is None or not path.is_file():
-                raise ConfigError(key, f"cannot load plugin file {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(mod_name)
-    except ConfigError:
-        raise
+        module = import_module_or_file(src_file or mod_name, f"ragmeter_plugin_{name}")
+    except FileNotFoundError:
+        raise ConfigError(key, f"cannot load plugin file {src_file}") from None
     except ImportError as exc:
         raise ConfigError(key, f"cannot import {mod_name!r}: {exc}") from None
     except (Exception, SystemExit) as exc:  # the user's module raised while it was imported
