@@ -31,7 +31,7 @@ import typer
 from rich.markup import escape
 
 from ragmeter._version import __version__
-from ragmeter.cli import common, lazy
+from ragmeter.cli import common, lazy, quick_params
 from ragmeter.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -137,6 +137,7 @@ def click_command() -> Any:
     if _COMMAND is None:
         _COMMAND = typer.main.get_command(full_app())
         _range_seeds(_COMMAND)
+        quick_params.install(_COMMAND)
     return _COMMAND
 
 
@@ -151,6 +152,7 @@ def command_for(args: Sequence[str]) -> Any:
     if modules not in _SUBSETS:
         cmd = typer.main.get_command(lazy.assemble(_ROOT, modules))
         _range_seeds(cmd)
+        quick_params.install(cmd)
         _SUBSETS[modules] = cmd
     return _SUBSETS[modules]
 
