@@ -320,8 +320,25 @@ def _run(argv: Sequence[str] | None) -> int:
         return EXIT_INTERNAL
 
 
+def _keep_freed_memory() -> None:
+    """Let glibc keep freed blocks of up to 32 MiB in the heap instead of unmapping them: the
+    file readers allocate block-sized arrays again and again, and every fresh mapping is zeroed
+    page by page by the kernel (half the page faults of a large run). No-op elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+    except (ImportError, OSError, AttributeError):  # not glibc
+        return
+    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: blocks below it come from the heap
+    mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: free heap top kept up to this size
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Console-script entry point: run and exit with the contract's code."""
+    _keep_freed_memory()
     code = run(argv)
     with contextlib.suppress(BrokenPipeError, ValueError):  # closed pipe
         sys.stdout.flush()
