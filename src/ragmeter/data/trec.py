@@ -294,23 +294,25 @@ def _parse_scores(tokens: np.ndarray) -> np.ndarray:
     neg = cols[0] == 45  # '-'
     for j, c in enumerate(cols):
         d = c - np.uint8(48)  # wraps below '0': a digit is d < 10
-        digit = d < 10
-        np.multiply(mant, 10, out=mant, where=digit)
-        np.add(mant, d, out=mant, where=digit)
+        digit = (d < 10).view(np.uint8)  # 0 or 1
+        mant *= digit * np.uint8(9) + np.uint8(1)  # a digit shifts the mantissa, else × 1
+        mant += d * digit
         n_digits += digit
         frac += digit & (dots > 0)
         dot = c == 46
         dots += dot
-        other = ~digit & ~dot & (c != 0)
+        other = ~(digit.view(bool) | dot | (c == 0))
         if j == 0:
             other &= ~neg
         bad |= other
     plain = ~bad & (dots <= 1) & (n_digits > 0) & (n_digits <= 15)
+    if bool(plain.all()):
+        val = mant.astype(np.float64) / _POW10[frac]
+        return np.where(neg, -val, val)
     out = np.empty(n, dtype=np.float64)
     val = mant[plain].astype(np.float64) / _POW10[frac[plain]]
     out[plain] = np.where(neg[plain], -val, val)
-    if not plain.all():
-        out[~plain] = tokens[~plain].astype(np.float64)
+    out[~plain] = tokens[~plain].astype(np.float64)
     return out
 
 
