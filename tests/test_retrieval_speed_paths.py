@@ -5,6 +5,7 @@ splits on exactly what ``bytes.split`` splits on, and the file benchmark can pat
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -198,7 +199,7 @@ def test_rank_blocks_of_one_depth_equal_the_per_query_walk() -> None:
         lens = np.full(nq, width, dtype=np.int64)
         blocks = list(_query_blocks(lens, lens.tolist(), budget))
         assert blocks[0][0] == 0 and blocks[-1][1] == nq
-        assert all(b[1] == c[0] for b, c in zip(blocks, blocks[1:], strict=False))
+        assert all(b[1] == c[0] for b, c in itertools.pairwise(blocks))
         assert all((e - q) * w <= max(budget, w) for q, e, w in blocks)
         if not width:
             continue
