@@ -58,7 +58,7 @@ def bootstrap_means_many(
         idx = rng.integers(0, n, size=(stop - start, n))
         picked = buf[:idx.size].reshape(idx.shape)
         for x, out in zip(xs, outs, strict=True):
-            np.take(x, idx, out=picked)  # the mean of each row, as ``x[idx].mean(axis=1)``
+            np.take(x, idx, out=picked, mode="clip")  # (in range: no check) as x[idx].mean(axis=1)
             np.add.reduce(picked, axis=1, out=out[start:stop])
             np.true_divide(out[start:stop], n, out=out[start:stop])
     return outs
