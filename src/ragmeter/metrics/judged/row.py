@@ -164,7 +164,8 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
     jcfg = getattr(ctx.judge, "config", None)
     sig = ctx.signature(
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
-        judge_temp=getattr(jcfg, "temperature", None), judge_seed=getattr(jcfg, "seed", None),
+        judge_temp=getattr(jcfg, "temperature", None), judge_top_p=getattr(jcfg, "top_p", None),
+        judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
         demo=True if plan.binary else None, mock=True if plan.mock else None,
         scale="binary" if plan.binary and graded else None,
