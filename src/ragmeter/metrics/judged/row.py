@@ -47,6 +47,8 @@ class Prepared:
 
 
 ScoreFn = Callable[[Metric, SampleJudgement, "SampleScore | None"], Score]
+#: the questions of a row that depend on its parameters
+NeedsFn = Callable[[Metric], frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class JudgedMetric:
     name: str
     doc: str
     fields: tuple[str, ...]
-    needs: frozenset[str] | Callable[[Metric], frozenset[str]]
+    needs: frozenset[str] | NeedsFn
     score: ScoreFn
     params: tuple[Param, ...] = ()
     higher_is_better: bool = True
@@ -120,6 +122,8 @@ def _claims_details(j: SampleJudgement) -> dict[str, Any]:
     if j.reference_claims is not None:
         d["reference_claims"] = j.reference_claims
     d["verdicts"] = dict(j.verdicts)
+    if j.verdict_labels:
+        d["verdict_labels"] = dict(j.verdict_labels)
     if j.verdict_reasons:
         d["verdict_reasons"] = dict(j.verdict_reasons)
     return d
