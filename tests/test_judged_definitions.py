@@ -263,3 +263,22 @@ def test_answer_correctness_bad_weights_are_clear_errors(metric: str, message: s
 def test_sample_judgement_keeps_labels_apart_from_scores() -> None:
     j = SampleJudgement("x")
     assert j.verdict_labels == {} and j.verdicts == {}
+
+
+# --------------------------------------------------------------------------- judge benchmark
+
+def test_judge_bench_grades_a_method_variant_of_a_task() -> None:
+    from ragmeter.judge_trust.bench import load_bench, run_bench
+
+    items = load_bench(tasks=["faithfulness(method=direct)", "faithfulness"], limit=3)
+    variant = [i for i in items if i.task == "faithfulness(method=direct)"]
+    assert len(variant) == 3 and all(i.id.endswith("@faithfulness(method=direct)")
+                                     for i in variant)
+    assert len([i for i in items if i.task == "faithfulness"]) == 3
+    seen: list[JudgeRequest] = []
+    run = run_bench(ScriptedJudge(_judge_fn({"gen.faithful-direct": {"score": 1}}, seen)),
+                    variant)
+    assert run.values[0].tolist() == [1.0, 1.0, 1.0]
+    assert {str(r.schema["title"]) for r in seen} == {"gen.faithful-direct/v1"}
+    with pytest.raises(Exception, match="unknown benchmark task"):
+        load_bench(tasks=["faithfulness(method=psychic)"])

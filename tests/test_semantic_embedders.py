@@ -84,7 +84,7 @@ def test_key_env_sends_that_key_and_only_with_it(monkeypatch: pytest.MonkeyPatch
         assert res.means()[str(parse_metric(ok))] == pytest.approx(
             _cos(SAMPLES[0].response or "", SAMPLES[0].reference or ""), abs=1e-6)
         keyless = f"semantic_similarity(model=openai:e2,url={srv.base_url})"
-        with pytest.raises(RagmeterError, match="401|invalid api key"):
+        with pytest.raises(RagmeterError, match=r"401|invalid api key"):
             evaluate_generation(SAMPLES[:1], [keyless], embedder=lambda _n: Fixed())
 
 

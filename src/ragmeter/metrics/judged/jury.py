@@ -130,8 +130,8 @@ class _Merge:
             self._flag("ties", key, ties)
             self._flag("splits", key, splits)
         for key in dict.fromkeys(k for m in ms for k in m.verdict_labels):
-            lists = [m.verdict_labels[key] for m in ms if key in m.verdict_labels]
-            j.verdict_labels[key] = vote_labels(lists, j.verdicts.get(key, []))
+            labels = [m.verdict_labels[key] for m in ms if key in m.verdict_labels]
+            j.verdict_labels[key] = vote_labels(labels, j.verdicts.get(key, []))
         for side in dict.fromkeys(k for m in ms for k in m.verdict_reasons):
             j.verdict_reasons[side] = next(m.verdict_reasons[side] for m in ms
                                            if side in m.verdict_reasons)

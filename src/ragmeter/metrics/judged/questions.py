@@ -186,7 +186,7 @@ def _direct(question: str, faithful: bool) -> tuple[Call, Question]:
         g = data.get("score")
         if isinstance(g, bool) or not isinstance(g, int | float) or g not in DIRECT_SCORES:
             return f"score must be 0, 0.5 or 1, got {g!r}"
-        j.answers[question] = int(round(2 * g))
+        j.answers[question] = round(2 * g)
         return None
 
     kind = "faithful_direct" if faithful else "relevant_direct"
