@@ -107,7 +107,9 @@ def _nli(needs: NeedsFn | frozenset[str]) -> NeedsFn:
 VERDICTS = Param("verdicts", str, "yes_no", ("yes_no", "three_way"),
                  "yes_no = supported or not per claim (gen.verify/v1); three_way = supported / "
                  "contradicted / neutral per claim (gen.verify/v2), recorded in the details "
-                 "under verdict_labels; only supported counts, so the value is defined alike")
+                 "under verdict_labels; only supported counts, so the value is defined alike. "
+                 "The claim metrics of a run share one verify call: when one asks three_way, "
+                 "all get it (their signatures say gen.verify/v2)")
 
 
 _FAITHFULNESS_DOC = (
