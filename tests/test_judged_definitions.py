@@ -135,6 +135,26 @@ def test_unreadable_direct_grade_is_unscored_with_reason(reply: Any) -> None:
     assert r.mean is None or np.isnan(r.mean)
 
 
+def test_jury_votes_on_direct_grades() -> None:
+    members = [ScriptedJudge(_judge_fn({"gen.faithful-direct": {"score": v}}), name=n,
+                             model=f"m-{n}") for n, v in (("a", 1), ("b", 0.5), ("c", 0.5))]
+    res = evaluate_generation([paris(1)], ["faithfulness(method=direct)"],
+                              judge=MultiJudge(members))
+    r = res["faithfulness(method=direct)"]
+    assert r.values[0] == 0.5                        # majority grade 1 of 0/1/2
+    assert r.details[0]["jury"]["members"] == ["a", "b", "c"]
+
+
+def test_demo_judge_is_asked_the_direct_grade_as_yes_no() -> None:
+    seen: list[JudgeRequest] = []
+    judge = ScriptedJudge(_judge_fn({"gen.relevant-direct": {"verdict": "yes"}}, seen),
+                          demo=True)
+    res = evaluate_generation([paris(1)], ["answer_relevance(method=direct)"], judge=judge)
+    r = res["answer_relevance(method=direct)"]
+    assert r.values[0] == 1.0 and r.signature.get("scale") == "binary"
+    assert [req.schema["title"] for req in seen] == ["gen.relevant-direct-binary/v1"]
+
+
 def test_default_method_names_stay_out_of_the_key() -> None:
     res = _run([paris(1)], ["faithfulness(method=claims)", "answer_relevance(method=grade)"],
                _judge_fn())
