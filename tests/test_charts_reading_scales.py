@@ -41,6 +41,7 @@ def test_docstring_table_matches_the_scales() -> None:
     ("bleu", 55.0, "very good"), ("bleu", 45.0, None), ("bleu", 20.0, "acceptable"),
     ("bleu", 19.9, "needs substantial improvement"),
     ("rouge_l", 0.51, "good quality"), ("rouge_l(measure=p)", 0.9, "no scale"),
+    ("rouge_l(stem=ru)", 0.49, None), ("rouge_l(measure=r,stem=ru)", 0.9, "no scale"),
     ("rouge_1", 0.41, "acceptable for short texts"),
     ("cache_hit_rate", 0.6, "high caching potential"), ("cache_hit_rate", 0.3, None),
     ("cache_hit_rate", 0.05, "the cache brings no benefit"),

@@ -130,13 +130,13 @@ class Level:
 @dataclass(frozen=True)
 class ReadingScale:
     """How to read one metric's value: named ranges, best first (a range the methodology
-    leaves unnamed has no level). ``params`` limits it to keys with those parameter texts
-    (``""`` = defaults), e.g. ROUGE's F-measure only."""
+    leaves unnamed has no level). A key with a parameter setting of ``unless`` is not read by
+    it (ROUGE's scale is for the F-measure: not for ``measure=p`` or ``measure=r``)."""
 
     label: str
     names: tuple[str, ...]
     levels: tuple[Level, ...]
-    params: tuple[str, ...] | None = None
+    unless: tuple[str, ...] = ()
 
     def read(self, value: float) -> Level | None:
         """The first level (best first) that holds ``value``, or None in an unnamed range."""
@@ -157,7 +157,7 @@ def _lt(high: float, name: str, tone: str) -> Level:
     return Level(name, tone, high=high, open_high=True)
 
 
-_F_MEASURE = ("", "measure=f")
+_NOT_F_MEASURE = ("measure=p", "measure=r")
 SCALES: tuple[ReadingScale, ...] = (
     ReadingScale("Silhouette", ("silhouette",), (
         _gt(0.7, "strong cluster structure", "top"),
@@ -169,9 +169,9 @@ SCALES: tuple[ReadingScale, ...] = (
         _lt(0.5, "serious faithfulness problems", "bad"))),
     ReadingScale("Answer relevance", ("answer_relevance",), (
         _gt(0.8, "high quality of understanding the question", "top"),)),
-    ReadingScale("ROUGE-L F", ("rouge_l",), (_gt(0.5, "good quality", "good"),), _F_MEASURE),
+    ReadingScale("ROUGE-L F", ("rouge_l",), (_gt(0.5, "good quality", "good"),), _NOT_F_MEASURE),
     ReadingScale("ROUGE-1 F", ("rouge_1",), (_gt(0.4, "acceptable for short texts", "mid"),),
-                 _F_MEASURE),
+                 _NOT_F_MEASURE),
     ReadingScale("BLEU (0–100)", ("bleu",), (
         _gt(50, "very good", "top"),
         Level("acceptable", "mid", 20, 40),
@@ -199,8 +199,9 @@ def find_scale(metric: str) -> ReadingScale | None:
     """The reading scale of a metric key (``silhouette``, ``rouge_l(measure=f)``), if any."""
     name, _k, params = split_metric_key(metric)
     name = name.lower().replace("-", "_")
-    return next((s for s in SCALES if name in s.names
-                 and (s.params is None or params in s.params)), None)
+    settings = set(params.split(",")) if params else set()
+    return next((s for s in SCALES if name in s.names and not settings & set(s.unless)),
+                None)
 
 
 def shades_for(metric: str, lang: str = "en") -> tuple[Shade, ...]:
