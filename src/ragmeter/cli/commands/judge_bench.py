@@ -141,7 +141,8 @@ def bench_command(
         "--probes", help="Also run the bias probes (verbosity, context order, passage "
                          "position, language) and put them on the card(s).")] = False,
     probe_limit: Annotated[int, typer.Option(
-        "--probe-limit", min=5, help="Items per probe (a seeded choice).")] = 40,
+        "--probe-limit", min=5, help="Items (language: translated pairs) per probe, a "
+                                     "seeded choice.")] = 40,
     generator_model: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--generator-model", help="The generator's model name: warn when the judge is of "
                                   "its family.")] = None,
@@ -168,8 +169,8 @@ def bench_command(
             out.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed,
                                  **boot))
             if probes:  # under --estimate their calls are planned and counted too
-                _probe(judge, out[-1], items_file, lang, probe_limit, generator_model,
-                       binary, seed)
+                _probe(judge, out[-1], items_file, lang, task, probe_limit,
+                       generator_model, binary, seed)
         return out
 
     runs = run_costed(work, CostOptions(estimate, max_cost, max_calls),
@@ -221,15 +222,20 @@ def bench_command(
         console.print(f"wrote {out}")
 
 
-def _probe(judge: Any, run: Any, items_file: Path | None, lang: str, limit: int,
-           generator_model: str | None, binary: bool | None, seed: int) -> None:
-    """Bias probes of ``judge`` on the benchmark's items, kept on its card."""
+def _probe(judge: Any, run: Any, items_file: Path | None, lang: str,
+           tasks: list[str] | None, limit: int, generator_model: str | None,
+           binary: bool | None, seed: int) -> None:
+    """Bias probes of ``judge`` on the benchmark's items, kept on its card. The language
+    probe uses the bundled translated pairs (of the chosen tasks) with the bundled items, the
+    pairs inside an ``--items`` file otherwise."""
     from ragmeter.judge_trust.bench import load_bench
+    from ragmeter.judge_trust.language import bundled_pairs
     from ragmeter.judge_trust.probes import run_probes
 
     pool = load_bench(items_file, lang=lang)
+    pairs = bundled_pairs(tasks) if items_file is None else None
     report = run_probes(judge, pool, run=run, generator_model=generator_model, limit=limit,
-                        seed=seed, binary=binary)
+                        seed=seed, binary=binary, pairs=pairs)
     run.card.meta["probes"] = report.to_dict()
 
 
