@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 
 
 def _f(v: Any, digits: int = 3) -> str:
@@ -301,6 +301,58 @@ def _paired_estimates(console: Any, run: Any, labs: Any, pair: tuple[str, str]
     return paired
 
 
+def _slice_keys(run: Any, by: str | None, min_n: int, samples: Path | None,
+                system: str | None) -> tuple[Any, dict[str, tuple[str, ...]]] | None:
+    """The ``--by`` spec and each sample's slice (from ``--samples`` or the run), or
+    ``None`` without ``--by``; checked before any work is shown."""
+    from ragmeter.errors import ConfigError, UsageError
+    from ragmeter.judge_trust.slice_ppi import run_slice_keys
+
+    if by is None:
+        if samples is not None:
+            raise UsageError("--samples", "gives the fields of the slices: name them with --by")
+        return None
+    spec = slicing.spec_of(by, min_n)
+    assert spec is not None
+    read = None
+    if samples is not None:
+        from ragmeter.data.loaders import load_samples
+
+        read = load_samples(samples).samples
+    try:
+        return spec, run_slice_keys(run, spec.by, system=system, samples=read)
+    except ConfigError as exc:
+        msg = (str(exc).partition("': ")[2] or str(exc)).replace("the samples file",
+                                                                 "--samples FILE")
+        raise UsageError("--by", msg) from None
+
+
+def _slice_estimates(console: Any, values: Any, labs: Any, system: str | None,
+                     spec: Any, keys: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    """Judge mean vs bias-corrected estimate per slice (``--by``), printed and returned."""
+    from rich.table import Table
+
+    from ragmeter.judge_trust.slice_ppi import slice_ppi_table
+
+    table = slice_ppi_table(values, labs, keys, spec.by, system=system, min_n=spec.min_n)
+    t = Table(title=f"bias-corrected (prediction-powered) estimates by {', '.join(spec.by)}",
+              caption=f"cells with fewer than {spec.min_n} judge values or "
+                      f"{table['min_labels']} labels are withheld", caption_justify="left")
+    for col in ("metric", "slice", "n", "labels", "judge mean", "corrected [95% CI]",
+                "correction"):
+        t.add_column(col)
+    for r in table["rows"]:
+        if r["withheld"]:
+            t.add_row(r["metric"], r["slice"], str(r["n"]), str(r["n_labelled"]), "withheld",
+                      "withheld", "-")
+            continue
+        t.add_row(r["metric"], r["slice"], str(r["n"]), str(r["n_labelled"]),
+                  _f(r["judge_mean"]), f"{_f(r['estimate'])} [{_f(r['ci_low'])}, "
+                  f"{_f(r['ci_high'])}]", f"{r['correction']:+.3f}")
+    console.print(t)
+    return table
+
+
 def card_command(
     run_id: Annotated[str, typer.Argument(help="Run id in the results store (or 'latest').")],
     labels: Annotated[Path, typer.Option("--labels", "-l", help="Human labels file "
@@ -323,8 +375,14 @@ def card_command(
                                                                 "run.")] = True,
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--out", help="Write the card and estimates as JSON here.")] = None,
+    by: slicing.ByOpt = None,
+    min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
+    samples: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--samples", help="Samples file whose fields give the slices (--by); default: the "
+                          "slices kept with a run made with --by.")] = None,
 ) -> None:
-    """Compare a run's judged metrics with human labels: card + bias-corrected estimates."""
+    """Compare a run's judged metrics with human labels: card + bias-corrected estimates
+    (per slice with --by)."""
     from rich.console import Console
 
     from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -344,6 +402,7 @@ def card_command(
     if rid is None:
         raise ConfigError("run", "the store holds no runs")
     run = rs.load_run(rid)
+    sliced = _slice_keys(run, by, min_n, samples, system)
     values, reasons, sigs = judged_values(run, labs, system=system)
     if not values:
         raise DataError(RecordProblem(str(labels), None, "metric", "no labelled metric "
@@ -367,6 +426,8 @@ def card_command(
     console.print(card_table(card))
     est = ppi_estimates(values, labs, system=system, target_width=target_width)
     console.print(_ppi_table(est))
+    if sliced is not None:
+        card.meta["ppi_by_slice"] = _slice_estimates(console, values, labs, system, *sliced)
     paired = _paired_estimates(console, run, labs, pair) if pair else {}
     result = trust_result(card, labs, values, est, system=system)
     if paired:
