@@ -153,3 +153,21 @@ def test_pairs_inside_a_users_file_are_found_else_the_gap_is_unpaired() -> None:
     run = run_bench(judge, plain, n_boot=50)
     (gap,) = run_probes(judge, plain, probes=("language",), run=run).results
     assert not gap.paired and "unpaired" in gap.note and gap.effect == pytest.approx(0.0)
+
+
+def test_the_cli_runs_the_paired_language_probe_alone(tmp_path, capsys) -> None:
+    import json
+
+    from ragmeter.cli.app import run as cli
+
+    out = tmp_path / "card.json"
+    code = cli(["judge", "bench", "--judge-backend", "mock", "--lang", "all", "--limit", "2",
+                "--task", "faithfulness", "--probe", "language", "--probe-limit", "8",
+                "--out", str(out)])
+    assert code == 0
+    (card,) = json.loads(out.read_text(encoding="utf-8"))["cards"]
+    (res,) = card["meta"]["probes"]["results"]
+    assert res["probe"] == "language" and res["paired"] and res["n"] + res["n_unscored"] == 8
+    assert res["tasks"] == ["faithfulness"]
+    assert cli(["judge", "bench", "--judge-backend", "mock", "--probe", "lang"]) == 2
+    assert "unknown probe 'lang'" in capsys.readouterr().err

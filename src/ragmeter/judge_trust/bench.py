@@ -23,7 +23,10 @@ on a benchmark file (``--items``) with no edit here. The item's question, contex
 reference are the sample's ``user_input``, only retrieved context, ``response`` and
 ``reference``; a text the metric would split into claims is one claim (one item, one
 verdict). One item per call, zero-shot: no benchmark item ever appears in a prompt as an
-example. The result is a :class:`~ragmeter.judge_trust.card.JudgeCard` per judge;
+example. ``data/judge_bench_pairs.jsonl`` holds English translations of a seeded subset of the
+Russian items (each English item's ``pair`` names its original), for the paired language probe
+(:mod:`ragmeter.judge_trust.language`); they are not benchmark items. The result is a
+:class:`~ragmeter.judge_trust.card.JudgeCard` per judge;
 :func:`compare_bench` ranks several with paired tests on per-item correctness.
 """
 

@@ -140,6 +140,9 @@ def bench_command(
     probes: Annotated[bool, typer.Option(
         "--probes", help="Also run the bias probes (verbosity, context order, passage "
                          "position, language) and put them on the card(s).")] = False,
+    probe: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--probe", help="Only this bias probe (repeatable; implies --probes): verbosity, "
+                        "context_order, position, language.")] = None,
     probe_limit: Annotated[int, typer.Option(
         "--probe-limit", min=5, help="Items (language: translated pairs) per probe, a "
                                      "seeded choice.")] = 40,
@@ -153,8 +156,10 @@ def bench_command(
 
     from ragmeter.cli.cost_options import CostOptions, run_costed
     from ragmeter.judge_trust.bench import compare_bench, load_bench, run_bench
+    from ragmeter.judge_trust.probes import PROBES
 
     console = Console()
+    chosen_probes = _probe_names(probe) if probe else (PROBES if probes else ())
     items = load_bench(items_file, lang=lang, tasks=task or None, limit=limit)
     configs = _judges(judge_url, judge_model, judge_key_env, judge_backend, judge_config,
                       base_url, price_in, price_out)
@@ -168,8 +173,8 @@ def bench_command(
             judge = _build(cfg)
             out.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed,
                                  **boot))
-            if probes:  # under --estimate their calls are planned and counted too
-                _probe(judge, out[-1], items_file, lang, task, probe_limit,
+            if chosen_probes:  # under --estimate their calls are planned and counted too
+                _probe(judge, out[-1], items_file, lang, task, chosen_probes, probe_limit,
                        generator_model, binary, seed)
         return out
 
@@ -222,9 +227,20 @@ def bench_command(
         console.print(f"wrote {out}")
 
 
+def _probe_names(names: list[str]) -> tuple[str, ...]:
+    """The ``--probe`` names, checked before any work."""
+    from ragmeter.errors import UsageError
+    from ragmeter.judge_trust.probes import PROBES
+
+    bad = [n for n in names if n not in PROBES]
+    if bad:
+        raise UsageError("--probe", f"unknown probe {bad[0]!r}", list(PROBES))
+    return tuple(dict.fromkeys(names))
+
+
 def _probe(judge: Any, run: Any, items_file: Path | None, lang: str,
-           tasks: list[str] | None, limit: int, generator_model: str | None,
-           binary: bool | None, seed: int) -> None:
+           tasks: list[str] | None, probes: tuple[str, ...], limit: int,
+           generator_model: str | None, binary: bool | None, seed: int) -> None:
     """Bias probes of ``judge`` on the benchmark's items, kept on its card. The language
     probe uses the bundled translated pairs (of the chosen tasks) with the bundled items, the
     pairs inside an ``--items`` file otherwise."""
@@ -234,8 +250,8 @@ def _probe(judge: Any, run: Any, items_file: Path | None, lang: str,
 
     pool = load_bench(items_file, lang=lang)
     pairs = bundled_pairs(tasks) if items_file is None else None
-    report = run_probes(judge, pool, run=run, generator_model=generator_model, limit=limit,
-                        seed=seed, binary=binary, pairs=pairs)
+    report = run_probes(judge, pool, probes=probes, run=run, generator_model=generator_model,
+                        limit=limit, seed=seed, binary=binary, pairs=pairs)
     run.card.meta["probes"] = report.to_dict()
 
 
