@@ -45,7 +45,7 @@ import numpy as np
 
 from ragmeter.data.reading import read_lines
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.errors import ConfigError, DataError, RagmeterError, RecordProblem
 from ragmeter.judge_trust.card import JudgeCard, card_from_values
 from ragmeter.judge_trust.labels import LabelSet, labels_from_records
 from ragmeter.judges.base import JudgeReply, JudgeRequest
@@ -97,9 +97,23 @@ def bench_tasks() -> tuple[str, ...]:
 
 
 def _task_metric(task: str) -> tuple[JudgedMetric, Metric]:
-    """The judged metric row of ``task`` and the configured metric the benchmark grades."""
-    row = judged_row(parse_metric(task))
-    return row, parse_metric(row.bench_metric or row.name)
+    """The judged metric row of ``task`` and the configured metric the benchmark grades (a
+    task with parameters, ``faithfulness(method=direct)``, grades exactly that metric)."""
+    metric = parse_metric(task)
+    row = judged_row(metric)
+    return row, metric if "(" in task else parse_metric(row.bench_metric or row.name)
+
+
+def _variant_of(task: str, known: Sequence[str]) -> str | None:
+    """The known task whose metric ``task`` configures (``faithfulness(method=direct)`` →
+    ``faithfulness``); ``None`` when it is none."""
+    base = task.split("(")[0].strip()
+    if "(" not in task or base not in known or base == GATE_TASK:
+        return None
+    try:
+        return base if parse_metric(task).name == base else None
+    except RagmeterError:
+        return None
 
 
 def _item_fields(task: str) -> tuple[tuple[str, ...], list[str]]:
@@ -197,7 +211,7 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         raise ConfigError("lang", f"unknown language {lang!r}", list(LANGS))
     known = bench_tasks()
     for t in tasks or ():
-        if t not in known:
+        if t not in known and _variant_of(t, known) is None:
             raise ConfigError("task", f"unknown benchmark task {t!r}", list(known))
     p = Path(path) if path is not None else bench_path()
     problems: list[RecordProblem] = []
@@ -218,6 +232,10 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         raise DataError(problems)
     out = [i for i in items if (lang == "all" or i.lang == lang)
            and (not tasks or i.task in tasks)]
+    # a variant task grades the items of its metric with that configuration (ids tagged)
+    out += [replace(i, task=t, id=f"{i.id}@{t}") for t in tasks or () if t not in known
+            for i in items if (lang == "all" or i.lang == lang)
+            and i.task == _variant_of(t, known)]
     if limit > 0:
         per: Counter[str] = Counter()
         kept = []
@@ -247,7 +265,7 @@ def _read_item(line: str, at: RecordProblem, default_id: str,
     if not isinstance(rec, dict):
         return replace(at, message="expected an object")
     task = rec.get("task")
-    if not isinstance(task, str) or task not in known:
+    if not isinstance(task, str) or (task not in known and _variant_of(task, known) is None):
         return replace(at, field="task", message=f"unknown task {task!r} "
                        f"(allowed: {', '.join(known)})")
     scale = task_scale(task) or "binary"
