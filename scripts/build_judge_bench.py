@@ -564,24 +564,29 @@ def behaviours() -> list[dict]:
 
 
 def main() -> int:
+    from judge_bench_pairs import PAIRS_OUT, pairs_text  # English translations of ru items
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     rng = random.Random(20260123)
-    items = build()
+    templated = build()
+    items = list(templated)
     rng.shuffle(items)  # mix tasks so a --limit subset covers every task
     items += behaviours()  # after the templated items: their order (and --limit subsets) stays
     text = "".join(json.dumps(it, ensure_ascii=False) + "\n" for it in items)
+    outputs = ((OUT, text), (PAIRS_OUT, pairs_text(templated)))
     if args.check:
-        if not OUT.exists() or OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is stale: run scripts/build_judge_bench.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(text, encoding="utf-8")
+        stale = [p for p, t in outputs if not p.exists() or p.read_text(encoding="utf-8") != t]
+        for p in stale:
+            print(f"{p} is stale: run scripts/build_judge_bench.py", file=sys.stderr)
+        return 1 if stale else 0
+    for p, t in outputs:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(t, encoding="utf-8")
     from collections import Counter
 
-    print(f"wrote {len(items)} items to {OUT}")
+    print(f"wrote {len(items)} items to {OUT}, {outputs[1][1].count(chr(10))} to {PAIRS_OUT}")
     for (lang, task), n in sorted(Counter((i["lang"], i["task"]) for i in items).items()):
         labels = Counter(str(i["label"]) for i in items if i["lang"] == lang and i["task"] == task)
         print(f"  {lang} {task:20s} {n:4d}  labels {dict(sorted(labels.items()))}")

@@ -121,7 +121,7 @@ def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
     files = cmp.write(tmp_path / "out")
     names = {f.name for f in files}
     assert names == {"comparison.md", "comparison.csv", "comparison.json",
-                     "hit_at_k_bars.svg", "hit_vs_k.svg"}
+                     "hit_at_k_bars.svg", "hit_vs_k.svg", "per_query_boxes.svg"}
     for f in files:
         assert f.stat().st_size > 0
     assert 'class="rm-ci"' in (tmp_path / "out" / "hit_at_k_bars.svg").read_text("utf-8")

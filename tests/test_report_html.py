@@ -83,7 +83,7 @@ def test_run_html_sections():
     assert 'class="decision" data-tier="retrieval"' in html
     assert "paired randomization (sign-flip) test" in html and "seed 42" in html
     assert 'data-chart="forest"' in html  # key metrics with CI whiskers
-    assert 'data-chart="line"' in html  # hit@k against k
+    assert 'data-chart="bars"' in html  # hit@k per k, one bar per system
     assert 'data-chart="heatmap"' in html  # confusion matrix of the production judge
     assert "design doc" not in html and "§" not in html
     assert "Quality bands" in html and "needs attention" in html

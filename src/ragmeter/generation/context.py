@@ -58,6 +58,18 @@ class GenerationContext:
             self.embedders[name] = self.embedder_factory(name)
         return self.embedders[name]
 
+    def embedder_at(self, name: str, **options: Any) -> Any:
+        """An embedder built with backend options (an OpenAI-compatible endpoint's
+        ``base_url`` and ``api_key_env``), one per name and options."""
+        if not options:
+            return self.embedder(name)
+        key = name + "|" + "|".join(f"{k}={options[k]}" for k in sorted(options))
+        if key not in self.embedders:
+            from ragmeter.retrieval.embedders import get_embedder
+
+            self.embedders[key] = get_embedder(name, **options)
+        return self.embedders[key]
+
     def signature(self, metric: str, **extra: Any) -> Signature:
         return Signature.make(metric=metric, data=self.data_hash, outputs=self.outputs_hash,
                               seed=self.seed, **extra)

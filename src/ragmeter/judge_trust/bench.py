@@ -23,7 +23,10 @@ on a benchmark file (``--items``) with no edit here. The item's question, contex
 reference are the sample's ``user_input``, only retrieved context, ``response`` and
 ``reference``; a text the metric would split into claims is one claim (one item, one
 verdict). One item per call, zero-shot: no benchmark item ever appears in a prompt as an
-example. The result is a :class:`~ragmeter.judge_trust.card.JudgeCard` per judge;
+example. ``data/judge_bench_pairs.jsonl`` holds English translations of a seeded subset of the
+Russian items (each English item's ``pair`` names its original), for the paired language probe
+(:mod:`ragmeter.judge_trust.language`); they are not benchmark items. The result is a
+:class:`~ragmeter.judge_trust.card.JudgeCard` per judge;
 :func:`compare_bench` ranks several with paired tests on per-item correctness.
 """
 
@@ -42,7 +45,7 @@ import numpy as np
 
 from ragmeter.data.reading import read_lines
 from ragmeter.data.sample import Sample
-from ragmeter.errors import ConfigError, DataError, RecordProblem
+from ragmeter.errors import ConfigError, DataError, RagmeterError, RecordProblem
 from ragmeter.judge_trust.card import JudgeCard, card_from_values
 from ragmeter.judge_trust.labels import LabelSet, labels_from_records
 from ragmeter.judges.base import JudgeReply, JudgeRequest
@@ -94,9 +97,23 @@ def bench_tasks() -> tuple[str, ...]:
 
 
 def _task_metric(task: str) -> tuple[JudgedMetric, Metric]:
-    """The judged metric row of ``task`` and the configured metric the benchmark grades."""
-    row = judged_row(parse_metric(task))
-    return row, parse_metric(row.bench_metric or row.name)
+    """The judged metric row of ``task`` and the configured metric the benchmark grades (a
+    task with parameters, ``faithfulness(method=direct)``, grades exactly that metric)."""
+    metric = parse_metric(task)
+    row = judged_row(metric)
+    return row, metric if "(" in task else parse_metric(row.bench_metric or row.name)
+
+
+def _variant_of(task: str, known: Sequence[str]) -> str | None:
+    """The known task whose metric ``task`` configures (``faithfulness(method=direct)`` →
+    ``faithfulness``); ``None`` when it is none."""
+    base = task.split("(")[0].strip()
+    if "(" not in task or base not in known or base == GATE_TASK:
+        return None
+    try:
+        return base if parse_metric(task).name == base else None
+    except RagmeterError:
+        return None
 
 
 def _item_fields(task: str) -> tuple[tuple[str, ...], list[str]]:
@@ -148,6 +165,8 @@ class BenchItem:
     #: the task's label scale: binary (yes/no), ordinal (0/1/2) or continuous (0–1); by
     #: default the one the task's judged metric row declares
     scale: str = ""
+    #: the id of the item this one translates (the language probe's pairs), if any
+    pair: str | None = None
 
     def __post_init__(self) -> None:
         if not self.scale:
@@ -164,6 +183,12 @@ class BenchItem:
     def graded(self) -> bool:
         return self.scale == "ordinal"
 
+    def correct(self, value: float) -> float:
+        """1.0 when the judge's ``value`` (0–1) gives this item's label, else 0.0."""
+        if self.graded:
+            return float(round(value * 2) == round(self.label_value * 2))
+        return float((value >= 0.5) == (self.label_value >= 0.5))
+
     def sample(self) -> Sample:
         """The item as the sample a judged metric reads."""
         return Sample(id=self.id, user_input=self.question, response=self.answer,
@@ -171,8 +196,8 @@ class BenchItem:
                       retrieved_contexts=None if self.context is None else [self.context])
 
 
-def bench_path() -> Path:
-    return Path(str(resources.files("ragmeter.judge_trust") / "data" / BENCH_FILE))
+def bench_path(name: str = BENCH_FILE) -> Path:
+    return Path(str(resources.files("ragmeter.judge_trust") / "data" / name))
 
 
 def load_bench(path: str | Path | None = None, *, lang: str = "all",
@@ -186,7 +211,7 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         raise ConfigError("lang", f"unknown language {lang!r}", list(LANGS))
     known = bench_tasks()
     for t in tasks or ():
-        if t not in known:
+        if t not in known and _variant_of(t, known) is None:
             raise ConfigError("task", f"unknown benchmark task {t!r}", list(known))
     p = Path(path) if path is not None else bench_path()
     problems: list[RecordProblem] = []
@@ -207,6 +232,10 @@ def load_bench(path: str | Path | None = None, *, lang: str = "all",
         raise DataError(problems)
     out = [i for i in items if (lang == "all" or i.lang == lang)
            and (not tasks or i.task in tasks)]
+    # a variant task grades the items of its metric with that configuration (ids tagged)
+    out += [replace(i, task=t, id=f"{i.id}@{t}") for t in tasks or () if t not in known
+            for i in items if (lang == "all" or i.lang == lang)
+            and i.task == _variant_of(t, known)]
     if limit > 0:
         per: Counter[str] = Counter()
         kept = []
@@ -236,7 +265,7 @@ def _read_item(line: str, at: RecordProblem, default_id: str,
     if not isinstance(rec, dict):
         return replace(at, message="expected an object")
     task = rec.get("task")
-    if not isinstance(task, str) or task not in known:
+    if not isinstance(task, str) or (task not in known and _variant_of(task, known) is None):
         return replace(at, field="task", message=f"unknown task {task!r} "
                        f"(allowed: {', '.join(known)})")
     scale = task_scale(task) or "binary"
@@ -260,7 +289,8 @@ def _read_item(line: str, at: RecordProblem, default_id: str,
     return BenchItem(str(rec.get("id") or default_id), str(rec.get("lang") or "ru"), task,
                      str(rec.get("kind") or ""), label,  # type: ignore[arg-type]
                      rec.get("question"), rec.get("context"),
-                     rec.get("answer"), rec.get("reference"), history, scale)
+                     rec.get("answer"), rec.get("reference"), history, scale,
+                     str(rec["pair"]) if rec.get("pair") else None)
 
 
 def bench_labels(items: Sequence[BenchItem]) -> LabelSet:
@@ -411,12 +441,7 @@ class BenchRun:
                 continue
             v = self.values[0, k]
             ids.append(it.id)
-            if math.isnan(v):
-                out.append(np.nan)
-            elif it.graded:
-                out.append(float(round(v * 2) == round(it.label_value * 2)))
-            else:
-                out.append(float((v >= 0.5) == (it.label_value >= 0.5)))
+            out.append(np.nan if math.isnan(v) else it.correct(float(v)))
         return ids, np.asarray(out, dtype=np.float64)
 
 
@@ -490,11 +515,7 @@ def _by_kind(items: Sequence[BenchItem], v: np.ndarray) -> dict[str, dict[str, A
         if math.isnan(v[k]):
             unscored[(it.task, key)] += 1
             continue
-        if it.graded:
-            ok = float(round(v[k] * 2) == round(it.label_value * 2))
-        else:
-            ok = float((v[k] >= 0.5) == (it.label_value >= 0.5))
-        acc[it.task][key].append(ok)
+        acc[it.task][key].append(it.correct(float(v[k])))
     out: dict[str, dict[str, Any]] = {}
     for task in sorted({i.task for i in items}):
         kinds = sorted({f"{i.lang}:{i.kind}" for i in items if i.task == task})

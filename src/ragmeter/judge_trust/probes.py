@@ -17,9 +17,9 @@ CI covers 0; a CI that excludes 0 with p < 0.05 is a measured bias.
   judge's own call-to-call randomness (compare with the flip rate of ``--repeats``).
 * ``position_middle`` / ``position_last`` — the supporting passage moved from first to the
   middle / the end of four distractors.
-* ``language`` — the judge's accuracy on English minus Russian items of the same tasks. The
-  bundled items are not translations of each other, so this gap is unpaired (different items);
-  it is labelled so.
+* ``language`` — per translated pair (a Russian item and its English translation, same
+  label), the judge's correctness in English minus in Russian; unpaired (different items,
+  labelled so) only when no pair is available. See :mod:`ragmeter.judge_trust.language`.
 
 :func:`family_warning` says when the judge and the generator come from one model family
 (their names share a family prefix), a known source of self-preference.
@@ -27,16 +27,17 @@ CI covers 0; a CI that excludes 0 with p < 0.05 is a measured bias.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ragmeter.data.sample import Sample
 from ragmeter.judge_trust.bench import MAX_TOKENS, BenchItem, BenchRun, _task_metric
+from ragmeter.judge_trust.language import Pair, language_gap, language_pairs, paired_language
+from ragmeter.judge_trust.probe_result import ProbeResult
 from ragmeter.metrics.judged import Asking, questions_of, score_sample
 from ragmeter.metrics.judged.plan import ask
 from ragmeter.stats import DEFAULT_SEED, bootstrap_mean, paired_test
@@ -48,39 +49,6 @@ PAD = {
     "ru": ["Неделя состоит из семи дней.", "В году двенадцать месяцев."],
     "en": ["A week has seven days.", "A year has twelve months."],
 }
-
-
-@dataclass(frozen=True)
-class ProbeResult:
-    """One probe's effect (variant − original, on the judge's 0–1 scale) with its CI."""
-
-    probe: str
-    effect: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-    n_unscored: int
-    p_value: float | None = None
-    paired: bool = True
-    tasks: tuple[str, ...] = ()
-    note: str = ""
-
-    @property
-    def biased(self) -> bool:
-        """The CI excludes 0 and, for a paired probe, the randomization test agrees
-        (p < 0.05): with few changed items a percentile interval can miss 0 while the
-        exact test cannot tell the change from chance."""
-        excludes = (self.ci_low is not None and self.ci_high is not None
-                    and (self.ci_low > 0 or self.ci_high < 0))
-        return excludes and (self.p_value is None or self.p_value < 0.05)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "tasks": list(self.tasks), "biased": self.biased}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ProbeResult:
-        keep = {k: v for k, v in d.items() if k != "biased"}
-        return cls(**{**keep, "tasks": tuple(keep.get("tasks", ()))})
 
 
 @dataclass
@@ -228,40 +196,15 @@ def _effect(name: str, vals: Sequence[Sequence[float | None]], a: int, b: int,
                        True, tuple(sorted(set(tasks))), note)
 
 
-def language_gap(run: BenchRun, seed: int = DEFAULT_SEED, n_boot: int = 2000
-                 ) -> ProbeResult:
-    """English minus Russian accuracy over the tasks with items in both languages
-    (unpaired: the bundled items are not translations)."""
-    corr: dict[str, list[float]] = {"ru": [], "en": []}
-    tasks = []
-    for task in sorted({i.task for i in run.items}):
-        ids, c = run.correct(task)
-        lang = {i.id: i.lang for i in run.items}
-        per = {g: [float(v) for s, v in zip(ids, c, strict=True) if lang[s] == g
-                   and not math.isnan(v)] for g in ("ru", "en")}
-        if per["ru"] and per["en"]:
-            tasks.append(task)
-            for g in ("ru", "en"):
-                corr[g] += per[g]
-    note = "unpaired: the bundled ru and en items are different items, not translations"
-    if not corr["ru"] or not corr["en"]:
-        return ProbeResult("language", None, None, None, 0, 0, None, False, (),
-                           "needs items of one task in both ru and en (--lang all)")
-    ru, en = np.asarray(corr["ru"]), np.asarray(corr["en"])
-    rng = np.random.default_rng(seed)
-    boots = (en[rng.integers(0, en.size, (n_boot, en.size))].mean(axis=1)
-             - ru[rng.integers(0, ru.size, (n_boot, ru.size))].mean(axis=1))
-    lo, hi = np.quantile(boots, [0.025, 0.975])
-    return ProbeResult("language", float(en.mean() - ru.mean()), float(lo), float(hi),
-                       int(ru.size + en.size), 0, None, False, tuple(tasks), note)
-
-
 def run_probes(judge: Any, items: Sequence[BenchItem], *, probes: Sequence[str] = PROBES,
                run: BenchRun | None = None, generator_model: str | None = None,
                limit: int = 40, seed: int = DEFAULT_SEED, n_resamples: int = 10000,
-               binary: bool | None = None) -> ProbeReport:
-    """Every probe asked of ``judge`` on at most ``limit`` items each (seeded choice);
-    ``run``: the judge's benchmark run (for the language gap)."""
+               binary: bool | None = None, pairs: Sequence[Pair] | None = None
+               ) -> ProbeReport:
+    """Every probe asked of ``judge`` on at most ``limit`` items (or translated pairs) each,
+    a seeded choice. ``run``: the judge's benchmark run (its values are reused by the language
+    probe; the unpaired language gap is read from it). ``pairs``: the language probe's
+    (Russian, English) translated pairs; by default those within ``items``."""
     unknown = [p for p in probes if p not in PROBES]
     if unknown:
         from ragmeter.errors import ConfigError
@@ -293,8 +236,16 @@ def run_probes(judge: Any, items: Sequence[BenchItem], *, probes: Sequence[str] 
         else:
             results.append(_effect(p, v, 0, 1, tasks, seed, n_resamples,
                                    absolute=p == "context_order"))
-    if "language" in probes and run is not None:
-        results.append(language_gap(run, seed))
+    if "language" in probes:
+        found = list(pairs) if pairs is not None else language_pairs(items)
+        if len(found) > limit:
+            pick = np.random.default_rng([seed, 13]).choice(len(found), limit, replace=False)
+            found = [found[i] for i in sorted(pick)]
+        if found:
+            results.append(paired_language(judge, found, run=run, binary=use_binary,
+                                           seed=seed, n_resamples=n_resamples))
+        elif run is not None:
+            results.append(language_gap(run, seed))
     report = ProbeReport(str(getattr(judge, "name", "judge")),
                          str(getattr(judge, "model", "")), results, seed=seed)
     warn = family_warning(report.model, generator_model)
@@ -304,4 +255,5 @@ def run_probes(judge: Any, items: Sequence[BenchItem], *, probes: Sequence[str] 
 
 
 __all__ = ["PROBES", "ProbeReport", "ProbeResult", "context_cases", "family_warning",
-           "language_gap", "model_family", "run_probes", "verbosity_cases"]
+           "language_gap", "language_pairs", "model_family", "paired_language", "run_probes",
+           "verbosity_cases"]

@@ -71,8 +71,9 @@ def _request_parts(request: JudgeRequest) -> dict[str, str]:
 
 def digest(request: JudgeRequest, *, backend: str, model: str, temperature: float,
            seed: int | None, max_tokens: int, endpoint: str = "",
-           namespace: str = "default") -> RequestDigest:
-    """:func:`cache_key` and :func:`request_hash` of ``request`` at once (see there)."""
+           namespace: str = "default", top_p: float | None = None) -> RequestDigest:
+    """:func:`cache_key` and :func:`request_hash` of ``request`` at once (see there);
+    ``top_p`` enters the key only when set, so keys without it are unchanged."""
     parts = _request_parts(request)
     own = {**parts, "max_tokens": _scalar(request.max_tokens),
            "temperature": _scalar(request.temperature)}
@@ -82,6 +83,8 @@ def digest(request: JudgeRequest, *, backend: str, model: str, temperature: floa
              "endpoint": _scalar(endpoint), "backend": _scalar(backend),
              "model": _scalar(model), "temperature": _scalar(eff_t),
              "max_tokens": _scalar(eff_m), "seed": _scalar(seed)}
+    if top_p is not None:
+        keyed["top_p"] = _scalar(top_p)
     return RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"])
 
 

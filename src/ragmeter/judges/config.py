@@ -53,6 +53,8 @@ class JudgeConfig:
     #: one variable, or several (one per URL, or several keys for one URL)
     api_key_env: str | tuple[str, ...] | None = "OPENAI_API_KEY"
     temperature: float = 0.0
+    #: nucleus sampling: sent (and part of cache keys and signatures) only when set, 0 < p <= 1
+    top_p: float | None = None
     max_tokens: int = 1000
     seed: int | None = 0
     timeout_s: float = 60.0
@@ -137,6 +139,11 @@ class JudgeConfig:
         if self.hedge_after_p90 is not None:
             _check_number("hedge_after_p90", self.hedge_after_p90, 1.0, None)
         _check_number("temperature", self.temperature, 0.0, 2.0)
+        if self.top_p is not None:
+            _check_number("top_p", self.top_p, 0.0, 1.0)
+            if self.top_p <= 0.0:
+                raise ConfigError("top_p", f"must be > 0 (nucleus mass, 0 < top_p <= 1), "
+                                  f"got {self.top_p}")
         _check_int("max_tokens", self.max_tokens, 1)
         _check_number("timeout_s", self.timeout_s, 1e-3, None)
         _check_int("max_concurrency", self.max_concurrency, 1)
@@ -401,9 +408,11 @@ def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:
                           "spring.ai temperature")
     max_tokens = _number(defaults.get("max-tokens", chat.get("max-tokens", 1000)),
                          "spring.ai max-tokens", int)
+    top_p_raw = defaults.get("top-p", chat.get("top-p"))
+    top_p = None if top_p_raw is None else _number(top_p_raw, "spring.ai top-p")
     return [JudgeConfig(name=model.split("/")[-1], backend="openai", base_url=base, model=model,
                         api_key_env=key_env, temperature=temperature, max_tokens=max_tokens,
-                        retry=retry) for model in listed]
+                        top_p=top_p, retry=retry) for model in listed]
 
 
 def load_judge_configs(path: str | os.PathLike[str]) -> list[JudgeConfig]:

@@ -224,6 +224,8 @@ class GGUFBackend(BackendBase):
                                 "temperature": temperature, "cache_prompt": True}
         if seed is not None:
             body["seed"] = seed
+        if self._config.top_p is not None:
+            body["top_p"] = self._config.top_p
         if schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "judge_reply", "schema": schema}}

@@ -4,7 +4,9 @@ Replies are scripted (``reply_fn``) or derived from the request's JSON schema (a
 instance). Latency, an in-flight cap (queue or HTTP 429 over it) and faults (429 with
 Retry-After, 500, timeout, invalid JSON, truncated output, schema-violating JSON, refusal),
 chosen by rate (seeded) or by a script, are configurable. ``GET /stats`` returns counters,
-``POST /reset`` clears them.
+``POST /reset`` clears them. ``POST /v1/embeddings`` answers like an OpenAI-compatible
+embeddings endpoint with deterministic test vectors (:func:`mock_embedding`: hashed words and
+character trigrams, so texts sharing words get closer vectors; not a language model).
 
     with MockJudgeServer(MockConfig(latency_ms=50, fault_rate=0.2)) as srv:
         cfg = JudgeConfig(backend="openai", base_url=srv.base_url, model="mock", ...)
@@ -62,6 +64,8 @@ class MockConfig:
     reject_params: Sequence[str] = ()  # e.g. ("max_tokens", "seed"), answered like OpenAI's 400
     #: keep every raw request body in ``MockJudgeServer.received`` (tests of what was sent)
     record_bodies: bool = False
+    #: length of the vectors ``/v1/embeddings`` returns (unless the request asks ``dimensions``)
+    embedding_dim: int = 64
 
     def __post_init__(self) -> None:
         bad = [k for k in (*self.fault_kinds, *self.script) if k != "ok" and k not in FAULT_KINDS]
@@ -81,6 +85,8 @@ class _Counters:
     with_response_format: int = 0
     prompt_chars: int = 0
     faults: Counter[str] = field(default_factory=Counter)
+    embedding_requests: int = 0
+    embedded_texts: int = 0
 
 
 def find_schema(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -136,6 +142,8 @@ class MockJudgeServer(BackgroundServer):
                               middlewares=[_mark_mock] if self.config.mark_replies else [])
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/stats", self._stats)
         app.router.add_post("/reset", self._reset)
@@ -150,7 +158,8 @@ class MockJudgeServer(BackgroundServer):
                 "requests": c.requests, "ok": c.ok, "in_flight": c.in_flight,
                 "peak_in_flight": c.peak_in_flight, "rejected_over_cap": c.rejected_over_cap,
                 "with_response_format": c.with_response_format, "prompt_chars": c.prompt_chars,
-                "faults": dict(c.faults),
+                "faults": dict(c.faults), "embedding_requests": c.embedding_requests,
+                "embedded_texts": c.embedded_texts,
             }
 
     def reset(self) -> None:
@@ -180,6 +189,50 @@ class MockJudgeServer(BackgroundServer):
         return web.json_response({"object": "list",
                                   "data": [{"id": self.config.model, "object": "model"}]})
 
+    def _denied(self, request: Any) -> Any:
+        """A 401 reply when the request lacks the configured credentials, else ``None``."""
+        from aiohttp import web
+
+        cfg = self.config
+        want = (cfg.require_authorization if cfg.require_authorization is not None
+                else f"Bearer {cfg.require_api_key}" if cfg.require_api_key is not None
+                else None)
+        if want is not None and request.headers.get("Authorization") != want:
+            with self._lock:
+                self._counters.requests += 1
+                self._counters.faults["401"] += 1
+            return web.json_response({"error": {"message": "invalid api key"}}, status=401)
+        return None
+
+    async def _embeddings(self, request: Any) -> Any:
+        from aiohttp import web
+
+        if (denied := self._denied(request)) is not None:
+            return denied
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return web.json_response({"error": {"message": "input must be a string or a list "
+                                                           "of strings"}}, status=400)
+        dim = body.get("dimensions") or self.config.embedding_dim
+        if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 8192:
+            return web.json_response({"error": {"message": "dimensions must be an integer "
+                                                           "in 1..8192"}}, status=400)
+        with self._lock:
+            self._counters.embedding_requests += 1
+            self._counters.embedded_texts += len(texts)
+        data = [{"object": "embedding", "index": i, "embedding": mock_embedding(t, dim)}
+                for i, t in enumerate(texts)]
+        n_tokens = sum(len(t) for t in texts) // 4 + 1
+        return web.json_response({"object": "list", "data": data,
+                                  "model": str(body.get("model") or self.config.model),
+                                  "usage": {"prompt_tokens": n_tokens, "total_tokens": n_tokens}})
+
     # -- chat ------------------------------------------------------------------------------------
     def _next_action(self) -> str:
         with self._lock:
@@ -196,14 +249,8 @@ class MockJudgeServer(BackgroundServer):
         from aiohttp import web
 
         cfg = self.config
-        want = (cfg.require_authorization if cfg.require_authorization is not None
-                else f"Bearer {cfg.require_api_key}" if cfg.require_api_key is not None
-                else None)
-        if want is not None and request.headers.get("Authorization") != want:
-            with self._lock:
-                self._counters.requests += 1
-                self._counters.faults["401"] += 1
-            return web.json_response({"error": {"message": "invalid api key"}}, status=401)
+        if (denied := self._denied(request)) is not None:
+            return denied
         try:
             if cfg.record_bodies:
                 raw = await request.text()
@@ -324,6 +371,22 @@ class MockJudgeServer(BackgroundServer):
             return "OK"
         seed = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
         return example_instance(schema, seed)
+
+
+def mock_embedding(text: str, dim: int = 64) -> list[float]:
+    """A deterministic unit test vector of ``text``: signed hashed counts of its lower-cased
+    words and character trigrams (texts sharing words and spellings get closer vectors)."""
+    import hashlib
+    import math
+
+    vec = [0.0] * dim
+    low = text.lower()
+    feats = low.split() + [low[i:i + 3] for i in range(max(0, len(low) - 2))]
+    for f in feats:
+        h = int.from_bytes(hashlib.blake2b(f.encode("utf-8"), digest_size=8).digest(), "big")
+        vec[h % dim] += 1.0 if (h >> 32) & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
 
 
 async def _mark_mock(request: Any, handler: Any) -> Any:

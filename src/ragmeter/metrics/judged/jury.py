@@ -37,6 +37,21 @@ def combine_grades(values: Any, method: Combine = "majority", *args: Any,
     return multi.combine_grades(values, method, *args, **kw)
 
 
+def vote_labels(lists: list[list[str]], supported: list[int]) -> list[str]:
+    """Three-way labels per claim, consistent with the yes/no vote ``supported``: a claim the
+    vote supports is ``supported``; any other takes the more frequent of the members' other
+    labels (contradicted / neutral; a tie, or none given, is ``neutral``)."""
+    out: list[str] = []
+    for i, sup in enumerate(supported):
+        if sup:
+            out.append("supported")
+            continue
+        given = [x[i] for x in lists if i < len(x) and x[i] != "supported"]
+        c, n = given.count("contradicted"), given.count("neutral")
+        out.append("contradicted" if c > n else "neutral")
+    return out
+
+
 def is_jury_reply(rep: JudgeReply) -> bool:
     """A combined reply of a jury (it carries every member's reply)."""
     return bool(rep.extra) and isinstance(rep.extra.get("per_judge"), dict)
@@ -114,6 +129,9 @@ class _Merge:
             j.verdicts[key], ties, splits = vote_items(lists)
             self._flag("ties", key, ties)
             self._flag("splits", key, splits)
+        for key in dict.fromkeys(k for m in ms for k in m.verdict_labels):
+            labels = [m.verdict_labels[key] for m in ms if key in m.verdict_labels]
+            j.verdict_labels[key] = vote_labels(labels, j.verdicts.get(key, []))
         for side in dict.fromkeys(k for m in ms for k in m.verdict_reasons):
             j.verdict_reasons[side] = next(m.verdict_reasons[side] for m in ms
                                            if side in m.verdict_reasons)

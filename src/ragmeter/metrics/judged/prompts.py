@@ -7,8 +7,15 @@ prompt version         questions asked (only those some requested metric needs)
 ``gen.verify/v1``      yes/no per claim: ``answer_in_context``,
                        ``answer_in_reference``, ``reference_in_answer``,
                        ``reference_in_context`` (after the claims call)
+``gen.verify/v2``      the same checks, three-way per claim: supported /
+                       contradicted / neutral (asked with ``claim_nli``, the
+                       ``verdicts=three_way`` parameter of the claim metrics)
 ``gen.contexts/v1``    per context: ``ctx_relevance`` 0/1/2, ``ctx_useful`` yes/no
 ``gen.answer/v1``      ``answer_relevance`` 0/1/2, ``e2e`` usefulness 0/1/2
+``gen.faithful-direct  ``faithfulness_direct``: the whole answer against the contexts,
+/v1``                  one score 0 / 0.5 / 1 (``faithfulness(method=direct)``)
+``gen.relevant-direct  ``answer_relevance_direct``: the whole answer against the
+/v1``                  question, one score 0 / 0.5 / 1 (``answer_relevance(method=direct)``)
 =====================  ===========================================================
 
 Demo judges (``judge.demo``) get ``*-binary/v1`` variants: yes/no questions only (the weak
@@ -33,10 +40,20 @@ if TYPE_CHECKING:
 CLAIMS = "gen.claims/v1"
 VERIFY = "gen.verify/v1"
 VERIFY_BINARY = "gen.verify-binary/v1"
+VERIFY_NLI = "gen.verify/v2"
+#: the three-way verdicts of ``gen.verify/v2``
+NLI_LABELS = ("supported", "contradicted", "neutral")
+NLI = {"type": "string", "enum": list(NLI_LABELS)}
 CONTEXTS = "gen.contexts/v1"
 CONTEXTS_BINARY = "gen.contexts-binary/v1"
 ANSWER = "gen.answer/v1"
 ANSWER_BINARY = "gen.answer-binary/v1"
+FAITHFUL_DIRECT = "gen.faithful-direct/v1"
+FAITHFUL_DIRECT_BINARY = "gen.faithful-direct-binary/v1"
+RELEVANT_DIRECT = "gen.relevant-direct/v1"
+RELEVANT_DIRECT_BINARY = "gen.relevant-direct-binary/v1"
+#: the scale of a direct grade, as the judge writes it
+DIRECT_SCORES = (0, 0.5, 1)
 
 _TEXT: dict[str, dict[str, str]] = {
     CLAIMS: {
@@ -52,6 +69,16 @@ _TEXT: dict[str, dict[str, str]] = {
         "ru": "Для каждого пронумерованного утверждения реши, опираясь ТОЛЬКО на данные "
               "тексты, подтверждается ли оно (можно ли его вывести) — ответь yes или no. "
               "{checks}\n\n{body}",
+    },
+    VERIFY_NLI: {
+        "en": "For every numbered claim decide, using ONLY the given texts, how the texts "
+              "relate to it: supported (it can be inferred from them), contradicted (they "
+              "state the opposite or something incompatible) or neutral (they say nothing "
+              "that settles it). {checks}\n\n{body}",
+        "ru": "Для каждого пронумерованного утверждения реши, опираясь ТОЛЬКО на данные "
+              "тексты, как они с ним соотносятся: supported — его можно из них вывести, "
+              "contradicted — тексты утверждают обратное или несовместимое с ним, neutral — "
+              "тексты ничего не говорят, что позволило бы его проверить. {checks}\n\n{body}",
     },
     CONTEXTS: {
         "en": "Rate each retrieved context for the question. relevance: 0 = irrelevant (no "
@@ -130,19 +157,22 @@ def claims_request(sample_id: str, lang: str, question: str | None, answer: str 
 def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[str],
                    answer_claims: Sequence[str], reference_claims: Sequence[str],
                    contexts: Sequence[str] | None, reference: str | None,
-                   answer: str | None) -> JudgeRequest:
-    """``gen.verify/v1``: every needed verdict for every claim, in one structured reply.
+                   answer: str | None, three_way: bool = False) -> JudgeRequest:
+    """``gen.verify/v1``: every needed verdict for every claim, in one structured reply
+    (``three_way``: ``gen.verify/v2``, supported / contradicted / neutral per claim).
 
     ``checks`` ⊆ {answer_in_context, answer_in_reference, reference_in_answer,
     reference_in_context}.
     """
-    version = VERIFY_BINARY if binary else VERIFY
+    three_way = three_way and not binary
+    version = VERIFY_BINARY if binary else VERIFY_NLI if three_way else VERIFY
     lang_eff = "en" if binary else lang
     props: dict[str, Any] = {}
-    a_keys = {k: YES_NO for k, c in (("in_context", "answer_in_context"),
-                                     ("in_reference", "answer_in_reference")) if c in checks}
-    r_keys = {k: YES_NO for k, c in (("in_answer", "reference_in_answer"),
-                                     ("in_context", "reference_in_context")) if c in checks}
+    value = NLI if three_way else YES_NO
+    a_keys = {k: value for k, c in (("in_context", "answer_in_context"),
+                                    ("in_reference", "answer_in_reference")) if c in checks}
+    r_keys = {k: value for k, c in (("in_answer", "reference_in_answer"),
+                                    ("in_context", "reference_in_context")) if c in checks}
     parts = []
     if contexts is not None and ("answer_in_context" in checks
                                  or "reference_in_context" in checks):
@@ -161,7 +191,8 @@ def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[
     check_text = "Checks: " + "; ".join(_CHECKS[c][lang_eff] for c in checks) + "."
     if lang_eff == "ru":
         check_text = "Проверки: " + "; ".join(_CHECKS[c]["ru"] for c in checks) + "."
-    user = _TEXT[VERIFY][lang_eff].format(checks=check_text, body="\n\n".join(parts))
+    text = _TEXT[VERIFY_NLI if three_way else VERIFY][lang_eff]
+    user = text.format(checks=check_text, body="\n\n".join(parts))
     return make_request(version, lang_eff, user, schema, sample_id, "verify")
 
 
@@ -215,3 +246,68 @@ def answer_request(sample_id: str, lang: str, *, binary: bool, question: str, an
     else:
         user = ("Оцени ответ." if lang == "ru" else "Rate the answer.") + _E2E[lang] + "\n\n" + body
     return make_request(ANSWER, lang, user, schema, sample_id, "answer")
+
+
+_DIRECT: dict[str, dict[str, str]] = {
+    FAITHFUL_DIRECT: {
+        "en": "Judge how faithful the answer is to the retrieved context: is everything the "
+              "answer states found in the context, with nothing invented? Read the whole "
+              "answer, then put one score in the field \"score\": 1 = the answer agrees with "
+              "the context completely, nothing is made up; 0.5 = the answer partly agrees with "
+              "the context (some of it is not backed by the context); 0 = the answer contains "
+              "invented facts or contradicts the context. Briefly explain why in \"reason\" "
+              "first.\n\n{body}",
+        "ru": "Оцени фактичность ответа относительно найденного контекста: всё ли, что "
+              "утверждает ответ, есть в контексте, и нет ли в нём выдуманного? Прочитай ответ "
+              "целиком и поставь одну оценку в поле \"score\": 1 — ответ полностью "
+              "согласуется с контекстом, ничего не выдумано; 0.5 — ответ согласуется с "
+              "контекстом частично (часть сказанного контекстом не подтверждается); 0 — в "
+              "ответе есть выдуманные факты или он противоречит контексту. Сначала кратко "
+              "обоснуй оценку в поле \"reason\".\n\n{body}",
+    },
+    RELEVANT_DIRECT: {
+        "en": "Judge how relevant the answer is to the question: does it address exactly the "
+              "question that was asked? Put one score in the field \"score\": 1 = the answer "
+              "fully answers the question; 0.5 = the answer answers it only in part; 0 = the "
+              "answer does not answer the question. Briefly explain why in \"reason\" first."
+              "\n\n{body}",
+        "ru": "Оцени релевантность ответа вопросу: отвечает ли он именно на тот вопрос, "
+              "который был задан? Поставь одну оценку в поле \"score\": 1 — ответ полностью "
+              "отвечает на вопрос; 0.5 — отвечает лишь частично; 0 — не отвечает на вопрос. "
+              "Сначала кратко обоснуй оценку в поле \"reason\".\n\n{body}",
+    },
+}
+_DIRECT_BINARY = {
+    FAITHFUL_DIRECT_BINARY: "Is everything the answer states supported by the context, with "
+                            "nothing invented? Answer yes or no in the field \"verdict\".",
+    RELEVANT_DIRECT_BINARY: "Does the answer address the question that was asked? Answer yes "
+                            "or no in the field \"verdict\".",
+}
+
+
+def direct_request(sample_id: str, lang: str, *, binary: bool, faithful: bool,
+                   question: str | None, answer: str,
+                   contexts: Sequence[str] | None) -> JudgeRequest:
+    """``gen.faithful-direct/v1`` or ``gen.relevant-direct/v1``: one grade of the whole answer,
+    0 / 0.5 / 1 (binary variants: yes/no)."""
+    parts = []
+    if question:
+        parts.append(fence(question, "question"))
+    if faithful:
+        parts.append(fence_many(contexts or [], "context"))
+    parts.append(fence(answer, "answer"))
+    body = "\n\n".join(parts)
+    kind = "faithful_direct" if faithful else "relevant_direct"
+    if binary:
+        version = FAITHFUL_DIRECT_BINARY if faithful else RELEVANT_DIRECT_BINARY
+        schema = {"type": "object", "properties": {"reason": {"type": "string"},
+                                                   "verdict": YES_NO},
+                  "required": ["verdict"]}
+        return make_request(version, "en", _DIRECT_BINARY[version] + "\n\n" + body, schema,
+                            sample_id, kind)
+    version = FAITHFUL_DIRECT if faithful else RELEVANT_DIRECT
+    schema = {"type": "object", "properties": {
+        "reason": {"type": "string"},
+        "score": {"type": "number", "enum": list(DIRECT_SCORES)}}, "required": ["score"]}
+    return make_request(version, lang, _DIRECT[version][lang].format(body=body), schema,
+                        sample_id, kind)

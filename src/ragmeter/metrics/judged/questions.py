@@ -5,10 +5,18 @@ call           questions                                              after
 =============  =====================================================  ==================
 ``claims``     ``answer_claims``, ``reference_claims``
 ``verify``     ``answer_in_context``, ``answer_in_reference``,          ``claims``
-               ``reference_in_answer``, ``reference_in_context``
+               ``reference_in_answer``, ``reference_in_context``;
+               ``claim_nli`` asks them three-way (``gen.verify/v2``)
 ``contexts``   ``ctx_relevance`` (graded), ``ctx_useful``
 ``answer``     ``answer_relevance`` (graded), ``e2e`` (graded)
+``faithful_    ``faithfulness_direct`` (graded): the whole answer
+direct``       against the contexts, 0 / 0.5 / 1
+``relevant_    ``answer_relevance_direct`` (graded): the whole
+direct``       answer against the question, 0 / 0.5 / 1
 =============  =====================================================  ==================
+
+The direct grades are kept in ``SampleJudgement.answers`` as 0/1/2 (twice the judge's
+0 / 0.5 / 1), so a jury votes on them like on every other grade.
 
 Each builder turns one sample's asked questions into a request (prompts in :mod:`.prompts`);
 each reader stores the reply's answers in the sample's
@@ -21,9 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.metrics.judged.calls import Ask, Call, Question, items_by_id, register_call, yes
 from ragmeter.metrics.judged.prompts import (
+    DIRECT_SCORES,
+    NLI_LABELS,
+    VERIFY_NLI,
     answer_request,
     claims_request,
     contexts_request,
+    direct_request,
     verify_request,
 )
 from ragmeter.metrics.judged.state import SampleJudgement
@@ -76,10 +88,21 @@ def _build_verify(a: Ask) -> JudgeRequest | None:
         return None
     return verify_request(s.id, a.lang, binary=a.binary, checks=checks, answer_claims=a_claims,
                           reference_claims=r_claims, contexts=s.retrieved_contexts,
-                          reference=s.reference, answer=s.response)
+                          reference=s.reference, answer=s.response,
+                          three_way="claim_nli" in a.questions)
+
+
+def nli_label(v: Any) -> str | None:
+    """A claim verdict as supported / contradicted / neutral; a yes/no verdict (the two-way
+    prompt, replies cached before the three-way one) reads as supported / ``None``."""
+    text = str(v).strip().lower()
+    if text in NLI_LABELS:
+        return text
+    return "supported" if yes(v) else None
 
 
 def _read_verify(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) -> str | None:
+    three_way = req.prompt_version == VERIFY_NLI
     for side, keys in (("answer", ("in_context", "in_reference")),
                        ("reference", ("in_answer", "in_context"))):
         prop = f"{side}_claims"
@@ -91,7 +114,10 @@ def _read_verify(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) ->
             return f"{prop}: expected {n} items"
         for key in keys:
             if key in req.schema["properties"][prop]["items"]["properties"]:
-                j.verdicts[f"{side}_{key}"] = [yes(it.get(key)) for it in items]
+                labels = [nli_label(it.get(key)) for it in items]
+                j.verdicts[f"{side}_{key}"] = [int(x == "supported") for x in labels]
+                if three_way:  # a yes/no answer to it: "no" does not say which of the two
+                    j.verdict_labels[f"{side}_{key}"] = [x or "unsupported" for x in labels]
         j.verdict_reasons[side] = [it.get("reason") for it in items]
     return None
 
@@ -145,6 +171,28 @@ def _read_answer(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) ->
     return None
 
 
+def _direct(question: str, faithful: bool) -> tuple[Call, Question]:
+    """The call of one direct grade of the whole answer and its question."""
+    def build(a: Ask) -> JudgeRequest | None:
+        s = a.sample
+        return direct_request(s.id, a.lang, binary=a.binary, faithful=faithful,
+                              question=s.user_input, answer=s.response or "",
+                              contexts=s.retrieved_contexts)
+
+    def read(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) -> str | None:
+        if "verdict" in req.schema["properties"]:
+            j.answers[question] = 2 * yes(data.get("verdict"))
+            return None
+        g = data.get("score")
+        if isinstance(g, bool) or not isinstance(g, int | float) or g not in DIRECT_SCORES:
+            return f"score must be 0, 0.5 or 1, got {g!r}"
+        j.answers[question] = round(2 * g)
+        return None
+
+    kind = "faithful_direct" if faithful else "relevant_direct"
+    return Call(kind, build, read), Question(question, kind, graded=True)
+
+
 register_call(Call("claims", _build_claims, _read_claims),
               Question("answer_claims", "claims"),
               Question("reference_claims", "claims"))
@@ -152,10 +200,14 @@ register_call(Call("verify", _build_verify, _read_verify, after=("claims",)),
               Question("answer_in_context", "verify", requires=("answer_claims",)),
               Question("answer_in_reference", "verify", requires=("answer_claims",)),
               Question("reference_in_answer", "verify", requires=("reference_claims",)),
-              Question("reference_in_context", "verify", requires=("reference_claims",)))
+              Question("reference_in_context", "verify", requires=("reference_claims",)),
+              # not a check of its own: asks the checks above three-way (gen.verify/v2)
+              Question("claim_nli", "verify"))
 register_call(Call("contexts", _build_contexts, _read_contexts),
               Question("ctx_relevance", "contexts", graded=True),
               Question("ctx_useful", "contexts"))
 register_call(Call("answer", _build_answer, _read_answer),
               Question("answer_relevance", "answer", graded=True),
               Question("e2e", "answer", graded=True))
+register_call(*_direct("faithfulness_direct", faithful=True))
+register_call(*_direct("answer_relevance_direct", faithful=False))

