@@ -1,12 +1,13 @@
 """Benchmark: ``ragmeter retrieval --qrels --run`` against the trec_eval C binary, from files.
 
-Whole processes, the same five measures (``ndcg_cut.10``, ``recip_rank``, ``recall.10``, ``P.10``,
+Whole processes, run in turn (ragmeter, trec_eval as released, trec_eval with a linear lookup,
+then again), the same five measures (``ndcg_cut.10``, ``recip_rank``, ``recall.10``, ``P.10``,
 ``map``), summary output only, each run under ``/usr/bin/time -v``: wall time, CPU time (user +
 system) and peak RSS, medians over ``--repeat`` runs, at ``--queries`` sizes (10k and 100k
 queries × 100 documents by default; generated grouped by query, ~5 judged documents per query).
 
 trec_eval is built twice from its source (``--trec-eval-src``, default
-``../shared/bench/trec_eval`` next to the repository, or ``$TREC_EVAL_SRC``) in a temporary
+``shared/bench/trec_eval`` next to the repository or a folder above it, or ``$TREC_EVAL_SRC``) in a temporary
 folder:
 
 * **as released**: its main loop finds each query's results with a linear ``strcmp`` scan from
@@ -108,11 +109,16 @@ def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, flo
     return wall, cpu, rss, proc.stdout
 
 
-def median_runs(cmd: list[str], repeat: int, env: dict[str, str] | None = None
-                ) -> tuple[float, float, float]:
-    runs = [timed(cmd, env) for _ in range(repeat)]
-    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs),
-            statistics.median(r[2] for r in runs))
+def interleaved_medians(cmds: dict[str, tuple[list[str], dict[str, str] | None]], repeat: int
+                        ) -> dict[str, tuple[float, float, float]]:
+    """Median ``(wall, cpu, RSS)`` of each command, the commands run in turn ``repeat`` times
+    (A B C A B C …), so that a busy moment of the machine falls on all of them alike."""
+    runs: dict[str, list[tuple[float, float, float, str]]] = {k: [] for k in cmds}
+    for _ in range(repeat):
+        for key, (cmd, env) in cmds.items():
+            runs[key].append(timed(cmd, env))
+    return {k: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs),
+                statistics.median(r[2] for r in rs)) for k, rs in runs.items()}
 
 
 def main() -> None:
@@ -122,8 +128,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--trec-eval-src", default=None)
     args = ap.parse_args()
+    near = [d / "shared" / "bench" / "trec_eval" for d in ROOT.parents]  # a worktree's too
     src = Path(args.trec_eval_src or os.environ.get("TREC_EVAL_SRC")
-               or ROOT.parent / "shared" / "bench" / "trec_eval")
+               or next((d for d in near if (d / "Makefile").is_file()), near[0]))
     if not (src / "Makefile").is_file():
         raise SystemExit(f"no trec_eval source at {src} (set --trec-eval-src or TREC_EVAL_SRC)")
     env = env_with_src()
@@ -146,12 +153,15 @@ def main() -> None:
             qrels, run = write_trec(folder, n, args.depth)
             subprocess.run(ragmeter_cmd("--help"), env=env, check=True,  # warm the bytecode
                            capture_output=True)
-            ours = median_runs(ragmeter_cmd("--qrels", str(qrels), "--run", str(run), "--ties",
-                                            "trec", "--metrics", metrics), args.repeat, env)
-            print(f"{n:>8} {'ragmeter':<24} {ours[0]:>8.2f} {ours[1]:>8.2f} {ours[2]:>8.0f}")
+            cmds = {"ragmeter": (ragmeter_cmd("--qrels", str(qrels), "--run", str(run), "--ties",
+                                              "trec", "--metrics", metrics), env)}
             for label, binary in binaries.items():
-                theirs = median_runs([str(binary), *TREC_ARGS, str(qrels), str(run)],
-                                     args.repeat)
+                cmds[label] = ([str(binary), *TREC_ARGS, str(qrels), str(run)], None)
+            med = interleaved_medians(cmds, args.repeat)
+            ours = med["ragmeter"]
+            print(f"{n:>8} {'ragmeter':<24} {ours[0]:>8.2f} {ours[1]:>8.2f} {ours[2]:>8.0f}")
+            for label in binaries:
+                theirs = med[label]
                 print(f"{n:>8} {'trec_eval ' + label:<24} {theirs[0]:>8.2f} {theirs[1]:>8.2f} "
                       f"{theirs[2]:>8.0f}   ragmeter faster: wall {theirs[0] / ours[0]:.2f}x, "
                       f"cpu {theirs[1] / ours[1]:.2f}x; memory {ours[2] / theirs[2]:.2f}x "

@@ -5,6 +5,7 @@ splits on exactly what ``bytes.split`` splits on, and the file benchmark can pat
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -188,3 +189,24 @@ def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> 
             parts = lines[li].split()
             got = [bytes(padded[ts[f + j]:te[f + j]]) for j in range(len(parts))]
             assert got == parts
+
+
+def test_rank_blocks_of_one_depth_equal_the_per_query_walk() -> None:
+    from ragmeter.tiers.relevance import _query_blocks, rank_hits
+
+    rng = np.random.default_rng(4)
+    for width, nq, budget in [(100, 1000, 4000), (7, 50, 3), (0, 5, 10), (30, 9, 64)]:
+        lens = np.full(nq, width, dtype=np.int64)
+        blocks = list(_query_blocks(lens, lens.tolist(), budget))
+        assert blocks[0][0] == 0 and blocks[-1][1] == nq
+        assert all(b[1] == c[0] for b, c in itertools.pairwise(blocks))
+        assert all((e - q) * w <= max(budget, w) for q, e, w in blocks)
+        if not width:
+            continue
+        flat = rng.integers(0, 5, nq * width).astype(np.float64)
+        hq = np.sort(rng.integers(0, nq, 40))
+        hs = flat[hq * width + rng.integers(0, width, 40)]
+        want = [int(np.count_nonzero(flat[q * width:(q + 1) * width] > s))
+                for q, s in zip(hq.tolist(), hs.tolist(), strict=True)]
+        got = rank_hits(flat, lens, hq, hs, lambda j, q, tied: 0, budget=budget)
+        assert got.tolist() == want

@@ -294,23 +294,25 @@ def _parse_scores(tokens: np.ndarray) -> np.ndarray:
     neg = cols[0] == 45  # '-'
     for j, c in enumerate(cols):
         d = c - np.uint8(48)  # wraps below '0': a digit is d < 10
-        digit = d < 10
-        np.multiply(mant, 10, out=mant, where=digit)
-        np.add(mant, d, out=mant, where=digit)
+        digit = (d < 10).view(np.uint8)  # 0 or 1
+        mant *= digit * np.uint8(9) + np.uint8(1)  # a digit shifts the mantissa, else × 1
+        mant += d * digit
         n_digits += digit
         frac += digit & (dots > 0)
         dot = c == 46
         dots += dot
-        other = ~digit & ~dot & (c != 0)
+        other = ~(digit.view(bool) | dot | (c == 0))
         if j == 0:
             other &= ~neg
         bad |= other
     plain = ~bad & (dots <= 1) & (n_digits > 0) & (n_digits <= 15)
+    if bool(plain.all()):
+        val = mant.astype(np.float64) / _POW10[frac]
+        return np.where(neg, -val, val)
     out = np.empty(n, dtype=np.float64)
     val = mant[plain].astype(np.float64) / _POW10[frac[plain]]
     out[plain] = np.where(neg[plain], -val, val)
-    if not plain.all():
-        out[~plain] = tokens[~plain].astype(np.float64)
+    out[~plain] = tokens[~plain].astype(np.float64)
     return out
 
 
@@ -330,21 +332,20 @@ def _uniform_tokens(raw: np.ndarray, min_cols: int
     if not raw.size or raw[-1] != 10:
         return None
     sep = np.flatnonzero(raw <= 32)  # every separator candidate, control bytes included
-    k = int(np.argmax(raw[sep] == 10)) + 1  # separators on the first line
+    first_nl = np.flatnonzero(raw[sep[:256]] == 10)  # the first line's end, found early
+    k = int(first_nl[0] if first_nl.size else np.argmax(raw[sep] == 10)) + 1  # tokens a line
     if k < min_cols or sep.size % k:
         return None
-    ends = sep.reshape(-1, k)
-    kinds = raw[ends]
+    kinds = raw[sep].reshape(-1, k)
     if not (bool(np.all(kinds[:, -1] == 10)) and bool(np.all(kinds[:, :-1] == 32))):
         return None
-    starts = np.empty_like(ends)
-    starts[0, 0] = 0
-    starts[1:, 0] = ends[:-1, -1] + 1
-    starts[:, 1:] = ends[:, :-1] + 1
-    if bool(np.any(ends <= starts)) or bool(np.any(raw[starts[:, 0]] == 35)):  # empty, '#'
+    starts = np.empty_like(sep)  # a token starts after the previous separator
+    starts[0] = 0
+    np.add(sep[:-1], 1, out=starts[1:])
+    if bool(np.any(sep <= starts)) or bool(np.any(raw[starts[::k]] == 35)):  # empty, '#'
         return None
-    n = ends.shape[0]
-    return starts.ravel(), ends.ravel(), np.arange(0, n * k, k), np.arange(n)
+    n = sep.size // k
+    return starts, sep, np.arange(0, n * k, k), np.arange(n)
 
 
 def _line_tokens(chunk: bytes, min_cols: int) -> _Tokens | None:

@@ -196,8 +196,14 @@ def register_cutoff_alias(prefix: str, name: str) -> None:
     _CUTOFF_ALIASES[prefix] = name
 
 
+def _known(name: str) -> bool:
+    """``name`` is a metric (not an alias) registered so far: found without importing the other
+    families (a command that imports its own family's module parses its names alone)."""
+    return SPECS.find(name, load=False) is not None and name not in _ALIASES
+
+
 def _cutoff_alias(name: str) -> tuple[str, int | None]:
-    if name in SPECS or name in _ALIASES:  # (the first lookup loads the families)
+    if _known(name) or name in _ALIASES or name in SPECS:  # (a miss loads the families)
         return name, None
     prefix, _, k = name.rpartition("_")
     if prefix in _CUTOFF_ALIASES and k.isdigit():
@@ -218,7 +224,7 @@ def scoped() -> Iterator[None]:
 
 
 def get_spec(name: str) -> MetricSpec:
-    spec = SPECS.find(name)
+    spec = SPECS.find(name, load=False) if _known(name) else SPECS.find(name)
     if spec is None:
         raise MetricSpecError(
             f"unknown metric '{name}'. Known metrics: {', '.join(sorted(SPECS.names()))}"
@@ -236,7 +242,7 @@ def list_specs(family: str | None = None) -> list[MetricSpec]:
 def make_metric(name: str, k: int | None = None, **params: Any) -> Metric:
     """Build a validated :class:`Metric` (aliases resolved, defaults filled, types coerced)."""
     fixed: Mapping[str, ParamValue] = {}
-    if name not in SPECS and name in _ALIASES:
+    if not _known(name) and name in _ALIASES and name not in SPECS:
         name, fixed = _ALIASES[name]
         for key, value in fixed.items():
             if key in params and params[key] != value:

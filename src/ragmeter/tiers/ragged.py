@@ -59,7 +59,7 @@ def check_grades(golds: Sequence[Mapping[str, int]], qids: Sequence[str] | None 
 def _grades_ok(golds: Sequence[Mapping[str, int]]) -> np.ndarray | None:
     """Fast path: every grade a plain ``int`` in range, checked with C-level iteration; the
     grades flattened (int64), or None when the slow path must look."""
-    if not all(type(g) is dict for g in golds):
+    if not set(map(type, golds)) <= {dict}:
         return None
     types = set(map(type, chain.from_iterable(map(dict.values, golds))))  # type: ignore[arg-type]
     if not types <= {int}:

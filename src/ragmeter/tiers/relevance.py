@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
 
@@ -229,14 +229,7 @@ def rank_hits(flat: np.ndarray, lens: np.ndarray, hq: np.ndarray, hs: np.ndarray
         return ranks
     bounds = np.searchsorted(hq, np.arange(nq + 1))
     lens_l = lens.tolist()
-    q = 0
-    while q < nq:
-        e, width = q, 0
-        while e < nq and (e - q + 1) * max(width, lens_l[e]) <= budget:
-            width = max(width, lens_l[e])
-            e += 1
-        if e == q:  # one query longer than the budget: alone
-            width, e = lens_l[q], q + 1
+    for q, e, width in _query_blocks(lens, lens_l, budget):
         a, b = int(bounds[q]), int(bounds[e])
         if a < b and width:
             seg = flat[int(offsets[q]):int(offsets[e - 1] + lens[e - 1])]
@@ -258,8 +251,30 @@ def rank_hits(flat: np.ndarray, lens: np.ndarray, hq: np.ndarray, hs: np.ndarray
                     qi = int(hq[c + j])
                     tied = np.flatnonzero(block[qi - q, :lens_l[qi]] == hs[c + j])
                     ranks[c + j] += tie(c + j, qi, tied)
-        q = e
     return ranks
+
+
+def _query_blocks(lens: np.ndarray, lens_l: list[int], budget: int
+                  ) -> Iterator[tuple[int, int, int]]:
+    """``(first query, end, width)`` of consecutive queries padded to ``width`` (their longest
+    ranking) in at most ``budget`` cells; a query longer than the budget alone."""
+    nq = len(lens_l)
+    if nq and int(lens.min()) == int(lens.max()):  # one depth: no per-query walk
+        width = lens_l[0]
+        rows = max(1, budget // width) if width else nq
+        for q in range(0, nq, rows):
+            yield q, min(nq, q + rows), width
+        return
+    q = 0
+    while q < nq:
+        e, width = q, 0
+        while e < nq and (e - q + 1) * max(width, lens_l[e]) <= budget:
+            width = max(width, lens_l[e])
+            e += 1
+        if e == q:  # one query longer than the budget: alone
+            width, e = lens_l[q], q + 1
+        yield q, e, width
+        q = e
 
 
 def normalize_text(text: str) -> str:

@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from ragmeter.cli import common, slicing
-from ragmeter.data.evalset import check_evalset_sample
 from ragmeter.data.formats import parse_map
-from ragmeter.data.loaders import LoadResult, iter_samples
 from ragmeter.data.trec import load_qrels, load_run
 from ragmeter.errors import DataError, RecordProblem, UsageError
 from ragmeter.metrics.registry import (
@@ -29,6 +27,9 @@ from ragmeter.reports.console import render_eval_result, render_per_query
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.streaming import write_per_query_csv, write_result_json
 from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
+
+if TYPE_CHECKING:  # the evalset loaders are imported by the branches that read samples
+    from ragmeter.data.loaders import LoadResult
 
 LEVELS = ("auto", "chunk", "doc", "both")
 BY_QUERY_LIMIT = 200
@@ -240,6 +241,9 @@ def retrieval(
             raise UsageError("--evalset", "give --evalset or --samples, not both")
         path = evalset or samples
         assert path is not None  # for the type checker; guarded above
+        from ragmeter.data.evalset import check_evalset_sample
+        from ragmeter.data.loaders import iter_samples
+
         run_data = load_run(run) if run is not None else None
         # samples are streamed: each record becomes its relevance cells and is dropped
         loaded = iter_samples(path, skip_invalid=skip_invalid,
@@ -300,6 +304,7 @@ def _with_target(target: str | None, replay: bool, path: Path | None, run: Path 
                  ks: list[int] | None, metric_list: list[Metric], name: str | None,
                  **kw: Any) -> tuple[Any, Any]:
     """``--target``: the target ranks the samples' questions, then they are scored."""
+    from ragmeter.data.evalset import check_evalset_sample
     from ragmeter.data.loaders import load_samples
     from ragmeter.targets.oneshot import fill_from_target
 
