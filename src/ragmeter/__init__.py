@@ -14,8 +14,8 @@ Start here::
     testset = ragmeter.generate_testset("kb/", generator=judge, n=50)
 
 The verbs (``evaluate`` — call your own RAG system and score it —, ``evaluate_retrieval``, ``evaluate_generation``, ``run_benchmark``, ``make_judge``,
-``load_samples``, ``load_config``, ``generate_testset``) and the judge/runner nouns are imported on first use, so
-``import ragmeter`` stays light.
+``load_samples``, ``load_config``, ``generate_testset``) and the nouns are imported on first use, so
+``import ragmeter`` stays light (it does not load numpy).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ragmeter._version import __version__
-from ragmeter.data.sample import Sample
 from ragmeter.errors import (
     ConfigError,
     DataError,
@@ -32,21 +31,22 @@ from ragmeter.errors import (
     MissingExtraError,
     RagmeterError,
 )
-from ragmeter.metrics.registry import Metric, list_specs, parse_metric, parse_metrics
-from ragmeter.results.records import (
-    EvalResult,
-    MetricResult,
-    SampleScore,
-    Signature,
-    compare_metric,
-    compare_results,
-)
 from ragmeter.secrets import install_log_masking
 
 if TYPE_CHECKING:
     from ragmeter.data.loaders import LoadResult, load_samples
+    from ragmeter.data.sample import Sample
     from ragmeter.generation.evaluate import evaluate_generation
     from ragmeter.judges import Judge, JudgeConfig, JudgeRequest, make_judge
+    from ragmeter.metrics.registry import Metric, list_specs, parse_metric, parse_metrics
+    from ragmeter.results.records import (
+        EvalResult,
+        MetricResult,
+        SampleScore,
+        Signature,
+        compare_metric,
+        compare_results,
+    )
     from ragmeter.runner.config import BenchConfig, load_config
     from ragmeter.runner.engine import run_benchmark
     from ragmeter.synth.pipeline import generate_testset
@@ -57,6 +57,17 @@ install_log_masking()
 
 # public name -> module that defines it (imported on first attribute access)
 _LAZY: dict[str, str] = {
+    "Sample": "ragmeter.data.sample",
+    "Metric": "ragmeter.metrics.registry",
+    "list_specs": "ragmeter.metrics.registry",
+    "parse_metric": "ragmeter.metrics.registry",
+    "parse_metrics": "ragmeter.metrics.registry",
+    "EvalResult": "ragmeter.results.records",
+    "MetricResult": "ragmeter.results.records",
+    "SampleScore": "ragmeter.results.records",
+    "Signature": "ragmeter.results.records",
+    "compare_metric": "ragmeter.results.records",
+    "compare_results": "ragmeter.results.records",
     "evaluate_retrieval": "ragmeter.tiers.retrieval_eval",
     "evaluate_generation": "ragmeter.generation.evaluate",
     "run_benchmark": "ragmeter.runner.engine",

@@ -1,3 +1,3 @@
-from ragmeter.cli.app import main
+from ragmeter.cli.entry import main
 
 main()

@@ -1,0 +1,44 @@
+"""The ``ragmeter`` command's first module: process settings that must precede numpy's import.
+
+numpy's OpenBLAS starts one worker thread per core when it loads, and the workers spin while
+idle: about 0.1 s of CPU per invocation on a 2-core machine, for nothing where a command does no
+large matrix product. Commands that never embed text therefore run with one BLAS thread, unless
+the user set ``OPENBLAS_NUM_THREADS`` (or ``OMP_NUM_THREADS``) themselves. Commands that embed
+(dense retrieval, semantic similarity, the full benchmark) keep numpy's default.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+#: commands that do no large matrix product (no embedding model)
+SINGLE_BLAS_THREAD = frozenset({"retrieval", "report", "compare", "runs", "check", "metrics",
+                                "cache", "init", "export", "import", "view", "mock-judge"})
+
+
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand named by ``argv`` (the first argument that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def single_blas_thread(argv: Sequence[str], environ: dict[str, str] | None = None) -> bool:
+    """Ask for one BLAS thread when ``argv``'s command does no matrix work and the user left the
+    thread count alone; True when it did. Must run before numpy is imported."""
+    env = os.environ if environ is None else environ
+    if _command(argv) not in SINGLE_BLAS_THREAD:
+        return False
+    if "OPENBLAS_NUM_THREADS" in env or "OMP_NUM_THREADS" in env:
+        return False
+    env["OPENBLAS_NUM_THREADS"] = "1"
+    return True
+
+
+def main() -> None:
+    """Console-script entry point (``ragmeter``): settings first, then the command line."""
+    if "numpy" not in sys.modules:
+        single_blas_thread(sys.argv[1:])
+    from ragmeter.cli.app import main as run_cli
+
+    run_cli()
