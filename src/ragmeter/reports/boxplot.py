@@ -50,12 +50,7 @@ def box_plot(title: str, rows: Sequence[tuple[str, Sequence[float], svg.Point]],
     parts.append(f'<g class="rm-plot" data-x="{left:.1f}" data-y="{top - 6:.1f}" '
                  f'data-w="{plot_w:.1f}" data-h="{y_axis - top + 6:.1f}">')
     svg.draw_shades(parts, shades, a, b, px, (top - 6, y_axis), vertical_axis=False)
-    step = svg._tick_step(b - a)
-    for tv in svg._ticks(a, b):
-        parts.append(f'<line x1="{px(tv):.1f}" y1="{top - 6:.1f}" x2="{px(tv):.1f}" '
-                     f'y2="{y_axis:.1f}" stroke="#e5e5e5"/>')
-        parts.append(f'<text x="{px(tv):.1f}" y="{y_axis + 13:.1f}" text-anchor="middle" '
-                     f'fill="#555">{svg._fmt_tick(tv, step)}</text>')
+    svg.grid_x(parts, a, b, px, top - 6, y_axis)
     for i, (name, values, point) in enumerate(rows):
         y = top + row_h * i + row_h / 2 - 4
         parts.append(f'<text class="rm-label" x="{left - 8:.1f}" y="{y + 4:.1f}" '

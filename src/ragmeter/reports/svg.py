@@ -209,6 +209,30 @@ def shade_legend(shades: Sequence[Shade], x: float, y: float, width: float,
     return parts, (line + 1) * 14.0
 
 
+
+def grid_x(parts: list[str], a: float, b: float, px: Callable[[float], float], y_top: float,
+           y_axis: float) -> None:
+    """Vertical grid lines at the ticks of ``[a, b]``, labelled under the axis at ``y_axis``."""
+    step = _tick_step(b - a)
+    for tv in _ticks(a, b):
+        x = px(tv)
+        parts.append(f'<line x1="{x:.1f}" y1="{y_top:.1f}" x2="{x:.1f}" y2="{y_axis:.1f}" '
+                     'stroke="#e5e5e5"/>')
+        parts.append(f'<text x="{x:.1f}" y="{y_axis + 13:.1f}" text-anchor="middle" '
+                     f'fill="#555">{_fmt_tick(tv, step)}</text>')
+
+
+def grid_y(parts: list[str], a: float, b: float, py: Callable[[float], float], x0: float,
+           plot_w: float) -> None:
+    """Horizontal grid lines at the ticks of ``[a, b]``, labelled left of ``x0``."""
+    step = _tick_step(b - a)
+    for tv in _ticks(a, b):
+        y = py(tv)
+        parts.append(f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x0 + plot_w:.1f}" y2="{y:.1f}" '
+                     'stroke="#e5e5e5"/>')
+        parts.append(f'<text x="{x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
+                     f"{_fmt_tick(tv, step)}</text>")
+
 def forest(title: str, rows: Sequence[tuple[str, Point]], *, colors: Mapping[str, str]
            | None = None, lang: str = "en", higher_is_better: bool = True,
            axis: tuple[float, float] | None = None, best: str | None = None,
@@ -237,16 +261,10 @@ def forest(title: str, rows: Sequence[tuple[str, Point]], *, colors: Mapping[str
 
     parts = _open("forest", width, height, title)
     y_axis = top + row_h * max(1, len(rows)) + 4
-    step = _tick_step(b - a)
     parts.append(f'<g class="rm-plot" data-x="{left:.1f}" data-y="{top - 6:.1f}" '
                  f'data-w="{plot_w:.1f}" data-h="{y_axis - top + 6:.1f}">')
     draw_shades(parts, shades, a, b, px, (top - 6, y_axis), vertical_axis=False)
-    for tv in _ticks(a, b):
-        x = px(tv)
-        parts.append(f'<line x1="{x:.1f}" y1="{top - 6:.1f}" x2="{x:.1f}" y2="{y_axis:.1f}" '
-                     'stroke="#e5e5e5"/>')
-        parts.append(f'<text x="{x:.1f}" y="{y_axis + 13:.1f}" text-anchor="middle" '
-                     f'fill="#555">{_fmt_tick(tv, step)}</text>')
+    grid_x(parts, a, b, px, top - 6, y_axis)
     for i, (name, p) in enumerate(rows):
         y = top + row_h * i + row_h / 2
         color = colors.get(name, PALETTE[i % len(PALETTE)])
@@ -326,13 +344,7 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
     parts = _open(kind, width, height, title)
     parts.append(f'<g class="rm-plot" data-x="{x0:.1f}" data-y="{y0:.1f}" data-w="{plot_w:.1f}" '
                  f'data-h="{h:.1f}">')
-    step = _tick_step(b - a)
-    for tv in _ticks(a, b):
-        y = py(tv)
-        parts.append(f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x0 + plot_w:.1f}" y2="{y:.1f}" '
-                     'stroke="#e5e5e5"/>')
-        parts.append(f'<text x="{x0 - 6:.1f}" y="{y + 4:.1f}" text-anchor="end" fill="#555">'
-                     f"{_fmt_tick(tv, step)}</text>")
+    grid_y(parts, a, b, py, x0, plot_w)
     parts.append(f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x0:.1f}" y2="{y0 + h:.1f}" '
                  'stroke="#888"/>')
     dodge = min(6.0, 24.0 / max(1, len(names)))  # side by side, so whiskers do not hide
@@ -385,12 +397,7 @@ def bar_chart(groups: Sequence[str], series: Mapping[str, Sequence[Point]], titl
     parts = _open(kind, width, height, title)
     parts.append(f'<g class="rm-plot" data-x="{x0:.1f}" data-y="{y0:.1f}" data-w="{plot_w:.1f}" '
                  f'data-h="{h:.1f}">')
-    step = _tick_step(b - a)
-    for tv in _ticks(a, b):
-        parts.append(f'<line x1="{x0:.1f}" y1="{py(tv):.1f}" x2="{x0 + plot_w:.1f}" '
-                     f'y2="{py(tv):.1f}" stroke="#e5e5e5"/>')
-        parts.append(f'<text x="{x0 - 6:.1f}" y="{py(tv) + 4:.1f}" text-anchor="end" '
-                     f'fill="#555">{_fmt_tick(tv, step)}</text>')
+    grid_y(parts, a, b, py, x0, plot_w)
     for gi, group in enumerate(groups):
         gx = x0 + 8 + gi * group_w + (group_w - bar_w * len(names)) / 2
         for si, name in enumerate(names):
