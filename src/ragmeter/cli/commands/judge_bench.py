@@ -115,7 +115,8 @@ def bench_command(
     task: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--task", help="Only this task (repeatable): a judged metric's name or "
                        "production_gate (bundled items: faithfulness, factual_correctness, "
-                       "answer_relevance, context_relevance, production_gate).")] = None,
+                       "answer_relevance, context_relevance, production_gate), or a variant graded "
+                       "on its task's items, e.g. 'faithfulness(method=direct)'.")] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most N items per task "
                                                        "(0 = all).")] = 0,
     repeats: Annotated[int, typer.Option("--repeats", help="Ask every item N times (>= 2 "
