@@ -198,6 +198,7 @@ def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
 
 
 def test_report_accepts_retrievers_comparison_json(tmp_path: Path) -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer")
     from ragmeter.runner.sources import load_source
 
     chunks, samples, params = _data()
