@@ -94,9 +94,27 @@ def quick_for(param: Any) -> QuickCoercion | None:
     return QuickCoercion(kind, info.min, info.max)
 
 
+def _typer_has_the_hooks() -> bool:
+    """The typer modules the fallback and path coercion import lazily are there (found without
+    importing them: they load pydantic); another typer keeps its own coercion everywhere."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(m) is not None
+                   for m in ("typer._coercion", "typer._param_types"))
+    except (ImportError, ValueError):
+        return False
+
+
 def install(cmd: Any) -> None:
     """Give every eligible option of ``cmd`` and its subcommands the quick coercion (``--help``
     included: click makes it on first use and keeps it)."""
+    if not _typer_has_the_hooks():
+        return
+    _install(cmd)
+
+
+def _install(cmd: Any) -> None:
     names = (getattr(cmd, "context_settings", None) or {}).get("help_option_names")
     make_help = getattr(cmd, "get_help_option", None)
     helper = make_help(SimpleNamespace(help_option_names=names or ["--help"])) \
@@ -106,4 +124,4 @@ def install(cmd: Any) -> None:
         if quick is not None:
             p._runtime_param = quick
     for sub in getattr(cmd, "commands", {}).values():
-        install(sub)
+        _install(sub)
