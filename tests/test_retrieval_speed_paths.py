@@ -210,3 +210,59 @@ def test_rank_blocks_of_one_depth_equal_the_per_query_walk() -> None:
                 for q, s in zip(hq.tolist(), hs.tolist(), strict=True)]
         got = rank_hits(flat, lens, hq, hs, lambda j, q, tied: 0, budget=budget)
         assert got.tolist() == want
+
+
+def _naive_ranks(qrels: dict, run: dict, ties: str) -> list[tuple[str, int, int]]:
+    """``(query, 0-based rank, grade)`` of every relevant retrieved doc, by sorting each query
+    (the definition)."""
+    out = []
+    for q, gold in qrels.items():
+        docs = run.get(q) or {}
+        if ties == "trec":
+            order = [d for _, d in sorted(((float(np.float32(s)), d) for d, s in docs.items()),
+                                          reverse=True)]
+        else:
+            order = sorted(docs, key=docs.__getitem__, reverse=True)
+        out += [(q, i, gold[d]) for i, d in enumerate(order) if gold.get(d, 0) > 0]
+    return sorted(out)
+
+
+@pytest.mark.parametrize("ties", ["trec", "stable"])
+@pytest.mark.parametrize("chunk", [1, 7, 64, 200, 1_000, 10_000])
+def test_run_read_in_slices_ranks_like_sorting_each_query(ties: str, chunk: int) -> None:
+    from types import MappingProxyType
+
+    from ragmeter.tiers.relevance import positive_judgments, rows_from_run
+
+    rng = np.random.default_rng(11)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, object] = {}
+    for i in range(300):
+        q = f"q{i}"
+        depth = int(rng.choice([0, 1, 3, 20, 150]))
+        scores = rng.integers(0, 6, depth) / 4.0 if i % 3 == 0 else rng.random(depth)
+        picked = rng.permutation(400)[:depth].tolist()
+        row = {f"d{j}": float(s) for j, s in zip(picked, scores.tolist(), strict=True)}
+        pool = [*row, f"x{i}"]
+        qrels[q] = {pool[j]: int(rng.integers(0, 3))
+                    for j in rng.permutation(len(pool))[:4].tolist()}
+        if i % 17 != 5:  # some queries are absent from the run
+            run[q] = MappingProxyType(row) if i % 11 == 0 else row  # other Mappings too
+    qrels["no_relevant"] = {"d1": 0}
+    judged = positive_judgments(qrels)
+    rows = rows_from_run(judged, run, ties, chunk=chunk)  # type: ignore[arg-type]
+    qids = judged.qids
+    got = sorted(zip([qids[q] for q in rows.q.tolist()], rows.pos.tolist(),
+                     rows.grade.tolist(), strict=True))
+    assert got == _naive_ranks(qrels, run, ties)
+    assert rows.n_ret.tolist() == [len(run.get(q) or {}) for q in qids]  # type: ignore[arg-type]
+
+
+def test_run_read_in_slices_names_nan_scores() -> None:
+    from ragmeter.tiers.relevance import positive_judgments, rows_from_run
+
+    qrels = {f"q{i}": {"a": 1} for i in range(50)}
+    run = {f"q{i}": {"a": 0.5, "b": float("nan") if i in (3, 40) else 0.1} for i in range(50)}
+    with pytest.raises(DataError) as err:
+        rows_from_run(positive_judgments(qrels), run, "trec", chunk=4)
+    assert [p.field for p in err.value.problems] == ["q3", "q40"]

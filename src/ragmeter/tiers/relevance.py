@@ -29,6 +29,8 @@ from ragmeter.tiers.ragged import CHUNK_CELLS as _CHUNK_CELLS
 from ragmeter.tiers.ragged import RelRows, RowsBuilder, check_grades
 
 TIES = ("stable", "trec")
+#: scores read per slice of a run mapping: a slice's dicts stay in the CPU cache while used
+_READ_CELLS = 50_000
 DocOf = Callable[[str], str] | Mapping[str, str] | None
 _WS = re.compile(r"\s+")
 
@@ -171,45 +173,93 @@ def arrays_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
 
 
 def rows_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
-                  ties: str) -> RelRows:
+                  ties: str, chunk: int = _READ_CELLS) -> RelRows:
     """Chunk-level ragged rows straight from dict-of-dicts qrels and run, without sorting.
 
     Only relevant documents need a rank: rank = #{scores > s} + #{tied scores placed before it
     by the tie policy}, computed by vectorised comparison of each relevant document's score with
     its query's scores (see :func:`rank_hits`). A NaN score is an error.
+
+    The run is read a slice of queries at a time (about ``chunk`` scores): a slice's dicts are
+    looked up, its scores read, its relevant documents found and ranked while those dicts are
+    still in the CPU cache, and no array of every score is ever built (reading scattered dicts
+    twice costs more than all the arithmetic).
     """
     check_ties(ties)
     qids = judged.qids
     nq = len(qids)
-    empty: dict[str, float] = {}
-    rows: list[dict[str, float]] = [run.get(q) or empty for q in qids]  # type: ignore[misc]
-    if not set(map(type, rows)) <= {dict}:  # other Mappings: copy once into dicts
-        rows = [r if type(r) is dict else dict(r) for r in rows]
-    lens = np.fromiter(map(len, rows), dtype=np.int64, count=nq)
-    total = int(lens.sum())
-    flat = np.fromiter(chain.from_iterable(map(dict.values, rows)), dtype=np.float64, count=total)
-    if np.isnan(flat).any():
-        bad = [q for q, r in zip(qids, rows, strict=True) if any(v != v for v in r.values())]
-        raise DataError([RecordProblem("<run>", None, q, "NaN score") for q in bad[:50]])
-    if ties == "trec":  # trec_eval keeps scores as C float: compare in single precision
-        with np.errstate(over="ignore"):
-            flat = flat.astype(np.float32)
-    q_all, g_all = judged.q, judged.grades
+    q_all, g_all, docs = judged.q, judged.grades, judged.docs
+    jb = np.searchsorted(q_all, np.arange(nq + 1)).tolist()  # judgments of query q: jb[q]:jb[q+1]
+    dtype = np.float32 if ties == "trec" else np.float64  # trec_eval keeps scores as C float
     lookup: Callable[[dict[str, float], str, float], float] = dict.get
-    found = np.fromiter(map(lookup, map(rows.__getitem__, q_all.tolist()), judged.docs,
-                            repeat(np.nan)), dtype=np.float64, count=q_all.size)
-    idx = np.flatnonzero(~np.isnan(found))
-    hq = q_all[idx]
+    lens_parts: list[np.ndarray] = []
+    hit_idx: list[np.ndarray] = []
+    hit_ranks: list[np.ndarray] = []
+    step = max(1, chunk // 100)
+    for b0 in range(0, nq, step):
+        b1 = min(nq, b0 + step)
+        rows: list[dict[str, float]] = list(map(run.get, qids[b0:b1]))  # type: ignore[arg-type]
+        if not set(map(type, rows)) <= {dict}:  # absent queries, other Mappings: dicts, once
+            rows = [r if type(r) is dict else dict(r or {}) for r in rows]
+        lens = np.fromiter(map(len, rows), dtype=np.int64, count=b1 - b0)
+        lens_parts.append(lens)
+        for c, e in _read_slices(lens, chunk):
+            flat = np.fromiter(chain.from_iterable(map(dict.values, rows[c:e])),
+                               dtype=np.float64, count=int(lens[c:e].sum()))
+            if np.isnan(flat).any():
+                _raise_nan(qids, run)
+            if dtype is np.float32:
+                with np.errstate(over="ignore"):
+                    flat = flat.astype(np.float32)
+            a, b = jb[b0 + c], jb[b0 + e]
+            local = (q_all[a:b] - b0).tolist()
+            found = np.fromiter(map(lookup, map(rows.__getitem__, local), docs[a:b],
+                                    repeat(np.nan)), dtype=np.float64, count=b - a)
+            sel = np.flatnonzero(~np.isnan(found))
+            if not sel.size:
+                continue
+            idx = sel + a
+            base = b0 + c
 
-    def tie(j: int, qi: int, tied: np.ndarray) -> int:
-        doc = judged.docs[int(idx[j])]
-        docs = list(rows[qi])
-        if ties == "trec":
-            return sum(1 for t in tied.tolist() if docs[t] > doc)
-        return int(np.count_nonzero(tied < docs.index(doc)))
+            def tie(j: int, qi: int, tied: np.ndarray, idx: np.ndarray = idx,
+                    row: int = c, rows: list[dict[str, float]] = rows) -> int:
+                doc = docs[int(idx[j])]
+                keys = list(rows[row + qi])
+                if ties == "trec":
+                    return sum(1 for t in tied.tolist() if keys[t] > doc)
+                return int(np.count_nonzero(tied < keys.index(doc)))
 
-    ranks = rank_hits(flat, lens, hq, found[idx].astype(flat.dtype), tie)
-    return RelRows(lens, hq, ranks, g_all[idx], q_all, g_all)
+            hit_idx.append(idx)
+            hit_ranks.append(rank_hits(flat, lens[c:e], q_all[idx] - base,
+                                       found[sel].astype(dtype), tie))
+    all_lens = np.concatenate(lens_parts) if lens_parts else np.zeros(0, dtype=np.int64)
+    idx = np.concatenate(hit_idx) if hit_idx else np.zeros(0, dtype=np.int64)
+    ranks = np.concatenate(hit_ranks) if hit_ranks else np.zeros(0, dtype=np.int64)
+    return RelRows(all_lens, q_all[idx], ranks, g_all[idx], q_all, g_all)
+
+
+def _read_slices(lens: np.ndarray, chunk: int) -> Iterator[tuple[int, int]]:
+    """``(first query, end)`` of consecutive queries holding about ``chunk`` scores (a longer
+    ranking alone); empty rankings ride along."""
+    nq = lens.size
+    total = int(lens.sum())
+    if total <= chunk:
+        if nq:
+            yield 0, nq
+        return
+    ends = np.cumsum(lens)
+    cuts = np.searchsorted(ends, np.arange(chunk, total, chunk), side="right")
+    c = 0
+    for e in [*np.unique(cuts).tolist(), nq]:
+        e = max(e, c + 1) if e < nq else nq
+        if e > c:
+            yield c, e
+            c = e
+
+
+def _raise_nan(qids: Sequence[str], run: Mapping[str, Mapping[str, float]]) -> None:
+    bad = [q for q in qids if any(v != v for v in (run.get(q) or {}).values())]
+    raise DataError([RecordProblem("<run>", None, q, "NaN score") for q in bad[:50]])
 
 
 def rank_hits(flat: np.ndarray, lens: np.ndarray, hq: np.ndarray, hs: np.ndarray,
@@ -245,13 +295,19 @@ def rank_hits(flat: np.ndarray, lens: np.ndarray, hq: np.ndarray, hs: np.ndarray
                 d = min(b, c + step)
                 rows = block[hq[c:d] - q]
                 sc = hs[c:d, None]
-                ranks[c:d] = np.count_nonzero(rows > sc, axis=1)
-                n_tied = np.count_nonzero(rows == sc, axis=1)
+                ranks[c:d] = _row_counts(rows > sc)
+                n_tied = _row_counts(rows == sc)
                 for j in np.flatnonzero(n_tied > 1).tolist():
                     qi = int(hq[c + j])
                     tied = np.flatnonzero(block[qi - q, :lens_l[qi]] == hs[c + j])
                     ranks[c + j] += tie(c + j, qi, tied)
     return ranks
+
+
+def _row_counts(mask: np.ndarray) -> np.ndarray:
+    """True cells per row of a 2-D bool array (a byte sum: faster than ``count_nonzero``)."""
+    dtype = np.uint16 if mask.shape[1] < 65_536 else np.int64
+    return mask.view(np.uint8).sum(axis=1, dtype=dtype)
 
 
 def _query_blocks(lens: np.ndarray, lens_l: list[int], budget: int
