@@ -192,13 +192,17 @@ def rows_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
     jb = np.searchsorted(q_all, np.arange(nq + 1)).tolist()  # judgments of query q: jb[q]:jb[q+1]
     dtype = np.float32 if ties == "trec" else np.float64  # trec_eval keeps scores as C float
     lookup: Callable[[dict[str, float], str, float], float] = dict.get
+    # the run holding exactly the judged queries, in their order (one pipeline wrote both):
+    # its rows are read in order instead of looked up one by one
+    in_order = list(run.values()) if len(run) == nq and list(run) == qids else None
     lens_parts: list[np.ndarray] = []
     hit_idx: list[np.ndarray] = []
     hit_ranks: list[np.ndarray] = []
     step = max(1, chunk // 100)
     for b0 in range(0, nq, step):
         b1 = min(nq, b0 + step)
-        rows: list[dict[str, float]] = list(map(run.get, qids[b0:b1]))  # type: ignore[arg-type]
+        rows: list[dict[str, float]] = (  # type: ignore[assignment]
+            in_order[b0:b1] if in_order is not None else list(map(run.get, qids[b0:b1])))
         if not set(map(type, rows)) <= {dict}:  # absent queries, other Mappings: dicts, once
             rows = [r if type(r) is dict else dict(r or {}) for r in rows]
         lens = np.fromiter(map(len, rows), dtype=np.int64, count=b1 - b0)
@@ -206,7 +210,7 @@ def rows_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
         for c, e in _read_slices(lens, chunk):
             flat = np.fromiter(chain.from_iterable(map(dict.values, rows[c:e])),
                                dtype=np.float64, count=int(lens[c:e].sum()))
-            if np.isnan(flat).any():
+            if flat.size and np.isnan(flat.min()):  # min() propagates NaN
                 _raise_nan(qids, run)
             if dtype is np.float32:
                 with np.errstate(over="ignore"):
