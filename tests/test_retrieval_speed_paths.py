@@ -266,3 +266,33 @@ def test_run_read_in_slices_names_nan_scores() -> None:
     with pytest.raises(DataError) as err:
         rows_from_run(positive_judgments(qrels), run, "trec", chunk=4)
     assert [p.field for p in err.value.problems] == ["q3", "q40"]
+
+
+@pytest.mark.parametrize("cap", [None, 1, 3, 10])
+def test_dense_chunks_shortcuts_equal_the_arrays_definitions(cap: int | None) -> None:
+    """``dense`` takes the ideal grades from one matrix sorted once and the first relevant rank
+    from its cells: both equal what the arrays define (grades sorted per chunk, rank of the
+    first non-zero cell)."""
+    from ragmeter.metrics.retrieval import RankArrays
+    from ragmeter.tiers.ragged import RelRows
+
+    rng = np.random.default_rng(5)
+    nq = 400
+    n_ret = rng.integers(0, 40, nq)
+    cells = [(q, p) for q in range(nq) for p in rng.permutation(int(n_ret[q]))[:4].tolist()]
+    q = np.array([c[0] for c in cells], dtype=np.int64)
+    pos = np.array([c[1] for c in cells], dtype=np.int64)
+    grade = rng.integers(1, 4, q.size)
+    gold_q = rng.permutation(np.repeat(np.arange(nq), rng.integers(0, 7, nq)))  # any order
+    gold_grade = rng.integers(1, 5, gold_q.size)
+    rows = RelRows(n_ret, q, pos, grade, gold_q, gold_grade)
+    idx = np.sort(rng.permutation(nq)[:150])
+    got = rows.dense(idx, cap)
+    local = np.full(nq, -1)
+    local[idx] = np.arange(idx.size)
+    assert np.array_equal(got.ideal, rows._chunk_ideal(local, rows.n_rel[idx], got.ideal.shape[1]))
+    plain = RankArrays(got.rel, got.n_rel, got.ideal, got.n_ret)
+    assert np.array_equal(got.first_relevant(), plain.first_relevant())
+    for i, qi in enumerate(idx.tolist()):  # the ideal row: that query's grades, descending
+        want = sorted(gold_grade[gold_q == qi].tolist(), reverse=True)[:got.ideal.shape[1]]
+        assert got.ideal[i].tolist() == want + [0] * (got.ideal.shape[1] - len(want))

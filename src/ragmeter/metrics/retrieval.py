@@ -36,7 +36,8 @@ class RankArrays:
 
     ``rel[q, i]``: grade of the item at rank ``i`` (0 = not relevant / padding / repeat).
     ``n_rel[q]``: number of gold items with grade > 0. ``ideal[q, j]``: gold grades sorted
-    descending, 0-padded. ``n_ret[q]``: number of retrieved positions.
+    descending, 0-padded. ``n_ret[q]``: number of retrieved positions. ``first``: optional,
+    :meth:`first_relevant` as the builder of the arrays already knows it.
     Text matching adds ``hit[q, i]`` (the item matches *any* gold text: precision)
     and ``cover[q, i]`` (number of gold texts first matched at ``i``: recall); without them both
     derive from ``rel > 0``.
@@ -48,6 +49,7 @@ class RankArrays:
     n_ret: np.ndarray
     hit: np.ndarray | None = None
     cover: np.ndarray | None = None
+    first: np.ndarray | None = None  # first_relevant(), when the builder already knows it
     _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -84,6 +86,8 @@ class RankArrays:
 
     def first_relevant(self) -> np.ndarray:
         """0-based rank of the first relevant item, or ``depth`` when there is none (cached)."""
+        if "first" not in self._cache and self.first is not None:
+            self._cache["first"] = self.first
         if "first" not in self._cache:
             binary = self.rel > 0
             pos = np.argmax(binary, axis=1) if self.depth else np.zeros(self.n_queries, int)

@@ -20,6 +20,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain
 
 import numpy as np
@@ -94,9 +95,26 @@ class RelRows:
     def n_queries(self) -> int:
         return int(self.n_ret.size)
 
-    @property
+    @cached_property
     def n_rel(self) -> np.ndarray:
         return np.bincount(self.gold_q, minlength=self.n_queries).astype(np.int64)
+
+    @cached_property
+    def _ideal(self) -> np.ndarray | None:
+        """Every query's positive gold grades sorted descending, 0-padded (built once), or
+        None when that matrix would pass the cell budget (chunks then sort their own)."""
+        n_rel = self.n_rel
+        width = int(n_rel.max()) if n_rel.size else 0
+        if n_rel.size * width > CHUNK_CELLS:
+            return None
+        gq, gg = self.gold_q, self.gold_grade
+        if gq.size > 1 and bool(np.any(gq[1:] < gq[:-1])):
+            order = np.argsort(gq, kind="stable")
+            gq, gg = gq[order], gg[order]
+        ideal = np.zeros((n_rel.size, width), dtype=np.int32)
+        ideal[gq, np.arange(gq.size) - (np.cumsum(n_rel) - n_rel)[gq]] = gg
+        ideal.sort(axis=1)  # grades are > 0: ascending with the zeros first, then reversed
+        return ideal[:, ::-1]
 
     @property
     def text(self) -> bool:
@@ -137,21 +155,20 @@ class RelRows:
                 if s.size:
                     depth = max(depth, int(p[s].max()) + 1)
         rel = np.zeros((idx.size, depth), dtype=np.int32)
-        rel[rows, self.pos[sel]] = self.grade[sel]
+        pos, grade = self.pos[sel], self.grade[sel]
+        rel[rows, pos] = grade
+        first = np.full(idx.size, depth, dtype=np.int64)  # what first_relevant() would find
+        positive = grade > 0
+        np.minimum.at(first, rows[positive], pos[positive])
         width = int(n_rel.max()) if idx.size else 0
         if cap is not None:
             width = min(width, cap)
-        ideal = np.zeros((idx.size, width), dtype=np.int32)
-        gkeep = local[self.gold_q] >= 0
-        gq, gg = local[self.gold_q[gkeep]], self.gold_grade[gkeep]
-        if gq.size:
-            order = np.lexsort((-gg, gq))
-            gq, gg = gq[order], gg[order]
-            starts = np.cumsum(n_rel) - n_rel
-            col = np.arange(gq.size) - starts[gq]
-            ok = col < width
-            ideal[gq[ok], col[ok]] = gg[ok]
-        arrays = RankArrays(rel, n_rel, ideal, self.n_ret[idx])
+        every = self._ideal
+        if every is not None:
+            ideal = np.ascontiguousarray(every[idx, :width])
+        else:
+            ideal = self._chunk_ideal(local, n_rel, width)
+        arrays = RankArrays(rel, n_rel, ideal, self.n_ret[idx], first=first)
         if self.text:
             (hs, hr, _), (cs, cr, _) = extra
             assert self.hit_pos is not None and self.cover_pos is not None
@@ -161,6 +178,19 @@ class RelRows:
             arrays.cover = np.zeros((idx.size, depth), dtype=np.int32)
             arrays.cover[cr, self.cover_pos[cs]] = self.cover_n[cs]
         return arrays
+
+    def _chunk_ideal(self, local: np.ndarray, n_rel: np.ndarray, width: int) -> np.ndarray:
+        """The ideal grades of the queries ``local`` marks (``local[q] >= 0``: their row)."""
+        ideal = np.zeros((n_rel.size, width), dtype=np.int32)
+        gkeep = local[self.gold_q] >= 0
+        gq, gg = local[self.gold_q[gkeep]], self.gold_grade[gkeep]
+        if gq.size:
+            order = np.lexsort((-gg, gq))
+            gq, gg = gq[order], gg[order]
+            col = np.arange(gq.size) - (np.cumsum(n_rel) - n_rel)[gq]
+            ok = col < width
+            ideal[gq[ok], col[ok]] = gg[ok]
+        return ideal
 
     def chunks(self, cap: int | None = None,
                budget: int = CHUNK_CELLS) -> Iterator[tuple[np.ndarray, RankArrays]]:
