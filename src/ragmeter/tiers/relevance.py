@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, compress, repeat
+from typing import Any
 
 import numpy as np
 
@@ -201,8 +202,8 @@ def rows_from_run(judged: Judgments, run: Mapping[str, Mapping[str, float]],
     step = max(1, chunk // 100)
     for b0 in range(0, nq, step):
         b1 = min(nq, b0 + step)
-        rows: list[dict[str, float]] = (  # type: ignore[assignment]
-            in_order[b0:b1] if in_order is not None else list(map(run.get, qids[b0:b1])))
+        got: list[Any] = in_order[b0:b1] if in_order is not None else [*map(run.get, qids[b0:b1])]
+        rows: list[dict[str, float]] = got
         if not set(map(type, rows)) <= {dict}:  # absent queries, other Mappings: dicts, once
             rows = [r if type(r) is dict else dict(r or {}) for r in rows]
         lens = np.fromiter(map(len, rows), dtype=np.int64, count=b1 - b0)
