@@ -62,13 +62,12 @@ def _grades_ok(golds: Sequence[Mapping[str, int]]) -> np.ndarray | None:
     grades flattened (int64), or None when the slow path must look."""
     if not set(map(type, golds)) <= {dict}:
         return None
-    types = set(map(type, chain.from_iterable(map(dict.values, golds))))  # type: ignore[arg-type]
-    if not types <= {int}:
+    # one read of the scattered dicts: the list is checked, then converted
+    grades: list[object] = list(chain.from_iterable(map(dict.values, golds)))  # type: ignore[arg-type]
+    if not set(map(type, grades)) <= {int}:
         return None
-    total = sum(map(len, golds))
     try:
-        arr = np.fromiter(chain.from_iterable(map(dict.values, golds)),  # type: ignore[arg-type]
-                          dtype=np.int64, count=total)
+        arr = np.fromiter(grades, dtype=np.int64, count=len(grades))
     except OverflowError:
         return None
     ok = arr.size == 0 or (arr.min() >= -MAX_GRADE - 1 and arr.max() <= MAX_GRADE)

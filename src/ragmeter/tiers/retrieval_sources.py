@@ -57,7 +57,7 @@ class QrelsSource:
         self.judged = positive_judgments(qrels)
         self.qids = self.judged.qids
         self.no_relevant = self.judged.n_no_relevant
-        self.not_in_qrels = len(run.keys() - qrels.keys())
+        self.not_in_qrels = len(run) - sum(map(qrels.__contains__, run))
 
     def population(self, level: str, match: str) -> Population:
         if match == "text":
