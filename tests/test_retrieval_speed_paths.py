@@ -271,9 +271,9 @@ def test_run_read_in_slices_names_nan_scores() -> None:
 @pytest.mark.parametrize("cap", [None, 1, 3, 10])
 def test_dense_chunks_shortcuts_equal_the_arrays_definitions(cap: int | None) -> None:
     """``dense`` takes the ideal grades from one matrix sorted once and the first relevant rank
-    from its cells: both equal what the arrays define (grades sorted per chunk, rank of the
-    first non-zero cell)."""
-    from ragmeter.metrics.retrieval import RankArrays
+    from every cell (also past ``cap``): the grades equal those sorted per chunk, the rank
+    equals the first non-zero column wherever that lies within the columns kept."""
+    from ragmeter.metrics.retrieval import NO_RELEVANT, RankArrays
     from ragmeter.tiers.ragged import RelRows
 
     rng = np.random.default_rng(5)
@@ -291,8 +291,36 @@ def test_dense_chunks_shortcuts_equal_the_arrays_definitions(cap: int | None) ->
     local = np.full(nq, -1)
     local[idx] = np.arange(idx.size)
     assert np.array_equal(got.ideal, rows._chunk_ideal(local, rows.n_rel[idx], got.ideal.shape[1]))
-    plain = RankArrays(got.rel, got.n_rel, got.ideal, got.n_ret)
-    assert np.array_equal(got.first_relevant(), plain.first_relevant())
+    plain = RankArrays(got.rel, got.n_rel, got.ideal, got.n_ret).first_relevant()
+    first = got.first_relevant()
+    inside = first < got.depth  # where the first relevant rank lies within the columns kept
+    assert np.array_equal(first[inside], plain[inside])
+    assert (plain[~inside] == NO_RELEVANT).all()
+    for i, qi in enumerate(idx.tolist()):  # the first rank from every cell, past ``cap`` too
+        ranks = pos[(q == qi) & (grade > 0)]
+        assert first[i] == (int(ranks.min()) if ranks.size else NO_RELEVANT)
     for i, qi in enumerate(idx.tolist()):  # the ideal row: that query's grades, descending
         want = sorted(gold_grade[gold_q == qi].tolist(), reverse=True)[:got.ideal.shape[1]]
         assert got.ideal[i].tolist() == want + [0] * (got.ideal.shape[1] - len(want))
+
+
+def test_mrr_beside_cutoff_metrics_reads_ranks_past_the_cutoff() -> None:
+    """MRR over the full ranking needs only the first relevant rank: computed beside @3 metrics
+    (arrays cut at 3 columns) it equals MRR alone and the reciprocal rank by definition."""
+    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+
+    rng = np.random.default_rng(8)
+    qrels, run = {}, {}
+    for i in range(200):
+        docs = [f"d{j}" for j in range(60)]
+        run[f"q{i}"] = dict(zip(docs, rng.random(60).tolist(), strict=True))
+        qrels[f"q{i}"] = {docs[int(j)]: 1 for j in rng.integers(0, 60, 2)} | {"absent": 1}
+    want = {}
+    for q, gold in qrels.items():
+        order = sorted(run[q], key=run[q].__getitem__, reverse=True)
+        want[q] = next((1.0 / (r + 1) for r, d in enumerate(order) if d in gold), 0.0)
+    assert max(1 / v for v in want.values()) > 3  # first relevant ranks past the cutoff exist
+    for metrics in (["mrr"], ["mrr", "ndcg@3", "recall@3"], ["mrr", "ndcg"]):
+        res = evaluate_retrieval(qrels=qrels, run=run, metrics=metrics, ties="stable")
+        got = dict(zip(res["mrr"].sample_ids, res["mrr"].values.tolist(), strict=True))
+        assert got == want, metrics

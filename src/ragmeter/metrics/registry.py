@@ -98,6 +98,9 @@ class MetricSpec:
     value_range: tuple[float, float] | None = (0.0, 1.0)
     aliases: Mapping[str, Mapping[str, ParamValue]] = field(default_factory=dict)
     compute: Callable[..., Any] | None = field(default=None, compare=False, repr=False)
+    #: ranking metrics: the value depends only on the rank of the first relevant item, so the
+    #: rank arrays need not reach the metric's cutoff (that rank comes with the arrays)
+    first_only: bool = False
 
     def param(self, name: str) -> Param:
         for p in self.params:

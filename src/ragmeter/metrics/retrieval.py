@@ -30,6 +30,10 @@ THRESHOLD = Param("threshold", float, 0.0, None, "top-1 score at or above which 
                   "question counts as a false retrieval (0.0: any non-negative score counts)")
 
 
+#: :meth:`RankArrays.first_relevant` of a query without any relevant item
+NO_RELEVANT = 2**62
+
+
 @dataclass
 class RankArrays:
     """Padded arrays for Q queries and L ranked positions (M = most gold items of a query).
@@ -37,7 +41,8 @@ class RankArrays:
     ``rel[q, i]``: grade of the item at rank ``i`` (0 = not relevant / padding / repeat).
     ``n_rel[q]``: number of gold items with grade > 0. ``ideal[q, j]``: gold grades sorted
     descending, 0-padded. ``n_ret[q]``: number of retrieved positions. ``first``: optional,
-    :meth:`first_relevant` as the builder of the arrays already knows it.
+    :meth:`first_relevant` as the builder of the arrays knows it (from every relevant cell,
+    also those past the columns kept).
     Text matching adds ``hit[q, i]`` (the item matches *any* gold text: precision)
     and ``cover[q, i]`` (number of gold texts first matched at ``i``: recall); without them both
     derive from ``rel > 0``.
@@ -73,9 +78,12 @@ class RankArrays:
         if self.depth == 0:
             return np.zeros(self.n_queries, dtype=np.int32)
         col = self.depth if k is None else min(k, self.depth)
-        if ("cum_" + name) in self._cache or col == self.depth:
+        if ("cum_" + name) in self._cache:
             return np.asarray(self._cum(name)[:, col - 1])
-        return np.asarray(np.sum(self._counted(name, col), axis=1, dtype=np.int32))
+        counted = self._counted(name, col)
+        if counted.dtype == np.bool_ and col < 65_536:  # a byte sum: faster than sum(bool)
+            return counted.view(np.uint8).sum(axis=1, dtype=np.uint16).astype(np.int32)
+        return np.asarray(np.sum(counted, axis=1, dtype=np.int32))
 
     def _counted(self, name: str, col: int | None = None) -> np.ndarray:
         """Per-position counts: ``relevant`` (rel > 0), ``hit`` or ``cover`` (text matching)."""
@@ -85,14 +93,15 @@ class RankArrays:
         return extra[:, :col]
 
     def first_relevant(self) -> np.ndarray:
-        """0-based rank of the first relevant item, or ``depth`` when there is none (cached)."""
+        """0-based rank of the first relevant item, or :data:`NO_RELEVANT` when there is none
+        (cached). Given by the builder (``first``), it may lie past the arrays' columns."""
         if "first" not in self._cache and self.first is not None:
             self._cache["first"] = self.first
         if "first" not in self._cache:
             binary = self.rel > 0
             pos = np.argmax(binary, axis=1) if self.depth else np.zeros(self.n_queries, int)
             has = binary.any(axis=1) if self.depth else np.zeros(self.n_queries, bool)
-            self._cache["first"] = np.where(has, pos, self.depth)
+            self._cache["first"] = np.where(has, pos, NO_RELEVANT)
         first: np.ndarray = self._cache["first"]
         return first
 
@@ -122,7 +131,7 @@ def f1(a: RankArrays, m: Metric) -> np.ndarray:
 
 def mrr(a: RankArrays, m: Metric) -> np.ndarray:
     first = a.first_relevant()
-    limit = _cut(m.k, a.depth)
+    limit = NO_RELEVANT if m.k is None else m.k
     return np.where(first < limit, 1.0 / (first + 1.0), 0.0)
 
 
@@ -190,7 +199,7 @@ register(MetricSpec(
 register(MetricSpec(
     name="mrr", k="optional", params=(LEVEL,), compute=mrr,
     doc="RR@k = 1 / min{i ≤ k: rel_i > 0}, 0 if none (trec_eval recip_rank without k)",
-    aliases={"doc_mrr": {"level": "doc"}, "recip_rank": {}}, **_COMMON))
+    aliases={"doc_mrr": {"level": "doc"}, "recip_rank": {}}, first_only=True, **_COMMON))
 register(MetricSpec(
     name="ndcg", k="optional", params=(LEVEL, GAIN), compute=ndcg,
     doc="nDCG@k = Σ_{i≤k} g(rel_i)/log2(i+1) / Σ_{j≤k} g(ideal_j)/log2(j+1); "

@@ -27,7 +27,7 @@ import numpy as np
 
 from ragmeter.data.grades import MAX_GRADE, grade_problem
 from ragmeter.errors import DataError, RecordProblem
-from ragmeter.metrics.retrieval import RankArrays
+from ragmeter.metrics.retrieval import NO_RELEVANT, RankArrays
 
 #: Dense cells per chunk (rows × depth) when metrics are computed chunk by chunk.
 CHUNK_CELLS = 2_000_000
@@ -74,6 +74,22 @@ def _grades_ok(golds: Sequence[Mapping[str, int]]) -> np.ndarray | None:
     return arr if ok else None
 
 
+def _sort_rows_descending(x: np.ndarray) -> np.ndarray:
+    """Each row sorted descending; narrow rows by column compare-and-swap (a per-row sort
+    costs more than the sorting itself there)."""
+    width = x.shape[1]
+    if width > 16:
+        x.sort(axis=1)
+        return x[:, ::-1]
+    cols = [x[:, j].copy() for j in range(width)]
+    for end in range(width - 1, 0, -1):  # bubble the smallest of cols[:end + 1] to the end
+        for j in range(end):
+            hi = np.maximum(cols[j], cols[j + 1])
+            cols[j + 1] = np.minimum(cols[j], cols[j + 1])
+            cols[j] = hi
+    return np.stack(cols, axis=1) if cols else x
+
+
 @dataclass
 class RelRows:
     """Non-zero cells of Q queries' rank arrays (coordinates, no padding)."""
@@ -112,8 +128,7 @@ class RelRows:
             gq, gg = gq[order], gg[order]
         ideal = np.zeros((n_rel.size, width), dtype=np.int32)
         ideal[gq, np.arange(gq.size) - (np.cumsum(n_rel) - n_rel)[gq]] = gg
-        ideal.sort(axis=1)  # grades are > 0: ascending with the zeros first, then reversed
-        return ideal[:, ::-1]
+        return _sort_rows_descending(ideal)
 
     @property
     def text(self) -> bool:
@@ -141,6 +156,11 @@ class RelRows:
                 keep &= p < cap
             return np.flatnonzero(keep), local[q[keep]]
 
+        # the first relevant rank from every cell of these queries, also past ``cap``
+        first = np.full(idx.size, NO_RELEVANT, dtype=np.int64)
+        mine = local[self.q]
+        found = (mine >= 0) & (self.grade > 0)
+        np.minimum.at(first, mine[found], self.pos[found])
         sel, rows = cells(self.q, self.pos)
         depth = int(self.pos[sel].max()) + 1 if sel.size else 0
         extra: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -154,11 +174,7 @@ class RelRows:
                 if s.size:
                     depth = max(depth, int(p[s].max()) + 1)
         rel = np.zeros((idx.size, depth), dtype=np.int32)
-        pos, grade = self.pos[sel], self.grade[sel]
-        rel[rows, pos] = grade
-        first = np.full(idx.size, depth, dtype=np.int64)  # what first_relevant() would find
-        positive = grade > 0
-        np.minimum.at(first, rows[positive], pos[positive])
+        rel[rows, self.pos[sel]] = self.grade[sel]
         width = int(n_rel.max()) if idx.size else 0
         if cap is not None:
             width = min(width, cap)
@@ -198,9 +214,14 @@ class RelRows:
         if cap is not None:
             widths = np.minimum(widths, cap)
         widths = np.maximum(widths, 1)
-        order = np.argsort(widths, kind="stable")
+        nq = widths.size
+        if nq * int(widths.max(initial=1)) <= budget:  # one chunk: no sorting
+            yield np.arange(nq), self.dense(None, cap)
+            return
+        small = widths.astype(np.uint16) if int(widths.max()) < 65_536 else widths
+        order = np.argsort(small, kind="stable")  # 16-bit keys: a radix sort
         sw = widths[order]
-        nq, start = order.size, 0
+        start = 0
         while start < nq:
             end = min(nq, start + max(1, budget // int(sw[start])))
             while end - start > 1 and (end - start) * int(sw[end - 1]) > budget:

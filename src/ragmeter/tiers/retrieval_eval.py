@@ -268,8 +268,10 @@ def _compute(source: Any, keys: list[tuple[str, str]], ranking: list[Metric],
             if m.spec.compute is None:  # pragma: no cover - every ranking spec has one
                 raise ConfigError("metrics", f"'{m}' cannot be computed here")
             values[m] = np.zeros(pop.rows.n_queries, dtype=np.float64)
-        cutoffs = [m.k for m in wanted]
-        cap = None if None in cutoffs else max(k for k in cutoffs if k is not None)
+        # the arrays reach the largest cutoff (all ranks when a metric has none); metrics that
+        # read only the first relevant rank get it with the arrays, whatever their cutoff
+        cutoffs = [m.k for m in wanted if not m.spec.first_only]
+        cap = None if None in cutoffs else max((k for k in cutoffs if k is not None), default=1)
         for idx, arrays in pop.rows.chunks(cap):
             for m in wanted:
                 assert m.spec.compute is not None
