@@ -324,3 +324,15 @@ def test_mrr_beside_cutoff_metrics_reads_ranks_past_the_cutoff() -> None:
         res = evaluate_retrieval(qrels=qrels, run=run, metrics=metrics, ties="stable")
         got = dict(zip(res["mrr"].sample_ids, res["mrr"].values.tolist(), strict=True))
         assert got == want, metrics
+
+
+@pytest.mark.parametrize("extra", [{}, {"z": {"d": 0}}, {"z": {}}])
+def test_positive_judgments_leave_out_exactly_the_non_positive(extra: dict) -> None:
+    from ragmeter.tiers.relevance import positive_judgments
+
+    qrels = {"a": {"d1": 1, "d2": 2}, "b": {"d3": 1}} | extra
+    judged = positive_judgments(qrels)
+    assert judged.qids == ["a", "b"]
+    assert judged.docs == ["d1", "d2", "d3"]
+    assert judged.q.tolist() == [0, 0, 1] and judged.grades.tolist() == [1, 2, 1]
+    assert judged.n_no_relevant == len(extra)

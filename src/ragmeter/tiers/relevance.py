@@ -162,8 +162,10 @@ def positive_judgments(qrels: Mapping[str, Mapping[str, int]]) -> Judgments:
     per_query = np.bincount(q_index[keep], minlength=len(rows))
     has = per_query > 0
     compact = np.cumsum(has) - 1  # original query index -> index among queries kept
-    docs = list(compress(chain.from_iterable(rows), keep.tolist()))
-    qids = list(compress(keys, has.tolist()))
+    # commonly every judgment is positive and every query has one: nothing to leave out
+    docs = list(chain.from_iterable(rows) if keep.all() else
+                compress(chain.from_iterable(rows), keep.tolist()))
+    qids = list(keys) if has.all() else list(compress(keys, has.tolist()))
     return Judgments(qids, compact[q_index[keep]], docs, grades[keep], len(rows) - len(qids))
 
 
