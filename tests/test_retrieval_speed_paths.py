@@ -336,3 +336,19 @@ def test_positive_judgments_leave_out_exactly_the_non_positive(extra: dict) -> N
     assert judged.docs == ["d1", "d2", "d3"]
     assert judged.q.tolist() == [0, 0, 1] and judged.grades.tolist() == [1, 2, 1]
     assert judged.n_no_relevant == len(extra)
+
+
+def test_in_memory_benchmark_gives_pytrec_eval_values_bit_for_bit() -> None:
+    """The speed benchmark of the in-memory path runs end to end on a small input and finds
+    every per-query value identical to pytrec_eval's (the speed itself is the script's figure,
+    not a test's)."""
+    pytest.importorskip("pytrec_eval")
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_retrieval.py"), "--queries", "400",
+         "--repeat", "1", "--tools", "ragmeter,pytrec_eval"],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    verdict = [line for line in proc.stdout.splitlines() if line.startswith("vs pytrec_eval")]
+    assert len(verdict) == 1 and "(identical)" in verdict[0], proc.stdout
