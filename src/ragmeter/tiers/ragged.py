@@ -150,25 +150,27 @@ class RelRows:
         local[idx] = np.arange(idx.size)
         n_rel = self.n_rel[idx]
 
-        def cells(q: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            keep = local[q] >= 0
+        def cells(q: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """``(kept cells, their rows, every cell's row)``: the cells of these queries
+            within ``cap``; a cell of another query has row -1."""
+            row = local[q]
+            keep = row >= 0
             if cap is not None:
                 keep &= p < cap
-            return np.flatnonzero(keep), local[q[keep]]
+            return np.flatnonzero(keep), row[keep], row
 
+        sel, rows, row_of = cells(self.q, self.pos)
         # the first relevant rank from every cell of these queries, also past ``cap``
         first = np.full(idx.size, NO_RELEVANT, dtype=np.int64)
-        mine = local[self.q]
-        found = (mine >= 0) & (self.grade > 0)
-        np.minimum.at(first, mine[found], self.pos[found])
-        sel, rows = cells(self.q, self.pos)
+        found = (row_of >= 0) & (self.grade > 0)
+        np.minimum.at(first, row_of[found], self.pos[found])
         depth = int(self.pos[sel].max()) + 1 if sel.size else 0
         extra: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         if self.text:
             assert self.hit_q is not None and self.hit_pos is not None
             assert self.cover_q is not None and self.cover_pos is not None
-            hs, hr = cells(self.hit_q, self.hit_pos)
-            cs, cr = cells(self.cover_q, self.cover_pos)
+            hs, hr, _ = cells(self.hit_q, self.hit_pos)
+            cs, cr, _ = cells(self.cover_q, self.cover_pos)
             extra = [(hs, hr, self.hit_pos), (cs, cr, self.cover_pos)]
             for s, _, p in extra:
                 if s.size:

@@ -165,7 +165,7 @@ def positive_judgments(qrels: Mapping[str, Mapping[str, int]]) -> Judgments:
     # commonly every judgment is positive and every query has one: nothing to leave out
     docs = list(chain.from_iterable(rows) if keep.all() else
                 compress(chain.from_iterable(rows), keep.tolist()))
-    qids = list(keys) if has.all() else list(compress(keys, has.tolist()))
+    qids = keys if has.all() else list(compress(keys, has.tolist()))
     return Judgments(qids, compact[q_index[keep]], docs, grades[keep], len(rows) - len(qids))
 
 
