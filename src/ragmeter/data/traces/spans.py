@@ -468,11 +468,12 @@ def request_record(group: list[Span]) -> dict[str, Any]:
     if user:
         meta["user_id"] = user
     meta.update(_tokens(group, root))
-    failed = next((s for s in group if s.error), None)
-    if failed is not None:
+    failed = [s for s in group if s.error]
+    if failed:
         meta["error"] = True
-        if failed.error_type:
-            meta["error_type"] = failed.error_type
+        kind = next((s.error_type for s in failed if s.error_type), None)
+        if kind:
+            meta["error_type"] = kind
     elif any(s.error is False for s in group):
         meta["error"] = False
     rec["metadata"] = meta

@@ -23,8 +23,8 @@ _BATCH = 5_000
 class SpanStore:
     """Add spans in any order; :meth:`traces` gives ``(trace id, first line, spans)``."""
 
-    def __init__(self, memory_spans: int = MEMORY_SPANS) -> None:
-        self.limit = memory_spans
+    def __init__(self, memory_spans: int | None = None) -> None:
+        self.limit = MEMORY_SPANS if memory_spans is None else memory_spans
         self.groups: dict[str, tuple[int | None, list[Span]]] = {}
         self.n = 0
         self._seq = 0
