@@ -11,7 +11,7 @@ between the two that the file does not hold, e.g. left out by a sample). Without
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from ragmeter.errors import RecordProblem
 
@@ -19,7 +19,7 @@ from ragmeter.errors import RecordProblem
 _Node = tuple[Any, tuple[Mapping[str, Any], ...], tuple[dict[str, str], ...]]
 
 
-def is_ref(value: Any) -> bool:
+def is_ref(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return isinstance(value, Mapping) and ("after" in value or "add" in value)
 
 

@@ -346,10 +346,9 @@ class SampleStream:
             probs = record_limit_problems(rec, source, line, self.max_items)
             sample = None
             written = rec
-            if not probs:
-                if isinstance(rec, Mapping):
-                    rec = written = apply_format(rec, fmt, self.column_map, tabular=tabular)
-                    rec, probs = links.resolve(rec, line)
+            if not probs and isinstance(rec, Mapping):
+                rec = written = apply_format(rec, fmt, self.column_map, tabular=tabular)
+                rec, probs = links.resolve(rec, line)
             if not probs:
                 sample, probs = record_to_sample(rec, source=source, line=line, index=index,
                                                  from_csv=tabular)

@@ -395,7 +395,7 @@ def _check_orphans(problems: Problems) -> None:
     untied = problems.untied()
     if untied:
         lines = ", ".join(str(line) for line, _, _ in untied[:10])
-        raise DataError(problems.items + [RecordProblem(
+        raise DataError([*problems.items, RecordProblem(
             problems.source, untied[0][0], None,
             f"{len(untied)} unreadable span(s) (line(s) {lines}) name no trace and no span: "
             "no request of the file can be said to be whole, so none is imported")],

@@ -78,10 +78,10 @@ def _usage(o: Mapping[str, Any]) -> dict[str, int | None]:
             name, value = _either(u, *names)
             if out[k] is None and value is not None:
                 out[k] = count(value, f"{box}.{name}")
-    for k, names in (("tokens_in", ("promptTokens", "inputUsage")),
-                     ("tokens_out", ("completionTokens", "outputUsage")),
-                     ("tokens_total", ("totalTokens", "totalUsage"))):
-        name, value = _either(o, *names)
+    for k, top in (("tokens_in", ("promptTokens", "inputUsage")),
+                   ("tokens_out", ("completionTokens", "outputUsage")),
+                   ("tokens_total", ("totalTokens", "totalUsage"))):
+        name, value = _either(o, *top)
         if out[k] is None and value is not None:
             out[k] = count(value, name)
     return out
@@ -142,6 +142,7 @@ def _read_observation(o: Mapping[str, Any], trace_id: str, line: int | None, whe
     parent = o.get("parentObservationId")
     session, user = _who(o)
     error, error_type = _error(o)
+    usage = _usage(o)
     return Span(trace_id=trace_id, span_id=str(obs_id),
                 parent_id=ident(parent, "parentObservationId") or trace_id, name=name,
                 kind=kind, start_ns=start, end_ns=end,
@@ -150,7 +151,8 @@ def _read_observation(o: Mapping[str, Any], trace_id: str, line: int | None, whe
                 model=model or None, docs=(docs or []) if retrieval else [],
                 query=text_of(_cell(o.get("input")), "input") if retrieval else None,
                 session_id=session, user_id=user, line=line, error=error,
-                error_type=error_type, **_usage(o))
+                error_type=error_type, tokens_in=usage["tokens_in"],
+                tokens_out=usage["tokens_out"], tokens_total=usage["tokens_total"])
 
 
 def _trace(t: Mapping[str, Any], line: int | None, problems: Problems) -> list[Span]:
@@ -170,12 +172,14 @@ def _trace(t: Mapping[str, Any], line: int | None, problems: Problems) -> list[S
         if name is not None and not isinstance(name, str):
             raise BadValue("name", "expected text")
         error, error_type = _error(t)
+        usage = _usage(t)
         spans = [Span(trace_id=trace_id, span_id=trace_id, name=name or "",
                       kind="request", start_ns=start, end_ns=end,
                       input_text=text_of(_cell(t.get("input")), "input"),
                       output_text=text_of(_cell(t.get("output")), "output"),
                       session_id=session, user_id=user, line=line, error=error,
-                      error_type=error_type, **_usage(t))]
+                      error_type=error_type, tokens_in=usage["tokens_in"],
+                      tokens_out=usage["tokens_out"], tokens_total=usage["tokens_total"])]
     except BadValue as exc:
         problems.add(line, exc.field, exc.message, trace_id)
         return []

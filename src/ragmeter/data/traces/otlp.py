@@ -92,7 +92,7 @@ def any_value(v: Any, fld: str) -> Any:
     """An OTLP ``AnyValue`` as a plain Python value; a value of another shape is a
     :class:`BadValue` naming ``fld``."""
     if not isinstance(v, Mapping):
-        if v is None or isinstance(v, (str, bool, int, float)) and not isinstance(v, BigInt):
+        if v is None or (isinstance(v, (str, bool, int, float)) and not isinstance(v, BigInt)):
             return v  # some exporters write plain values
         raise BadValue(fld, "expected an AnyValue object ({\"stringValue\": ...})")
     if not v:

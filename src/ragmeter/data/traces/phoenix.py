@@ -126,11 +126,11 @@ def _span(flat: dict[str, Any], trace_id: str, span_id: str, line: int | None) -
     parent = flat.get("parent_id")
     if parent not in (None, "") and not isinstance(parent, str):
         raise BadValue("parent_id", "expected an id (text)")
-    name = flat.get("name")
-    if name is not None and not isinstance(name, str):
+    span_name = flat.get("name")
+    if span_name is not None and not isinstance(span_name, str):
         raise BadValue("name", "expected text")
     return Span(trace_id=trace_id, span_id=span_id, parent_id=parent or None,
-                name=name or "", kind=kind, start_ns=start, end_ns=end,
+                name=span_name or "", kind=kind, start_ns=start, end_ns=end,
                 input_text=texts["input.value"],
                 output_text=None if kind == "retrieval" else texts["output.value"],
                 model=model, docs=docs,

@@ -167,7 +167,7 @@ def number(value: Any, fld: str = "value") -> float | None:
 
     if value is None or value == "":
         return None
-    if isinstance(value, bool) or isinstance(value, BigInt) or not isinstance(
+    if isinstance(value, (bool, BigInt)) or not isinstance(
             value, (int, float, str)):
         raise BadValue(fld, f"expected a number, got {_type_name(value)}")
     try:
@@ -235,7 +235,7 @@ def iso_ns(value: Any, fld: str = "time") -> int | None:
 
     if value is None or value == "":
         return None
-    if isinstance(value, bool) or isinstance(value, BigInt):
+    if isinstance(value, (bool, BigInt)):
         raise BadValue(fld, f"not a time: {_type_name(value)}")
     if isinstance(value, (int, float)):
         v = float(value)

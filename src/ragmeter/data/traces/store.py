@@ -102,16 +102,16 @@ class SpanStore:
         cur = self.db.execute("SELECT t.trace_id, t.line, s.blob FROM traces t JOIN spans s "
                               "ON s.trace_id = t.trace_id ORDER BY t.tseq, s.seq")
         current: str | None = None
-        line: int | None = None
-        spans: list[Span] = []
+        first: int | None = None
+        group: list[Span] = []
         for trace_id, tline, blob in cur:
             if trace_id != current:
                 if current is not None:
-                    yield current, line, spans
-                current, line, spans = trace_id, tline, []
-            spans.append(_load(blob))
+                    yield current, first, group
+                current, first, group = trace_id, tline, []
+            group.append(_load(blob))
         if current is not None:
-            yield current, line, spans
+            yield current, first, group
 
     def close(self) -> None:
         if self.db is not None:
@@ -124,4 +124,4 @@ class SpanStore:
 
 
 def _load(blob: bytes) -> Any:
-    return pickle.loads(blob)  # noqa: S301 - our own rows, written above in this process
+    return pickle.loads(blob)  # our own rows, written above by this process
