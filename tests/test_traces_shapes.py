@@ -342,3 +342,28 @@ def test_import_of_60k_spans_stays_under_300_mb(tmp_path: Path) -> None:
     (row,) = figures.values()
     assert row["output_mb"] > 10  # 15,000 requests were written
     assert row["peak_rss_mb"] < 300, row
+
+
+def test_loading_a_cut_json_document_directly_is_one_truncation_error(tmp_path: Path) -> None:
+    from ragmeter.errors import DataError
+
+    for name in ("otlp_current.json", "phoenix_spans.json"):
+        text = (FIX / name).read_bytes()
+        cut = tmp_path / name
+        cut.write_bytes(text[:int(len(text) * 0.6)])
+        with pytest.raises(DataError) as info:
+            load_samples(cut)
+        assert len(info.value.problems) == 1
+        assert f"truncated at byte {cut.stat().st_size}" in info.value.problems[0].message
+
+
+def test_an_imported_file_imports_again_with_its_history(tmp_path: Path) -> None:
+    src = tmp_path / "s.jsonl"
+    _session(src, 12)
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    assert _cli(str(src), "--out", str(first)).returncode == 0
+    proc = _cli(str(first), "--out", str(second), "--sample", "4")
+    assert proc.returncode == 0, proc.stderr
+    whole = {s.id: s.history for s in load_samples(first).samples}
+    again = load_samples(second).samples
+    assert len(again) == 4 and all(s.history == whole[s.id] for s in again)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from ragmeter.data.history_refs import HistoryLinks
 from ragmeter.data.sample import Sample
 from ragmeter.data.traces.report import ImportReport
 from ragmeter.data.traces.sampling import (
@@ -298,20 +299,27 @@ def import_samples(path: str | Path, *, format: str = "auto", gold: str | Path |
     report = ImportReport(fmt_name, trace=trace)
     spool = _Spool(conversations=trace)
     matched: set[str] = set()
+    links = HistoryLinks(recs.source)
     try:
         for index, (line, rec) in enumerate(_requests(recs, itertools.chain(head, records),
                                                       fmt_name, trace, problems)):
             start = None
+            written = rec
+            probs: list[RecordProblem] = []
             if trace:
                 start = rec["metadata"].pop("start_ns", None)
-            elif isinstance(rec, dict):
-                rec = apply_format(rec, fmt, None, tabular=recs.tabular)
-            s, probs = record_to_sample(rec, source=recs.source, line=line, index=index,
-                                        from_csv=recs.tabular and not trace)
+            elif isinstance(rec, dict):  # a samples file (perhaps an earlier import's)
+                rec = written = apply_format(rec, fmt, None, tabular=recs.tabular)
+                rec, probs = links.resolve(rec, line)
+            s, more = record_to_sample(rec, source=recs.source, line=line, index=index,
+                                       from_csv=recs.tabular and not trace)
+            probs += more
             if s is None or probs:
                 for p in probs:
                     problems.add(p.line, p.field, p.message)
                 continue
+            if not trace:
+                links.remember(s, written)
             g = gold_by_id.get(s.id)
             if g is not None:
                 matched.add(s.id)
