@@ -133,7 +133,10 @@ def text_of(value: Any, fld: str = "value") -> str | None:
             except (ValueError, RecursionError):
                 return value
             if isinstance(parsed, (Mapping, list)):
-                return _structured_text(parsed, fld) or value
+                try:
+                    return _structured_text(parsed, fld) or value
+                except BadValue:  # text that merely looks like JSON ("[42]") stays text
+                    return value
         return value
     if isinstance(value, (Mapping, list)):
         return _structured_text(value, fld)
