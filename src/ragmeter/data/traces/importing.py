@@ -282,63 +282,20 @@ def import_samples(path: str | Path, *, format: str = "auto", gold: str | Path |
     """Read ``path`` in layout ``format`` (``auto`` detects) record by record, merge ``gold``,
     then select. ``transform`` (e.g. pseudonymisation) is applied to each sample before it is
     spooled. Close the result (or use it as a context manager) to remove its spool."""
-    from ragmeter.data.formats import apply_format, get_format
-    from ragmeter.data.records import record_to_sample
+    from ragmeter.data.formats import get_format
     from ragmeter.data.traces.stream import open_records
 
     recs, records = open_records(path)
     head = list(itertools.islice(records, DETECT_RECORDS))
     fmt_name = _detected(recs, head, format)
-    fmt = get_format(fmt_name)
-    trace = fmt.convert is not None
-    gold_by_id: dict[str, Sample] = {}
-    gold_info: dict[str, Any] = {}
-    if gold is not None:
-        gold_by_id, gold_lines, gold_source = _load_gold(gold)
+    trace = get_format(fmt_name).convert is not None
+    gold_set = _Gold(gold) if gold is not None else None
     problems = Problems(recs.source)
     report = ImportReport(fmt_name, trace=trace)
     spool = _Spool(conversations=trace)
-    matched: set[str] = set()
-    links = HistoryLinks(recs.source)
     try:
-        for index, (line, rec) in enumerate(_requests(recs, itertools.chain(head, records),
-                                                      fmt_name, trace, problems)):
-            start = None
-            written = rec
-            probs: list[RecordProblem] = []
-            if trace:
-                start = rec["metadata"].pop("start_ns", None)
-            elif isinstance(rec, dict):  # a samples file (perhaps an earlier import's)
-                rec = written = apply_format(rec, fmt, None, tabular=recs.tabular)
-                rec, probs = links.resolve(rec, line)
-            s, more = record_to_sample(rec, source=recs.source, line=line, index=index,
-                                       from_csv=recs.tabular and not trace)
-            probs += more
-            if s is None or probs:
-                for p in probs:
-                    problems.add(p.line, p.field, p.message)
-                continue
-            if not trace:
-                links.remember(s, written)
-            g = gold_by_id.get(s.id)
-            if g is not None:
-                matched.add(s.id)
-                for name in GOLD_FIELDS:
-                    value = getattr(g, name)
-                    if value is not None:
-                        setattr(s, name, value)
-            if transform is not None:
-                s = transform(s)
-            try:
-                json.dumps(s.to_dict(), ensure_ascii=False).encode("utf-8")
-            except UnicodeEncodeError:
-                problems.add(line, None, "holds a lone surrogate (e.g. \\ud800): not valid "
-                                         "Unicode text")
-                continue
-            if not spool.add(s, start, stratify):
-                problems.add(line, "id", f"duplicate id '{s.id}'")
-                continue
-            report.count(s)
+        _spool_requests(recs, itertools.chain(head, records), fmt_name, spool, problems,
+                        report, gold_set, transform, stratify)
         _check_orphans(problems)
         if problems.count and not skip_invalid:
             raise DataError(problems.items, hint="fix the lines above, or pass --skip-invalid "
@@ -348,16 +305,7 @@ def import_samples(path: str | Path, *, format: str = "auto", gold: str | Path |
             raise DataError(problems.items or [RecordProblem(recs.source, None, None,
                                                              "no request to import")],
                             hint="every request of the file was skipped: nothing to write")
-        if gold is not None:
-            unmatched = [RecordProblem(gold_source, ln, "id",
-                                       f"'{gid}' matches no imported request")
-                         for (gid, _), ln in zip(gold_by_id.items(), gold_lines, strict=True)
-                         if gid not in matched]
-            if unmatched and len(unmatched) == len(gold_by_id):
-                raise DataError(unmatched, hint="gold ids must be the trace ids of the export "
-                                                "(metadata.trace_id of the imported samples)")
-            gold_info = {"path": str(gold), "matched": len(gold_by_id) - len(unmatched),
-                         "unmatched": len(unmatched)}
+        gold_info = gold_set.info() if gold_set is not None else {}
         selection = spool.select(dedup=dedup, n=sample, stratify=stratify, seed=seed,
                                  ci_width=ci_width)
         report.sessions = spool.sessions()
@@ -369,6 +317,82 @@ def import_samples(path: str | Path, *, format: str = "auto", gold: str | Path |
     skipped = sorted(problems.items, key=lambda p: (p.line is None, p.line or 0))
     return Imported(recs.source, fmt_name, selection, spool, problems.count, gold_info,
                     report=report, problems=skipped)
+
+
+class _Gold:
+    """A gold file's samples by id, and which of them matched an imported request."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self.by_id, self.lines, self.source = _load_gold(path)
+        self.matched: set[str] = set()
+
+    def merge(self, s: Sample) -> None:
+        g = self.by_id.get(s.id)
+        if g is None:
+            return
+        self.matched.add(s.id)
+        for name in GOLD_FIELDS:
+            value = getattr(g, name)
+            if value is not None:
+                setattr(s, name, value)
+
+    def info(self) -> dict[str, Any]:
+        """The sidecar's record; a gold file of which no id matched is a problem of its own."""
+        unmatched = [RecordProblem(self.source, ln, "id", f"'{gid}' matches no imported request")
+                     for (gid, _), ln in zip(self.by_id.items(), self.lines, strict=True)
+                     if gid not in self.matched]
+        if unmatched and len(unmatched) == len(self.by_id):
+            raise DataError(unmatched, hint="gold ids must be the trace ids of the export "
+                                            "(metadata.trace_id of the imported samples)")
+        return {"path": str(self.path), "matched": len(self.by_id) - len(unmatched),
+                "unmatched": len(unmatched)}
+
+
+def _spool_requests(recs: Any, records: Iterator[tuple[int | None, Any]], fmt_name: str,
+                    spool: _Spool, problems: Problems, report: ImportReport,
+                    gold: _Gold | None, transform: Callable[[Sample], Sample] | None,
+                    stratify: str | None) -> None:
+    """Every request of the file, validated, with gold merged and ``transform`` applied,
+    into ``spool``; each bad one is a problem."""
+    from ragmeter.data.formats import apply_format, get_format
+    from ragmeter.data.records import record_to_sample
+
+    fmt = get_format(fmt_name)
+    trace = fmt.convert is not None
+    links = HistoryLinks(recs.source)
+    for index, (line, rec) in enumerate(_requests(recs, records, fmt_name, trace, problems)):
+        start = None
+        written = rec
+        probs: list[RecordProblem] = []
+        if trace:
+            start = rec["metadata"].pop("start_ns", None)
+        elif isinstance(rec, dict):  # a samples file (perhaps an earlier import's)
+            rec = written = apply_format(rec, fmt, None, tabular=recs.tabular)
+            rec, probs = links.resolve(rec, line)
+        s, more = record_to_sample(rec, source=recs.source, line=line, index=index,
+                                   from_csv=recs.tabular and not trace)
+        probs += more
+        if s is None or probs:
+            for p in probs:
+                problems.add(p.line, p.field, p.message)
+            continue
+        if not trace:
+            links.remember(s, written)
+        if gold is not None:
+            gold.merge(s)
+        if transform is not None:
+            s = transform(s)
+        try:
+            json.dumps(s.to_dict(), ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            problems.add(line, None, "holds a lone surrogate (e.g. \\ud800): not valid "
+                                     "Unicode text")
+            continue
+        if not spool.add(s, start, stratify):
+            problems.add(line, "id", f"duplicate id '{s.id}'")
+            continue
+        report.count(s)
 
 
 def _requests(recs: Any, records: Iterator[tuple[int | None, Any]], fmt: str, trace: bool,
