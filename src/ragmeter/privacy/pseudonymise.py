@@ -156,18 +156,24 @@ def restore(text: str, originals: Mapping[str, str]) -> str:
 
 def pseudonymise_sample(sample: Any, p: Pseudonymiser) -> Any:
     """A copy of a :class:`~ragmeter.data.sample.Sample` whose texts (question, answer,
-    reference, contexts, and the conversation history and hop texts/queries in its metadata)
+    reference, contexts, the conversation history, and the history and hop texts/queries in its
+    metadata)
     are pseudonymised with ``p``; ids and scores are kept."""
     from dataclasses import replace
 
     def texts(values: list[str] | None) -> list[str] | None:
         return None if values is None else [p(v) for v in values]
 
+    def turns(history: Any) -> Any:
+        if not isinstance(history, list):
+            return history
+        return [{**t, "content": p(t["content"])}
+                if isinstance(t, dict) and isinstance(t.get("content"), str) else t
+                for t in history]
+
     meta = dict(sample.metadata)
     if isinstance(meta.get("history"), list):
-        meta["history"] = [{**t, "content": p(t["content"])}
-                           if isinstance(t, dict) and isinstance(t.get("content"), str) else t
-                           for t in meta["history"]]
+        meta["history"] = turns(meta["history"])
     if isinstance(meta.get("hops"), list):
         meta["hops"] = [{**h, "texts": [p(t) if isinstance(t, str) else t
                                         for t in h.get("texts") or []],
@@ -177,4 +183,5 @@ def pseudonymise_sample(sample: Any, p: Pseudonymiser) -> Any:
                    sample.user_input, response=p(sample.response) if sample.response else
                    sample.response, reference=p(sample.reference) if sample.reference else
                    sample.reference, retrieved_contexts=texts(sample.retrieved_contexts),
-                   reference_contexts=texts(sample.reference_contexts), metadata=meta)
+                   reference_contexts=texts(sample.reference_contexts),
+                   history=turns(sample.history), metadata=meta)
