@@ -21,9 +21,11 @@ schema fallback, the reply) and this module (cache keys, provenance, stats, prog
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -246,6 +248,27 @@ class EngineJudge:
         return rep
 
 
+#: the round of dependent calls a judge is asked in (see :func:`judge_round`)
+_ROUND: ContextVar[int] = ContextVar("ragmeter_judge_round", default=1)
+
+
+def judge_round() -> int:
+    """The round of the calls a judge is being asked: 1 for calls that need no earlier reply,
+    2 for the calls made from round 1's replies (claims, then their verification), ... Set by
+    :func:`ask_chained` while it asks a judge phase by phase (``--estimate`` counts rounds,
+    batch files are written round by round)."""
+    return _ROUND.get()
+
+
+@contextlib.contextmanager
+def _in_round(n: int) -> Iterator[None]:
+    token = _ROUND.set(n)
+    try:
+        yield
+    finally:
+        _ROUND.reset(token)
+
+
 async def aask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
     """``judge.aask_many(requests)`` with ``then`` follow-ups for any judge: an engine judge
     runs each chain as soon as its own reply arrives; another judge is asked phase by phase
@@ -253,11 +276,12 @@ async def aask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[Jud
     if getattr(judge, "chains", False):
         return list(await judge.aask_many(requests))
     out: list[JudgeReply] = []
-    wave = list(requests)
+    wave, n = list(requests), judge_round()
     while wave:
-        got = list(await judge.aask_many([replace(r, then=None) for r in wave]))
+        with _in_round(n):
+            got = list(await judge.aask_many([replace(r, then=None) for r in wave]))
         out += got
-        wave = _followups(wave, got)
+        wave, n = _followups(wave, got), n + 1
     return out
 
 
@@ -266,11 +290,12 @@ def ask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[JudgeReply
     if getattr(judge, "chains", False):
         return list(judge.ask_many(requests))
     out: list[JudgeReply] = []
-    wave = list(requests)
+    wave, n = list(requests), judge_round()
     while wave:
-        got = list(judge.ask_many([replace(r, then=None) for r in wave]))
+        with _in_round(n):
+            got = list(judge.ask_many([replace(r, then=None) for r in wave]))
         out += got
-        wave = _followups(wave, got)
+        wave, n = _followups(wave, got), n + 1
     return out
 
 
@@ -281,5 +306,5 @@ def _followups(wave: Sequence[JudgeRequest], got: Sequence[JudgeReply]) -> list[
 
 __all__ = ["REPAIR_PROMPT", "TEXT_SCHEMA", "AdaptiveLimiter", "Backend", "BackendError",
            "Breaker", "Completion", "EndpointPool", "EngineJudge", "LimiterMemory",
-           "RetryBudget", "Slot", "aask_chained", "ask_chained", "cost_of", "reply_to_json",
-           "retry_delay"]
+           "RetryBudget", "Slot", "aask_chained", "ask_chained", "cost_of", "judge_round",
+           "reply_to_json", "retry_delay"]

@@ -50,7 +50,8 @@ def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge
 
     Inside :func:`ragmeter.cost.estimate_scope` nothing is built: a planning stand-in that
     counts tokens is returned; inside :func:`ragmeter.cost.budget_scope` the judge is wrapped
-    so it stops at the budget.
+    so it stops at the budget; inside :func:`ragmeter.judges.batchfiles.batch_scope` it writes
+    or collects batch files instead of calling.
     """
     if callable(config) and not isinstance(config, JudgeConfig):
         from ragmeter.judges.scripted import ScriptedJudge
@@ -59,12 +60,13 @@ def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge
         name = str(kwargs.pop("name", getattr(fn, "__name__", "function")))
         return ScriptedJudge(fn, name=name, model=str(kwargs.pop("model", name)), **kwargs)
     from ragmeter.cost import budgeted, planned_judge
+    from ragmeter.judges.batchfiles.rounds import batched
     from ragmeter.privacy.judge import pseudonymised
 
     planned = planned_judge(config)
     if planned is not None:
         return planned
-    return budgeted(pseudonymised(_build(config, **kwargs), config))
+    return budgeted(pseudonymised(batched(_build(config, **kwargs), config), config))
 
 
 def _build(config: JudgeConfig, **kwargs: Any) -> Judge:

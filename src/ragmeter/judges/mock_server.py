@@ -6,7 +6,9 @@ Retry-After, 500, timeout, invalid JSON, truncated output, schema-violating JSON
 chosen by rate (seeded) or by a script, are configurable. ``GET /stats`` returns counters,
 ``POST /reset`` clears them. ``POST /v1/embeddings`` answers like an OpenAI-compatible
 embeddings endpoint with deterministic test vectors (:func:`mock_embedding`: hashed words and
-character trigrams, so texts sharing words get closer vectors; not a language model).
+character trigrams, so texts sharing words get closer vectors; not a language model). The
+files and batches endpoints of an OpenAI-compatible Batch API, and an offline ``vllm
+run-batch``-shaped runner, are in :mod:`ragmeter.judges.mock_batches`.
 
     with MockJudgeServer(MockConfig(latency_ms=50, fault_rate=0.2)) as srv:
         cfg = JudgeConfig(backend="openai", base_url=srv.base_url, model="mock", ...)
@@ -148,6 +150,9 @@ class MockJudgeServer(BackgroundServer):
         app.router.add_get("/stats", self._stats)
         app.router.add_post("/reset", self._reset)
         app.router.add_get("/health", self._health)
+        from ragmeter.judges.mock_batches import add_batch_routes
+
+        add_batch_routes(app, self)  # files + batches API (OpenAI Batch)
         return app
 
     # -- stats -----------------------------------------------------------------------------------

@@ -163,9 +163,10 @@ class OpenAIBackend(BackendBase):
         log.info("endpoint %s rejected a parameter; adapted (%s)", self.url, detail[:120])
         return True
 
-    async def _complete(self, messages: Sequence[dict[str, str]],
-                        schema: dict[str, Any] | None, *, max_tokens: int, temperature: float,
-                        seed: int | None) -> Completion:
+    def chat_body(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
+                  *, max_tokens: int, temperature: float, seed: int | None) -> dict[str, Any]:
+        """The JSON body of one chat completion request, exactly as :meth:`complete` posts it
+        (batch files carry the same body: :mod:`ragmeter.judges.batchfiles`)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
@@ -183,6 +184,13 @@ class OpenAIBackend(BackendBase):
                 "type": "json_schema",
                 "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
             }
+        return body
+
+    async def _complete(self, messages: Sequence[dict[str, str]],
+                        schema: dict[str, Any] | None, *, max_tokens: int, temperature: float,
+                        seed: int | None) -> Completion:
+        body = self.chat_body(messages, schema, max_tokens=max_tokens, temperature=temperature,
+                              seed=seed)
         for secret in (self._key(), *self._secrets):
             register_secret(secret)  # masked by ragmeter.secrets.mask in every message from now on
         import aiohttp
@@ -204,43 +212,63 @@ class OpenAIBackend(BackendBase):
                 from None
         text_all = raw.decode("utf-8", errors="replace")
         if status != 200:
-            text = mask(text_all[:500])
-            if status == 429:
-                raise BackendError("rate_limited", f"HTTP 429: {text[:200]}", retryable=True,
-                                   retry_after=parse_retry_after(retry_after), status=status)
-            if status >= 500:
-                raise BackendError("http_5xx", f"HTTP {status}: {text[:200]}", retryable=True,
-                                   status=status)
-            if status == 408:
-                raise BackendError("timeout", f"HTTP 408: {text[:200]}", retryable=True,
-                                   status=status)
-            if (schema is not None and status in (400, 422)
-                    and any(h in text.lower() for h in _SCHEMA_REJECTION_HINTS)):
-                raise BackendError("schema_unsupported", f"HTTP {status}: {text[:200]}",
-                                   status=status)
-            hint = " (check the API key variable)" if status in (401, 403) else ""
-            raise BackendError("http_4xx", f"HTTP {status}{hint}: {text[:200]}", status=status)
+            raise status_error(status, text_all, schema_sent=schema is not None,
+                               retry_after=retry_after)
         try:
             payload = json.loads(text_all)
-            choice = payload["choices"][0]
-            message = choice.get("message") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            raise BackendError("backend_error",
-                               f"malformed completion envelope: {mask(text_all[:200])}",
-                               retryable=True) from None
-        usage = payload.get("usage") or {}
-        content = message.get("content")
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return Completion(
-            text=content if content is None else str(content),
-            finish_reason=choice.get("finish_reason"),
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
-            refusal=message.get("refusal") or None,
-            model=str(payload.get("model") or self.model),
-            mock=mock,
-        )
+        except ValueError:
+            payload = None
+        return read_completion(payload, self.model, mock=mock, text=text_all)
+
+
+def status_error(status: int, text: str, *, schema_sent: bool,
+                 retry_after: str | None = None) -> BackendError:
+    """The :class:`BackendError` of a non-200 chat completion reply (``text``: its body)."""
+    text = mask(text[:500])
+    if status == 429:
+        return BackendError("rate_limited", f"HTTP 429: {text[:200]}", retryable=True,
+                            retry_after=parse_retry_after(retry_after), status=status)
+    if status >= 500:
+        return BackendError("http_5xx", f"HTTP {status}: {text[:200]}", retryable=True,
+                            status=status)
+    if status == 408:
+        return BackendError("timeout", f"HTTP 408: {text[:200]}", retryable=True,
+                            status=status)
+    if (schema_sent and status in (400, 422)
+            and any(h in text.lower() for h in _SCHEMA_REJECTION_HINTS)):
+        return BackendError("schema_unsupported", f"HTTP {status}: {text[:200]}",
+                            status=status)
+    hint = " (check the API key variable)" if status in (401, 403) else ""
+    return BackendError("http_4xx", f"HTTP {status}{hint}: {text[:200]}", status=status)
+
+
+def read_completion(payload: Any, model: str, *, mock: bool = False,
+                    text: str | None = None) -> Completion:
+    """The :class:`Completion` in a chat completion reply's decoded JSON ``payload`` (a
+    :class:`BackendError` ``backend_error`` when it has no first choice); ``model``: the
+    model asked, when the reply names none; ``text``: the raw body, quoted in the error."""
+    try:
+        choice = payload["choices"][0]
+        message = choice.get("message") or {}
+    except (KeyError, IndexError, TypeError, AttributeError):
+        shown = text if text is not None else json.dumps(payload, ensure_ascii=False,
+                                                         default=str)
+        raise BackendError("backend_error",
+                           f"malformed completion envelope: {mask(shown[:200])}",
+                           retryable=True) from None
+    usage = payload.get("usage") or {}
+    content = message.get("content")
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return Completion(
+        text=content if content is None else str(content),
+        finish_reason=choice.get("finish_reason"),
+        tokens_in=int(usage.get("prompt_tokens") or 0),
+        tokens_out=int(usage.get("completion_tokens") or 0),
+        refusal=message.get("refusal") or None,
+        model=str(payload.get("model") or model),
+        mock=mock,
+    )
 
 
 class PoolBackend(BackendBase):

@@ -8,7 +8,9 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.batch_files import JudgeBatchOpt
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
+from ragmeter.errors import UsageError
 
 
 def _table(result: Any) -> Any:
@@ -118,6 +120,7 @@ def register(app: typer.Typer) -> None:
         target: TargetOpt = None,
         target_entry: TargetEntryOpt = None,
         replay: ReplayOpt = False,
+        judge_batch: JudgeBatchOpt = None,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 
@@ -131,8 +134,11 @@ def register(app: typer.Typer) -> None:
           ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
         """
 
+        from ragmeter.cli.batch_files import parse_judge_batch
         from ragmeter.generation.evaluate import evaluate_generation
 
+        batch = parse_judge_batch(judge_batch, estimate=estimate,
+                                  budget=max_cost is not None or max_calls is not None)
         common.parse_fraction(max_unscored)
         slice_spec = slicing.spec_of(by, min_n)
         _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
@@ -149,7 +155,7 @@ def register(app: typer.Typer) -> None:
         metric_list = _metric_list(metrics)
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
-            else None
+            and batch is None else None
 
         def work() -> Any:
             judge = None
@@ -165,6 +171,16 @@ def register(app: typer.Typer) -> None:
                     batch_size=batch_size if sink is not None else None,
                     on_batch=sink.write if sink is not None else None)
 
+        if batch is not None:
+            from ragmeter.cli.batch_files import command_line, run_batch_files
+
+            if cfg is None:
+                raise UsageError("--judge-batch", "needs a judge (--judge-url/--judge-model, "
+                                 "--judge-config or --judge-backend)")
+            console = common.human_console()
+            run_batch_files(work, batch, command=command_line(), echo=lambda text: console.print(
+                text, highlight=False, markup=False))
+            return
         from ragmeter.cli.cost_options import CostOptions, run_costed
 
         try:

@@ -1,0 +1,88 @@
+"""``--judge-batch write|collect DIR``: the one way a command judges through batch files.
+
+``ragmeter run`` and ``ragmeter generation`` declare :data:`JudgeBatchOpt` and, when it is
+given, run their ordinary work through :func:`run_batch_files` instead of calling the judge:
+
+* ``write DIR``: every planned judge request not answered yet is written to the next round's
+  files in DIR (OpenAI Batch JSONL, ``custom_id`` = the judge cache key), nothing is sent or
+  stored;
+* ``collect DIR``: the output and error files in ``DIR/results/`` are read into the judge
+  cache; the report names every failed, malformed, missing and unknown line, and the command
+  exits 3 while some request written has no usable answer.
+
+When a collect leaves nothing pending, the command without ``--judge-batch`` scores the run
+from the judge cache with 0 network calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ragmeter.errors import UsageError, WorkFailedError
+
+JudgeBatchOpt = Annotated[Optional[tuple[str, Path]], typer.Option(  # noqa: UP045 - typer
+    "--judge-batch", metavar="write|collect DIR",
+    help="Judge through batch files instead of calling: 'write DIR' writes the planned judge "
+         "requests not answered yet as OpenAI Batch JSONL (next round), 'collect DIR' reads "
+         "the result files in DIR/results/ (OpenAI Batch output and error files, vllm "
+         "run-batch output) into the judge cache. Then run without it: 0 calls.")]
+
+Echo = Callable[[str], Any]
+
+
+def parse_judge_batch(value: tuple[str, Path] | None, *, estimate: bool = False,
+                      budget: bool = False) -> tuple[str, Path] | None:
+    """The option's ``(mode, folder)``, checked (None when not given)."""
+    if value is None or value[0] is None:
+        return None
+    mode, folder = value
+    if mode not in ("write", "collect"):
+        raise UsageError("--judge-batch", f"unknown mode {mode!r}", ["write", "collect"])
+    if estimate:
+        raise UsageError("--judge-batch", "cannot be combined with --estimate (the estimate "
+                         "already shows the rounds and the batch price)")
+    if budget:
+        raise UsageError("--judge-batch", "cannot be combined with --max-cost / --max-calls "
+                         "(nothing is sent)")
+    return mode, Path(folder)
+
+
+def run_batch_files(work: Callable[[], Any], option: tuple[str, Path], *, command: str,
+                    echo: Echo) -> Any:
+    """Run ``work`` in a batch scope, print the report; collect problems exit 3."""
+    from ragmeter.judges.batchfiles import CollectReport, batch_scope
+
+    mode, folder = option
+    with batch_scope(mode, folder, command=command) as session:  # type: ignore[arg-type]
+        result = work()
+    report = session.report
+    if report is None:   # pragma: no cover - a successful scope always reports
+        return result
+    lines = report.summary() if isinstance(report, CollectReport) else report.lines()
+    for line in lines:
+        echo(line)
+    if isinstance(report, CollectReport) and not report.ok:
+        raise WorkFailedError(f"collect {folder}: {len(report.failed)} failed, "
+                              f"{len(report.malformed)} malformed and {len(report.missing)} "
+                              "missing result(s); the next --judge-batch write writes them "
+                              "again" if (report.failed or report.malformed or report.missing)
+                              else f"collect {folder}: no result line matches a request of "
+                              "this plan (another dataset or judge?)")
+    return result
+
+
+def command_line(argv: list[str] | None = None) -> str:
+    """The command as typed (for the manifest), secrets masked."""
+    import shlex
+    import sys
+
+    from ragmeter.secrets import mask
+
+    return mask(" ".join(shlex.quote(a) for a in ["ragmeter", *(argv or sys.argv[1:])]))
+
+
+__all__ = ["JudgeBatchOpt", "command_line", "parse_judge_batch", "run_batch_files"]
