@@ -7,8 +7,9 @@ given, run their ordinary work through :func:`run_batch_files` instead of callin
   files in DIR (OpenAI Batch JSONL, ``custom_id`` = the judge cache key), nothing is sent or
   stored;
 * ``collect DIR``: the output and error files in ``DIR/results/`` are read into the judge
-  cache; the report names every failed, malformed, missing and unknown line, and the command
-  exits 3 while some request written has no usable answer.
+  cache of the command's judges (no plan runs, the samples are not read); the report names
+  every failed, malformed, missing and unknown line, and the command exits 3 while some
+  request written has no usable answer.
 
 When a collect leaves nothing pending, the command without ``--judge-batch`` scores the run
 from the judge cache with 0 network calls.
@@ -16,7 +17,7 @@ from the judge cache with 0 network calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -32,6 +33,8 @@ JudgeBatchOpt = Annotated[Optional[tuple[str, Path]], typer.Option(  # noqa: UP0
          "run-batch output) into the judge cache. Then run without it: 0 calls.")]
 
 Echo = Callable[[str], Any]
+#: samples planned at once while a round is written (the plan's memory stays bounded)
+WRITE_BATCH = 5000
 
 
 def parse_judge_batch(value: tuple[str, Path] | None, *, estimate: bool = False,
@@ -51,27 +54,36 @@ def parse_judge_batch(value: tuple[str, Path] | None, *, estimate: bool = False,
     return mode, Path(folder)
 
 
-def run_batch_files(work: Callable[[], Any], option: tuple[str, Path], *, command: str,
-                    echo: Echo) -> Any:
-    """Run ``work`` in a batch scope, print the report; collect problems exit 3."""
+def run_batch_files(plan: Callable[[], Any], judges: Sequence[Any], option: tuple[str, Path],
+                    *, command: str, echo: Echo) -> Any:
+    """``write``: run ``plan`` (the command's ordinary work) in a batch scope; ``collect``:
+    build the command's ``judges`` (configs) in one and collect their results. The report is
+    printed; a collect that leaves a written request without an answer exits 3."""
     from ragmeter.judges.batchfiles import CollectReport, batch_scope
+    from ragmeter.judges.factory import make_judge
 
     mode, folder = option
+    result = None
     with batch_scope(mode, folder, command=command) as session:  # type: ignore[arg-type]
-        result = work()
+        if mode == "write":
+            result = plan()
+        else:
+            for cfg in judges:
+                make_judge(cfg)
     report = session.report
-    if report is None:   # pragma: no cover - a successful scope always reports
-        return result
     lines = report.summary() if isinstance(report, CollectReport) else report.lines()
     for line in lines:
         echo(line)
-    if isinstance(report, CollectReport) and not report.ok:
-        raise WorkFailedError(f"collect {folder}: {len(report.failed)} failed, "
-                              f"{len(report.malformed)} malformed and {len(report.missing)} "
-                              "missing result(s); the next --judge-batch write writes them "
-                              "again" if (report.failed or report.malformed or report.missing)
-                              else f"collect {folder}: no result line matches a request of "
-                              "this plan (another dataset or judge?)")
+    if isinstance(report, CollectReport):
+        lost = len(report.failed) + len(report.malformed) + len(report.missing)
+        if lost:
+            raise WorkFailedError(f"collect {folder}: {lost} written request(s) have no usable "
+                                  f"result ({len(report.failed)} failed, "
+                                  f"{len(report.malformed)} malformed, {len(report.missing)} "
+                                  "missing); the next --judge-batch write writes them again")
+        if report.lines and not (report.matched or report.already or report.another_turn):
+            raise WorkFailedError(f"collect {folder}: no result line answers a request written "
+                                  "to this folder (results of another batch folder?)")
     return result
 
 
@@ -85,4 +97,4 @@ def command_line(argv: list[str] | None = None) -> str:
     return mask(" ".join(shlex.quote(a) for a in ["ragmeter", *(argv or sys.argv[1:])]))
 
 
-__all__ = ["JudgeBatchOpt", "command_line", "parse_judge_batch", "run_batch_files"]
+__all__ = ["WRITE_BATCH", "JudgeBatchOpt", "command_line", "parse_judge_batch", "run_batch_files"]

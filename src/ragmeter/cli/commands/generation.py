@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
-from ragmeter.cli.batch_files import JudgeBatchOpt
+from ragmeter.cli.batch_files import WRITE_BATCH, JudgeBatchOpt
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.errors import UsageError
 
@@ -157,6 +157,9 @@ def register(app: typer.Typer) -> None:
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
             and batch is None else None
 
+        # a batch file round is planned in slices of samples (bounded memory)
+        write_batch = WRITE_BATCH if batch is not None and len(items) > WRITE_BATCH else None
+
         def work() -> Any:
             judge = None
             if cfg is not None:  # built here: --estimate plans with a stand-in judge
@@ -168,7 +171,7 @@ def register(app: typer.Typer) -> None:
                 return evaluate_generation(
                     items, metric_list, judge=judge, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
-                    batch_size=batch_size if sink is not None else None,
+                    batch_size=batch_size if sink is not None else write_batch,
                     on_batch=sink.write if sink is not None else None)
 
         if batch is not None:
@@ -178,8 +181,9 @@ def register(app: typer.Typer) -> None:
                 raise UsageError("--judge-batch", "needs a judge (--judge-url/--judge-model, "
                                  "--judge-config or --judge-backend)")
             console = common.human_console()
-            run_batch_files(work, batch, command=command_line(), echo=lambda text: console.print(
-                text, highlight=False, markup=False))
+            run_batch_files(work, [cfg], batch, command=command_line(),
+                            echo=lambda text: console.print(text, highlight=False,
+                                                            markup=False))
             return
         from ragmeter.cli.cost_options import CostOptions, run_costed
 

@@ -83,11 +83,14 @@ def _judge_batch(cfg: Any, batch: tuple[str, Path], tier: list[str] | None,
 
     if not getattr(cfg, "judges", None):
         raise RagmeterError("--judge-batch: the config has no judge ('judges:')")
-    run = run_batch_files(lambda: dry_run(cfg, tiers=tier or None, limit=limit), batch,
-                          command=command_line(),
+    run = run_batch_files(lambda: dry_run(cfg, tiers=tier or None, limit=limit), cfg.judges,
+                          batch, command=command_line(),
                           echo=lambda text: out.print(text, highlight=False, markup=False))
+    from ragmeter.judges.batchfiles import PENDING
+
     for name, rec in getattr(run, "tiers", {}).items():
-        if rec.status == "error":
+        # a tier whose values all wait for batch results is how a written round looks
+        if rec.status == "error" and PENDING not in (rec.reason or ""):
             out.print(f"  note: tier {name} did not run: {rec.reason}", highlight=False,
                       markup=False)
 

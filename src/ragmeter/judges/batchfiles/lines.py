@@ -52,10 +52,18 @@ class Limits:
 OPENAI_LIMITS = Limits(50_000, 200 * 1024 * 1024)
 
 
-def request_line(custom_id: str, body: dict[str, Any]) -> bytes:
-    """One input line (``custom_id`` first, so a reader can take it without parsing the body)."""
-    return (json.dumps({"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body},
-                       ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+def request_line(custom_id: str, body: dict[str, Any],
+                 parts: dict[str, str] | None = None) -> bytes:
+    """One input line (``custom_id`` first, so a reader can take it without parsing the body).
+
+    ``parts``: JSON texts already made (a request's canonical messages and schema, from its
+    cache key), by the JSON text of the stand-in values the body holds in their place — the
+    same JSON values, serialised once."""
+    text = json.dumps({"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body},
+                      ensure_ascii=False, separators=(",", ":"))
+    for mark, value in (parts or {}).items():
+        text = text.replace(mark, value, 1)
+    return (text + "\n").encode("utf-8")
 
 
 _ID_PREFIX = b'{"custom_id":"'
@@ -119,8 +127,9 @@ class SplitWriter:
         self._fh: Any = None
         self._sha: Any = None
 
-    def write(self, custom_id: str, body: dict[str, Any]) -> None:
-        line = request_line(custom_id, body)
+    def write(self, custom_id: str, body: dict[str, Any],
+              parts: dict[str, str] | None = None) -> None:
+        line = request_line(custom_id, body, parts)
         if len(line) > self.limits.max_bytes:
             raise ValueError(f"request {custom_id} is {len(line):,} bytes, over the "
                              f"{self.limits.max_bytes:,}-byte file limit")

@@ -9,6 +9,8 @@ Layout of a batch folder::
     round-01/<judge>.001.jsonl     the requests of round 1 (OpenAI Batch input lines)
     round-02/<judge>.001.jsonl     made from round 1's results
     results/                       the output and error files (any names), read by collect
+    round-NN/index.jsonl           per custom_id: judge, prompt version, schema, sample
+    schemas.json                   the reply schemas the index names
     collect-01.json                what each collect read, matched and named
     turns.jsonl
 """
@@ -30,6 +32,8 @@ FORMAT = "ragmeter-judge-batch/1"
 MANIFEST = "manifest.json"
 TURNS = "turns.jsonl"
 RESULTS = "results"
+SCHEMAS = "schemas.json"
+INDEX = "index.jsonl"
 
 
 def now_iso() -> str:
@@ -201,5 +205,42 @@ def save_turns(folder: Path, turns: dict[str, list[Completion]]) -> None:
     os.replace(tmp, path)
 
 
-__all__ = ["FORMAT", "MANIFEST", "RESULTS", "TURNS", "JudgeIdentity", "Manifest", "Round",
-           "load_turns", "now_iso", "save_turns", "write_json"]
+def load_index(folder: Path, manifest: Manifest) -> dict[str, dict[str, Any]]:
+    """Every request written, by ``custom_id`` (a later round's entry wins): ``j`` judge,
+    ``pv`` prompt version, ``sh`` schema, ``mt`` / ``t`` the request's own max_tokens and
+    temperature, ``sid`` sample id, ``r`` round."""
+    out: dict[str, dict[str, Any]] = {}
+    for rnd in manifest.rounds:
+        path = folder / f"round-{rnd.number:02d}" / INDEX
+        if not path.is_file():
+            raise DataError(RecordProblem(str(path), None, None, "missing: the round's index "
+                                          "is written with its files"))
+        with path.open(encoding="utf-8") as fh:
+            for no, line in enumerate(fh, start=1):
+                try:
+                    rec = json.loads(line)
+                    rec["r"] = rnd.number
+                    out[str(rec["k"])] = rec
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise DataError(RecordProblem(str(path), no, None, str(exc))) from None
+    return out
+
+
+def load_schemas(folder: Path) -> dict[str, Any]:
+    path = folder / SCHEMAS
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise DataError(RecordProblem(str(path), None, None, str(exc))) from None
+    return dict(data)
+
+
+def save_schemas(folder: Path, schemas: dict[str, Any]) -> None:
+    write_json(folder / SCHEMAS, schemas)
+
+
+__all__ = ["FORMAT", "INDEX", "MANIFEST", "RESULTS", "SCHEMAS", "TURNS", "JudgeIdentity",
+           "Manifest", "Round", "load_index", "load_schemas", "load_turns", "now_iso",
+           "save_schemas", "save_turns", "write_json"]

@@ -1,30 +1,36 @@
 """Judging through batch files, round by round: :func:`batch_scope` and the judge that stands
 in for every engine judge built inside it.
 
-A command runs its ordinary plan inside ``batch_scope("write", DIR)`` or
-``batch_scope("collect", DIR)``; :func:`batched` (applied by ``make_judge`` to every judge it
-builds) puts a :class:`BatchJudge` in front of each engine judge. That judge sends nothing. For
-each request of the plan it computes the cache key (the one the online engine computes), and:
+A command runs its ordinary plan inside ``batch_scope("write", DIR)``; :func:`batched`
+(applied by ``make_judge`` to every judge it builds) puts a :class:`BatchJudge` in front of
+each engine judge. That judge sends nothing. For each request of the plan it computes the cache
+key (the one the online engine computes), and:
 
-* a reply in the judge cache is the reply (so round 2's requests are made from round 1's
-  collected replies, exactly as the online planner makes them);
-* under ``collect``, a result line whose ``custom_id`` is the key is turned into the reply the
-  online engine would have made of the same completion (the same exchange: parsing, schema
-  validation, refusal, truncation) and stored in the judge cache;
-* anything else is *pending*: under ``write`` its request line is written, with the body the
-  online client posts (:meth:`OpenAIBackend.chat_body` of the same payload); the plan gets an
-  unscored ``batch_pending`` reply, so the calls that need it wait for the next round.
+* a reply in the judge cache is the reply, so round 2's requests are made from round 1's
+  collected replies exactly as the online planner makes them;
+* anything else is *pending*: its request line is written to the round's files with the body
+  the online client posts (:meth:`OpenAIBackend.chat_body` of the same exchange payload), and
+  the plan gets an unscored ``batch_pending`` reply, so the calls that need it wait for the
+  next round.
 
-A completion that the online engine would answer with another turn — a repair after an
-unusable reply, a retry with a larger token budget after a truncated one — is kept in
-``turns.jsonl``; the next round writes that turn's request (the same ``custom_id``) and
-collect continues the conversation from the kept turns. Once every request is answered the
-ordinary command finishes from the judge cache with 0 network calls.
+Beside the files, ``round-NN/index.jsonl`` records what collect needs to turn a result into a
+reply without planning again (the judge, prompt version, schema and the request's own token
+and temperature settings, per ``custom_id``); the schemas are in ``schemas.json``.
+
+``batch_scope("collect", DIR)`` collects instead (:mod:`.collect`): the judges built inside are
+the ones whose results are read into the judge cache; no plan needs to run.
+
+A completion that the online engine answers with another turn — a repair after an unusable
+reply, a retry with a larger token budget after a truncated one — is kept in ``turns.jsonl``
+by collect; the next round writes that turn's request (the same ``custom_id``), made by
+replaying the kept turns through the same exchange.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import shutil
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -35,47 +41,66 @@ from typing import Any, Literal
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 from ragmeter.judges.base import JudgeReply, JudgeRequest
-from ragmeter.judges.batchfiles.lines import (
-    OPENAI_LIMITS,
-    Limits,
-    Malformed,
-    ResultLine,
-    SplitWriter,
-    read_results,
-    written_ids,
-)
+from ragmeter.judges.batchfiles.lines import OPENAI_LIMITS, Limits, SplitWriter
 from ragmeter.judges.batchfiles.manifest import (
     RESULTS,
     JudgeIdentity,
     Manifest,
     Round,
+    load_index,
+    load_schemas,
     load_turns,
     now_iso,
-    save_turns,
-    write_json,
+    save_schemas,
 )
-from ragmeter.judges.cache import RequestDigest
+from ragmeter.judges.cache import RequestDigest, digest_and_messages
 
 Mode = Literal["write", "collect"]
 MODES: tuple[str, ...] = ("write", "collect")
 #: the unscored reason of a request whose result has not been collected yet
 PENDING = "batch_pending"
-#: names shown per list in printed reports (all of them are in the report file)
+#: names shown per list in printed reports (all of them are in the report files)
 SHOWN = 10
 
 _SESSION: ContextVar[BatchSession | None] = ContextVar("ragmeter_batch_session", default=None)
 
 
-@dataclass
-class Asked:
-    """What is known about one request of the plan (for naming it in reports)."""
+def schema_ref(schema_json: str) -> str:
+    """The short name of a schema in ``schemas.json`` (from its canonical JSON)."""
+    return hashlib.sha256(schema_json.encode("utf-8")).hexdigest()[:16]
 
-    judge: str
-    sample_id: str
-    prompt_version: str
 
-    def name(self, key: str) -> str:
-        return f"{key} ({self.judge}, sample {self.sample_id or '?'}, {self.prompt_version})"
+def conversation(engine: Any, request: JudgeRequest, dig: RequestDigest,
+                 turns: Sequence[Any]) -> tuple[Any, Any, bool]:
+    """The online exchange of ``request`` with the kept ``turns`` replayed: ``(exchange,
+    call record, fits)``; ``fits`` is False (and a fresh exchange returned) when a kept turn
+    would have ended the conversation, so the turns no longer belong to this request."""
+    from ragmeter.judges.exchange import Session
+    from ragmeter.judges.runner import CallRecord
+
+    def fresh() -> tuple[Any, Any]:
+        return (engine.exchange(request, dig, Session(engine._schema_ok, Counter())),
+                CallRecord())
+
+    ex, rec = fresh()
+    for comp in turns:
+        ex.payload()
+        rec.attempts += 1
+        if ex.outcome(comp, rec) is not None:
+            ex, rec = fresh()
+            return ex, rec, False
+    return ex, rec, True
+
+
+#: stand-ins of the request's messages and schema in a body, replaced by their JSON
+_MESSAGES = "\x00ragmeter-batch:messages\x00"
+_SCHEMA = "\x00ragmeter-batch:schema\x00"
+_MESSAGES_JSON = json.dumps([_MESSAGES])
+_SCHEMA_JSON = json.dumps(_SCHEMA)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 @dataclass
@@ -84,10 +109,14 @@ class _JudgeState:
     stem: str
     writer: SplitWriter | None = None
 
+    @property
+    def name_json(self) -> str:
+        return _json(self.identity.name)
+
 
 @dataclass
 class WriteReport:
-    """What one ``write`` did."""
+    """What one ``write`` did (``round`` None: nothing was left to write)."""
 
     folder: str
     round: int | None
@@ -116,7 +145,7 @@ class WriteReport:
                        f"{len(self.rewritten)}")
             out += [f"    {n}" for n in self.rewritten[:SHOWN]]
             if len(self.rewritten) > SHOWN:
-                out.append(f"    ... {len(self.rewritten) - SHOWN} more in the manifest's "
+                out.append(f"    ... {len(self.rewritten) - SHOWN} more in "
                            f"round-{self.round:02d}/written-again.txt")
         out.append("next: run these files through the batch API (ragmeter judge batch submit "
                    f"{self.folder}, or vllm run-batch), put the output and error files in "
@@ -127,67 +156,6 @@ class WriteReport:
         return {"folder": self.folder, "round": self.round, "requests": self.requests,
                 "files": self.files, "answered": self.answered, "rewritten": self.rewritten,
                 "by_prompt": self.by_prompt}
-
-
-@dataclass
-class CollectReport:
-    """What one ``collect`` read and did (``ok``: every request written has its answer)."""
-
-    folder: str
-    files: list[str]
-    lines: int
-    matched: int
-    already: int
-    failed: dict[str, str]                  # key name -> reason
-    malformed: list[str]                    # file:line why [custom_id]
-    unknown: list[str]
-    missing: list[str]
-    duplicates: int
-    another_turn: list[str]
-    pending: int
-    warnings: list[str] = field(default_factory=list)
-    report_file: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not (self.failed or self.malformed or self.missing) and (
-            self.matched > 0 or self.already > 0 or self.lines == 0)
-
-    def summary(self) -> list[str]:
-        out = [f"collected {self.folder}: {self.lines} result line(s) read from "
-               f"{len(self.files)} file(s): {self.matched} matched (stored in the judge "
-               f"cache), {self.already} already stored, {len(self.failed)} failed, "
-               f"{len(self.malformed)} malformed, {len(self.unknown)} unknown, "
-               f"{len(self.missing)} missing" + (f", {self.duplicates} duplicate(s) ignored"
-                                                  if self.duplicates else "")]
-        for title, names in (("failed", [f"{k}: {v}" for k, v in self.failed.items()]),
-                             ("malformed", self.malformed), ("missing (no result line)",
-                                                             self.missing),
-                             ("unknown (no request of this plan has that custom_id)",
-                              self.unknown),
-                             ("need another turn (a repair or a larger token budget)",
-                              self.another_turn)):
-            if names:
-                out.append(f"  {title}:")
-                out += [f"    {n}" for n in names[:SHOWN]]
-                if len(names) > SHOWN:
-                    out.append(f"    ... {len(names) - SHOWN} more in {self.report_file}")
-        out += [f"  warning: {w}" for w in self.warnings]
-        if self.pending:
-            out.append(f"next: {self.pending} request(s) still need an answer — "
-                       f"--judge-batch write {self.folder} writes them (the failed, malformed "
-                       "and missing ones again) as the next round")
-        else:
-            out.append("next: every judge request of this plan is answered — run the command "
-                       "without --judge-batch to score it from the judge cache (0 calls)")
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"folder": self.folder, "files": self.files, "lines": self.lines,
-                "matched": self.matched, "already": self.already, "failed": self.failed,
-                "malformed": self.malformed, "unknown": self.unknown, "missing": self.missing,
-                "duplicates": self.duplicates, "another_turn": self.another_turn,
-                "pending": self.pending, "warnings": self.warnings, "ok": self.ok}
 
 
 class BatchJudge:
@@ -239,27 +207,19 @@ class BatchSession:
         self.command = command
         self.manifest = Manifest(command=command)
         self.round_no = 1
+        self.engines: dict[str, Any] = {}
         self.judges: dict[int, _JudgeState] = {}
         self.turns: dict[str, list[Any]] = {}
-        self.results: dict[str, ResultLine] = {}
-        self.malformed: list[Malformed] = []
-        self.result_files: list[str] = []
-        self.lines_read = 0
-        self.duplicates = 0
-        self.asked: dict[str, Asked] = {}
-        self.answered: set[str] = set()          # from the cache (before this session)
-        self.stored: set[str] = set()            # matched now and stored
-        self.failed: dict[str, str] = {}
-        self.pending: set[str] = set()
-        self.another_turn: set[str] = set()
+        self.schemas: dict[str, Any] = {}
+        self.answered: set[str] = set()
         self.written: set[str] = set()
         self.versions: set[str] = set()
         self.by_prompt: Counter[str] = Counter()
-        self.earlier: set[str] = set()
+        self.earlier: dict[str, dict[str, Any]] = {}
         self.last_status: dict[str, str] = {}
         self.warnings: list[str] = []
-        self.report: WriteReport | CollectReport | None = None
-        self._finals: dict[str, JudgeReply] = {}
+        self.report: Any = None
+        self._index: list[bytes] = []
 
     # -- opening ------------------------------------------------------------------------------
     def open(self) -> None:
@@ -270,13 +230,11 @@ class BatchSession:
                 raise UsageError("--judge-batch", f"{self.folder} has no manifest.json: write "
                                  "a round first (--judge-batch write DIR)")
             self.manifest = found
-            self.turns = load_turns(self.folder)
-            self._read_results()
             return
         if found is not None:
             self.manifest = found
             last = found.last_round()
-            if last is not None and not any(c.get("at", "") >= last.written_at
+            if last is not None and not any(int(c.get("rounds", 0)) >= last.number
                                             for c in found.collects):
                 raise UsageError("--judge-batch", f"round {last.number} of {self.folder} "
                                  f"(written {last.written_at}) has not been collected: "
@@ -284,51 +242,23 @@ class BatchSession:
                                  f"{self.folder}); writing now would pay for its requests "
                                  "twice")
             self.round_no = (last.number + 1) if last is not None else 1
-            for r in found.rounds:
-                for f in r.files:
-                    path = self.folder / f.path
-                    if path.is_file():
-                        self.earlier.update(written_ids(path))
+            self.earlier = load_index(self.folder, found)
             if found.collects:
                 self.last_status = dict(found.collects[-1].get("status") or {})
         self.turns = load_turns(self.folder)
+        self.schemas = load_schemas(self.folder)
         self.manifest.command = self.command or self.manifest.command
         self.manifest.limits = {"max_lines": self.limits.max_lines,
                                 "max_bytes": self.limits.max_bytes}
 
-    def _read_results(self) -> None:
-        folder = self.folder / RESULTS
-        paths = sorted(p for p in folder.rglob("*") if p.is_file()
-                       and not p.name.startswith(".")) if folder.is_dir() else []
-        if not paths:
-            raise UsageError("--judge-batch", f"no result files in {folder}: put the output "
-                             "and error files of every batch there (ragmeter judge batch "
-                             "fetch does), then collect again")
-        for path in paths:
-            name = path.relative_to(self.folder).as_posix()
-            self.result_files.append(name)
-            with path.open("rb") as fh:
-                for item in read_results(fh, name):
-                    self.lines_read += 1
-                    if isinstance(item, Malformed):
-                        self.malformed.append(item)
-                        continue
-                    have = self.results.get(item.custom_id)
-                    if have is None:
-                        self.results[item.custom_id] = item
-                        continue
-                    self.duplicates += 1
-                    if have.completion is None and item.completion is not None:
-                        self.results[item.custom_id] = item   # an answer beats an error
-
     # -- the judge ----------------------------------------------------------------------------
-    def judge(self, engine: Any) -> BatchJudge:
+    def judge(self, engine: Any, config: Any = None) -> BatchJudge:
         member = engine.members[0] if getattr(engine, "members", None) else None
         if member is None or not hasattr(member, "chat_body"):
-            raise ConfigError("backend", f"judge {engine.name!r} (backend "
-                              f"{engine.config.backend!r}) cannot be judged through batch "
-                              "files: they carry OpenAI-compatible chat requests (backend "
-                              "openai or mock)")
+            backend = getattr(config, "backend", None) or type(engine).__name__
+            raise ConfigError("backend", f"judge {engine.name!r} (backend {backend!r}) cannot "
+                              "be judged through batch files: they carry OpenAI-compatible "
+                              "chat requests (backend openai or mock)")
         if engine.cache is None:
             raise ConfigError("no_cache", f"judge {engine.name!r} has the judge cache off; "
                               "batch results reach a run only through the judge cache")
@@ -343,19 +273,20 @@ class BatchSession:
                 self.warnings.append(msg)
         if self.mode == "write" or have is None:
             self.manifest.judges[ident.name] = ident
+        self.engines.setdefault(ident.name, engine)
         return BatchJudge(engine, self)
 
     def _state(self, engine: Any) -> _JudgeState:
         st = self.judges.get(id(engine))
         if st is None:
             ident = JudgeIdentity.of(engine)
+            same = [s for s in self.judges.values() if s.identity == ident]
+            if same:
+                st = self.judges[id(engine)] = same[0]
+                return st
             stems = {s.stem for s in self.judges.values()}
             base = "".join(c if c.isalnum() or c in "-_." else "_" for c in ident.name) or "judge"
             stem, n = base, 2
-            same = [s for s in self.judges.values() if s.identity == ident]
-            if same:
-                self.judges[id(engine)] = same[0]
-                return same[0]
             while stem in stems:
                 stem, n = f"{base}-{n}", n + 1
             st = self.judges[id(engine)] = _JudgeState(ident, stem)
@@ -364,119 +295,53 @@ class BatchSession:
     def answer(self, engine: Any, requests: list[JudgeRequest]) -> list[JudgeReply]:
         """Replies to ``requests`` of ``engine`` (see the module doc)."""
         settings = engine.key_settings()
-        digs = [engine.digest_of(r, settings) for r in requests]
-        cache = engine.cache
-        todo = [d.key for d in digs if d.key not in self._finals]
-        hits = cache.get_many(todo) if todo else {}
+        made = [digest_and_messages(r, **settings) for r in requests]
+        hits = engine.cache.get_many([d.key for d, _ in made]) if made else {}
         st = self._state(engine)
         out: list[JudgeReply] = []
-        store: list[tuple[str, JudgeReply]] = []
-        for req, dig in zip(requests, digs, strict=True):
+        for req, (dig, messages_json) in zip(requests, made, strict=True):
             key = dig.key
             self.versions.add(req.prompt_version)
-            if key not in self.asked:
-                self.asked[key] = Asked(st.identity.name, req.sample_id, req.prompt_version)
             hit = hits.get(key)
             if hit is not None:
-                if key not in self.stored:
-                    self.answered.add(key)
-                self.pending.discard(key)
+                self.answered.add(key)
                 out.append(engine.decorate(replace(hit, cached=True, extra=dict(hit.extra)),
                                            req, dig))
                 continue
-            final = self._finals.get(key)
-            if final is not None:
-                out.append(replace(final, extra=dict(final.extra)))
-                continue
-            res = self.results.get(key) if self.mode == "collect" else None
-            if res is not None:
-                rep = self._from_result(engine, req, dig, res)
-                if rep is not None:
-                    self._finals[key] = rep
-                    if rep.ok and self._storable(engine, rep):
-                        store.append((key, rep))
-                        self.stored.add(key)
-                        self.pending.discard(key)
-                    else:
-                        self.failed[key] = rep.reason or "not stored"
-                        self.pending.add(key)
-                    out.append(replace(rep, extra=dict(rep.extra)))
-                    continue
-            self.pending.add(key)
             if self.mode == "write" and key not in self.written:
-                self._write(engine, st, req, dig)
+                self._write(engine, st, req, dig, messages_json)
             out.append(JudgeReply(data=None, reason=PENDING, attempts=0,
                                   detail="waiting for its batch result (--judge-batch)"))
-        if store:
-            cache.put_many(store, namespace=engine.namespace, endpoint=engine.endpoint_identity)
         return out
 
-    @staticmethod
-    def _storable(engine: Any, rep: JudgeReply) -> bool:
-        """A reply of the fake server is never stored for a real judge (as online)."""
-        return not (rep.extra.get("mock") and not engine.namespace.startswith("mock:"))
-
-    def _exchange(self, engine: Any, req: JudgeRequest, dig: RequestDigest,
-                  key: str) -> tuple[Any, Any, list[Any]]:
-        """The online exchange of ``req`` with its kept turns replayed: ``(exchange, record,
-        turns)`` (turns that no longer fit the request are dropped)."""
-        from ragmeter.judges.exchange import Session
-        from ragmeter.judges.runner import CallRecord
-
-        def fresh() -> tuple[Any, Any]:
-            session = Session(engine._schema_ok, Counter(), pooled=False)
-            return engine.exchange(req, dig, session), CallRecord()
-
-        ex, rec = fresh()
+    def _write(self, engine: Any, st: _JudgeState, req: JudgeRequest, dig: RequestDigest,
+               messages_json: str) -> None:
+        key = dig.key
         turns = self.turns.get(key, [])
-        for comp in turns:
-            ex.payload()
-            rec.attempts += 1
-            if ex.outcome(comp, rec) is not None:
-                self.turns.pop(key, None)
-                ex, rec = fresh()
-                return ex, rec, []
-        return ex, rec, list(turns)
-
-    def _from_result(self, engine: Any, req: JudgeRequest, dig: RequestDigest,
-                     res: ResultLine) -> JudgeReply | None:
-        """The reply the online engine makes of this result (None: it needs another turn)."""
-        key = dig.key
-        ex, rec, turns = self._exchange(engine, req, dig, key)
-        if turns and res.completion is not None and res.completion == turns[-1]:
-            self.another_turn.add(key)    # the next turn's result has not come back yet
-            return None
-        ex.payload()
-        rec.attempts += 1
-        if res.completion is None:
-            err = res.failure
-            assert err is not None
-            reason_err = err if err.reason != "schema_unsupported" else replace_reason(err)
-            rep = ex.failed(reason_err, res.error or err.detail, rec)
-        else:
-            got = ex.outcome(res.completion, rec)
-            if got is None:
-                self.turns[key] = [*turns, res.completion]
-                self.another_turn.add(key)
-                return None
-            rep = got
-        self.turns.pop(key, None)
-        rep = engine.decorate(rep, req, dig)
-        cfg = engine.config
-        rep.cost = rep.cost * (1.0 - float(getattr(cfg, "batch_discount", 0.5)))
-        rep.extra["batch"] = True
-        return rep
-
-    def _write(self, engine: Any, st: _JudgeState, req: JudgeRequest,
-               dig: RequestDigest) -> None:
-        key = dig.key
-        ex, _rec, _turns = self._exchange(engine, req, dig, key)
+        ex, _rec, fits = conversation(engine, req, dig, turns)
+        if not fits:
+            self.turns.pop(key, None)
         payload = ex.payload()
+        messages, schema = payload["messages"], payload["schema"]
+        parts: dict[str, str] = {}
+        if len(messages) == len(req.messages) and all(
+                a is b for a, b in zip(messages, req.messages, strict=True)):
+            # the request's own messages and schema: their JSON is the cache key's
+            payload["messages"], parts[_MESSAGES_JSON] = [_MESSAGES], messages_json
+            if schema is req.schema:
+                payload["schema"], parts[_SCHEMA_JSON] = _SCHEMA, dig.schema_json
         body = engine.members[0].chat_body(**payload)
         if st.writer is None:
             st.writer = SplitWriter(self.folder / f"round-{self.round_no:02d}", st.stem,
                                     st.identity.name, self.folder, self.limits)
-        st.writer.write(key, body)
+        st.writer.write(key, body, parts)
+        ref = schema_ref(dig.schema_json)
+        if ref not in self.schemas:
+            self.schemas[ref] = req.schema
+        self._index.append((
+            f'{{"k":"{key}","j":{st.name_json},"pv":{_json(req.prompt_version)},"sh":"{ref}",'
+            f'"mt":{_json(req.max_tokens)},"t":{_json(req.temperature)},'
+            f'"sid":{_json(req.sample_id)}}}\n').encode())
         self.written.add(key)
         self.by_prompt[req.prompt_version] += 1
 
@@ -486,7 +351,10 @@ class BatchSession:
         if self.mode == "write":
             self._close_write(ok)
         elif ok:
-            self._close_collect()
+            from ragmeter.judges.batchfiles.collect import collect
+
+            self.report = collect(self.folder, list(self.engines.values()), self.manifest,
+                                  warnings=self.warnings)
 
     def _close_write(self, ok: bool) -> None:
         states = {id(s): s for s in self.judges.values()}.values()
@@ -499,11 +367,13 @@ class BatchSession:
         self.manifest.prompt_versions = sorted(set(self.manifest.prompt_versions)
                                                | self.versions)
         answered = len(self.answered)
+        self.folder.mkdir(parents=True, exist_ok=True)
         if not files:
-            self.folder.mkdir(parents=True, exist_ok=True)
             self.manifest.save(self.folder)
             self.report = WriteReport(str(self.folder), None, 0, [], answered)
             return
+        (round_dir / "index.jsonl").write_bytes(b"".join(self._index))
+        save_schemas(self.folder, self.schemas)
         again = sorted(k for k in self.written if k in self.earlier)
         named = [self._named(k) for k in again]
         if named:
@@ -512,67 +382,26 @@ class BatchSession:
         by_judge: Counter[str] = Counter()
         for f in files:
             by_judge[f.judge] += f.lines
-        rnd = Round(self.round_no, now_iso(), files, len(self.written), dict(by_judge),
-                    dict(self.by_prompt), len(again), answered)
-        self.manifest.rounds.append(rnd)
-        save_turns(self.folder, self.turns)
+        self.manifest.rounds.append(Round(self.round_no, now_iso(), files, len(self.written),
+                                          dict(by_judge), dict(self.by_prompt), len(again),
+                                          answered))
         self.manifest.save(self.folder)
         self.report = WriteReport(str(self.folder), self.round_no, len(self.written),
                                   [f.to_dict() for f in files], answered, named,
                                   dict(self.by_prompt))
 
     def _named(self, key: str) -> str:
-        asked = self.asked.get(key)
-        text = asked.name(key) if asked is not None else key
+        rec = self.earlier.get(key)
+        text = describe(key, rec)
         why = self.last_status.get(key)
         return f"{text}: {why}" if why else text
 
-    def _close_collect(self) -> None:
-        written: set[str] = set()
-        for r in self.manifest.rounds:
-            for f in r.files:
-                path = self.folder / f.path
-                if path.is_file():
-                    written.update(written_ids(path))
-        seen = set(self.results) | {m.custom_id for m in self.malformed if m.custom_id}
-        missing = sorted(k for k in self.pending if k in written and k not in seen
-                         and k not in self.another_turn)
-        unknown = sorted(k for k in self.results if k not in self.asked)
-        failed = {self._named(k): why for k, why in sorted(self.failed.items())}
-        malformed = [f"{m.where}: {m.why}" + (f" [{self._named(m.custom_id)}]"
-                                              if m.custom_id else "")
-                     for m in self.malformed]
-        status: dict[str, str] = {k: "missing" for k in missing}
-        status.update({m.custom_id: f"malformed ({m.where}: {m.why})"
-                       for m in self.malformed if m.custom_id})
-        status.update({k: f"failed ({why})" for k, why in self.failed.items()})
-        status.update({k: "needs another turn" for k in self.another_turn})
-        number = len(self.manifest.collects) + 1
-        report_name = f"collect-{number:02d}.json"
-        self.report = CollectReport(
-            str(self.folder), self.result_files, self.lines_read, len(self.stored),
-            len(self.answered & set(self.results)), failed, malformed,
-            unknown, [self._named(k) for k in missing], self.duplicates,
-            [self._named(k) for k in sorted(self.another_turn)], len(self.pending),
-            list(self.warnings), report_name)
-        write_json(self.folder / report_name, self.report.to_dict())
-        summary = {k: v for k, v in self.report.to_dict().items()
-                   if k not in ("failed", "malformed", "unknown", "missing", "another_turn")}
-        self.manifest.collects.append({"at": now_iso(), "report": report_name,
-                                       **summary, "failed": len(failed),
-                                       "malformed": len(malformed), "unknown": len(unknown),
-                                       "missing": len(missing), "status": status})
-        save_turns(self.folder, self.turns)
-        self.manifest.save(self.folder)
 
-
-def replace_reason(err: Any) -> Any:
-    """A ``schema_unsupported`` failure as the ``http_4xx`` it is in a batch (the server
-    rejected ``response_format``: set ``structured_output: false`` for this judge)."""
-    from ragmeter.judges.backend import BackendError
-
-    return BackendError("http_4xx", f"{err.detail} (the server rejects structured output: "
-                        "set structured_output: false for this judge)", status=err.status)
+def describe(key: str, rec: dict[str, Any] | None) -> str:
+    """A request named for people: its ``custom_id``, judge, sample and prompt version."""
+    if not rec:
+        return key
+    return f"{key} ({rec.get('j')}, sample {rec.get('sid') or '?'}, {rec.get('pv')})"
 
 
 def current() -> BatchSession | None:
@@ -586,14 +415,14 @@ def batched(judge: Any, config: Any = None) -> Any:
     session = _SESSION.get()
     if session is None or judge is None:
         return judge
-    return session.judge(judge)
+    return session.judge(judge, config)
 
 
 @contextlib.contextmanager
 def batch_scope(mode: Mode, folder: str | Path, *, limits: Limits = OPENAI_LIMITS,
                 command: str = "") -> Iterator[BatchSession]:
-    """Run a command's plan against a batch folder (see the module doc): every judge built
-    inside by ``make_judge`` writes (``write``) or collects (``collect``) instead of calling.
+    """Write the plan of a command to a batch folder (``write``), or collect the folder's
+    results for the judges built inside (``collect``); see the module doc.
     ``session.report`` says what happened once the block ended without an error."""
     session = BatchSession(mode, Path(folder), limits=limits, command=command)
     session.open()
@@ -608,10 +437,10 @@ def batch_scope(mode: Mode, folder: str | Path, *, limits: Limits = OPENAI_LIMIT
 
 
 def check_folder(folder: Path) -> None:
-    """A batch folder path that is a file is a usage error (named)."""
+    """A batch folder path that is a file is an input error (named)."""
     if folder.exists() and not folder.is_dir():
         raise DataError(RecordProblem(str(folder), None, None, "is a file, not a folder"))
 
 
-__all__ = ["MODES", "PENDING", "Asked", "BatchJudge", "BatchSession", "CollectReport",
-           "WriteReport", "batch_scope", "batched", "check_folder", "current"]
+__all__ = ["MODES", "PENDING", "BatchJudge", "BatchSession", "WriteReport", "batch_scope",
+           "batched", "check_folder", "conversation", "current", "describe", "schema_ref"]
