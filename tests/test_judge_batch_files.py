@@ -520,9 +520,12 @@ def test_misuse_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 2 and "has not been collected" in err
     code, _, err = run_cli(capsys, *args, "--judge-batch", "collect", folder)
     assert code == 2 and "no result files" in err
-    code, _, err = run_cli(capsys, "generation", "-s", str(FIX), "-m", "rouge_l",
+    code, _, err = run_cli(capsys, "generation", "-s", str(FIX), "-m", "answer_relevance",
                            "--judge-batch", "write", str(tmp_path / "c"))
     assert code == 2 and "needs a judge" in err
+    code, _, err = run_cli(capsys, "generation", "-s", str(FIX), "-m", "rouge_l,bleu", *judge,
+                           "--judge-batch", "write", str(tmp_path / "c"))
+    assert code == 2 and "none of the metrics rouge_l, bleu asks a judge" in err
     rec = tmp_path / "rec.json"
     rec.write_text("[]", encoding="utf-8")
     code, _, err = run_cli(capsys, "generation", "-s", str(FIX), "-m", "answer_relevance",
@@ -575,3 +578,24 @@ def test_estimate_counts_rounds_and_prices_the_batch(tmp_path: Path) -> None:
     assert [summarise(j).rounds for j in planned] == [2, 2]
     with pytest.raises(ConfigError, match="batch_discount"):
         JudgeConfig(name="j", backend="mock", batch_discount=1.0)
+
+
+def test_replies_of_the_fake_server_never_reach_a_real_judges_cache(tmp_path: Path) -> None:
+    samples = _samples(2)
+    cfg = JudgeConfig(name="real", backend="openai", base_url=DEAD, model="m",
+                      api_key_env=None, cache_dir=str(tmp_path / "c"))
+    folder = tmp_path / "b"
+    with batch_scope("write", folder) as s:
+        evaluate_generation(samples, ["answer_relevance"], judge=make_judge(cfg))
+    (folder / "results").mkdir()
+    run_batch_file(folder / s.report.files[0]["path"], folder / "results" / "marked.jsonl")
+    with batch_scope("collect", folder) as c:
+        make_judge(cfg)
+    assert c.report.matched == 0 and len(c.report.failed) == 2
+    assert all("a mock reply for a real judge" in why for why in c.report.failed.values())
+    (folder / "results" / "marked.jsonl").unlink()    # the same replies, unmarked
+    run_batch_file(folder / s.report.files[0]["path"], folder / "results" / "plain.jsonl",
+                   MockConfig(mark_replies=False))
+    with batch_scope("collect", folder) as c:
+        make_judge(cfg)
+    assert c.report.matched == 2 and c.report.ok

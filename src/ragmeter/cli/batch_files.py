@@ -54,6 +54,21 @@ def parse_judge_batch(value: tuple[str, Path] | None, *, estimate: bool = False,
     return mode, Path(folder)
 
 
+def judged_only(metrics: Sequence[str] | None) -> list[str]:
+    """The metrics of a written round: those that ask a judge (the default judged set when
+    none is named); the others have nothing to write and are scored by the ordinary run."""
+    from ragmeter.generation.evaluate import JUDGED_DEFAULT
+    from ragmeter.metrics.registry import parse_metric
+
+    if metrics is None:
+        return list(JUDGED_DEFAULT)
+    out = [m for m in metrics if parse_metric(m).spec.family == "judged"]
+    if not out:
+        raise UsageError("--judge-batch", f"none of the metrics {', '.join(metrics)} asks a "
+                         "judge: there is nothing to write")
+    return out
+
+
 def run_batch_files(plan: Callable[[], Any], judges: Sequence[Any], option: tuple[str, Path],
                     *, command: str, echo: Echo) -> Any:
     """``write``: run ``plan`` (the command's ordinary work) in a batch scope; ``collect``:
@@ -97,4 +112,4 @@ def command_line(argv: list[str] | None = None) -> str:
     return mask(" ".join(shlex.quote(a) for a in ["ragmeter", *(argv or sys.argv[1:])]))
 
 
-__all__ = ["WRITE_BATCH", "JudgeBatchOpt", "command_line", "parse_judge_batch", "run_batch_files"]
+__all__ = ["WRITE_BATCH", "JudgeBatchOpt", "command_line", "judged_only", "parse_judge_batch", "run_batch_files"]

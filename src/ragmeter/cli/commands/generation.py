@@ -132,6 +132,8 @@ def register(app: typer.Typer) -> None:
           ragmeter generation --samples answers.jsonl --metrics rouge_l,bleu
 
           ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
+
+          ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --judge-batch write judge-batches
         """
 
         from ragmeter.cli.batch_files import parse_judge_batch
@@ -141,8 +143,10 @@ def register(app: typer.Typer) -> None:
                                   budget=max_cost is not None or max_calls is not None)
         common.parse_fraction(max_unscored)
         slice_spec = slicing.spec_of(by, min_n)
-        _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
-                                       target_entry, replay, estimate)
+        collecting = batch is not None and batch[0] == "collect"   # reads results, no samples
+        _loaded, items, filled = (None, [], None) if collecting else _load(
+            samples, skip_invalid, data_format, column_map, target, target_entry, replay,
+            estimate)
         extra = {"language": language}
         if judge_record:
             extra["record_path"] = judge_record
@@ -153,6 +157,10 @@ def register(app: typer.Typer) -> None:
         if cfg is not None and check_judge and not estimate:
             common.check_judge_reachable(cfg)
         metric_list = _metric_list(metrics)
+        if batch is not None and batch[0] == "write":
+            from ragmeter.cli.batch_files import judged_only
+
+            metric_list = judged_only(metric_list)   # the others ask no judge
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
             and batch is None else None

@@ -38,7 +38,7 @@ def submit_command(
 
     Examples:
 
-      ragmeter judge batch submit batches/ --key-env OPENAI_API_KEY
+      ragmeter judge batch submit batches --url http://127.0.0.1:8765/v1
     """
     from ragmeter.judges.batchfiles.service import submit
 
@@ -51,7 +51,7 @@ def status_command(folder: FolderArg, url: UrlOpt = None, key_env: KeyEnvOpt = N
 
     Examples:
 
-      ragmeter judge batch status batches/
+      ragmeter judge batch status batches-sent
     """
     from ragmeter.judges.batchfiles.service import status
 
@@ -77,7 +77,7 @@ def fetch_command(
 
     Examples:
 
-      ragmeter judge batch fetch batches/ --wait --poll 60
+      ragmeter judge batch fetch batches-sent --wait --poll 1
     """
     from ragmeter.errors import WorkFailedError
     from ragmeter.judges.batchfiles.service import fetch

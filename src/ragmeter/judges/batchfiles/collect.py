@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import UsageError
+from ragmeter.errors import DataError, RecordProblem, UsageError
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.batchfiles.lines import Malformed, ResultLine, read_results
 from ragmeter.judges.batchfiles.manifest import (
     RESULTS,
+    SCHEMAS,
     JudgeIdentity,
     Manifest,
     load_index,
@@ -245,7 +246,11 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
         eng = usable.get(rec["j"])
         if eng is None:
             continue
-        req = JudgeRequest(messages=(), schema=schemas.get(rec["sh"], {"type": "object"}),
+        schema = schemas.get(rec["sh"])
+        if schema is None:
+            raise DataError(RecordProblem(str(folder / SCHEMAS), None, rec["sh"],
+                                          "the schema a round's index names is missing"))
+        req = JudgeRequest(messages=(), schema=schema,
                            prompt_version=rec["pv"], sample_id=rec.get("sid") or "",
                            max_tokens=rec.get("mt"), temperature=rec.get("t"))
         sj = schema_json.get(rec["sh"])

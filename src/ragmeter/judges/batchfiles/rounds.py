@@ -36,6 +36,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
 
@@ -100,7 +101,14 @@ _SCHEMA_JSON = json.dumps(_SCHEMA)
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    """The JSON of a scalar of an index line (a string, a number or null), made directly."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return encode_basestring(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return json.dumps(value)
 
 
 @dataclass
@@ -409,6 +417,13 @@ def current() -> BatchSession | None:
     return _SESSION.get()
 
 
+def writing() -> bool:
+    """Whether a round is being written: the command's plan is all the work (the judged
+    metrics score nothing and need no embedding)."""
+    session = _SESSION.get()
+    return session is not None and session.mode == "write"
+
+
 def batched(judge: Any, config: Any = None) -> Any:
     """``judge`` itself, or inside :func:`batch_scope` a :class:`BatchJudge` in front of it
     (``make_judge`` applies it to every judge it builds)."""
@@ -443,4 +458,5 @@ def check_folder(folder: Path) -> None:
 
 
 __all__ = ["MODES", "PENDING", "BatchJudge", "BatchSession", "WriteReport", "batch_scope",
-           "batched", "check_folder", "conversation", "current", "describe", "schema_ref"]
+           "batched", "check_folder", "conversation", "current", "describe", "schema_ref",
+           "writing"]
