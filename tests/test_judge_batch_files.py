@@ -286,6 +286,9 @@ def test_10000_requests_with_malformed_and_missing_lines_lose_nothing(tmp_path: 
     with batch_scope("collect", folder) as c2:
         make_judge(cfg)
     assert c2.report.ok and c2.report.matched == 300 and c2.report.already == 9_700
+    with batch_scope("collect", folder) as c3:     # every file settled: none read again
+        make_judge(cfg)
+    assert c3.report.ok and (c3.report.skipped_files, c3.report.lines) == (2, 0)
     result = evaluate_generation(samples, metrics, judge=make_judge(cfg))
     # a reference: the clean output collected into another cache
     ref_cfg = cfg.with_(cache_dir=str(tmp_path / "ref"))

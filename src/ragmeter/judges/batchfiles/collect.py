@@ -66,6 +66,8 @@ class CollectReport:
 
     #: malformed lines whose request has an answer all the same (a later round's)
     superseded: int = 0
+    #: result files settled by an earlier collect and unchanged since (not read again)
+    skipped_files: int = 0
 
     @property
     def ok(self) -> bool:
@@ -80,7 +82,9 @@ class CollectReport:
                f"{len(self.missing)} missing" + (f", {self.duplicates} duplicate(s) ignored"
                                                   if self.duplicates else "")
                + (f", {self.superseded} malformed line(s) answered since"
-                  if self.superseded else "")]
+                  if self.superseded else "")
+               + (f"; {self.skipped_files} file(s) collected before and unchanged, not read"
+                  if self.skipped_files else "")]
         for title, names in (("failed", [f"{k}: {v}" for k, v in self.failed.items()]),
                              ("malformed", self.malformed),
                              ("missing (written, no result line came back)", self.missing),
@@ -109,6 +113,7 @@ class CollectReport:
                 "malformed": self.malformed, "unknown": self.unknown, "missing": self.missing,
                 "duplicates": self.duplicates, "another_turn": self.another_turn,
                 "pending": self.pending, "superseded": self.superseded,
+                "skipped_files": self.skipped_files,
                 "warnings": self.warnings, "ok": self.ok}
 
 
@@ -121,10 +126,20 @@ class _Read:
     duplicates: int = 0
     results: dict[str, list[ResultLine]] = field(default_factory=dict)
     malformed: list[Malformed] = field(default_factory=list)
+    #: per file read: its stat, the custom_ids of its lines, whether a line had none
+    per_file: dict[str, tuple[list[int], list[str], bool]] = field(default_factory=dict)
+    #: files settled by an earlier collect and unchanged since: not read again
+    skipped: int = 0
 
 
-def read_folder(folder: Path) -> _Read:
-    """Every result line under ``folder/results`` (a usage error when there is none)."""
+def _stat(path: Path) -> list[int]:
+    st = path.stat()
+    return [st.st_size, st.st_mtime_ns]
+
+
+def read_folder(folder: Path, settled: dict[str, list[int]] | None = None) -> _Read:
+    """Every result line under ``folder/results`` (a usage error when there is none); files
+    in ``settled`` (name -> size, mtime) that did not change are skipped."""
     base = folder / RESULTS
     paths = sorted(p for p in base.rglob("*") if p.is_file() and not p.name.startswith(".")) \
         if base.is_dir() else []
@@ -135,13 +150,24 @@ def read_folder(folder: Path) -> _Read:
     got = _Read()
     for path in paths:
         name = path.relative_to(folder).as_posix()
+        stat = _stat(path)
+        if (settled or {}).get(name) == stat:
+            got.skipped += 1
+            continue
         got.files.append(name)
+        ids: list[str] = []
+        no_id = False
         with path.open("rb") as fh:
             for item in read_results(fh, name):
                 got.lines += 1
                 if isinstance(item, Malformed):
                     got.malformed.append(item)
+                    if item.custom_id:
+                        ids.append(item.custom_id)
+                    else:
+                        no_id = True
                     continue
+                ids.append(item.custom_id)
                 have = got.results.get(item.custom_id)
                 if have is None:
                     got.results[item.custom_id] = [item]
@@ -150,6 +176,7 @@ def read_folder(folder: Path) -> _Read:
                     got.duplicates += 1             # the same line twice: read once
                 else:
                     have.append(item)   # another turn, or an error then an answer
+        got.per_file[name] = (stat, ids, no_id)
     return got
 
 
@@ -210,7 +237,7 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
     index = load_index(folder, manifest)
     schemas = load_schemas(folder)
     turns = load_turns(folder)
-    got = read_folder(folder)
+    got = read_folder(folder, manifest.settled)
     usable: dict[str, Any] = {}
     for eng in engines:
         have = manifest.judges.get(eng.name)
@@ -290,6 +317,10 @@ def _report(folder: Path, manifest: Manifest, index: dict[str, dict[str, Any]], 
     unknown = sorted(k for k in got.results if k not in index)
     answered = stored_before | matched
     pending = sum(1 for k in index if k not in answered)
+    for name, (stat, ids, no_id) in got.per_file.items():
+        # a line without custom_id stops mattering once nothing written waits for an answer
+        if (not no_id or pending == 0) and all(i in answered or i not in index for i in ids):
+            manifest.settled[name] = stat     # nothing left to read in it
 
     def named(key: str) -> str:
         return describe(key, index.get(key))
@@ -311,7 +342,7 @@ def _report(folder: Path, manifest: Manifest, index: dict[str, dict[str, Any]], 
         str(folder), got.files, got.lines, len(matched), len(already),
         {named(k): why for k, why in sorted(failed.items())}, malformed, unknown,
         [named(k) for k in missing], got.duplicates, [named(k) for k in sorted(another)],
-        pending, warnings, report_name, len(got.malformed) - len(relevant))
+        pending, warnings, report_name, len(got.malformed) - len(relevant), got.skipped)
     write_json(folder / report_name, report.to_dict())
     counts = {k: v for k, v in report.to_dict().items()
               if k not in ("failed", "malformed", "unknown", "missing", "another_turn")}

@@ -121,13 +121,17 @@ class Manifest:
     prompt_versions: list[str] = field(default_factory=list)
     rounds: list[Round] = field(default_factory=list)
     collects: list[dict[str, Any]] = field(default_factory=list)
+    #: result files every line of which is settled (answered, or of no request written), by
+    #: name: their size and modification time; a later collect reads them again only changed
+    settled: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "created_at": self.created_at, "command": self.command,
                 "provider": self.provider, "limits": self.limits,
                 "judges": {n: asdict(j) for n, j in self.judges.items()},
                 "prompt_versions": self.prompt_versions,
-                "rounds": [r.to_dict() for r in self.rounds], "collects": self.collects}
+                "rounds": [r.to_dict() for r in self.rounds], "collects": self.collects,
+                "settled": self.settled}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Manifest:
@@ -136,7 +140,7 @@ class Manifest:
                    {n: JudgeIdentity(**j) for n, j in (d.get("judges") or {}).items()},
                    list(d.get("prompt_versions") or []),
                    [Round.from_dict(r) for r in d.get("rounds") or []],
-                   list(d.get("collects") or []))
+                   list(d.get("collects") or []), dict(d.get("settled") or {}))
 
     @classmethod
     def load(cls, folder: Path) -> Manifest | None:
