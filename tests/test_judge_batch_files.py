@@ -602,3 +602,32 @@ def test_replies_of_the_fake_server_never_reach_a_real_judges_cache(tmp_path: Pa
     with batch_scope("collect", folder) as c:
         make_judge(cfg)
     assert c.report.matched == 2 and c.report.ok
+
+
+def test_a_rejected_parameter_is_adapted_to_as_online(tmp_path: Path) -> None:
+    samples = _samples(2)
+    rejecting = MockConfig(reject_params=("max_tokens",), record_bodies=True)
+    with MockJudgeServer(rejecting) as srv:
+        cfg = JudgeConfig(name="j", backend="mock", base_url=srv.base_url,
+                          cache_dir=str(tmp_path / "online"))
+        online = evaluate_generation(samples, ["answer_relevance"], judge=make_judge(cfg))
+        sent = [json.loads(b) for b in srv.received]
+    assert "max_completion_tokens" in sent[-1] and "max_tokens" not in sent[-1]
+    cfg = JudgeConfig(name="j", backend="mock", base_url=DEAD, cache_dir=str(tmp_path / "c"))
+    folder = tmp_path / "b"
+    (folder / "results").mkdir(parents=True)
+    for rnd in (1, 2):
+        with batch_scope("write", folder) as s:
+            evaluate_generation(samples, ["answer_relevance"], judge=make_judge(cfg))
+        path = folder / s.report.files[0]["path"]
+        body = json.loads(path.read_text().splitlines()[0])["body"]
+        assert ("max_completion_tokens" in body) == (rnd == 2)
+        run_batch_file(path, folder / "results" / f"{rnd}.jsonl",
+                       MockConfig(reject_params=("max_tokens",)))
+        with batch_scope("collect", folder) as c:
+            make_judge(cfg)
+        assert (len(c.report.failed), c.report.matched) == ((2, 0) if rnd == 1 else (0, 2))
+    assert json.loads((folder / "manifest.json").read_text())["adaptations"]["j"]
+    batch = evaluate_generation(samples, ["answer_relevance"], judge=make_judge(cfg))
+    assert batch.results["answer_relevance"].to_dict() == \
+        online.results["answer_relevance"].to_dict()

@@ -55,8 +55,9 @@ async def answer_line(server: MockJudgeServer, body: Any) -> tuple[int, dict[str
                                "type": "invalid_request_error"}}
     for param in cfg.reject_params:
         if param in body:
+            hint = " Use 'max_completion_tokens' instead." if param == "max_tokens" else ""
             return 400, {"error": {"message": f"Unsupported parameter: '{param}' is not "
-                                              "supported with this model.",
+                                              f"supported with this model.{hint}",
                                    "type": "invalid_request_error", "param": param}}
     action = server._next_action()
     if body.get("response_format") and (not cfg.supports_response_format

@@ -138,13 +138,16 @@ class OpenAIBackend(BackendBase):
     async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
                        *, max_tokens: int, temperature: float,
                        seed: int | None) -> Completion:
-        """One completion; adapts once per model to rejected parameters (see ``_adapt``)."""
+        """One completion; adapts once per model to rejected parameters (see ``_adapt``). A
+        call sent before another call's rejection adapted the client is sent again adapted."""
         for _ in range(4):
+            sent = (self._use_max_completion_tokens, self._send_seed)
             try:
                 return await self._complete(messages, schema, max_tokens=max_tokens,
                                             temperature=temperature, seed=seed)
             except BackendError as exc:
-                if not (exc.status == 400 and self._adapt(exc.detail)):
+                adapted = sent != (self._use_max_completion_tokens, self._send_seed)
+                if not (exc.status == 400 and (self._adapt(exc.detail) or adapted)):
                     raise
         return await self._complete(messages, schema, max_tokens=max_tokens,
                                     temperature=temperature, seed=seed)
@@ -162,6 +165,10 @@ class OpenAIBackend(BackendBase):
             return False
         log.info("endpoint %s rejected a parameter; adapted (%s)", self.url, detail[:120])
         return True
+
+    def adapt(self, detail: str) -> bool:
+        """:meth:`_adapt` for a 400 that came back another way (a batch file's error line)."""
+        return self._adapt(detail)
 
     def chat_body(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
                   *, max_tokens: int, temperature: float, seed: int | None) -> dict[str, Any]:

@@ -298,10 +298,24 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
             failed[key] = rep.reason or "not stored (a mock reply for a real judge)"
             if rep.detail:
                 failed[key] += f": {rep.detail[:200]}"
+            _adapt(eng, manifest, lines)
     for name, items in pending_store.items():
         _store(usable[name], items)
     return _report(folder, manifest, index, got, matched, already, failed, another, turns,
                    warnings, stored_before)
+
+
+def _adapt(engine: Any, manifest: Manifest, lines: list[ResultLine]) -> None:
+    """A 400 naming a parameter the model does not take (``max_tokens``, ``seed``): the
+    judge's client adapts as it does online, and the next round is written adapted."""
+    for line in lines:
+        err = line.failure
+        if err is None or err.status != 400:
+            continue
+        known = manifest.adaptations.setdefault(engine.name, [])
+        if any(m.adapt(err.detail) for m in engine.members if hasattr(m, "adapt")) \
+                and err.detail not in known:
+            known.append(err.detail)
 
 
 def _store(engine: Any, items: list[tuple[str, JudgeReply]]) -> None:

@@ -124,6 +124,9 @@ class Manifest:
     #: result files every line of which is settled (answered, or of no request written), by
     #: name: their size and modification time; a later collect reads them again only changed
     settled: dict[str, list[int]] = field(default_factory=dict)
+    #: 400 details a judge's client adapted to (``max_completion_tokens``, no ``seed``), by
+    #: judge: applied before the next round is written, as the online client adapts
+    adaptations: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "created_at": self.created_at, "command": self.command,
@@ -131,7 +134,7 @@ class Manifest:
                 "judges": {n: asdict(j) for n, j in self.judges.items()},
                 "prompt_versions": self.prompt_versions,
                 "rounds": [r.to_dict() for r in self.rounds], "collects": self.collects,
-                "settled": self.settled}
+                "settled": self.settled, "adaptations": self.adaptations}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Manifest:
@@ -140,7 +143,8 @@ class Manifest:
                    {n: JudgeIdentity(**j) for n, j in (d.get("judges") or {}).items()},
                    list(d.get("prompt_versions") or []),
                    [Round.from_dict(r) for r in d.get("rounds") or []],
-                   list(d.get("collects") or []), dict(d.get("settled") or {}))
+                   list(d.get("collects") or []), dict(d.get("settled") or {}),
+                   {n: list(v) for n, v in (d.get("adaptations") or {}).items()})
 
     @classmethod
     def load(cls, folder: Path) -> Manifest | None:

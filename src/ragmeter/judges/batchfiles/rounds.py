@@ -281,6 +281,9 @@ class BatchSession:
                 self.warnings.append(msg)
         if self.mode == "write" or have is None:
             self.manifest.judges[ident.name] = ident
+        for detail in self.manifest.adaptations.get(ident.name, ()):
+            for m in engine.members:   # what the endpoint rejected before, as online
+                m.adapt(detail)
         self.engines.setdefault(ident.name, engine)
         return BatchJudge(engine, self)
 
