@@ -216,7 +216,7 @@ class BatchSession:
         self.manifest = Manifest(command=command)
         self.round_no = 1
         self.engines: dict[str, Any] = {}
-        self.judges: dict[int, _JudgeState] = {}
+        self.judges: dict[tuple[str, Any], _JudgeState] = {}
         self.turns: dict[str, list[Any]] = {}
         self.schemas: dict[str, Any] = {}
         self.answered: set[str] = set()
@@ -288,19 +288,17 @@ class BatchSession:
         return BatchJudge(engine, self)
 
     def _state(self, engine: Any) -> _JudgeState:
-        st = self.judges.get(id(engine))
+        """The files of ``engine``'s judge (one set per judge identity, whichever object)."""
+        ident = JudgeIdentity.of(engine)
+        key = (ident.name, tuple(sorted(ident.key_fields().items())))
+        st = self.judges.get(key)
         if st is None:
-            ident = JudgeIdentity.of(engine)
-            same = [s for s in self.judges.values() if s.identity == ident]
-            if same:
-                st = self.judges[id(engine)] = same[0]
-                return st
             stems = {s.stem for s in self.judges.values()}
             base = "".join(c if c.isalnum() or c in "-_." else "_" for c in ident.name) or "judge"
             stem, n = base, 2
             while stem in stems:
                 stem, n = f"{base}-{n}", n + 1
-            st = self.judges[id(engine)] = _JudgeState(ident, stem)
+            st = self.judges[key] = _JudgeState(ident, stem)
         return st
 
     def answer(self, engine: Any, requests: list[JudgeRequest]) -> list[JudgeReply]:
@@ -368,8 +366,8 @@ class BatchSession:
                                   warnings=self.warnings)
 
     def _close_write(self, ok: bool) -> None:
-        states = {id(s): s for s in self.judges.values()}.values()
-        files = [f for s in states if s.writer is not None for f in s.writer.close()]
+        files = [f for s in self.judges.values() if s.writer is not None
+                 for f in s.writer.close()]
         round_dir = self.folder / f"round-{self.round_no:02d}"
         if not ok:
             if files:
