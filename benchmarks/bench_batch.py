@@ -17,7 +17,9 @@ are its own: ``write`` (the command's plan with the batch judge, files written),
 (the fake server's offline ``vllm run-batch``-shaped runner: not the client's work, shown for
 scale), ``collect`` (result lines into the judge cache), the ordinary run from the cache (must
 make 0 calls), and the online run of the same plan against the fake server in another process
-(the client's CPU and RSS only). The values of the ordinary run after the batch cycle are
+(the client's CPU and RSS only); ``ragmeter generation --out`` over the cache as a user runs
+it (a subprocess: per-sample records streamed batch by batch). The values of the ordinary run
+after the batch cycle are
 compared with the online run's (they must be identical). Targets: writing + collecting ≤ 30 s
 CPU and ≤ 500 MB peak RSS at 100,000 requests. Report CPU seconds and RSS: wall time on a
 shared machine is not a figure.
@@ -157,7 +159,38 @@ def _line(label: str, r: dict[str, Any], extra: str = "") -> str:
             + (f"   {extra}" if extra else ""))
 
 
-def bench_plan(plan: str, requests: int, online: bool, concurrency: int) -> dict[str, Any]:
+def cli_out_run(plan: str, samples: int, base: Path) -> dict[str, Any]:
+    """``ragmeter generation --out`` over the batch cycle's cache, as a user runs it: per-sample
+    records appended batch by batch; its CPU seconds and peak RSS (the whole process)."""
+    import subprocess
+
+    path = base / "samples.jsonl"
+    with path.open("w", encoding="utf-8") as fh:
+        for smp in make_samples(samples):
+            fh.write(json.dumps({"id": smp.id, "user_input": smp.user_input,
+                                 "response": smp.response, "reference": smp.reference,
+                                 "retrieved_contexts": smp.retrieved_contexts},
+                                ensure_ascii=False) + "\n")
+    out = base / "scored.json"
+    env = {**os.environ, "RAGMETER_CACHE_DIR": str(base / "cache"), "COLUMNS": "200"}
+    cmd = [sys.executable, "-m", "ragmeter", "generation", "-s", str(path), "-m",
+           ",".join(_metrics(plan)), "--judge-backend", "mock", "--judge-url",
+           "http://127.0.0.1:9/v1", "--judge-model", "mock", "--judge-key-env", "",
+           "--out", str(out), "-q"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, ru = os.wait4(proc.pid, 0)
+    assert status == 0, err[-2000:]
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    unscored = sum(r["aggregate"]["n_unscored"] for r in doc["results"].values())
+    records = sum(1 for _ in out.with_name(out.stem + ".samples.jsonl").open())
+    return {"cpu_s": ru.ru_utime + ru.ru_stime, "rss_mib": ru.ru_maxrss / 1024,
+            "unscored": unscored, "records": records}
+
+
+def bench_plan(plan: str, requests: int, online: bool, concurrency: int,
+               cli_out: bool = True) -> dict[str, Any]:
     samples = requests // CALLS_PER_SAMPLE[plan]
     rounds = 1 if plan == "one-round" else 2
     print(f"== plan {plan}: {samples:,} samples x {CALLS_PER_SAMPLE[plan]} calls = "
@@ -187,6 +220,11 @@ def bench_plan(plan: str, requests: int, online: bool, concurrency: int) -> dict
         print(_line("run from the cache", f, f"{f['calls']} calls, {f['cached']:,} cached, "
                                              f"{f['unscored']} unscored"), flush=True)
         out.update(batch_cpu_s=cpu, batch_rss_mib=rss, final=f)
+        if cli_out:
+            g = cli_out_run(plan, samples, base)
+            print(_line("generation --out (CLI)", g, f"{g['records']:,} records streamed, "
+                                                     f"{g['unscored']} unscored"), flush=True)
+            out["cli_out"] = g
         if online:
             sys.path.insert(0, str(Path(__file__).resolve().parent))
             from bench_judge import Server
@@ -215,14 +253,16 @@ def main() -> None:
     ap.add_argument("--plan", nargs="+", choices=list(PLANS), default=list(PLANS))
     ap.add_argument("--no-online", action="store_true")
     ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--no-cli-out", action="store_true",
+                    help="skip the `ragmeter generation --out` run from the cache")
     ap.add_argument("--json", type=Path, help="Also write the figures here.")
     args = ap.parse_args()
     print(f"# bench_batch.py {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPU(s), load "
           f"average {os.getloadavg()[0]:.1f}; CPU seconds and peak RSS per phase process",
           flush=True)
     run_phase("warm")   # the embedder of answer_correctness loads (and caches) its model once
-    got = [bench_plan(p, args.requests, not args.no_online, args.concurrency)
-           for p in args.plan]
+    got = [bench_plan(p, args.requests, not args.no_online, args.concurrency,
+                      not args.no_cli_out) for p in args.plan]
     if args.json:
         args.json.write_text(json.dumps(got, indent=1), encoding="utf-8")
 

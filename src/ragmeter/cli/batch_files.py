@@ -54,6 +54,34 @@ def parse_judge_batch(value: tuple[str, Path] | None, *, estimate: bool = False,
     return mode, Path(folder)
 
 
+def collects(option: tuple[str, Path] | None) -> bool:
+    """Whether the command collects (it reads results, not its samples)."""
+    return option is not None and option[0] == "collect"
+
+
+def round_metrics(option: tuple[str, Path] | None,
+                  metrics: list[str] | None) -> list[str] | None:
+    """The metrics a command plans: while it writes a round, only those asking a judge."""
+    return judged_only(metrics) if option is not None and option[0] == "write" else metrics
+
+
+def write_slice(option: tuple[str, Path] | None, n_samples: int) -> int | None:
+    """Samples planned at once while a round is written (None: all at once)."""
+    return WRITE_BATCH if option is not None and n_samples > WRITE_BATCH else None
+
+
+def batch_command(work: Callable[[], Any], config: Any, option: tuple[str, Path]) -> None:
+    """``--judge-batch`` of a command with one judge (``config``): write or collect."""
+    from ragmeter.cli import common
+
+    if config is None:
+        raise UsageError("--judge-batch", "needs a judge (--judge-url/--judge-model, "
+                         "--judge-config or --judge-backend)")
+    console = common.human_console()
+    run_batch_files(work, [config], option, command=command_line(),
+                    echo=lambda text: console.print(text, highlight=False, markup=False))
+
+
 def judged_only(metrics: Sequence[str] | None) -> list[str]:
     """The metrics of a written round: those that ask a judge (the default judged set when
     none is named); the others have nothing to write and are scored by the ordinary run."""
