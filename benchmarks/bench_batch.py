@@ -190,7 +190,7 @@ def cli_out_run(plan: str, samples: int, base: Path) -> dict[str, Any]:
 
 
 def bench_plan(plan: str, requests: int, online: bool, concurrency: int,
-               cli_out: bool = True) -> dict[str, Any]:
+               cli_out: bool = True, final: bool = True) -> dict[str, Any]:
     samples = requests // CALLS_PER_SAMPLE[plan]
     rounds = 1 if plan == "one-round" else 2
     print(f"== plan {plan}: {samples:,} samples x {CALLS_PER_SAMPLE[plan]} calls = "
@@ -216,10 +216,13 @@ def bench_plan(plan: str, requests: int, online: bool, concurrency: int,
             out["phases"] += [{"phase": f"write{rnd}", **w}, {"phase": f"collect{rnd}", **c}]
         print(f"   batch client total     cpu {cpu:7.2f} s   peak RSS {rss:6.0f} MiB   "
               f"(target <= 30 s, <= 500 MB at 100,000 requests)", flush=True)
+        out.update(batch_cpu_s=cpu, batch_rss_mib=rss)
+        if not final:
+            return out
         f = run_phase("final", values=str(base / "final.json"), **common)
         print(_line("run from the cache", f, f"{f['calls']} calls, {f['cached']:,} cached, "
                                              f"{f['unscored']} unscored"), flush=True)
-        out.update(batch_cpu_s=cpu, batch_rss_mib=rss, final=f)
+        out["final"] = f
         if cli_out:
             g = cli_out_run(plan, samples, base)
             print(_line("generation --out (CLI)", g, f"{g['records']:,} records streamed, "
@@ -253,6 +256,8 @@ def main() -> None:
     ap.add_argument("--plan", nargs="+", choices=list(PLANS), default=list(PLANS))
     ap.add_argument("--no-online", action="store_true")
     ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--no-final", action="store_true",
+                    help="stop after the batch cycle (no run from the cache, no online run)")
     ap.add_argument("--no-cli-out", action="store_true",
                     help="skip the `ragmeter generation --out` run from the cache")
     ap.add_argument("--json", type=Path, help="Also write the figures here.")
@@ -262,7 +267,7 @@ def main() -> None:
           flush=True)
     run_phase("warm")   # the embedder of answer_correctness loads (and caches) its model once
     got = [bench_plan(p, args.requests, not args.no_online, args.concurrency,
-                      not args.no_cli_out) for p in args.plan]
+                      not args.no_cli_out, not args.no_final) for p in args.plan]
     if args.json:
         args.json.write_text(json.dumps(got, indent=1), encoding="utf-8")
 
