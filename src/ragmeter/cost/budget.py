@@ -221,7 +221,7 @@ def gating(engines: Sequence[Any], budget: Budget) -> Iterator[None]:
 def gated_engines(judge: Any) -> list[Any] | None:
     """The engines below ``judge`` (a wrapper's, a :class:`MultiJudge`'s judges too), or
     ``None`` when some judge below has no engine send gate to take a budget."""
-    from ragmeter.judges.engine import EngineJudge
+    from ragmeter.judges.llm_judge import EngineJudge
     from ragmeter.judges.multi import MultiJudge
 
     if isinstance(judge, BudgetJudge):

@@ -2,7 +2,7 @@
 after an unusable reply, a larger token budget after a truncated one, the fallback from
 structured output to the schema in the prompt, and the :class:`JudgeReply` at the end.
 
-:class:`JudgeExchange` is the LLM-judge :class:`~ragmeter.judges.runner.Exchange`; the
+:class:`JudgeExchange` is the LLM-judge :class:`~ragmeter.calls.seam.Exchange`; the
 runner owns slots, retries, hedging and the breaker.
 """
 
@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.judges.backend import BackendError, Completion
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.record import CallRecord
+from ragmeter.judges.backend import Completion
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.parsing import CompiledSchema, validate
 from ragmeter.judges.prompts import schema_instruction
-from ragmeter.judges.runner import CallRecord
 from ragmeter.text import detect_language
 
 log = logging.getLogger("ragmeter.judges")
@@ -111,7 +112,7 @@ class JudgeExchange:
                 "max_tokens": self.max_tokens, "temperature": self.temperature,
                 "seed": self.cfg.seed}
 
-    def resend(self, err: BackendError) -> bool:
+    def resend(self, err: CallError) -> bool:
         if err.reason != "schema_unsupported" or self.schema_in_prompt:
             return False
         self.session.schema_ok = False
@@ -120,7 +121,7 @@ class JudgeExchange:
         log.info("judge %s: server rejected response_format; using schema in prompt", self.name)
         return True
 
-    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> JudgeReply:
+    def failed(self, err: CallError, detail: str, rec: CallRecord) -> JudgeReply:
         reason = err.reason if err.reason != "schema_unsupported" else "http_4xx"
         return self.finish(None, reason, detail, rec)
 

@@ -1,7 +1,7 @@
 """``make_judge(config) -> Judge``: judge backends by name, one :data:`BACKENDS` entry each.
 
 A new backend is one ``@BACKENDS.register("name")`` function ``(config, **kwargs) -> Judge``
-(keyword arguments go to :class:`~ragmeter.judges.engine.EngineJudge`).
+(keyword arguments go to :class:`~ragmeter.judges.llm_judge.EngineJudge`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from ragmeter.judges.base import Judge
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.judges.engine import EngineJudge
+from ragmeter.judges.llm_judge import EngineJudge
 from ragmeter.registry import Registry
 
 

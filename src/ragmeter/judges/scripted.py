@@ -17,13 +17,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ragmeter.calls.retry import RetryPolicy
+from ragmeter.calls.sync import run_sync
 from ragmeter.errors import ConfigError, DataError, RecordProblem
-from ragmeter.judges._sync import run_sync
 from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.cache import reply_from_json, reply_to_json, request_hash
-from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.engine import EngineJudge
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.llm_judge import EngineJudge
 from ragmeter.judges.stats import JudgeStats
 
 ScriptResult = str | dict | list | Completion
@@ -33,7 +34,7 @@ Script = Callable[[JudgeRequest], ScriptResult | Awaitable[ScriptResult]]
 class ScriptedBackend(BackendBase):
     """Calls ``fn(request)`` (sync or async); a dict/list reply is serialised to JSON text.
 
-    Raise :class:`~ragmeter.judges.engine.BackendError` from ``fn`` to simulate faults.
+    Raise :class:`~ragmeter.calls.errors.CallError` from ``fn`` to simulate faults.
     The request passed on a repair call carries the extended messages.
     """
 

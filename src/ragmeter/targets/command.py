@@ -18,9 +18,9 @@ import json
 import time
 from typing import Any
 
+from ragmeter.calls.errors import CallError
 from ragmeter.targets.base import (
     KINDS,
-    TargetCallError,
     TargetReply,
     TargetRequest,
     TargetSignature,
@@ -76,20 +76,20 @@ class CommandTarget:
                 *cmd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE, cwd=self.config.cwd)
         except OSError as exc:
-            raise TargetCallError("target_unreachable", f"cannot start {cmd[0]!r}: {exc}",
-                                  unreachable=True) from None
+            raise CallError("connection_error", f"cannot start {cmd[0]!r}: {exc}",
+                            unreachable=True) from None
         data = json.dumps(_payload(request), ensure_ascii=False).encode()
         try:
             out, err = await asyncio.wait_for(proc.communicate(data), self.timeout_s)
         except asyncio.TimeoutError:
             proc.kill()
             await proc.wait()
-            raise TargetCallError("target_timeout", f"{cmd[0]!r} did not finish within "
-                                  f"{self.timeout_s} s", retryable=True) from None
+            raise CallError("timeout", f"{cmd[0]!r} did not finish within "
+                            f"{self.timeout_s} s", retryable=True) from None
         if proc.returncode != 0:
             tail = err.decode("utf-8", errors="replace").strip()[-300:]
-            raise TargetCallError("target_error", f"{cmd[0]!r} exited with code "
-                                  f"{proc.returncode}: {tail}")
+            raise CallError("error", f"{cmd[0]!r} exited with code "
+                            f"{proc.returncode}: {tail}")
         return out.decode("utf-8", errors="replace")
 
     async def aclose(self) -> None:
@@ -120,8 +120,8 @@ class _LineProcess:
                         stdout=asyncio.subprocess.PIPE, cwd=self.cwd, limit=_LINE_LIMIT)
                 except OSError as exc:
                     self.dead = True
-                    raise TargetCallError("target_unreachable", f"cannot start "
-                                          f"{self.cmd[0]!r}: {exc}", unreachable=True) from None
+                    raise CallError("connection_error", f"cannot start "
+                                    f"{self.cmd[0]!r}: {exc}", unreachable=True) from None
                 self.reader = asyncio.get_running_loop().create_task(self._read())
             return self.proc
 
@@ -138,8 +138,8 @@ class _LineProcess:
             return await fut
         except (BrokenPipeError, ConnectionResetError):
             self.dead = True
-            raise TargetCallError("target_error", f"{self.cmd[0]!r} closed its input",
-                                  retryable=True) from None
+            raise CallError("error", f"{self.cmd[0]!r} closed its input",
+                            retryable=True) from None
         finally:
             self.waiting.pop(n, None)
 
@@ -162,8 +162,8 @@ class _LineProcess:
         self.dead = True
         for fut in self.waiting.values():
             if not fut.done():
-                fut.set_exception(TargetCallError(
-                    "target_error", f"{self.cmd[0]!r} exited", retryable=True))
+                fut.set_exception(CallError(
+                    "error", f"{self.cmd[0]!r} exited", retryable=True))
 
     async def close(self) -> None:
         if self.proc is not None and self.proc.returncode is None:

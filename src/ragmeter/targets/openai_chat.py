@@ -14,16 +14,17 @@ import json
 import time
 from typing import Any
 
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.http import status_error, transport_error, transport_exceptions
 from ragmeter.secrets import mask_url
 from ragmeter.targets.base import (
     KINDS,
-    TargetCallError,
     TargetReply,
     TargetRequest,
     TargetSignature,
 )
 from ragmeter.targets.config import TargetConfig
-from ragmeter.targets.http import HttpSession, split_url, status_error
+from ragmeter.targets.http import http_sessions, split_url
 from ragmeter.targets.reading import parse_json, read_plain
 
 _CONTEXT_NOTE = "Answer the question from these passages only:\n\n"
@@ -53,7 +54,7 @@ class OpenAIChatTarget:
             headers["Authorization"] = "Bearer ${env:" + config.api_key_env + "}"
         from dataclasses import replace
 
-        self.http = HttpSession(replace(config, headers=headers))
+        self.http = http_sessions(replace(config, headers=headers))
         self.url, self.auth = split_url(_endpoint(config.url or ""))
         self.signature = TargetSignature("openai", mask_url(self.url) + f"#{config.model}",
                                          config.config_hash())
@@ -80,10 +81,6 @@ class OpenAIChatTarget:
         return body
 
     async def call(self, request: TargetRequest) -> TargetReply:
-        import asyncio
-
-        import aiohttp
-
         session = self.http.get()
         t0 = time.perf_counter()
         try:
@@ -100,18 +97,8 @@ class OpenAIChatTarget:
                     text = await resp.text(errors="replace")
                     rep = self._read_whole(text)
                     rep.ttft_s = time.perf_counter() - t0
-        except TargetCallError:
-            raise
-        except asyncio.TimeoutError:
-            raise TargetCallError("target_timeout", f"no reply within the timeout from "
-                                  f"{mask_url(self.url)}", retryable=True) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise TargetCallError("target_unreachable", f"{mask_url(self.url)}: "
-                                  f"{exc.os_error or exc}", retryable=True,
-                                  unreachable=True) from None
-        except aiohttp.ClientError as exc:
-            raise TargetCallError("target_error", f"{type(exc).__name__}: {exc}",
-                                  retryable=True) from None
+        except transport_exceptions() as exc:
+            raise transport_error(exc, mask_url(self.url)) from None
         rep.latency_s = time.perf_counter() - t0
         rep.version = version
         return rep
@@ -146,8 +133,7 @@ class OpenAIChatTarget:
                     parts.append(str(text))
         raw = "\n".join(lines)
         if not done and not parts:
-            raise TargetCallError("target_bad_reply", "the stream ended without data",
-                                  raw=raw)
+            raise CallError("bad_reply", "the stream ended without data", raw=raw)
         rep = read_plain({"answer": "".join(parts), "contexts": sources}, "answer", raw)
         rep.ttft_s = ttft if ttft is not None else time.perf_counter() - t0
         rep.tokens_in = usage.get("prompt_tokens")
@@ -159,8 +145,8 @@ class OpenAIChatTarget:
         try:
             answer = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
-            raise TargetCallError("target_unmapped", "answer: path 'choices[0].message."
-                                  "content' is not in the reply", raw=text) from None
+            raise CallError("unmapped", "answer: path 'choices[0].message.content' is not in "
+                            "the reply", raw=text) from None
         sources = data.get(self.config.sources_field) if self.config.sources_field else None
         rep = read_plain({"answer": answer, "contexts": sources}, "answer", text)
         usage = data.get("usage") or {}
@@ -175,11 +161,10 @@ def _chunk(payload: str, raw: str) -> dict[str, Any]:
     try:
         chunk = json.loads(payload)
     except ValueError:
-        raise TargetCallError("target_bad_reply", f"a streamed chunk is not JSON: "
-                              f"{payload[:80]!r}", raw=raw) from None
+        raise CallError("bad_reply", f"a streamed chunk is not JSON: {payload[:80]!r}",
+                        raw=raw) from None
     if not isinstance(chunk, dict):
-        raise TargetCallError("target_bad_reply", "a streamed chunk is not a JSON object",
-                              raw=raw)
+        raise CallError("bad_reply", "a streamed chunk is not a JSON object", raw=raw)
     return chunk
 
 

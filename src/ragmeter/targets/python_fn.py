@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ragmeter.calls.errors import CallError
 from ragmeter.targets.base import (
     KINDS,
-    TargetCallError,
     TargetReply,
     TargetRequest,
     TargetSignature,
@@ -98,10 +98,10 @@ class PythonTarget:
                 if inspect.isawaitable(out):
                     out = await out
         except asyncio.TimeoutError:
-            raise TargetCallError("target_timeout", f"no return within {self.timeout_s} s",
-                                  retryable=True) from None
+            raise CallError("timeout", f"no return within {self.timeout_s} s",
+                            retryable=True) from None
         except Exception as exc:
-            raise TargetCallError("target_error", f"{type(exc).__name__}: {exc}") from None
+            raise CallError("error", f"{type(exc).__name__}: {exc}") from None
         latency = time.perf_counter() - t0
         raw = json.dumps(out, ensure_ascii=False, default=_plain, sort_keys=True)
         rep = read_plain(out, request.entry, raw)

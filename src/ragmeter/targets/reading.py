@@ -13,7 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ragmeter.targets.base import TargetCallError, TargetReply
+from ragmeter.calls.errors import CallError
+from ragmeter.targets.base import TargetReply
 from ragmeter.targets.mapping import MISSING, extract
 
 #: the mapping used when a config declares none: the field names of the reference service
@@ -36,8 +37,8 @@ def parse_json(text: str) -> Any:
         return json.loads(text)
     except (ValueError, TypeError):
         snippet = (text or "")[:120].replace("\n", " ")
-        raise TargetCallError("target_bad_reply", f"the reply is not JSON: {snippet!r}",
-                              raw=text) from None
+        raise CallError("bad_reply", f"the reply is not JSON: {snippet!r}",
+                        raw=text) from None
 
 
 def read_mapped(data: Any, mapping: Mapping[str, str], entry: str, raw: str) -> TargetReply:
@@ -49,7 +50,7 @@ def read_mapped(data: Any, mapping: Mapping[str, str], entry: str, raw: str) -> 
         value = extract(data, path)
         if value is MISSING or value is None:
             if declared and _needed(name, entry):
-                raise TargetCallError("target_unmapped",
+                raise CallError("unmapped",
                                       f"{name}: path {path!r} is not in the reply", raw=raw)
             continue
         got[name] = value
@@ -89,7 +90,7 @@ def _reply(got: dict[str, Any], entry: str, raw: str, *, strict: bool) -> Target
     rep = TargetReply(raw=raw)
     answer = got.get("answer")
     if answer is not None and not isinstance(answer, str):
-        raise TargetCallError("target_unmapped", f"answer: expected text, got "
+        raise CallError("unmapped", f"answer: expected text, got "
                               f"{type(answer).__name__}", raw=raw)
     rep.answer = answer
     _contexts(rep, got.get("contexts"), raw)
@@ -104,7 +105,7 @@ def _reply(got: dict[str, Any], entry: str, raw: str, *, strict: bool) -> Target
         try:
             rep.scores = [float(x) for x in (scores if isinstance(scores, list) else [scores])]
         except (TypeError, ValueError):
-            raise TargetCallError("target_unmapped", "scores: not numbers", raw=raw) from None
+            raise CallError("unmapped", "scores: not numbers", raw=raw) from None
     meta = got.get("metadata")
     if isinstance(meta, Mapping):
         rep.metadata = dict(meta)
@@ -114,10 +115,10 @@ def _reply(got: dict[str, Any], entry: str, raw: str, *, strict: bool) -> Target
             setattr(rep, name, v)
     if entry == "retrieve":
         if rep.context_ids is None and rep.doc_ids is None:
-            raise TargetCallError("target_unmapped", "retrieve: the reply has no ids "
+            raise CallError("unmapped", "retrieve: the reply has no ids "
                                   "(context_ids or doc_ids)", raw=raw)
     elif rep.answer is None:
-        raise TargetCallError("target_unmapped", "answer: the reply has no answer", raw=raw)
+        raise CallError("unmapped", "answer: the reply has no answer", raw=raw)
     return rep
 
 
@@ -138,7 +139,7 @@ def _contexts(rep: TargetReply, value: Any, raw: str) -> None:
             (lambda k, it=it: getattr(it, k, None))
         text = next((get(k) for k in _TEXT_KEYS if isinstance(get(k), str)), None)
         if text is None:
-            raise TargetCallError("target_unmapped", "contexts: an item has no text "
+            raise CallError("unmapped", "contexts: an item has no text "
                                   f"({'/'.join(_TEXT_KEYS)})", raw=raw)
         texts.append(text)
         meta = get("metadata")

@@ -82,7 +82,7 @@ class Asking:
 
     :meth:`add` each sample with its questions; :meth:`requests` gives every sample's first
     calls, each chained (``JudgeRequest.then``) to the calls that need its answers. Send them
-    with :func:`ragmeter.judges.engine.ask_chained` (alone or in a larger batch): the replies
+    with :func:`ragmeter.judges.llm_judge.ask_chained` (alone or in a larger batch): the replies
     are read into the judgements as they arrive; :meth:`finish` orders each sample's call
     records. ``binary``: the yes/no prompt variants (demo judges); ``claims``: where claims
     come from (default: sentences for binary prompts, else the judge); ``send``: applied to
@@ -186,7 +186,7 @@ class Asking:
 def ask(judge: object, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
     """Send ``requests`` with their chains (one batch; a follow-up goes out as soon as its
     own earlier call returned, never after the slowest call of all)."""
-    from ragmeter.judges.engine import ask_chained
+    from ragmeter.judges.llm_judge import ask_chained
 
     return ask_chained(judge, requests) if requests else []
 

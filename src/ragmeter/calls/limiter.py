@@ -2,7 +2,7 @@
 
 One :class:`AdaptiveLimiter` per event loop and endpoint; what it learned lives in a
 :class:`LimiterMemory` of plain numbers, so a later batch (a fresh event loop) starts from it.
-Used by :class:`~ragmeter.judges.pool.EndpointPool`, which holds one limiter per endpoint.
+Used by :class:`~ragmeter.calls.pool.EndpointPool`, which holds one limiter per endpoint.
 """
 
 from __future__ import annotations
@@ -13,15 +13,16 @@ import logging
 from collections import deque
 from dataclasses import dataclass
 
-log = logging.getLogger("ragmeter.judges")
+log = logging.getLogger("ragmeter.calls")
 
 
 @dataclass
 class LimiterMemory:
     """What an :class:`AdaptiveLimiter` has learned, as plain numbers.
 
-    Kept on the judge, so every ``ask_many`` batch (each a fresh event loop) and every loop
-    starts from what the earlier ones learned instead of re-learning from the cap.
+    Kept by the caller (the judge, a target's caller), so every batch (each may run on a
+    fresh event loop) starts from what the earlier ones learned instead of re-learning from
+    the cap.
     """
 
     cap: int
@@ -68,7 +69,7 @@ OVERLOAD_RATE = 0.45
 class AdaptiveLimiter:
     """Bounded in-flight calls, adapted to HTTP 429 (one instance per event loop and endpoint).
 
-    The learned numbers live in a :class:`LimiterMemory` (pass the judge's to share them
+    The learned numbers live in a :class:`LimiterMemory` (pass the caller's to share them
     across batches and loops); the lock/condition is this object's own, i.e. per loop (or
     shared by the members of an :class:`EndpointPool`).
 

@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import logging
 
-from ragmeter.judges.backend import BackendError
+from ragmeter.calls.errors import CallError
 
-log = logging.getLogger("ragmeter.judges")
+log = logging.getLogger("ragmeter.calls")
 
 
 #: refused connections in a row on every endpoint (with no success in the batch) that open the
@@ -17,9 +17,9 @@ BREAKER_AFTER = 3
 
 
 class Breaker:
-    """Circuit breaker of one ``aask_many`` batch.
+    """Circuit breaker of one batch of calls.
 
-    When every endpoint of the judge has refused ``after`` connections in a row and no call of
+    When every endpoint of the pool has refused ``after`` connections in a row and no call of
     the batch has succeeded, the endpoint is taken as down: every remaining call (and every
     retry sleeping in backoff) ends at once as ``connection_error`` with the detail
     "endpoint unreachable: ...". Any other outcome on an endpoint resets its count, and a
@@ -37,7 +37,7 @@ class Breaker:
     def tripped(self) -> bool:
         return self.detail is not None
 
-    def record(self, idx: int, err: BackendError | None) -> None:
+    def record(self, idx: int, err: CallError | None) -> None:
         if self.tripped:
             return
         if err is None:
@@ -52,7 +52,7 @@ class Breaker:
                            f"{self.after} connections in a row; the remaining calls were not "
                            "sent)")
             self._open.set()
-            log.info("judge circuit open: %s", self.detail)
+            log.info("circuit open: %s", self.detail)
 
     def wake(self) -> None:
         """End every backoff now (the batch stopped sending) without opening the circuit."""

@@ -2,7 +2,7 @@
 
 :class:`Dispatcher` is generic over what is sent: ``send(idx, payload)`` is any coroutine
 that delivers ``payload`` to endpoint ``idx`` of the pool and returns its result, or raises
-:class:`~ragmeter.judges.backend.BackendError`. A call that runs past the hedge delay
+:class:`~ragmeter.calls.errors.CallError` (:class:`~ragmeter.calls.seam.Send`). A call that runs past the hedge delay
 (``hedge_after_p90`` × the p90 of recent successful latencies) gives its slot back and races a
 duplicate on the next free slot; the first success wins.
 
@@ -17,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter, deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
-from ragmeter.judges.backend import FAILURE_REASONS, BackendError
-from ragmeter.judges.pool import EndpointPool
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.pool import EndpointPool
+from ragmeter.calls.record import CallRecord
+from ragmeter.calls.seam import Gate, Send
 
 R = TypeVar("R")
 
@@ -34,15 +36,6 @@ HEDGE_MIN_S = 0.25
 MAX_HEDGES = 2
 
 
-class Gate(Protocol):
-    """What the dispatcher calls around every send (see ``SendGate`` in ``judges.base``)."""
-
-    def before_send(self, request: Any) -> None: ...
-
-    def after_send(self, request: Any, reply_cost: float, tokens_in: int,
-                   tokens_out: int) -> None: ...
-
-
 class SendStopped(Exception):
     """The send gate refused a send; the batch stops sending (``Dispatcher.stop`` says why)."""
 
@@ -52,7 +45,7 @@ class Attempt(Generic[R]):
     """One attempt's outcome: a result or an error, on which endpoint, how long."""
 
     result: R | None
-    err: BackendError | None
+    err: CallError | None
     latency: float
     idx: int = 0
 
@@ -93,10 +86,11 @@ class Dispatcher(Generic[R]):
     ``measure(result)`` gives ``(cost, tokens_in, tokens_out)`` for the gate's ``after_send``.
     """
 
-    def __init__(self, pool: EndpointPool, send: Callable[[int, Any], Awaitable[R]], *,
+    def __init__(self, pool: EndpointPool, send: Send[R], *,
                  timeout_s: float, clock: HedgeClock, hedgeable: Sequence[bool],
                  gate: Gate | None = None,
-                 measure: Callable[[R], tuple[float, int, int]] | None = None):
+                 measure: Callable[[R], tuple[float, int, int]] | None = None,
+                 totals: CallRecord | None = None):
         self.pool = pool
         self.send = send
         self.timeout_s = timeout_s
@@ -108,26 +102,27 @@ class Dispatcher(Generic[R]):
         self._bg: asyncio.Future[None] | None = None
         #: called once when the gate stops the batch (the runner ends its backoffs)
         self.on_stop: Callable[[], None] | None = None
-        self.sent = 0
+        #: every payload sent (a caller's totals when it passed them, else this batch's)
+        self.totals = totals if totals is not None else CallRecord()
         self.decisions: Counter[str] = Counter()
 
     async def _raw(self, idx: int, payload: Any, request: Any,
-                   deadline: _Deadline) -> tuple[R | None, BackendError | None]:
+                   deadline: _Deadline) -> tuple[R | None, CallError | None]:
         """The send itself, ended by ``deadline`` (a timer on this task, not another task);
         ``after_send`` follows every send, also one cancelled or timed out."""
         out: R | None = None
-        err: BackendError | None = None
+        err: CallError | None = None
         try:
             out = await self.send(idx, payload)
         except asyncio.CancelledError:
             if not deadline.expired:
                 raise
-            err = BackendError("timeout", f"no reply within {self.timeout_s:g} s",
+            err = CallError("timeout", f"no reply within {self.timeout_s:g} s",
                                retryable=True)
-        except BackendError as exc:
+        except CallError as exc:
             err = exc
         except Exception as exc:  # a backend bug or library error: unscored, not raised
-            err = BackendError("backend_error", f"{type(exc).__name__}: {exc}")
+            err = CallError("backend_error", f"{type(exc).__name__}: {exc}", fault=False)
         finally:
             if self.gate is not None:
                 cost, t_in, t_out = (self.measure(out) if out is not None and self.measure
@@ -148,7 +143,7 @@ class Dispatcher(Generic[R]):
                 if self.on_stop is not None:
                     self.on_stop()
                 raise SendStopped(str(exc)) from None
-        self.sent += 1
+        self.totals.sent += 1
 
     async def attempt(self, payload: Callable[[], Any], request: Any = None, *,
                       depth: int = 0,
@@ -162,7 +157,7 @@ class Dispatcher(Generic[R]):
         if got is None:
             raise SendStopped(str(self.stop))
         idx, slot = got
-        task: asyncio.Future[tuple[R | None, BackendError | None]] | None = None
+        task: asyncio.Future[tuple[R | None, CallError | None]] | None = None
         try:
             if skip is not None and skip():
                 return None
@@ -178,14 +173,13 @@ class Dispatcher(Generic[R]):
             latency = time.perf_counter() - t0
             outcome, retry_after = "ok", None
             if err is not None:
-                outcome = "rate_limited" if err.reason == "rate_limited" else "error"
+                outcome = "rate_limited" if err.rate_limited else "error"
                 retry_after = err.retry_after
             else:
                 self.clock.record(latency)
             # a reply's health is known once the caller read it (Exchange.usable)
             await pool.release(idx, slot, outcome, retry_after,
-                               failure=err is not None and err.reason in FAILURE_REASONS,
-                               health=err is not None)
+                               failure=err is not None and err.fault, health=err is not None)
             return Attempt(result, err, latency, idx)
         finally:
             if not slot.released:   # cancelled or stopped: give the slot back
@@ -206,7 +200,7 @@ class Dispatcher(Generic[R]):
             await asyncio.wait({task}, timeout=HEDGE_MIN_S if after is None else after - elapsed)
         return False
 
-    async def _race(self, task: asyncio.Future[tuple[R | None, BackendError | None]], t0: float,
+    async def _race(self, task: asyncio.Future[tuple[R | None, CallError | None]], t0: float,
                     idx: int, payload: Callable[[], Any], request: Any, depth: int,
                     skip: Callable[[], bool] | None) -> Attempt[R]:
         """A stalled call against its duplicate: the first success wins."""
@@ -260,5 +254,5 @@ def _failed(got: Attempt[Any] | None) -> bool:
     return got is None or got.err is not None
 
 
-__all__ = ["HEDGE_MIN_S", "HEDGE_MIN_SAMPLES", "MAX_HEDGES", "Attempt", "Dispatcher", "Gate",
+__all__ = ["HEDGE_MIN_S", "HEDGE_MIN_SAMPLES", "MAX_HEDGES", "Attempt", "Dispatcher",
            "HedgeClock", "SendStopped"]

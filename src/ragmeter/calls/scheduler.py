@@ -1,27 +1,28 @@
 """The request runner: any caller's requests through one set of concurrency, retry, endpoint
 pool, circuit breaker, hedging, send gate, deduplication and cache mechanisms.
 
-The runner knows nothing about LLM judges. A caller supplies:
+The runner knows nothing about its callers (the LLM judge, targets, the embeddings client). A
+caller supplies (:mod:`ragmeter.calls.seam`):
 
 * ``send(idx, payload) -> result``: an async callable that delivers one payload to endpoint
   ``idx`` of the pool and returns its result, or raises
-  :class:`~ragmeter.judges.backend.BackendError` (``retryable``, ``retry_after`` and
-  ``unreachable`` drive retries, the limiter and the breaker);
-* per request an :class:`Exchange`: what to send for each attempt and how to read what came
-  back (final outcome, or send again: a repair, a larger token budget);
+  :class:`~ragmeter.calls.errors.CallError` (``retryable``, ``retry_after``, ``status``,
+  ``unreachable`` and ``fault`` drive retries, the limiter, the pool and the breaker);
+* per request an :class:`~ragmeter.calls.seam.Exchange`: what to send for each attempt and
+  how to read what came back (final outcome, or send again: a repair, a larger token budget);
 * optionally a cache as two async callables ``lookup(keys) -> {key: outcome}`` and
   ``store(key, outcome)``.
 
 :meth:`RequestRunner.call` runs one exchange to its outcome (retries with the run's
-:class:`~ragmeter.judges.retry.RetryBudget` and :func:`~ragmeter.judges.retry.retry_delay`,
-the batch's :class:`~ragmeter.judges.breaker.Breaker`); :meth:`RequestRunner.run` runs a
+:class:`~ragmeter.calls.retry.RetryBudget` and :func:`~ragmeter.calls.retry.retry_delay`,
+the batch's :class:`~ragmeter.calls.breaker.Breaker`); :meth:`RequestRunner.run` runs a
 batch: cache hits first, one call per distinct key (duplicates share it), follow-ups as soon
 as their own outcome arrives, outcomes in submission order. A send gate stop
-(:class:`~ragmeter.judges.dispatch.SendStopped`) ends the batch after the calls in flight and
+(:class:`~ragmeter.calls.dispatch.SendStopped`) ends the batch after the calls in flight and
 re-raises the gate's exception; outcomes received so far were stored by then.
 
-:class:`~ragmeter.judges.engine.EngineJudge` is the LLM-judge user of this runner. A caller
-with one fixed payload per request needs only :class:`PlainExchange` and :class:`Hooks`::
+A caller with one fixed payload per request needs only :class:`PlainExchange` and
+:class:`Hooks`::
 
     async def send(idx: int, body: dict) -> dict:      # POST body to endpoint idx
         ...
@@ -42,60 +43,22 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
-from ragmeter.judges.backend import BackendError
-from ragmeter.judges.breaker import Breaker
-from ragmeter.judges.config import RetryPolicy
-from ragmeter.judges.dispatch import Dispatcher, Gate, HedgeClock, SendStopped
-from ragmeter.judges.limiter import AdaptiveLimiter
-from ragmeter.judges.pool import EndpointPool
-from ragmeter.judges.retry import RetryBudget, retry_delay
+from ragmeter.calls.breaker import Breaker
+from ragmeter.calls.dispatch import Dispatcher, HedgeClock, SendStopped
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.limiter import AdaptiveLimiter, LimiterMemory
+from ragmeter.calls.pool import EndpointPool
+from ragmeter.calls.record import CallRecord
+from ragmeter.calls.retry import RetryBudget, RetryPolicy, retry_delay
+from ragmeter.calls.seam import BatchHooks, Exchange, Gate, Send
 
-log = logging.getLogger("ragmeter.judges")
+log = logging.getLogger("ragmeter.calls")
 
 Q = TypeVar("Q")
 O = TypeVar("O")  # noqa: E741  (an outcome)
 R = TypeVar("R")
-R_in = TypeVar("R_in", contravariant=True)
-O_out = TypeVar("O_out", covariant=True)
-
-
-@dataclass
-class CallRecord:
-    """What one call did so far: attempts, retries, time spent, endpoints used."""
-
-    attempts: int = 0
-    retries: int = 0
-    latency: float = 0.0
-    endpoints: list[int] = field(default_factory=list)
-
-
-class Exchange(Protocol[R_in, O_out]):
-    """One request's conversation with the endpoints."""
-
-    #: handed to the send gate's ``before_send``/``after_send``
-    request: Any
-
-    def payload(self) -> Any:
-        """What to send for the next attempt (called once a slot is taken)."""
-
-    def resend(self, err: BackendError) -> bool:
-        """True: ``err`` is answered by changing the payload; send again at once, no retry."""
-
-    def outcome(self, result: R_in, rec: CallRecord) -> O_out | None:
-        """The final outcome of a result, or None to send again (e.g. a repair)."""
-
-    def usable(self) -> bool:
-        """Whether the last result read by :meth:`outcome` could be used; an unusable one
-        (unparseable) counts against its endpoint's health like a server error."""
-
-    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O_out:
-        """The outcome of a call that failed for good."""
-
-    def skipped(self, detail: str, rec: CallRecord) -> O_out:
-        """The outcome of a call not sent because the circuit is open."""
 
 
 class RequestRunner(Generic[R]):
@@ -103,6 +66,9 @@ class RequestRunner(Generic[R]):
 
     def __init__(self, dispatcher: Dispatcher[R], policy: RetryPolicy, *, calls: int):
         self.dispatcher = dispatcher
+        #: what the calls did, summed (the dispatcher's totals: a caller's, when it passed
+        #: its own to the dispatcher)
+        self.totals = dispatcher.totals
         self.policy = policy
         self.budget = RetryBudget(policy.budget if policy.budget is not None
                                   else max(20, calls))
@@ -111,19 +77,24 @@ class RequestRunner(Generic[R]):
         dispatcher.on_stop = self.breaker.wake   # a stopped batch does not sit out backoffs
 
     @classmethod
-    def create(cls, send: Callable[[int, Any], Awaitable[R]], *, endpoints: int = 1,
-               max_in_flight: int = 4, policy: RetryPolicy | None = None,
-               timeout_s: float = 60.0, hedge_after_p90: float | None = None,
-               gate: Gate | None = None,
+    def create(cls, send: Send[R], *, endpoints: int = 1, max_in_flight: int = 4,
+               policy: RetryPolicy | None = None, timeout_s: float = 60.0,
+               hedge_after_p90: float | None = None, gate: Gate | None = None,
                measure: Callable[[R], tuple[float, int, int]] | None = None,
-               calls: int = 0) -> RequestRunner[R]:
-        """A runner over a fresh pool of ``endpoints`` members (``max_in_flight`` each):
-        the short way for a caller that keeps no limiter memory between batches."""
-        pool = EndpointPool([AdaptiveLimiter(max_in_flight) for _ in range(endpoints)])
+               calls: int = 0, memory: Sequence[LimiterMemory] | None = None,
+               totals: CallRecord | None = None) -> RequestRunner[R]:
+        """A runner over a fresh pool of ``endpoints`` members (``max_in_flight`` each).
+        ``memory`` (one :class:`~ragmeter.calls.limiter.LimiterMemory` per endpoint) carries
+        what the 429 reaction learned from one batch to the next; ``totals`` sums what the
+        calls did over the caller's life."""
+        mems: Sequence[LimiterMemory | None] = (
+            memory if memory is not None else [None] * endpoints)
+        pool = EndpointPool([AdaptiveLimiter(max_in_flight, m) for m in mems])
         clock = HedgeClock(hedge_after_p90, timeout_s)
         dispatcher: Dispatcher[R] = Dispatcher(
             pool, send, timeout_s=timeout_s, clock=clock,
-            hedgeable=[hedge_after_p90 is not None] * endpoints, gate=gate, measure=measure)
+            hedgeable=[hedge_after_p90 is not None] * len(mems), gate=gate, measure=measure,
+            totals=totals)
         return cls(dispatcher, policy or RetryPolicy(), calls=calls)
 
     def add_call(self) -> None:
@@ -133,7 +104,13 @@ class RequestRunner(Generic[R]):
 
     async def call(self, ex: Exchange[R, O]) -> O:
         """Run ``ex`` until it has an outcome."""
-        rec = CallRecord()
+        rec = CallRecord(calls=1)
+        try:
+            return await self._call(ex, rec)
+        finally:
+            self.totals.add(rec)
+
+    async def _call(self, ex: Exchange[R, O], rec: CallRecord) -> O:
         breaker, policy = self.breaker, self.policy
         while True:
             if breaker.tripped:
@@ -151,7 +128,7 @@ class RequestRunner(Generic[R]):
             if err is None:
                 assert got.result is not None
                 out = ex.outcome(got.result, rec)
-                await self.dispatcher.pool.judged(got.idx, ex.usable())
+                await self.dispatcher.pool.read(got.idx, ex.usable())
                 if out is not None:
                     return out
                 continue
@@ -159,7 +136,7 @@ class RequestRunner(Generic[R]):
                 continue
             # 429s are the server asking us to wait: bounded per call, not by the budget
             if (err.retryable and rec.retries < policy.max_retries
-                    and (err.reason == "rate_limited" or self.budget.take())):
+                    and (err.rate_limited or self.budget.take())):
                 rec.retries += 1
                 self.decisions[f"retry:{err.reason}"] += 1
                 delay = retry_delay(policy, rec.retries, err.retry_after)
@@ -178,36 +155,13 @@ class RequestRunner(Generic[R]):
         return await _Batch(self, batch).run(list(items))
 
 
-class BatchHooks(Protocol[Q, O]):
-    """How a caller's requests map onto the runner in :meth:`RequestRunner.run`."""
-
-    lookup: Callable[[list[str]], Awaitable[dict[str, O]]] | None
-    store: Callable[[str, O], Awaitable[None]] | None
-
-    def key(self, item: Q) -> str: ...
-
-    def exchange(self, item: Q, key: str) -> Exchange[Any, O]: ...
-
-    def hit(self, item: Q, key: str, out: O) -> O:
-        """A cache hit as delivered (marked cached)."""
-
-    def duplicate(self, out: O) -> O:
-        """The outcome delivered to a duplicate of a request in the same batch."""
-
-    def finished(self, item: Q, key: str, out: O) -> O:
-        """A fresh outcome as delivered and stored (decorated)."""
-
-    def delivered(self, i: int, item: Q, out: O) -> Sequence[Q]:
-        """Outcome ``i`` is known; returns its follow-up requests (may be empty)."""
-
-
 class PlainExchange(Generic[R, O]):
     """An :class:`Exchange` that sends one fixed payload: ``read(result)`` is the outcome,
     ``fail(err, detail)`` the outcome of a failure (an open circuit is a
     ``connection_error``)."""
 
     def __init__(self, request: Any, payload: Any, read: Callable[[R], O],
-                 fail: Callable[[BackendError, str], O]):
+                 fail: Callable[[CallError, str], O]):
         self.request = request
         self._payload = payload
         self._read = read
@@ -216,7 +170,7 @@ class PlainExchange(Generic[R, O]):
     def payload(self) -> Any:
         return self._payload
 
-    def resend(self, err: BackendError) -> bool:
+    def resend(self, err: CallError) -> bool:
         return False
 
     def outcome(self, result: R, rec: CallRecord) -> O | None:
@@ -225,11 +179,11 @@ class PlainExchange(Generic[R, O]):
     def usable(self) -> bool:
         return True
 
-    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> O:
+    def failed(self, err: CallError, detail: str, rec: CallRecord) -> O:
         return self._fail(err, detail)
 
     def skipped(self, detail: str, rec: CallRecord) -> O:
-        return self._fail(BackendError("connection_error", detail, unreachable=True), detail)
+        return self._fail(CallError("connection_error", detail, unreachable=True), detail)
 
 
 class Hooks(Generic[Q, O]):
@@ -365,4 +319,4 @@ class _Batch(Generic[Q, O]):
         self._deliver(i, await self._call(key, item))
 
 
-__all__ = ["BatchHooks", "CallRecord", "Exchange", "Hooks", "PlainExchange", "RequestRunner"]
+__all__ = ["Hooks", "PlainExchange", "RequestRunner"]

@@ -1,4 +1,4 @@
-"""The endpoint pool: the endpoints of one judge, each with its own adaptive limiter.
+"""The endpoint pool: the endpoints of one caller, each with its own adaptive limiter.
 
 A call takes a slot on the member with the most spare capacity; a member that keeps failing
 is taken out for a while and comes back through one probe call at a time.
@@ -12,9 +12,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ragmeter.judges.limiter import AdaptiveLimiter, Slot
+from ragmeter.calls.limiter import AdaptiveLimiter, Slot
 
-log = logging.getLogger("ragmeter.judges")
+log = logging.getLogger("ragmeter.calls")
 
 
 #: consecutive failures (connection errors, 5xx, timeouts) that take a pool member out
@@ -33,7 +33,8 @@ class _Health:
 
 
 class EndpointPool:
-    """The endpoints of one judge, each with its own :class:`AdaptiveLimiter`.
+    """The endpoints of one caller (replicas of one model, say), each with its own
+    :class:`AdaptiveLimiter`.
 
     A call goes to the member with the most spare capacity; a member that fails
     ``EJECT_AFTER`` times in a row is taken out for ``EJECT_S`` (doubling up to
@@ -126,7 +127,7 @@ class EndpointPool:
                       health: bool = True) -> None:
         """Account a call on member ``idx``; ``failure`` marks an endpoint fault (connection
         error, 5xx, timeout) for the member's health. ``health=False`` leaves the health to
-        a later :meth:`judged` (a reply that still has to be read)."""
+        a later :meth:`read` (a reply that still has to be read)."""
         loop = asyncio.get_running_loop()
         async with self._cond:
             now = loop.time()
@@ -136,7 +137,7 @@ class EndpointPool:
                 self._health(idx, outcome == "ok", failure, now)
             self._wake()
 
-    async def judged(self, idx: int, usable: bool) -> None:
+    async def read(self, idx: int, usable: bool) -> None:
         """The health of member ``idx`` after its reply was read: an unusable reply (HTTP 200
         with nothing parseable in it) counts like a server error."""
         h = self.health[idx]
@@ -177,7 +178,7 @@ class EndpointPool:
         h = self.health[idx]
         if ok:
             if h.out_until:
-                log.info("judge endpoint %d is back in the pool", idx)
+                log.info("endpoint %d is back in the pool", idx)
             h.fails, h.out_until, h.backoff = 0, 0.0, EJECT_S
             return
         if not failure or len(self.members) == 1:
@@ -188,7 +189,7 @@ class EndpointPool:
             h.backoff = min(EJECT_MAX_S, h.backoff * 2)
             h.fails = 0
             h.ejections += 1
-            log.info("judge endpoint %d taken out of the pool for %.1f s", idx,
+            log.info("endpoint %d taken out of the pool for %.1f s", idx,
                      h.out_until - now)
 
     @property

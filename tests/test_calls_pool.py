@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from ragmeter.judges.limiter import AdaptiveLimiter
-from ragmeter.judges.pool import EJECT_AFTER, EndpointPool
+from ragmeter.calls.limiter import AdaptiveLimiter
+from ragmeter.calls.pool import EJECT_AFTER, EndpointPool
 
 
 def test_calls_go_to_the_member_with_most_spare_capacity() -> None:

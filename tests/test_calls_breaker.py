@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ragmeter.judges.backend import BackendError
-from ragmeter.judges.breaker import Breaker
+from ragmeter.calls.breaker import Breaker
+from ragmeter.calls.errors import CallError
 
-REFUSED = BackendError("connection_error", "refused", retryable=True, unreachable=True)
-SERVER = BackendError("http_5xx", "HTTP 500", retryable=True)
+REFUSED = CallError("connection_error", "refused", retryable=True, unreachable=True)
+SERVER = CallError("http_5xx", "HTTP 500", retryable=True)
 
 
 def test_opens_after_every_endpoint_refused_in_a_row() -> None:

@@ -1,9 +1,9 @@
-"""Judge endpoints: credentials out of URLs, a stable endpoint identity, URL masking.
+"""Endpoints: credentials out of URLs, a stable endpoint identity, URL masking.
 
-A judge URL may carry credentials (``http://user:pass@host/v1``). They are moved into an
+An endpoint URL may carry credentials (``http://user:pass@host/v1``). They are moved into an
 ``Authorization: Basic`` header and never appear in the URL that is requested, logged or
 put into an error detail; splitting and masking are :mod:`ragmeter.secrets`' (the one home of
-masking), re-exported here under the names the judge package uses.
+masking), named here as the endpoint pools use them.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 @dataclass(frozen=True)
 class Endpoint:
-    """One server of a judge: the URL to call (no credentials), its identity, auth."""
+    """One server of a pool: the URL to call (no credentials), its identity, auth."""
 
     url: str                       # base URL without credentials, no trailing slash
     identity: str                  # normalised: lower-case scheme and host, no default port

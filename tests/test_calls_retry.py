@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.judges.config import RetryPolicy
-from ragmeter.judges.retry import RetryBudget, retry_delay
+from ragmeter.calls.retry import RetryBudget, RetryPolicy, retry_delay
 
 
 def test_retry_after_sets_the_delay_with_upward_jitter_else_the_backoff() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 
-from ragmeter.judges.limiter import AdaptiveLimiter, LimiterMemory
+from ragmeter.calls.limiter import AdaptiveLimiter, LimiterMemory
 
 
 async def _full_window(lim: AdaptiveLimiter, successes: int,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ragmeter.judges.backend import BackendError
-from ragmeter.judges.config import RetryPolicy
-from ragmeter.judges.runner import Hooks, PlainExchange, RequestRunner
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.retry import RetryPolicy
+from ragmeter.calls.scheduler import Hooks, PlainExchange, RequestRunner
 
 FAST = RetryPolicy(initial=0.001, max=0.01, max_retries=3)
 
@@ -23,7 +23,7 @@ class Answer:
     detail: str = ""
 
 
-def failed(err: BackendError, detail: str) -> Answer:
+def failed(err: CallError, detail: str) -> Answer:
     return Answer(None, err.reason, detail)
 
 
@@ -68,10 +68,10 @@ class Flaky:
         try:
             await asyncio.sleep(self.delay)
             if self.refuse:
-                raise BackendError("connection_error", "refused", retryable=True,
+                raise CallError("connection_error", "refused", retryable=True,
                                    unreachable=True)
             if self.fail_every and self.calls % self.fail_every == 0:
-                raise BackendError("http_5xx", "HTTP 503", retryable=True)
+                raise CallError("http_5xx", "HTTP 503", retryable=True)
             return {"a": f"answer to {payload['q']}"}
         finally:
             self.in_flight -= 1

@@ -1,21 +1,13 @@
-"""The judge engine: :class:`EngineJudge` asks one backend (or a pool of them) for judge replies.
+"""The LLM judge: :class:`EngineJudge` asks one backend (or a pool of them) for judge replies.
 
-Everything that is not about judging lives in its own module and is shared with any other
-caller of endpoints (see :mod:`ragmeter.judges.runner`):
-
-* :mod:`~ragmeter.judges.backend`: the backend seam (:class:`Backend`, :class:`Completion`,
-  :class:`BackendError`);
-* :mod:`~ragmeter.judges.limiter`: the adaptive in-flight limit (HTTP 429);
-* :mod:`~ragmeter.judges.pool`: the endpoint pool (spread, ejection, probes);
-* :mod:`~ragmeter.judges.breaker`: the circuit breaker of a batch;
-* :mod:`~ragmeter.judges.retry`: the retry budget and retry delays;
-* :mod:`~ragmeter.judges.dispatch`: one attempt (slot, send gate, timeout, hedging);
-* :mod:`~ragmeter.judges.runner`: retries per call and the batch (deduplication, cache,
-  follow-ups);
-* :mod:`~ragmeter.judges.cache`: the persistent reply cache.
+Everything that is not about judging is the call machinery's (:mod:`ragmeter.calls`: the
+adaptive limiter, the endpoint pool, the breaker, retries, dispatch and the request runner);
+the backend seam is :mod:`~ragmeter.judges.backend`, the reply cache
+:mod:`~ragmeter.judges.cache`.
 
 What is about judging: :mod:`~ragmeter.judges.exchange` (messages, repair, truncation,
-schema fallback, the reply) and this module (cache keys, provenance, stats, progress).
+schema fallback, the reply), :mod:`~ragmeter.judges.batch` (one ``aask_many`` on the request
+runner) and this module (cache keys, provenance, stats, progress).
 """
 
 from __future__ import annotations
@@ -27,17 +19,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ragmeter.judges._sync import run_sync
-from ragmeter.judges.backend import Backend, BackendError, Completion, as_backend
+from ragmeter.calls.dispatch import Dispatcher, HedgeClock
+from ragmeter.calls.limiter import AdaptiveLimiter, LimiterMemory
+from ragmeter.calls.pool import EndpointPool
+from ragmeter.calls.sync import run_sync
+from ragmeter.judges.backend import Backend, Completion, as_backend
 from ragmeter.judges.base import JudgeReply, JudgeRequest, SendGate
-from ragmeter.judges.breaker import Breaker
-from ragmeter.judges.cache import JudgeCache, RequestDigest, digest, reply_to_json
+from ragmeter.judges.cache import JudgeCache, RequestDigest, digest
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.judges.dispatch import Dispatcher, HedgeClock
-from ragmeter.judges.exchange import REPAIR_PROMPT, JudgeExchange, Session, cost_of
-from ragmeter.judges.limiter import AdaptiveLimiter, LimiterMemory, Slot
-from ragmeter.judges.pool import EndpointPool
-from ragmeter.judges.retry import RetryBudget, retry_delay
+from ragmeter.judges.exchange import JudgeExchange, Session, cost_of
 from ragmeter.judges.stats import JudgeStats, ProgressInfo
 
 #: Declare this schema for a plain-text call: ``reply.data`` is the stripped text, no JSON.
@@ -161,7 +151,7 @@ class EngineJudge:
             finally:
                 await self.backend.aclose()
 
-        return list(run_sync(run))
+        return list(run_sync(run, "ragmeter-judge"))
 
     def ask(self, request: JudgeRequest) -> JudgeReply:
         return self.ask_many([request])[0]
@@ -279,7 +269,4 @@ def _followups(wave: Sequence[JudgeRequest], got: Sequence[JudgeReply]) -> list[
             for f in r.then(rep)]
 
 
-__all__ = ["REPAIR_PROMPT", "TEXT_SCHEMA", "AdaptiveLimiter", "Backend", "BackendError",
-           "Breaker", "Completion", "EndpointPool", "EngineJudge", "LimiterMemory",
-           "RetryBudget", "Slot", "aask_chained", "ask_chained", "cost_of", "reply_to_json",
-           "retry_delay"]
+__all__ = ["TEXT_SCHEMA", "EngineJudge", "aask_chained", "ask_chained"]

@@ -1,4 +1,6 @@
-"""Run a judge coroutine from synchronous code, also when an event loop is already running."""
+"""Run a coroutine from synchronous code, also when an event loop is already running (the
+sync bridge of every caller: ``judge.ask_many``, a target caller's ``call_many``, the
+embeddings client)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def run_sync(factory: Callable[[], Awaitable[T]], thread_name: str = "ragmeter-judge") -> T:
+def run_sync(factory: Callable[[], Awaitable[T]], thread_name: str = "ragmeter-calls") -> T:
     """``asyncio.run(factory())``; inside a running loop (a notebook, an async app) the
     coroutine runs on a fresh loop in a worker thread instead, and its result or exception is
     handed back."""
@@ -36,3 +38,6 @@ def run_sync(factory: Callable[[], Awaitable[T]], thread_name: str = "ragmeter-j
 
 async def _await(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
+
+
+__all__ = ["run_sync"]
