@@ -104,3 +104,24 @@ def test_an_endpoint_that_refuses_every_connection_stops_the_rest_at_once() -> N
     assert time.perf_counter() - t0 < 3.0
     assert emb.calls.sent <= 8                   # not 40 batches x 6 attempts
     assert "embeddings endpoint" in str(info.value)
+
+
+def test_the_fake_servers_embeddings_have_its_latency_and_faults() -> None:
+    from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
+
+    cfg = MockConfig(latency_ms=30, script=["429", "500", "ok"], retry_after_s=0.05)
+    with MockJudgeServer(cfg) as srv:
+        emb = OpenAIEmbedder("m", base_url=srv.base_url, api_key_env=None, cache=False,
+                             batch_size=4, max_concurrency=1,
+                             retry=RetryPolicy(initial=0.01, max=0.05))
+        t0 = time.perf_counter()
+        out = emb.embed(_texts(8))
+        wall = time.perf_counter() - t0
+        stats = srv.stats()
+    assert out.shape == (8, 64)
+    assert stats["faults"] == {"429": 1, "500": 1} and stats["embedding_requests"] == 3
+    assert emb.calls.retries == 2 and wall >= 2 * 0.03
+    with MockJudgeServer(MockConfig(script=["html"])) as srv:
+        emb = OpenAIEmbedder("m", base_url=srv.base_url, api_key_env=None, cache=False)
+        with pytest.raises(RagmeterError, match="not JSON"):
+            emb.embed(["x"])

@@ -16,7 +16,7 @@ import pytest
 from ragmeter.data.trec import _SPACE
 from ragmeter.errors import DataError
 from ragmeter.metrics.retrieval import _row_sum
-from ragmeter.tiers.ragged import check_grades
+from ragmeter.retrieval.ragged import check_grades
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -192,7 +192,7 @@ def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> 
 
 
 def test_rank_blocks_of_one_depth_equal_the_per_query_walk() -> None:
-    from ragmeter.tiers.relevance import _query_blocks, rank_hits
+    from ragmeter.retrieval.relevance import _query_blocks, rank_hits
 
     rng = np.random.default_rng(4)
     for width, nq, budget in [(100, 1000, 4000), (7, 50, 3), (0, 5, 10), (30, 9, 64)]:
@@ -232,7 +232,7 @@ def _naive_ranks(qrels: dict, run: dict, ties: str) -> list[tuple[str, int, int]
 def test_run_read_in_slices_ranks_like_sorting_each_query(ties: str, chunk: int) -> None:
     from types import MappingProxyType
 
-    from ragmeter.tiers.relevance import positive_judgments, rows_from_run
+    from ragmeter.retrieval.relevance import positive_judgments, rows_from_run
 
     rng = np.random.default_rng(11)
     qrels: dict[str, dict[str, int]] = {}
@@ -259,7 +259,7 @@ def test_run_read_in_slices_ranks_like_sorting_each_query(ties: str, chunk: int)
 
 
 def test_run_read_in_slices_names_nan_scores() -> None:
-    from ragmeter.tiers.relevance import positive_judgments, rows_from_run
+    from ragmeter.retrieval.relevance import positive_judgments, rows_from_run
 
     qrels = {f"q{i}": {"a": 1} for i in range(50)}
     run = {f"q{i}": {"a": 0.5, "b": float("nan") if i in (3, 40) else 0.1} for i in range(50)}
@@ -274,7 +274,7 @@ def test_dense_chunks_shortcuts_equal_the_arrays_definitions(cap: int | None) ->
     from every cell (also past ``cap``): the grades equal those sorted per chunk, the rank
     equals the first non-zero column wherever that lies within the columns kept."""
     from ragmeter.metrics.retrieval import NO_RELEVANT, RankArrays
-    from ragmeter.tiers.ragged import RelRows
+    from ragmeter.retrieval.ragged import RelRows
 
     rng = np.random.default_rng(5)
     nq = 400
@@ -307,7 +307,7 @@ def test_dense_chunks_shortcuts_equal_the_arrays_definitions(cap: int | None) ->
 def test_mrr_beside_cutoff_metrics_reads_ranks_past_the_cutoff() -> None:
     """MRR over the full ranking needs only the first relevant rank: computed beside @3 metrics
     (arrays cut at 3 columns) it equals MRR alone and the reciprocal rank by definition."""
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
 
     rng = np.random.default_rng(8)
     qrels, run = {}, {}
@@ -328,7 +328,7 @@ def test_mrr_beside_cutoff_metrics_reads_ranks_past_the_cutoff() -> None:
 
 @pytest.mark.parametrize("extra", [{}, {"z": {"d": 0}}, {"z": {}}])
 def test_positive_judgments_leave_out_exactly_the_non_positive(extra: dict) -> None:
-    from ragmeter.tiers.relevance import positive_judgments
+    from ragmeter.retrieval.relevance import positive_judgments
 
     qrels = {"a": {"d1": 1, "d2": 2}, "b": {"d3": 1}} | extra
     judged = positive_judgments(qrels)

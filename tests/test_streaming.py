@@ -15,9 +15,9 @@ from ragmeter.data.loaders import iter_samples, load_samples
 from ragmeter.data.sample import Sample
 from ragmeter.data.trec import RunNotGrouped, iter_run_blocks, load_qrels, load_run
 from ragmeter.errors import DataError
-from ragmeter.tiers import ragged
-from ragmeter.tiers.relevance import rows_from_lists
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+from ragmeter.retrieval import ragged
+from ragmeter.retrieval.evaluate import evaluate_retrieval
+from ragmeter.retrieval.relevance import rows_from_lists
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["ndcg@10", "ndcg", "mrr", "mrr@3", "map", "map@5", "recall@10", "precision@5",
@@ -70,7 +70,7 @@ def test_one_huge_ranking_among_many_is_not_padded(tmp_path):
     code = textwrap.dedent("""
         import sys
         from ragmeter.data.sample import Sample
-        from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+        from ragmeter.retrieval.evaluate import evaluate_retrieval
         samples = [Sample(id=f"q{i}", retrieved_ids=[f"d{j}" for j in range(10)],
                           gold_chunk_ids=[f"d{i % 12}"]) for i in range(20000)]
         samples.append(Sample(id="big", retrieved_ids=[f"x{j}" for j in range(100000)],

@@ -14,6 +14,7 @@ Floor 0 of the layering: imports nothing of ragmeter but ``errors`` and ``secret
 
 from __future__ import annotations
 
+from ragmeter.calls import http
 from ragmeter.calls.errors import CALL_REASONS, CallError
 from ragmeter.calls.record import CallRecord
 from ragmeter.calls.retry import RetryPolicy
@@ -22,4 +23,4 @@ from ragmeter.calls.seam import BatchHooks, Exchange, Gate, Send
 from ragmeter.calls.sync import run_sync
 
 __all__ = ["CALL_REASONS", "BatchHooks", "CallError", "CallRecord", "Exchange", "Gate", "Hooks",
-           "PlainExchange", "RequestRunner", "RetryPolicy", "Send", "run_sync"]
+           "PlainExchange", "RequestRunner", "RetryPolicy", "Send", "http", "run_sync"]

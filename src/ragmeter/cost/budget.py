@@ -30,6 +30,7 @@ from typing import Any
 
 from ragmeter.cost.tokens import money, request_tokens
 from ragmeter.judges.base import JudgeReply, JudgeRequest
+from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
 
 #: output tokens assumed for a request before its reply says how many it took
 EXPECTED_REPLY_TOKENS = 40
@@ -346,6 +347,9 @@ def budgeted(judge: Any, budget: Budget | None = None) -> Any:
         return judge
     return BudgetJudge(judge, b)
 
+
+# make_judge puts every judge it builds behind the active budget (judges never import cost)
+WRAPPERS.register("budget", JudgeWrapper(order=20, wrap=lambda judge, config: budgeted(judge)))
 
 __all__ = ["EXPECTED_REPLY_TOKENS", "Budget", "BudgetExhausted", "BudgetJudge", "BudgetRefused",
            "PricedGate",

@@ -31,6 +31,7 @@ from ragmeter.cost.tokens import (
     request_tokens,
 )
 from ragmeter.judges.base import JudgeReply, JudgeRequest
+from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
 
 #: seconds per call = base + tokens_out / rate (+ tokens_in / prefill for local models)
 LATENCY_MODEL: dict[str, dict[str, float]] = {
@@ -233,6 +234,9 @@ def planned_judge(config: Any) -> Any | None:
     judges.append(j)
     return j
 
+
+# make_judge asks it first: inside estimate_scope it builds nothing (judges never import cost)
+WRAPPERS.register("estimate", JudgeWrapper(order=0, instead=planned_judge))
 
 __all__ = ["LATENCY_MODEL", "Estimate", "EstimatingJudge", "PlannedCall", "estimate_requests",
            "estimate_scope", "planned_judge", "summarise"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ragmeter.calls.errors import CallError
@@ -100,6 +100,12 @@ class JudgeExchange:
             self._lang = (setting if setting != "auto" else
                           detect_language([m.get("content", "") for m in self.request.messages]))
         return self._lang
+
+    def sent(self) -> JudgeRequest:
+        """The request as it goes out now: its messages (a repair's included), its effective
+        token budget and temperature, its metric, call kind and sample; no follow-ups."""
+        return replace(self.request, messages=tuple(self.messages), max_tokens=self.max_tokens,
+                       temperature=self.temperature, then=None)
 
     # -- the runner's Exchange --------------------------------------------------------------
     def payload(self) -> dict[str, Any]:

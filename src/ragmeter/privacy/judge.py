@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.base import JudgeReply, JudgeRequest
+from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
 from ragmeter.privacy.pseudonymise import Pseudonymiser
 
 _ACTIVE: ContextVar[Pseudonymiser | None] = ContextVar("ragmeter_privacy", default=None)
@@ -100,3 +101,7 @@ def pseudonymised(judge: Any, config: Any = None) -> Any:
         return judge
     return PseudonymisingJudge(judge, active, _MAP.get() or getattr(config, "pseudonymise_map",
                                                                     None))
+
+
+# make_judge applies it to every judge built from a config (judges never import privacy)
+WRAPPERS.register("pseudonymise", JudgeWrapper(order=10, wrap=pseudonymised))

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter._version import __version__
+from ragmeter.results.names import METRIC_NAMES
 from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
@@ -343,9 +344,8 @@ class EvalResult:
     def __getitem__(self, metric: str) -> MetricResult:
         if metric in self.results:
             return self.results[metric]
-        from ragmeter.metrics.registry import parse_metric
-
-        return self.results[str(parse_metric(metric))]
+        canonical = METRIC_NAMES.get("canonical")
+        return self.results[canonical(metric)]
 
     def __contains__(self, metric: object) -> bool:
         return metric in self.results

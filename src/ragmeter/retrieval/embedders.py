@@ -25,19 +25,20 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragmeter.calls.errors import CallError
-from ragmeter.calls.record import CallRecord
-from ragmeter.calls.scheduler import Hooks
 from ragmeter.errors import ConfigError, RagmeterError, require
 from ragmeter.registry import Registry
 from ragmeter.retrieval.base import Embedder, EmbedKind
+
+if TYPE_CHECKING:  # the call machinery is imported when an endpoint is first called
+    from ragmeter.calls.errors import CallError
+    from ragmeter.calls.record import CallRecord
 
 _KINDS = ("query", "passage", "symmetric")
 
@@ -309,6 +310,7 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
                               f"{max_concurrency!r}")
         from ragmeter.calls.http import LoopSessions
         from ragmeter.calls.limiter import LimiterMemory
+        from ragmeter.calls.record import CallRecord
         from ragmeter.calls.retry import RetryPolicy
 
         self.model = model
@@ -383,7 +385,7 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
             send, max_in_flight=self.max_concurrency, memory=[self._memory], policy=self.retry,
             timeout_s=self.timeout, calls=len(bodies), totals=self.calls)
         try:
-            outs = await runner.run(range(len(bodies)), _EmbedBatches(bodies))
+            outs: list[Any] = await runner.run(range(len(bodies)), _EmbedBatches(bodies))
         finally:
             await self._http.aclose()
         for out in outs:
@@ -460,10 +462,13 @@ class _EmbedExchange:
         return _EmbedFailure(detail, rec.attempts)
 
 
-class _EmbedBatches(Hooks[int, Any]):
+class _EmbedBatches:
     """The batches of one ``embed`` (:class:`~ragmeter.calls.seam.BatchHooks`): keyed by
     position (two batches never share a call), no cache of their own (the vector cache
-    sits in front)."""
+    sits in front), no follow-ups."""
+
+    lookup: Callable[[list[str]], Awaitable[dict[str, Any]]] | None = None
+    store: Callable[[str, Any], Awaitable[None]] | None = None
 
     def __init__(self, bodies: list[dict[str, Any]]):
         self.bodies = bodies
@@ -473,6 +478,18 @@ class _EmbedBatches(Hooks[int, Any]):
 
     def exchange(self, item: int, key: str) -> _EmbedExchange:
         return _EmbedExchange(item, self.bodies[item])
+
+    def hit(self, item: int, key: str, out: Any) -> Any:
+        return out
+
+    def duplicate(self, out: Any) -> Any:
+        return out
+
+    def finished(self, item: int, key: str, out: Any) -> Any:
+        return out
+
+    def delivered(self, i: int, item: int, out: Any) -> list[int]:
+        return []
 
 
 @dataclass(frozen=True)

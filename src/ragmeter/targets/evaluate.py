@@ -3,7 +3,7 @@ question, then score what it returned.
 
 The target is asked through its ``answer`` entry (or ``retrieve`` when it has only that);
 the samples get ``response`` / ``retrieved_contexts`` / ``retrieved_ids`` and are scored with
-:func:`~ragmeter.tiers.retrieval_eval.evaluate_retrieval` (retrieval metrics, samples with gold
+:func:`~ragmeter.retrieval.evaluate.evaluate_retrieval` (retrieval metrics, samples with gold
 ids) and :func:`~ragmeter.generation.evaluate.evaluate_generation` (answer metrics); the
 target's latency metrics (:mod:`ragmeter.targets.latency`) join the same result. A sample whose
 call failed is unscored in every metric with the call's reason. Every signature carries the
@@ -67,7 +67,7 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
     contexts to ask for (sent as ``{k}``). ``mode``: live, replay or resume.
     """
     from ragmeter.generation.evaluate import evaluate_generation
-    from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
+    from ragmeter.retrieval.evaluate import DEFAULT_METRICS, evaluate_retrieval
 
     samples = _samples(evalset)
     if not samples:

@@ -11,14 +11,68 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.errors import RagmeterError
 
-if TYPE_CHECKING:  # the runner builds the context; tiers only read these config types
+if TYPE_CHECKING:
     from ragmeter.data.sample import Sample
     from ragmeter.generation.client import GeneratorClient
-    from ragmeter.runner.config import BenchConfig, TierConfig
+
+
+class TierSettings(Protocol):
+    """What a tier reads of its own entry in the benchmark config (the runner's
+    ``TierConfig`` is one): the tier floor declares what it needs, the runner provides it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def judge(self) -> str | None: ...
+
+    @property
+    def judges(self) -> tuple[str, ...]: ...
+
+    @property
+    def metrics(self) -> tuple[str, ...]: ...
+
+    @property
+    def retrievers(self) -> tuple[str, ...]: ...
+
+    @property
+    def options(self) -> Any: ...
+
+
+class BenchSettings(Protocol):
+    """What a tier reads of the benchmark config (the runner's ``BenchConfig`` is one): seed,
+    cutoffs, the config's folder, corpus, embeddings, retrievers, the answer generator and
+    the judges (``targets`` and ``target_mode`` are read when present)."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def k(self) -> tuple[int, ...]: ...
+
+    @property
+    def base_dir(self) -> Path: ...
+
+    @property
+    def corpus(self) -> Any: ...
+
+    @property
+    def embeddings(self) -> Sequence[Any]: ...
+
+    @property
+    def retrievers(self) -> Sequence[Any]: ...
+
+    @property
+    def generator(self) -> Any: ...
+
+    @property
+    def judges(self) -> Sequence[Any]: ...
+
+    def judge_config(self, name: str | None) -> Any: ...
 
 
 class TierNotRunnable(RagmeterError):
@@ -87,8 +141,8 @@ class CountingJudge:
 class TierContext:
     """Config, seed, judges, retrievers, counters and explorer notes of one tier's run."""
 
-    config: BenchConfig
-    tier: TierConfig
+    config: BenchSettings
+    tier: TierSettings
     dataset_hash: str
     all_samples: list[Sample]
     stats: TierStats = field(default_factory=TierStats)
@@ -246,4 +300,5 @@ class TierContext:
         return out
 
 
-__all__ = ["CountingJudge", "TierContext", "TierNotRunnable", "TierStats"]
+__all__ = ["BenchSettings", "CountingJudge", "TierContext", "TierNotRunnable", "TierSettings",
+           "TierStats"]

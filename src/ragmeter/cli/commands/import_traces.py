@@ -50,14 +50,14 @@ def import_command(
 
       ragmeter import langfuse.csv --out s.jsonl --dedupe --sample 2 --stratify model
     """
-    from ragmeter.data.traces.hops import hop_results
     from ragmeter.data.traces.importing import (
         import_samples,
         render_samples,
         sidecar,
         write_samples,
     )
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
+    from ragmeter.retrieval.hops import hop_results
 
     imported = import_samples(file, format=fmt, gold=gold, dedup=dedupe, sample=sample,
                               stratify=stratify, seed=seed, skip_invalid=skip_invalid,

@@ -26,7 +26,7 @@ from ragmeter.metrics.retrieval import RANKING_METRICS
 from ragmeter.reports.console import render_eval_result, render_per_query
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.streaming import write_per_query_csv, write_result_json
-from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
+from ragmeter.retrieval.evaluate import DEFAULT_METRICS, evaluate_retrieval
 
 if TYPE_CHECKING:  # the evalset loaders are imported by the branches that read samples
     from ragmeter.data.loaders import LoadResult

@@ -62,7 +62,10 @@ class JudgedMetric:
     ``label_scale``: what a human label looks like — ``binary`` (yes/no), ``ordinal`` (a grade
     0/1/2) or ``continuous`` (a number in 0–1); judge cards and the judge benchmark compare on
     it; ``bench_metric``: the metric string the judge benchmark grades for items of this
-    metric (default: the row with its default parameters).
+    metric (default: the row with its default parameters); ``default``: a built-in row (in
+    :data:`~ragmeter.metrics.judged.rows.ROWS`) that joins the default judged set
+    (:data:`~ragmeter.metrics.judged.rows.JUDGED_DEFAULT`, scored when no metrics are named):
+    only by this declaration, never by being in the table.
     """
 
     name: str
@@ -76,6 +79,7 @@ class JudgedMetric:
     prepare: Callable[[Metric, JudgedContext], Prepared] | None = None
     label_scale: LabelScale = "continuous"
     bench_metric: str | None = None
+    default: bool = False
 
     def __post_init__(self) -> None:
         if self.label_scale not in LABEL_SCALES:

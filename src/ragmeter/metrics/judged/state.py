@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class CallRecord:
+class AskedCall:
     """One judge call of one sample: its call kind, prompt version, outcome and texts."""
 
     kind: str
@@ -76,7 +76,7 @@ class SampleJudgement:
     answers: dict[str, Any] = field(default_factory=dict)
     #: call kind -> (reason, detail) of a call that failed
     failed: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    calls: list[CallRecord] = field(default_factory=list)
+    calls: list[AskedCall] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)  # replies read by position, not id
     #: a jury's vote: members, ties and splits per check (item indices), unread members
     jury: dict[str, Any] = field(default_factory=dict)

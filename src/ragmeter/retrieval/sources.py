@@ -17,8 +17,8 @@ import numpy as np
 
 from ragmeter.data.trec import Qrels, Run, RunNotGrouped, iter_run_blocks, load_run
 from ragmeter.errors import ConfigError, DataError, RecordProblem
-from ragmeter.tiers.ragged import RelRows, RowsBuilder
-from ragmeter.tiers.relevance import (
+from ragmeter.retrieval.ragged import RelRows, RowsBuilder
+from ragmeter.retrieval.relevance import (
     positive_judgments,
     rank_docs,
     rank_hits,

@@ -26,8 +26,8 @@ import numpy as np
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.metrics.retrieval import RankArrays
-from ragmeter.tiers.ragged import CHUNK_CELLS as _CHUNK_CELLS
-from ragmeter.tiers.ragged import RelRows, RowsBuilder, check_grades
+from ragmeter.retrieval.ragged import CHUNK_CELLS as _CHUNK_CELLS
+from ragmeter.retrieval.ragged import RelRows, RowsBuilder, check_grades
 
 TIES = ("stable", "trec")
 #: scores read per slice of a run mapping: a slice's dicts stay in the CPU cache while used

@@ -1,4 +1,5 @@
-"""Per-hop retrieval: each retrieval span of one request is a hop (``metadata["hops"]``).
+"""Per-hop retrieval scores: each retrieval span of one request is a hop
+(``metadata["hops"]``, as the trace importers of :mod:`ragmeter.data.traces` record them).
 
 :func:`hop_results` scores Tier 1 metrics on every hop that has gold ids (the request's gold,
 the hop's own ranking) with the same code as whole-request retrieval; :func:`first_degraded_hop`
@@ -64,9 +65,10 @@ class HopReport:
                 "first_degraded_hop": self.first_degraded}
 
 
-#: ``evaluate(samples, metrics=..., seed=..., name=...) -> EvalResult``: the retrieval tier's
-#: ``ragmeter.tiers.retrieval_eval.evaluate_retrieval`` (passed in: the data floor never
-#: imports a tier)
+#: ``evaluate(samples, metrics=..., seed=..., name=...) -> EvalResult``: the retrieval
+#: evaluator beside this module (``ragmeter.retrieval.evaluate.evaluate_retrieval``) for
+#: :func:`hop_results`; the generation evaluator for :func:`hop_context_relevance` (passed in:
+#: retrieval sits below generation)
 Evaluate = Callable[..., EvalResult]
 
 
