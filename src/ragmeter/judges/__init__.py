@@ -1,4 +1,5 @@
-"""The LLM judge engine: backends, scheduler, cache, parsing, prompts and the fake server.
+"""The LLM judge: backends, the judge exchange, cache, parsing, prompts and the fake server
+(its calls run on :mod:`ragmeter.calls`).
 
 Build a judge with :func:`make_judge` from a :class:`JudgeConfig`; ask it with
 ``judge.ask_many(requests)`` or ``await judge.aask_many(requests)``. Replies are scored

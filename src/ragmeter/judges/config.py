@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.calls.retry import RetryPolicy
 from ragmeter.errors import ConfigError
+from ragmeter.paths import default_cache_dir
 from ragmeter.secrets import register_secret
 
 if TYPE_CHECKING:
@@ -244,15 +245,6 @@ def _check_allowed_hosts(cfg: JudgeConfig) -> None:
                    for a in allow):
             raise ConfigError("allow_hosts", f"the judge endpoint host {netloc!r} is not listed "
                               f"(allowed: {', '.join(allow)}); nothing was sent")
-
-
-def default_cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    if explicit:
-        return Path(explicit).expanduser()
-    env = os.environ.get("RAGMETER_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "ragmeter"
 
 
 def _check_number(key: str, value: Any, lo: float | None, hi: float | None) -> None:

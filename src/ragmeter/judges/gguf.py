@@ -24,8 +24,9 @@ from typing import Any
 from ragmeter.calls.errors import CallError
 from ragmeter.errors import MissingExtraError, RagmeterError, require
 from ragmeter.judges.backend import BackendBase, Completion
-from ragmeter.judges.config import JudgeConfig, default_cache_dir
+from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.llm_judge import EngineJudge
+from ragmeter.paths import default_cache_dir
 
 log = logging.getLogger("ragmeter.judges")
 

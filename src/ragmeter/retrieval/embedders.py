@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmeter.errors import ConfigError, RagmeterError, require
+from ragmeter.paths import default_cache_dir as cache_root
 from ragmeter.registry import Registry
 from ragmeter.retrieval.base import Embedder, EmbedKind
 
@@ -45,9 +46,7 @@ _KINDS = ("query", "passage", "symmetric")
 
 def default_cache_dir() -> Path:
     """``$RAGMETER_CACHE_DIR/embeddings`` or ``~/.cache/ragmeter/embeddings``."""
-    base = os.environ.get("RAGMETER_CACHE_DIR")
-    root = Path(base) if base else Path.home() / ".cache" / "ragmeter"
-    return root / "embeddings"
+    return cache_root() / "embeddings"
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:
