@@ -88,7 +88,7 @@ def test_run_reader_scores_equal_python_float() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "q1 0 d1 1\nq1 0 d2 0\n# comment\n\nq2 0 d1 -1 extra\n", "ключ 0 док 2\n",
+    "q1 0 d1 1\nq1 0 d2 0\n\nq2 0 d1 -1\n", "ключ 0 док 2\n",
     "q\t0\td\t3\r\n", "q 0 d 01\n", "",
 ])
 def test_fast_qrels_equal_line_by_line_parser(text: str) -> None:
@@ -103,6 +103,7 @@ def test_fast_qrels_equal_line_by_line_parser(text: str) -> None:
 @pytest.mark.parametrize("text, message", [
     ("q1 0 d1 1\nq1 0 d1 2\n", "repeated"), ("q 0 d +x\n", "integer"),
     ("q 0 d 99999999999\n", "out of range"), ("q 0 d\n", "columns"),
+    ("q 0 d 1 extra\n", "got 5"), ("# note\nq 0 d 1\n", "comment line"),
 ])
 def test_fast_qrels_leave_bad_lines_to_the_named_errors(tmp_path: Path, text: str,
                                                        message: str) -> None:
@@ -158,7 +159,8 @@ def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int)
 
 @pytest.mark.parametrize("text, uniform", [
     (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\nq2 Q0 d1 1 0.5 tag\n", True),
-    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", True),
+    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", False),                 # 5 columns: no tag
+    (b"q1 Q0 d1 1 2.5 t x\nq1 Q0 d2 2 1.5 t x\n", False),         # 7 columns
     (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", False),           # ragged lines
     (b"q1 Q0 d1 1 2.5 tag\nq1  Q0 d2 2 1.5 t\n", False),        # two spaces
     (b"q1\tQ0 d1 1 2.5 tag\n", False),                          # tab
@@ -175,9 +177,9 @@ def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> 
     from ragmeter.data.trec import _line_tokens, _split_tokens, _uniform_tokens
 
     raw = np.frombuffer(text, dtype=np.uint8)
-    assert (_uniform_tokens(raw, 5) is not None) == uniform
-    fast, general = _line_tokens(text, 5), _split_tokens(np.frombuffer(text + bytes(64),
-                                                                       dtype=np.uint8), raw, 5)
+    assert (_uniform_tokens(raw, 6) is not None) == uniform
+    fast, general = _line_tokens(text, 6), _split_tokens(np.frombuffer(text + bytes(64),
+                                                                       dtype=np.uint8), raw, 6)
     assert (fast is None) == (general is None)
     if fast is not None and general is not None:
         for a, b in zip(fast, general, strict=True):
