@@ -29,6 +29,10 @@ import pytest
 from ragmeter.cli import app as cli
 
 ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "bad_input"))
+
+from shape_edges import add_shape_and_path_edges  # noqa: E402
+
 CASE_TIMEOUT_S = 30
 SUBPROCESS_EVERY = 90
 
@@ -471,46 +475,7 @@ def build_edge_cases(b: Builder) -> None:
     add("generate --chunk-size 0", ["generate", "--corpus", str(corpus), "--out",
                                     str(b.root / "g.jsonl"), "--generator-backend", "mock",
                                     "--estimate", "--chunk-size", "0"], "--chunk-size")
-    # TREC lines of another shape: a column more or less (a truncated line), a comment line
-    qrels, run = b.file(".txt", QRELS), b.file(".txt", RUN)
-    for name, which, text, where in (
-            ("qrels 5 columns", "qrels", "q1 0 d1#0 1 x\nq2 0 d3#0 1\n", ":1 field 'rel'"),
-            ("qrels 7 columns", "qrels", "q1 0 d1#0 1 a b c\nq2 0 d3#0 1\n", ":1 field 'rel'"),
-            ("qrels comment line", "qrels", "# judged twice\n" + QRELS, ":1: a '#' comment"),
-            ("run 5 columns", "run", "q1 Q0 d9#0 1 2.5\n" + RUN, ":1 field 'tag'"),
-            ("run 7 columns", "run", RUN.replace(" t\n", " t x\n", 1), ":1 field 'tag'"),
-            ("run comment line", "run", "# q1 Q0 d9 1 9.0 t\n" + RUN, ":1: a '#' comment"),
-            ("run truncated line", "run", RUN + "q2 Q0 d4#0 2 1", ":4 field 'tag'")):
-        p = b.file(".txt", text)
-        add(name, ["retrieval", "--qrels", str(p if which == "qrels" else qrels), "--run",
-                   str(p if which == "run" else run), "-q"], p.name + where)
-    # a binary file that decodes as UTF-8 (NUL, control bytes) in a corpus folder
-    kb = b.root / "binary-utf8-corpus"
-    kb.mkdir()
-    (kb / "a.txt").write_text("Плата 950 рублей в месяц. " * 20, "utf-8")
-    (kb / "b.txt").write_bytes(bytes(range(128)) * 16)
-    evalset = b.file(".jsonl", jsonl([{"id": "q1", "question": "Сколько?",
-                                       "gold_doc_ids": ["a"]}]))
-    add("binary UTF-8 .txt indexed by retrievers",
-        ["retrievers", "--corpus", str(kb), "--evalset", str(evalset), "--out",
-         str(b.root / "cmp"), "-r", "bm25", "-k", "1", "--no-charts"], "b.txt:1")
-    # a lone surrogate in a corpus record (was an internal error at indexing)
-    sur = b.file(".jsonl", '{"doc_id": "a", "text": "Плата 950 рублей."}\n'
-                           '{"doc_id": "b", "text": "bad \\ud800 text"}\n')
-    add("lone surrogate in a retrievers corpus",
-        ["retrievers", "--corpus", str(sur), "--evalset", str(evalset), "--out",
-         str(b.root / "cmp2"), "-r", "bm25", "-k", "1", "--no-charts"], ":2 field 'text'")
-    add("lone surrogate in a generate corpus",
-        ["generate", "--corpus", str(sur), "--out", str(b.root / "g2.jsonl"),
-         "--generator-backend", "mock", "--estimate"], ":2 field 'text'")
-    # a run id that is a path (wrote the run folder anywhere); a tier limit below 1
-    cfg = b.file(".yaml", CONFIG)
-    (cfg.parent / "items.jsonl").write_text(jsonl(PIPE), "utf-8")
-    for rid in ("..", str(b.root / "elsewhere")):
-        add(f"--run-id {rid[-12:]}", ["run", str(cfg), "-q", "--run-id", rid], "--run-id")
-    lim = b.file(".yaml", CONFIG.replace("items.jsonl}", "items.jsonl, limit: -1}"))
-    (lim.parent / "items.jsonl").write_text(jsonl(PIPE), "utf-8")
-    add("options.limit -1", ["run", str(lim), "-q"], "options.limit")
+    add_shape_and_path_edges(b, add, qrels=QRELS, run=RUN, config=CONFIG, items=jsonl(PIPE))
 
 
 @dataclass
