@@ -25,7 +25,9 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.segment import Segment
 
+from ragmeter.controls import escape_controls
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import UsageError, WorkFailedError
 from ragmeter.results.records import IMPLICIT_COUNT
@@ -74,6 +76,9 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ign
         self.stream = sys.stderr
         super().emit(record)
 
+    def format(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().format(record))   # a file name or id may hold ESC
+
 
 _LOG_HANDLER: logging.Handler | None = None
 
@@ -105,7 +110,16 @@ def setup_logging(verbose: int) -> None:
 class PlainConsole(Console):
     """A console that never cuts a table's words when it does not write to a terminal: a table
     whose identifiers and headers do not fit is printed wider, so that none is cut with "…"
-    (piped output is read by programs and people scrolling, not by an 80-column window)."""
+    (piped output is read by programs and people scrolling, not by an 80-column window).
+
+    Control characters in what it prints (a sample's ``ESC [ 2 J``, a bidi override) are
+    written as visible escapes (:func:`ragmeter.controls.escape_controls`): only the console's
+    own styles and cursor moves reach the terminal as control sequences."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            seg if seg.control else Segment(escape_controls(seg.text), seg.style)
+            for seg in buffer)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if not self.is_terminal and objects:

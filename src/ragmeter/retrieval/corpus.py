@@ -1,22 +1,29 @@
 """Corpus ingestion: a jsonl file or a folder of .txt/.md/.html files -> :class:`Document` list.
 
-Every problem (bad JSON, missing or empty text, duplicate ids, undecodable files) is collected
-with its file (and line for jsonl) and raised as one :class:`~ragmeter.errors.DataError`.
+Every problem (bad JSON, missing or empty text, duplicate ids, undecodable files, binary
+content, a string holding a lone surrogate) is collected with its file (and line, and field
+for jsonl) and raised as one :class:`~ragmeter.errors.DataError`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ragmeter.data import jsontext
+from ragmeter.data.reading import has_lone_surrogate
 from ragmeter.errors import DataError, RecordProblem
 
 FOLDER_SUFFIXES = (".txt", ".md", ".html", ".htm")
 _RESERVED = ("doc_id", "text", "title", "url", "metadata")
+#: control characters no text document holds (tab, line ends and form feed are text)
+_BINARY = re.compile("[\x00-\x08\x0e-\x1f\x7f]")
+#: more than this share of such characters: a binary file, whatever its name
+BINARY_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,13 @@ def _load_jsonl(path: Path) -> list[Document]:
             problems.append(RecordProblem(src, lineno, None, "expected a JSON object"))
             continue
         before = len(problems)
+        for key, value in obj.items():   # not text: the document cannot be indexed or shown
+            if has_lone_surrogate(key) or has_lone_surrogate(value):
+                problems.append(RecordProblem(src, lineno, str(key).encode(
+                    "utf-8", "backslashreplace").decode(), "holds a lone surrogate (e.g. "
+                    "\\ud800): not valid Unicode text"))
+        if len(problems) > before:
+            continue
         beir = "doc_id" not in obj and "_id" in obj  # BEIR corpus layout: _id, title, text
         id_key = "_id" if beir else "doc_id"
         doc_id = obj.get(id_key)
@@ -161,6 +175,22 @@ def _load_jsonl(path: Path) -> list[Document]:
     return docs
 
 
+def binary_problem(content: str, source: str) -> RecordProblem | None:
+    """A binary file's content decoded as text (valid UTF-8 can still be a binary file: NUL
+    bytes, control characters), or None for text."""
+    first = _BINARY.search(content)
+    if first is None:
+        return None
+    nul = content.find("\x00")
+    if nul < 0 and len(_BINARY.findall(content)) <= BINARY_SHARE * len(content):
+        return None   # a stray control character in a text document
+    at = nul if nul >= 0 else first.start()
+    what = "a NUL byte" if nul >= 0 else f"control character {content[at]!r} among many"
+    return RecordProblem(source, content.count("\n", 0, at) + 1, None,
+                         f"binary content ({what}), not a text document; remove it from the "
+                         "corpus folder or convert it to text")
+
+
 def _load_folder(root: Path) -> list[Document]:
     problems: list[RecordProblem] = []
     docs: list[Document] = []
@@ -179,6 +209,10 @@ def _load_folder(root: Path) -> list[Document]:
             continue
         except OSError as exc:
             problems.append(RecordProblem(src, None, None, f"cannot read: {exc}"))
+            continue
+        binary = binary_problem(content, src)
+        if binary is not None:
+            problems.append(binary)
             continue
         title: str | None = None
         if f.suffix.lower() in (".html", ".htm"):

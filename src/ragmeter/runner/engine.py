@@ -32,6 +32,7 @@ from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, Usage
 from ragmeter.journal import Journal
 from ragmeter.results.lost import scored_nothing
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
+from ragmeter.results.runs import run_id_problem
 from ragmeter.results.store import (
     ResultStore,
     StoredRun,
@@ -141,6 +142,9 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
     The run's tags are the config's ``tags`` plus ``tags`` (``run --tag``); a resumed run keeps
     its own and gains the new ones."""
     extra_tags = parse_tags(list(tags), "--tag") if tags else ()
+    for option, value in (("--resume", resume), ("--run-id", run_id)):
+        if value is not None and (why := run_id_problem(value)) is not None:
+            raise UsageError(option, why)
     if resume:
         run_dir = config.run_dir / resume
         meta_path = run_dir / "meta.json"

@@ -1,6 +1,10 @@
 """What a failed quality gate shows: the worst samples of each failed metric (question, answer,
 reason), as text for ``assert_metrics`` and pytest, and as JUnit XML for CI
-(``ragmeter check --junit FILE``)."""
+(``ragmeter check --junit FILE``).
+
+Sample texts are untrusted: in both forms their control characters are written as visible
+escapes (:func:`~ragmeter.controls.escape_controls`), so the text cannot drive a terminal and
+the XML holds no character XML 1.0 forbids (strict parsers accept it)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from ragmeter.controls import escape_controls
 from ragmeter.results.frames import worst_samples
 from ragmeter.results.records import EvalResult
 from ragmeter.runner.gating import GateRow, format_rows
@@ -33,7 +38,7 @@ def failing_samples(results: Mapping[str, EvalResult] | EvalResult, rows: Sequen
 
 
 def _short(x: Any, n: int = 160) -> str:
-    text = " ".join(str(x).split()) if x is not None else "–"
+    text = escape_controls(" ".join(str(x).split())) if x is not None else "–"
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
@@ -46,7 +51,7 @@ def format_failures(failures: Mapping[tuple[str, str], Sequence[Mapping[str, Any
         lines.append(f"worst samples of {target}:{metric}:")
         for w in worst:
             value = "unscored" if w["value"] is None else f"{w['value']:.4f}"
-            lines.append(f"  - {w['sample_id']} ({value})")
+            lines.append(f"  - {escape_controls(str(w['sample_id']))} ({value})")
             lines.append(f"      question: {_short(w.get('question'))}")
             lines.append(f"      answer:   {_short(w.get('answer'))}")
             lines.append(f"      reason:   {_short(w.get('reason'))}")
@@ -76,5 +81,18 @@ def junit_xml(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any],
                 f"{r.target}:{r.metric} {r.threshold}: {r.message}",
                 format_failures({(r.target, r.metric): failures.get((r.target, r.metric))
                                  or []})) if x)
+    _escape_tree(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _escape_tree(root: ET.Element) -> None:
+    """Every text, tail and attribute value of ``root`` with its control characters escaped
+    (names of samples, systems and metrics included, wherever they were put)."""
+    for el in root.iter():
+        if el.text:
+            el.text = escape_controls(el.text)
+        if el.tail:
+            el.tail = escape_controls(el.tail)
+        for k, v in el.attrib.items():
+            el.attrib[k] = escape_controls(v)

@@ -82,11 +82,13 @@ def _parse_ks(k: str | None) -> list[int] | None:
 
 
 def _load_doc_map(path: Path) -> dict[str, str]:
-    """A ``{chunk_id: doc_id}`` JSON object, validated."""
+    """A ``{chunk_id: doc_id}`` JSON object, validated (read as every text input is: UTF-8
+    with or without a byte-order mark)."""
+    from ragmeter.data import jsontext
+    from ragmeter.data.reading import read_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(RecordProblem(str(path), None, None, "file not found")) from None
+        data = jsontext.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(RecordProblem(str(path), exc.lineno, None,
                                       f"invalid JSON: {exc.msg}")) from None

@@ -85,7 +85,8 @@ def register(app: typer.Typer) -> None:
         resume: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--resume", help="Continue an interrupted run with this id.")] = None,
         run_id: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--run-id", help="Id for a new run (default: timestamp).")] = None,
+            "--run-id", help="Id for a new run: letters, digits, '.', '_', '-' (a folder "
+                        "name; default: timestamp).")] = None,
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL (default: config, $RAGMETER_STORE_URL, "
                             "./ragmeter-results.sqlite).")] = None,
