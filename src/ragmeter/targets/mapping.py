@@ -32,7 +32,8 @@ MISSING: Any = _Missing()
 
 _STEP = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
 PLACEHOLDERS = ("question", "history", "session_id", "k", "contexts", "id")
-_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+#: ``{name}`` (a placeholder, known or not: checked at load time), ``{{`` / ``}}`` (a brace)
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{\s*([A-Za-z_][\w.\-]*)\s*\}")
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -84,18 +85,43 @@ def _walk(node: Any, steps: Sequence[str]) -> Any:
     return node
 
 
+def check_template(template: Any, key: str) -> None:
+    """A ConfigError naming the first placeholder of ``template`` that is not one of
+    :data:`PLACEHOLDERS` (``{questoin}`` would be sent as written), with the known ones."""
+    if isinstance(template, str):
+        for m in _PLACEHOLDER.finditer(template):
+            if m.group(1) is not None and m.group(0)[1:-1] not in PLACEHOLDERS:
+                hint = " (write a literal brace as {{ or }})"
+                raise ConfigError(key, f"unknown placeholder {m.group(0)!r} in {template!r}"
+                                  + hint, [f"{{{p}}}" for p in PLACEHOLDERS])
+    elif isinstance(template, Mapping):
+        for k, v in template.items():
+            check_template(k, f"{key}.{k}")
+            check_template(v, f"{key}.{k}")
+    elif isinstance(template, list):
+        for i, v in enumerate(template):
+            check_template(v, f"{key}[{i}]")
+
+
 def render(template: Any, values: Mapping[str, Any]) -> Any:
-    """The template with every placeholder filled (see the module doc)."""
+    """The template with every placeholder filled (see the module doc); ``{{`` and ``}}``
+    are literal braces. Templates are checked at load time (:func:`check_template`)."""
     if isinstance(template, str):
         whole = _PLACEHOLDER.fullmatch(template)
-        if whole:
+        if whole and whole.group(1) is not None:
             return values.get(whole.group(1))
-        return _PLACEHOLDER.sub(lambda m: _text(values.get(m.group(1))), template)
+        return _PLACEHOLDER.sub(lambda m: _filled(m, values), template)
     if isinstance(template, Mapping):
         return {str(k): render(v, values) for k, v in template.items()}
     if isinstance(template, list):
         return [render(v, values) for v in template]
     return template
+
+
+def _filled(m: re.Match[str], values: Mapping[str, Any]) -> str:
+    if m.group(1) is None:
+        return m.group(0)[0]          # {{ -> {, }} -> }
+    return _text(values.get(m.group(1)))
 
 
 def _text(value: Any) -> str:
@@ -161,5 +187,5 @@ class IdRule:
         return self.rule
 
 
-__all__ = ["ID_RULES", "MISSING", "PLACEHOLDERS", "IdRule", "env_names", "expand_env",
-           "extract", "parse_path", "render"]
+__all__ = ["ID_RULES", "MISSING", "PLACEHOLDERS", "IdRule", "check_template", "env_names",
+           "expand_env", "extract", "parse_path", "render"]

@@ -38,6 +38,22 @@ def make_target(config: TargetConfig) -> Target:
     return target
 
 
+def check_targets(configs: Sequence[TargetConfig], *, key: str = "target") -> None:
+    """Build every target's client before any work starts, so a configuration mistake is a
+    :class:`~ragmeter.errors.ConfigError` (exit 2) naming its key — an unset
+    ``${env:NAME}``, a module or function that cannot be imported, a program that is not
+    installed — instead of a tier failing half-way through a run."""
+    for i, cfg in enumerate(configs):
+        where = key if len(configs) == 1 else f"targets[{i}]"
+        try:
+            make_target(cfg)
+        except ConfigError as exc:
+            if exc.key.startswith("target.") and where != "target":
+                raise ConfigError(where + exc.key[len("target"):], str(exc).split(": ", 1)[-1]
+                                  ) from None
+            raise
+
+
 class TargetSession:
     """A target with its caller; ``mode``: live, replay or resume (see
     :mod:`ragmeter.targets.calls`). ``record``: keep replies in the recorded-replies store
@@ -116,4 +132,4 @@ class TargetSession:
             self.store.close()
 
 
-__all__ = ["TargetSession", "TargetUnreachableError", "make_target"]
+__all__ = ["TargetSession", "TargetUnreachableError", "check_targets", "make_target"]

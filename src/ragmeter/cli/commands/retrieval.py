@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.data.formats import parse_map
 from ragmeter.data.trec import load_qrels, load_run
 from ragmeter.errors import DataError, RecordProblem, UsageError
@@ -208,6 +209,7 @@ def retrieval(
     replay: Annotated[bool, typer.Option(
         "--replay", help="With --target: re-score the recorded replies, calling nothing.")
     ] = False,
+    max_lost: MaxLostOpt = None,
 ) -> None:
     """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs.
 
@@ -276,6 +278,8 @@ def retrieval(
     _write_outputs(result, out, csv_path, console)
     for line in common.check_scored(common.results_of(result), max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
+    if filled is not None:   # the target's lost replies (HTML, 5xx, timeouts) fail the command
+        report_lost(common.results_of(result), max_lost)
 
 
 def _qrels_result(beir: Path | None, split: str, qrels: Path | None, run: Path | None, *,
