@@ -63,14 +63,21 @@ def extract(data: Any, path: str) -> Any:
     return _walk(data, parse_path(path))
 
 
+def extract_steps(data: Any, steps: Sequence[str]) -> Any:
+    """The value at a parsed path (:func:`parse_path`'s steps), or :data:`MISSING`."""
+    return _walk(data, steps)
+
+
 def _walk(node: Any, steps: Sequence[str]) -> Any:
     for i, step in enumerate(steps):
         if step == "*":
             if not isinstance(node, list):
                 return MISSING
             rest = steps[i + 1:]
-            items = [_walk(x, rest) for x in node]
-            return [x for x in items if x is not MISSING]
+            kept = [x for x in (_walk(x, rest) for x in node) if x is not MISSING]
+            if node and rest and not kept:   # a field that no item has is not an empty list
+                return MISSING
+            return kept
         if isinstance(node, Mapping):
             if step not in node:
                 return MISSING
@@ -188,4 +195,4 @@ class IdRule:
 
 
 __all__ = ["ID_RULES", "MISSING", "PLACEHOLDERS", "IdRule", "check_template", "env_names",
-           "expand_env", "extract", "parse_path", "render"]
+           "expand_env", "extract", "extract_steps", "parse_path", "render"]

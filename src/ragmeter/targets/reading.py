@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.targets.base import TargetCallError, TargetReply
@@ -71,6 +71,52 @@ def parse_json(text: str) -> Any:
         snippet = (text or "")[:120].replace("\n", " ")
         raise TargetCallError("target_bad_reply", f"the reply is not JSON: {snippet!r}",
                               raw=text) from None
+
+
+def stream_reply(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A streamed chat completion (its parsed ``data:`` chunks) as one ``chat.completion``
+    object: the content deltas joined into ``choices[0].message.content``, every other
+    top-level field of the chunks kept (``sources``, ``usage``, ...; the last non-null value
+    wins). A ``response:`` mapping of an ``openai`` target reads its paths from this object."""
+    out: dict[str, Any] = {}
+    parts: list[str] = []
+    for chunk in chunks:
+        for key, value in chunk.items():
+            if key != "choices" and value is not None:
+                out[key] = value
+        for choice in chunk.get("choices") or ():
+            delta = (choice or {}).get("delta") or {} if isinstance(choice, Mapping) else {}
+            text = delta.get("content") if isinstance(delta, Mapping) else None
+            if text:
+                parts.append(str(text))
+    out["object"] = "chat.completion"
+    out["choices"] = [{"index": 0, "message": {"role": "assistant", "content": "".join(parts)}}]
+    return out
+
+
+def reply_data(raw: str | None) -> Any:
+    """The parsed reply behind a recorded raw text — JSON, or a streamed chat completion
+    (``data:`` lines) as :func:`stream_reply` builds it; :data:`MISSING` when it is neither."""
+    if not raw:
+        return MISSING
+    try:
+        return json.loads(raw)
+    except ValueError:
+        pass
+    if not raw.lstrip().startswith("data:"):
+        return MISSING
+    chunks = []
+    for line in raw.splitlines():
+        payload = line.strip()[5:].strip() if line.strip().startswith("data:") else ""
+        if not payload or payload == "[DONE]":
+            continue
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            return MISSING
+        if isinstance(chunk, Mapping):
+            chunks.append(chunk)
+    return stream_reply(chunks)
 
 
 def read_mapped(data: Any, mapping: Mapping[str, str], entry: str, raw: str) -> TargetReply:
@@ -238,4 +284,4 @@ def _contexts(rep: TargetReply, value: Any, raw: str, *, strict: bool) -> None:
 
 
 __all__ = ["DEFAULT_RESPONSE", "clean_text", "clean_value", "parse_json", "read_mapped",
-           "read_plain"]
+           "read_plain", "reply_data", "stream_reply"]

@@ -446,7 +446,7 @@ def run_retrieval(ctx: TierContext, samples: list[Sample],
 
     from ragmeter.targets.tier_hooks import run_targets  # the user's own system, if any
 
-    if got := run_targets(ctx, samples, "retrieve", evaluate, k=max(ctx.k)):
+    if got := run_targets(ctx, samples, "retrieve", evaluate, k=max(ctx.k), scores_ids=True):
         return got
     if ctx.config.retrievers:
         from ragmeter.retrieval.run import retrieve_samples

@@ -321,7 +321,7 @@ def _with_target(target: str | None, replay: bool, path: Path | None, run: Path 
     loaded = load_samples(path, format="auto" if strict else fmt, column_map=cmap,
                           validate=check_evalset_sample if strict else None)
     filled = fill_from_target(loaded.samples, target, entry=None, default_entry="retrieve",
-                              k=max(ks) if ks else 10, replay=replay)
+                              k=max(ks) if ks else 10, replay=replay, scores_ids=True)
     result = evaluate_retrieval(filled.samples, metrics=metric_list, name=name or
                                 (filled.session.name if filled.session else "target"), **kw)
     return result, filled
