@@ -242,6 +242,8 @@ class ExampleService(BackgroundServer):
         k = int(body.get("k") or self.config.k)
         question = body["question"]
         key = " ".join(question.casefold().split())
+        if self.config.cache and body.get("session_id") is not None:
+            self.counts["with_session"] += 1
         if self.config.cache:
             with self._lock:
                 got = self.cached.get(key)
@@ -250,6 +252,8 @@ class ExampleService(BackgroundServer):
                 return await self._reply({**got, "cache": {"hit": True}}, "answer", hit=True)
         query, turn = question, 0
         sid = body.get("session_id")
+        if sid is not None and not self.config.cache:
+            self.counts["with_session"] += 1
         if self.config.memory and sid is not None:
             with self._lock:
                 seen = self.sessions.setdefault(str(sid), [])
