@@ -273,7 +273,7 @@ def run_generation(ctx: TierContext, samples: list[Sample],
     answers already in the dataset against their gold context. Without a judge only the
     metrics that need none are computed."""
     judge = tier_judge(ctx, options)
-    embedder = ctx.embedder_name(options.embedding)
+    embedder = ctx.embedders(options.embedding)   # configured options kept (URL, key)
     got = _on_targets(ctx, samples, options, "generate", judge, embedder)
     if got:
         return got
@@ -296,7 +296,7 @@ def run_e2e(ctx: TierContext, samples: list[Sample], options: E2EOptions) -> lis
     retriever); without a generator, score the bot's own answers in the dataset (samples
     without contexts get the first retriever's top-k)."""
     judge = tier_judge(ctx, options)
-    embedder = ctx.embedder_name(options.embedding)
+    embedder = ctx.embedders(options.embedding)   # configured options kept (URL, key)
     k = options.k if options.k is not None else min(5, max(ctx.k))
     got = _on_targets(ctx, samples, options, "answer", judge, embedder, k=k)
     if got:
