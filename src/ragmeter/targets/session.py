@@ -149,6 +149,7 @@ class TargetSession:
         replies: list[TargetReply | None] = [None] * len(reqs)
         for wave in waves(samples):
             got = self.caller.call_many([reqs[i] for i in wave])
+            self._raise_if_down(got)       # a target that is down: no more waves
             for i, rep in zip(wave, got, strict=True):
                 replies[i] = rep
         done = [r for r in replies if r is not None]
