@@ -313,3 +313,15 @@ def test_a_program_that_is_not_installed_is_a_config_error(tmp_path: Path) -> No
 
     with pytest.raises(ConfigError, match=r"target\.command.*not on the PATH"):
         _session({"kind": "command", "command": ["no-such-rag-cli-xyz", "--x"]}, tmp_path)
+
+
+def test_a_replay_needs_no_program(tmp_path: Path) -> None:
+    prog = tmp_path / "rag.sh"
+    prog.write_text("#!/bin/sh\ncat > /dev/null\necho '{\"answer\": \"recorded\"}'\n",
+                    encoding="utf-8")
+    prog.chmod(0o755)
+    cfg = {"kind": "command", "command": [str(prog)]}
+    assert _session(cfg, tmp_path).answer([Sample("a", "q")])[0].response == "recorded"
+    prog.unlink()                       # the system is gone; its replies are recorded
+    replay = TargetSession(cfg, store=tmp_path / "replies.sqlite", mode="replay")
+    assert replay.answer([Sample("a", "q")])[0].response == "recorded"

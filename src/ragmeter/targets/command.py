@@ -62,15 +62,19 @@ class CommandTarget:
         self.max_concurrency = config.max_concurrency
         self.timeout_s = config.timeout_s
         self.commands = {e: c.command for e, c in config.entries.items()}
-        for e, cmd in self.commands.items():
-            _check_program(cmd, config.cwd, "target.command" if e == "answer"
-                           else f"target.entries.{e}.command")
         self.signature = TargetSignature("command", " ".join(self.commands["answer"]),
                                          config.config_hash())
         self._procs: dict[str, _LineProcess] = {}
 
     def entries(self) -> list[str]:
         return list(self.commands)
+
+    def check(self) -> None:
+        """Before calls are made: a program that is not installed is a config error (exit 2),
+        not a run of failed calls (a replay calls nothing and does not check)."""
+        for e, cmd in self.commands.items():
+            _check_program(cmd, self.config.cwd, "target.command" if e == "answer"
+                           else f"target.entries.{e}.command")
 
     async def call(self, request: TargetRequest) -> TargetReply:
         t0 = time.perf_counter()

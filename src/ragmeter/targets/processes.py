@@ -80,8 +80,12 @@ def end(program: Program) -> None:
 
 
 def _kill_group(pid: int) -> None:
+    killpg = getattr(os, "killpg", None)          # POSIX; elsewhere the program alone
     with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
-        os.killpg(pid, signal.SIGKILL)
+        if killpg is not None:
+            killpg(pid, signal.SIGKILL)
+        else:
+            os.kill(pid, signal.SIGTERM)
 
 
 @atexit.register

@@ -71,7 +71,16 @@ def make_target(config: TargetConfig) -> Target:
     return target
 
 
-def check_targets(configs: Sequence[TargetConfig], *, key: str = "target") -> None:
+def ready(target: Target) -> None:
+    """A kind's own checks before it is called (a ``command`` target: its program is
+    installed); a ConfigError naming the key."""
+    check = getattr(target, "check", None)
+    if callable(check):
+        check()
+
+
+def check_targets(configs: Sequence[TargetConfig], *, key: str = "target",
+                  mode: str = "live") -> None:
     """Build every target's client before any work starts, so a configuration mistake is a
     :class:`~ragmeter.errors.ConfigError` (exit 2) naming its key — an unset
     ``${env:NAME}``, a module or function that cannot be imported, a program that is not
@@ -79,7 +88,9 @@ def check_targets(configs: Sequence[TargetConfig], *, key: str = "target") -> No
     for i, cfg in enumerate(configs):
         where = key if len(configs) == 1 else f"targets[{i}]"
         try:
-            make_target(cfg)
+            target = make_target(cfg)
+            if mode != "replay":
+                ready(target)
         except ConfigError as exc:
             if exc.key.startswith("target.") and where != "target":
                 raise ConfigError(where + exc.key[len("target"):], str(exc).split(": ", 1)[-1]
@@ -96,6 +107,8 @@ class TargetSession:
                  record: bool = True, base_dir: str | Path = "."):
         self.config = load_target(spec, base_dir=base_dir)
         self.target = make_target(self.config)
+        if mode != "replay":
+            ready(self.target)
         if mode != "live" and not record:
             raise ConfigError("target mode", f"mode {mode!r} needs the recorded replies")
         self.store = ReplyStore(store) if record else None
