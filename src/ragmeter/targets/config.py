@@ -25,13 +25,13 @@ from ragmeter.targets.mapping import ID_RULES, IdRule, check_template, env_names
 RESPONSE_FIELDS = ("answer", "contexts", "context_ids", "doc_ids", "scores", "metadata",
                    "tokens_in", "tokens_out", "cache_hit")
 _COMMON = ("name", "kind", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
-           "max_calls", "ids", "entries", "max_reply_bytes")
+           "max_calls", "ids", "entries")
 KEYS = {
     "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header"),
     "openai": (*_COMMON, "url", "model", "headers", "api_key_env", "sources_field",
                "system_prompt", "version_header", "stream", "response"),
-    "python": (*_COMMON, "function"),
-    "command": (*_COMMON, "command", "jsonl", "cwd"),
+    "python": (*_COMMON, "function", "max_reply_bytes"),
+    "command": (*_COMMON, "command", "jsonl", "cwd", "max_reply_bytes"),
 }
 #: keys that change how calls are made, not what a reply says (outside the config hash, so
 #: recorded replies stay valid when they change)
