@@ -483,6 +483,10 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
     tiers, and the finished batches of the tier that was cut off as a ``partial`` tier) and the
     exception is re-raised; ``--resume`` finishes it.
     """
+    if config.targets:   # an unset ${env:NAME} or a missing module: exit 2 before any work
+        from ragmeter.targets.session import check_targets
+
+        check_targets(config.targets, mode=config.target_mode)
     plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id, tags=tags)
     _logger.info("run %s%s: tiers %s, limit %s, folder %s", plan.run_id,
                  " (resumed)" if plan.resumed else "", ", ".join(t.name for t in plan.tiers),
