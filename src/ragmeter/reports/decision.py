@@ -6,6 +6,11 @@ is compared with the best by a paired randomization test on the samples both sco
 marked when the gap is significant (p < 0.05). A one-line verdict in plain words is derived
 from the tier's primary metric. The same code serves the report (systems of one run) and the
 viewer (the same tier across several runs).
+
+A target's latency results (:func:`ragmeter.results.statistic.is_latency`) are not systems to
+choose between on quality: they form the decision's latency block (:attr:`TierDecision.latency`,
+one row per target, the latency percentiles, throughput and error rate as columns, each best in
+its own direction), and the verdict speaks of quality alone.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from ragmeter.results.slices import (
     slice_results,
     stored_slices,
 )
+from ragmeter.results.statistic import LATENCY_METRICS, is_latency, latency_order
 from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED
 
 METHOD = "randomization"
@@ -78,6 +84,10 @@ class TierDecision:
     slices: dict[str, SliceTable] = field(default_factory=dict)
     #: every other system against the best, per slice, one adjusted family
     slice_tests: list[SliceTable] = field(default_factory=list)
+    #: the latency block: the targets' latency results (rows named after the target)
+    latency: TierDecision | None = None
+    #: row label → the result's own name (the latency block's rows drop ``:latency``)
+    names: dict[str, str] = field(default_factory=dict)
 
     def slice_lines(self, lang: str = "en") -> list[str]:
         """The "worst slice" and "regressed slice" lines (empty when nothing was sliced)."""
@@ -195,10 +205,31 @@ def _cell(mr: MetricResult | None) -> Cell:
     return Cell(a.mean, a.ci_low, a.ci_high, a.n, a.n_unscored, mr.higher_is_better)
 
 
+def latency_label(label: str) -> str:
+    """A latency result's row label: the target's name (``bot:latency`` → ``bot``)."""
+    return label[:-len(":latency")] if label.endswith(":latency") else label
+
+
 def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
            metrics: Sequence[str] | None = None, n_resamples: int = DEFAULT_N_RESAMPLES,
            seed: int = DEFAULT_SEED, lang: str = "en") -> TierDecision:
-    """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics)."""
+    """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics);
+    the targets' latency results go to its latency block (:attr:`TierDecision.latency`)."""
+    quality = [(label, r) for label, r in systems if not is_latency(r)]
+    timing = [(latency_label(label), r) for label, r in systems if is_latency(r)]
+    dec = _decide(tier, quality, metrics=metrics, n_resamples=n_resamples, seed=seed)
+    _add_slices(dec, quality)
+    if timing:
+        present = latency_order(list(dict.fromkeys(
+            k for _, r in timing for k in r.results if k in LATENCY_METRICS)))
+        dec.latency = _decide(tier, timing, metrics=present, n_resamples=n_resamples,
+                              seed=seed)
+        dec.latency.names = {label: r.name for label, r in timing}
+    return dec
+
+
+def _decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
+            metrics: Sequence[str] | None, n_resamples: int, seed: int) -> TierDecision:
     results = [r for _, r in systems]
     keys = list(metrics) if metrics is not None else key_metrics(results, tier)
     labels = [label for label, _ in systems]
@@ -241,10 +272,8 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
             else:
                 verdict = {"kind": "best", "best": best, "tied": tied[1:], "metric": key,
                            "sig": sig, "nosig": nosig, "unpaired": unpaired}
-    dec = TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
-                       verdict_parts=verdict)
-    _add_slices(dec, systems)
-    return dec
+    return TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
+                        verdict_parts=verdict)
 
 
 def _add_slices(dec: TierDecision, systems: Sequence[tuple[str, EvalResult]]) -> None:

@@ -45,6 +45,7 @@ from ragmeter.reports.judge_labels import is_demo, mock_banner
 from ragmeter.reports.slices import decision_slices_html
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.statistic import UNITS
 from ragmeter.results.store import StoredRun
 from ragmeter.text import detect_language
 
@@ -232,15 +233,26 @@ def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+def _direction_note(dec: TierDecision, m: str, lang: str, block: bool) -> str:
+    """Under a column head: "lower is better" (and in the latency block the unit and "higher
+    is better" too)."""
+    lower = any(not dec.cells[(s, m)].higher_is_better for s in dec.systems)
+    if not block:
+        return f'<div class=muted>{t("lower_better", lang)}</div>' if lower else ""
+    unit = UNITS.get(m)
+    unit_text = f"{t('unit_' + unit, lang)} · " if unit else ""
+    return (f'<div class=muted>{escape(unit_text)}'
+            f'{t("lower_better" if lower else "higher_better", lang)}</div>')
+
+
 def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = (),
                    results: Mapping[str, EvalResult] | None = None,
-                   links: Mapping[str, str] | None = None) -> str:
-    """The decision table of one tier: systems × key metrics, best in bold, † significant."""
+                   links: Mapping[str, str] | None = None, block: bool = False) -> str:
+    """The decision table of one tier: systems × key metrics, best in bold, † significant;
+    ``block``: the latency block (units and each column's direction under its head)."""
     multi = sum(1 for s in dec.systems if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
     head = "".join(
-        f"<th class=num><code>{escape(m)}</code>"
-        + (f'<div class=muted>{t("lower_better", lang)}</div>'
-           if any(not dec.cells[(s, m)].higher_is_better for s in dec.systems) else "")
+        f"<th class=num><code>{escape(m)}</code>" + _direction_note(dec, m, lang, block)
         + "</th>" for m in dec.metrics)
     rows = []
     for s in dec.systems:
@@ -278,9 +290,26 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
         if links and s in links:
             name = f'<a href="{escape(links[s])}">{name}</a>'
         rows.append(f'<tr><th scope=row>{name}</th>{"".join(cells)}</tr>')
-    return (f'<table class="decision" data-tier="{escape(dec.tier)}"><thead><tr>'
+    kind = ' data-block="latency"' if block else ""
+    return (f'<table class="decision{" latency" if block else ""}" data-tier='
+            f'"{escape(dec.tier)}"{kind}><thead><tr>'
             f'<th>{t("system", lang)}</th>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table>")
+
+
+def latency_block(dec: TierDecision, lang: str, *,
+                  results: Mapping[str, EvalResult] | None = None,
+                  links: Mapping[str, str] | None = None) -> str:
+    """The decision's latency block (a table of its own under the quality table), or "" when
+    the tier has no target latency. ``results``: keyed by the results' own names."""
+    lat = dec.latency
+    if lat is None or not lat.systems:
+        return ""
+    by_label = ({label: results[name] for label, name in lat.names.items() if name in results}
+                if results is not None else None)
+    return (f'<div class=latency-block><h4>{t("latency_block", lang)}</h4>'
+            f'<p class=muted>{t("latency_block_intro", lang)}</p>'
+            + decision_table(lat, lang, results=by_label, links=links, block=True) + "</div>")
 
 
 def _bands_legend(lang: str) -> str:
@@ -310,8 +339,10 @@ def _decision_section(run: StoredRun, lang: str,
         parts.append(f'<div class=tier-decision id="decision-{escape(tier)}"><h3>'
                      f'{escape(tier_title(tier, lang))} <span class=muted><code>{escape(tier)}'
                      f"</code></span></h3><p class=verdict>{escape(dec.verdict(lang))}</p>"
-                     + decision_table(dec, lang, demo_names=demo_names, results=results)
-                     + decision_slices_html(dec) + "</div>")
+                     + (decision_table(dec, lang, demo_names=demo_names, results=results)
+                        if dec.systems else "")
+                     + decision_slices_html(dec) + latency_block(dec, lang, results=results)
+                     + "</div>")
         n_res, seed = dec.n_resamples, dec.seed
     if not decisions:
         parts.append(f"<p class=note>{t('no_results', lang)}</p>")
@@ -477,16 +508,24 @@ def _verdict_rank(verdict: str) -> int:
 
 def comparison_body(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> str:
     """Body of a comparison of runs A and B: significant changes first (regressions on top),
-    the metrics without a significant change folded below; a chart of the largest changes."""
+    the metrics without a significant change folded below, the targets' latency and
+    throughput in a block of their own; a chart of the largest changes in quality."""
     rows = sorted(rows, key=lambda r: (_verdict_rank(r.verdict), r.comparison.p_value))
+    timing = [r for r in rows if getattr(r, "block", "") == "latency"]
+    rows = [r for r in rows if r not in timing]
     multi = len({x.result for x in rows}) > 1
 
-    def tr(r: Any) -> str:
+    def tr(r: Any, block: bool = False) -> str:
         c = r.comparison
         cls = {"regression": "regression", "improvement": "improvement"}.get(r.verdict, "")
         ok = not math.isnan(c.diff)
-        return (f'<tr class="{cls}"><td>{escape(r.result)}</td><td><code>{escape(c.metric)}'
-                f"</code></td><td class=num>{_f(c.mean_a)}</td><td class=num>{_f(c.mean_b)}</td>"
+        unit = UNITS.get(c.metric) if block else None
+        metric = (f"<code>{escape(c.metric)}</code>" + (
+            f' <span class=muted>({escape(t("unit_" + unit, lang))}, '
+            f'{t("higher_better" if c.higher_is_better else "lower_better", lang)})</span>'
+            if unit else ""))
+        return (f'<tr class="{cls}"><td>{escape(r.result)}</td><td>{metric}'
+                f"</td><td class=num>{_f(c.mean_a)}</td><td class=num>{_f(c.mean_b)}</td>"
                 f"<td class=num>{f'{c.diff:+.4f}' if ok else '–'}</td><td class=num>"
                 f"{f'[{c.ci_low:+.4f}, {c.ci_high:+.4f}]' if ok else '–'}</td>"
                 f"<td class=num>{c.p_value:.4f}</td><td class=num>{c.n}</td>"
@@ -497,10 +536,11 @@ def comparison_body(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> st
         t("verdict", lang))) + "</tr></thead>")
     sig = [r for r in rows if r.verdict in ("regression", "improvement")]
     rest = [r for r in rows if r not in sig]
-    n_reg = sum(r.verdict == "regression" for r in rows)
-    method = rows[0].comparison.method if rows else "randomization"
-    n_res = rows[0].comparison.n_resamples if rows else 0
-    seed = rows[0].comparison.seed if rows else 0
+    n_reg = sum(r.verdict == "regression" for r in [*rows, *timing])
+    first = (rows or timing)[0].comparison if (rows or timing) else None
+    method = first.method if first else "randomization"
+    n_res = first.n_resamples if first else 0
+    seed = first.seed if first else 0
     method_text = t("method_randomization", lang) if method == "randomization" else method
     body = (f'<p class="{"bad-text" if n_reg else ""}" id=n-regressions>'
             f'{t("regressions", lang, n=n_reg)}</p>'
@@ -512,15 +552,25 @@ def comparison_body(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> st
         body += (f"<details class=allmetrics><summary>{escape(t('v_no significant change', lang))}"
                  f": {len(rest)}</summary><table class=compare>{head}<tbody>"
                  + "".join(tr(r) for r in rest) + "</tbody></table></details>")
+    if timing:
+        c0 = timing[0].comparison
+        body += (f'<section class=latency-block id=latency-compare><h3>'
+                 f'{t("latency_block", lang)}</h3><p class="muted test-note">'
+                 f"{escape(c0.method)}, {c0.n_resamples} resamples, seed {c0.seed}</p>"
+                 f"<table class=compare>{head}<tbody>"
+                 + "".join(tr(r, block=True) for r in timing) + "</tbody></table></section>")
     changed = [r for r in rows if not math.isnan(r.comparison.diff)
                and (r in sig or abs(r.comparison.diff) > 1e-12)]
     changed = sorted(changed, key=lambda r: (r not in sig, -abs(r.comparison.diff)))[:24]
     if changed:
-        chart_rows = [(f"{r.result}: {r.comparison.metric}" if multi else r.comparison.metric,
-                       svg.Point(r.comparison.diff, r.comparison.ci_low, r.comparison.ci_high))
-                      for r in changed]
+        def label(r: Any) -> str:
+            return f"{r.result}: {r.comparison.metric}" if multi else r.comparison.metric
+        chart_rows = [(label(r), svg.Point(r.comparison.diff, r.comparison.ci_low,
+                                           r.comparison.ci_high)) for r in changed]
         body += ("<div class=charts><figure>"
-                 + svg.diff_chart(chart_rows, t("chart_diff", lang), lang=lang)
+                 + svg.diff_chart(chart_rows, t("chart_diff", lang), lang=lang,
+                                  higher_is_better={label(r): r.comparison.higher_is_better
+                                                    for r in changed})
                  + "</figure></div>")
     return body
 

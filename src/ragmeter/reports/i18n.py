@@ -66,6 +66,18 @@ TEXT: dict[str, tuple[str, str]] = {
                    "Ни один уровень не дал результатов; причины — в статусе уровней."),
     "and": ("and", "и"),
     "lower_better": ("lower is better", "меньше — лучше"),
+    "higher_better": ("higher is better", "больше — лучше"),
+    "latency_block": ("Latency and throughput", "Задержка и пропускная способность"),
+    "latency_block_intro": (
+        "Per target, over its calls: percentiles of the seconds per call and to the first "
+        "token, requests per second and the share of failed calls, each with its 95% "
+        "bootstrap CI; the best of each column in its own direction.",
+        "Для каждой цели, по её вызовам: процентили секунд на вызов и до первого токена, "
+        "запросов в секунду и доля неудачных вызовов, каждое с 95% бутстреп-интервалом; "
+        "лучшее значение столбца — в его собственном направлении."),
+    "unit_s": ("s", "с"),
+    "unit_requests/s": ("requests/s", "запросов/с"),
+    "unit_share": ("share", "доля"),
     # bands
     "bands": ("Quality bands", "Пороги качества"),
     "bands_intro": (
@@ -302,6 +314,7 @@ TEXT: dict[str, tuple[str, str]] = {
     "st_running": ("running", "идёт"),
     "st_stalled": ("stalled (no progress for 10 min)", "остановился (10 мин без хода)"),
     "st_stored": ("finished", "завершён"),
+    "st_unreadable": ("unreadable", "не читается"),
     "explorer_hidden": ("{n} other scored items (texts, sessions, log rows) have no value in "
                         "these columns: they are in their tiers' sections above.",
                         "Ещё {n} оценённых элементов (тексты, сессии, строки журнала) без "
@@ -343,6 +356,8 @@ TEXT: dict[str, tuple[str, str]] = {
     "gate_passed": ("passed", "пройдена"),
     "checks_passed": ("{ok}/{n} checks passed", "пройдено проверок: {ok}/{n}"),
     "value": ("value", "значение"),
+    "target": ("target", "цель"),
+    "direction": ("direction", "направление"),
     "threshold": ("threshold", "порог"),
     "message": ("message", "сообщение"),
 }

@@ -481,13 +481,22 @@ def _legend(parts: list[str], names: Sequence[str], colors: Mapping[str, str], x
                      f"<title>{escape(name)}</title>{escape(short(name))}</text>")
 
 
-def diff_chart(rows: Sequence[tuple[str, Point]], title: str, *, lang: str = "en") -> str:
-    """Differences B − A with their 95% CIs around a zero line (axis covers every CI)."""
+def diff_chart(rows: Sequence[tuple[str, Point]], title: str, *, lang: str = "en",
+               higher_is_better: Mapping[str, bool] | None = None) -> str:
+    """Differences B − A with their 95% CIs around a zero line (axis covers every CI); a
+    change for the better is green and one for the worse red, in each row's direction
+    (``higher_is_better`` by row name; default: higher is better)."""
     vals = [v for _, p in rows for v in (p.mean, p.low, p.high)] + [0.0]
     finite = [abs(float(v)) for v in vals if v is not None and _ok(v)]
     top = max([*finite, 0.01]) * 1.1
-    colors = {name: ("#C44E52" if p.ok and float(p.mean) < 0 else "#55A868")  # type: ignore[arg-type]
-              for name, p in rows}
+    hib = higher_is_better or {}
+
+    def worse(name: str, p: Point) -> bool:
+        if not p.ok:
+            return False
+        d = float(p.mean)  # type: ignore[arg-type]
+        return d < 0 if hib.get(name, True) else d > 0
+    colors = {name: ("#C44E52" if worse(name, p) else "#55A868") for name, p in rows}
     svg = forest(title, rows, colors=colors, lang=lang, axis=(-top, top))
     return svg.replace('data-chart="forest"', 'data-chart="diff"', 1)
 

@@ -70,6 +70,20 @@ EXPORT_FORMATS = ("json", "csv", "parquet")
 WRITE_BATCH_ROWS = 20_000
 
 
+def _summary(x: Any) -> MetricSummary:
+    """One stored aggregate row; a row whose numbers cannot be read (a value that is not a
+    number) is that row's error (``MetricSummary.error``), never the whole list's."""
+    try:
+        return MetricSummary(str(x.run_id), str(x.tier), str(x.system), str(x.metric),
+                             finite_or_none(x.mean), finite_or_none(x.ci_low),
+                             finite_or_none(x.ci_high), int(x.n), int(x.n_unscored),
+                             bool(x.higher_is_better), int(x.seed), int(x.n_boot))
+    except (TypeError, ValueError) as exc:
+        return MetricSummary(str(x.run_id), str(x.tier), str(x.system), str(x.metric), None,
+                             None, None, 0, 0, bool(x.higher_is_better), 0, 0,
+                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
+
+
 class ResultStore:
     """History of runs in any SQLAlchemy database (``ResultStore()`` = local SQLite file)."""
 
@@ -340,7 +354,8 @@ class ResultStore:
             except (TypeError, ValueError):
                 return {}
 
-        return [RunRow(x.id, x.created_at, x.name, x.status, x.git_commit,
+        return [RunRow(str(x.id), str(x.created_at or ""), str(x.name or ""), str(x.status),
+                       None if x.git_commit is None else str(x.git_commit),
                        tags_of(load(x.meta_json), load(x.config_json)),
                        counts.get(x.id, {}).get("ok", 0), counts.get(x.id, {}).get("not_run", 0),
                        counts.get(x.id, {}).get("error", 0), counts.get(x.id, {}).get("partial", 0))
@@ -363,10 +378,7 @@ class ResultStore:
             q = q.where(m.metric == metric)
         q = q.order_by(m.run_id, m.tier, m.system_position, m.position)
         with self.engine.connect() as conn:
-            return [MetricSummary(x.run_id, x.tier, x.system, x.metric, finite_or_none(x.mean),
-                                  finite_or_none(x.ci_low), finite_or_none(x.ci_high), int(x.n), int(x.n_unscored),
-                                  bool(x.higher_is_better), int(x.seed), int(x.n_boot))
-                    for x in conn.execute(q)]
+            return [_summary(x) for x in conn.execute(q)]
 
     def latest_run_id(self, name: str | None = None) -> str | None:
         runs = self.list_runs(name=name, limit=1)

@@ -26,6 +26,8 @@ from ragmeter.stats import PairedComparison
 class ComparisonRow:
     result: str
     comparison: PairedComparison
+    #: ``"latency"`` for a target's latency result (shown in a block of its own)
+    block: str = ""
 
     @property
     def verdict(self) -> str:
@@ -58,10 +60,13 @@ def pair_results(a: dict[str, EvalResult], b: dict[str, EvalResult]) \
 def compare_runs(a: dict[str, EvalResult], b: dict[str, EvalResult], *,
                  method: str = "randomization", n_resamples: int = 10000,
                  seed: int | None = None) -> list[ComparisonRow]:
+    from ragmeter.results.statistic import LATENCY_BLOCK, is_latency
+
     rows = []
     for key, ra, rb in pair_results(a, b):
+        block = LATENCY_BLOCK if is_latency(ra) else ""
         for c in compare_results(ra, rb, method=method, n_resamples=n_resamples, seed=seed):
-            rows.append(ComparisonRow(key, c))
+            rows.append(ComparisonRow(key, c, block))
     return rows
 
 

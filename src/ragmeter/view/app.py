@@ -20,7 +20,7 @@ from ragmeter.reports.i18n import LANGS, t
 from ragmeter.results.store import ResultStore, StoredRun, mask_url
 from ragmeter.text import detect_language
 from ragmeter.view import pages
-from ragmeter.view.data import MAX_CACHED_CHARS, CorruptRun, StoreData
+from ragmeter.view.data import MAX_CACHED_CHARS, StoreData, Unreadable
 from ragmeter.view.live import runs_version
 from ragmeter.view.params import BadQuery, check_names
 from ragmeter.view.table import PAGES, Page, PageRequest
@@ -120,7 +120,7 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
             except BadQuery as exc:
                 return t("v_bad_query", lang), pages.error_body(str(exc), lang, "v_bad_query"), \
                     400, None
-            except CorruptRun as exc:
+            except Unreadable as exc:
                 return t("v_corrupt", lang), pages.error_body(str(exc), lang, "v_corrupt"), \
                     500, None
             except RagmeterError as exc:

@@ -33,7 +33,12 @@ RUN_ENTRIES = 4
 MAX_CACHED_CHARS = 4_000_000
 
 
-class CorruptRun(RagmeterError):
+class Unreadable(RagmeterError):
+    """An item the viewer cannot read (a stored run, a running run's folder); its page is an
+    error page, the lists that show it mark it unreadable with the message."""
+
+
+class CorruptRun(Unreadable):
     """A stored run that cannot be read; the message names the run and the cause."""
 
     def __init__(self, run_id: str, cause: BaseException):

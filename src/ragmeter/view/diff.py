@@ -22,12 +22,16 @@ def sample_changes(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per-sample changes B − A on every shared tier/system/metric, signed in the metric's
     direction: regressions (worst first) and improvements (best first); only samples both
-    runs scored."""
+    runs scored. A target's latency is not a per-sample quality: its percentiles are compared
+    once, in the latency block, never sample by sample."""
+    from ragmeter.results.statistic import is_latency
     from ragmeter.runner.comparing import pair_results
 
     worse: list[dict[str, Any]] = []
     better: list[dict[str, Any]] = []
     for key, ra, rb in pair_results(a.results(), b.results()):
+        if is_latency(ra):
+            continue
         for metric, ma in ra.results.items():
             mb = rb.results.get(metric)
             if mb is None:

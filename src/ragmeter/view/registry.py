@@ -76,6 +76,9 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
             m = cells.get((r.id, c))
             if m is None:
                 tds.append("<td class=num></td>")
+            elif m.error:
+                tds.append(f'<td class="num bad-text unreadable" title="{escape(m.error)}">'
+                           f'{t("st_unreadable", lang)}: {escape(m.error)}</td>')
             elif m.n == 0 or m.mean is None:
                 tds.append(f'<td class="num nodata">{t("no_scored", lang)}</td>')
             else:
@@ -142,12 +145,18 @@ def live_table(live: Sequence[Any], lang: str) -> str:
     """The runs still running (from their progress logs), each linked to its live page."""
     if not live:
         return ""
+    def state(x: Any) -> str:
+        if x.error:
+            return (f'<td class="bad-text unreadable" title="{escape(x.error)}">'
+                    f"{escape(x.state_text(lang))}: {escape(x.error)}</td>")
+        return f"<td>{escape(x.state_text(lang))}</td>"
     trs = "".join(
         f'<tr class=live-row data-run="{escape(x.run_id)}"><td><a href="'
         f'{escape(href("/live/" + x.run_id, lang=lang))}"><code>{escape(x.run_id)}</code></a>'
-        f"</td><td>{escape(x.name)} {tags_html(x.tags)}</td><td>{escape(x.state_text(lang))}"
-        f"</td><td class=num>{x.done}/{x.total if x.total else '?'}</td></tr>" for x in live)
-    words = escape(json.dumps({k: t(k, lang) for k in ("st_running", "st_stalled", "st_stored")},
+        f"</td><td>{escape(x.name)} {tags_html(x.tags)}</td>{state(x)}"
+        f"<td class=num>{x.done}/{x.total if x.total else '?'}</td></tr>" for x in live)
+    words = escape(json.dumps({k: t(k, lang) for k in ("st_running", "st_stalled", "st_stored",
+                                                       "st_unreadable")},
                               ensure_ascii=False))
     return (f"<h2>{t('v_live', lang)}</h2><table id=live-runs data-src=\"/api/live?lang={lang}\" "
             f"data-words='{words}'><thead><tr><th>id</th>"

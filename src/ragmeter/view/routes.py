@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ragmeter.errors import RagmeterError
 from ragmeter.view import pages
-from ragmeter.view.data import CorruptRun
+from ragmeter.view.data import CorruptRun, Unreadable
 from ragmeter.view.live import LiveRun, find_live, live_page, live_rows
 from ragmeter.view.params import (
     BadQuery,
@@ -180,6 +180,8 @@ def _live_run(req: PageRequest) -> LiveRun:
     if run is None:
         raise RagmeterError(f"no running run '{rid}' in the runs folder "
                             f"{req.viewer.runs_dir or '(none given: view --runs DIR)'}")
+    if run.error:
+        raise Unreadable(f"the folder of run {rid} cannot be read: {run.error}")
     return run
 
 

@@ -89,7 +89,7 @@
         Array.prototype.forEach.call(liveRuns.tBodies[0].rows, function (tr) {
           var x = byId[tr.getAttribute("data-run")];
           tr.cells[2].textContent = x ? (runWords["st_" + x.state] || x.state)
-            : (runWords.st_stored || "finished");
+            + (x.error ? ": " + x.error : "") : (runWords.st_stored || "finished");
           if (x) { tr.cells[3].textContent = x.done + "/" + (x.total === null ? "?" : x.total); }
         });
         body.setAttribute("data-live-polls",
@@ -145,6 +145,27 @@
           tr.appendChild(el("td", v.n_unscored, "num"));
         });
         sec.appendChild(table);
+      }
+      if (tier.latency && tier.latency.length) {
+        sec.appendChild(el("h3", words.latency_block || "Latency and throughput"));
+        var lt = el("table", null, "live-latency");
+        var lh = lt.createTHead().insertRow();
+        [words.target, words.metric, words.value, "n", words.direction].forEach(function (h, i) {
+          lh.appendChild(el("th", h, i === 2 || i === 3 ? "num" : ""));
+        });
+        var lb = lt.createTBody();
+        tier.latency.forEach(function (v) {
+          var tr = lb.insertRow();
+          tr.setAttribute("data-metric", v.metric);
+          tr.appendChild(el("td", v.system));
+          tr.appendChild(el("td", v.metric));
+          tr.appendChild(el("td", fmt(v.value) + " " + (words["unit_" + v.unit] || v.unit),
+            "num"));
+          tr.appendChild(el("td", v.n, "num"));
+          tr.appendChild(el("td", v.higher_is_better ? words.higher_better
+            : words.lower_better));
+        });
+        sec.appendChild(lt);
       }
       box.appendChild(sec);
     });
