@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import random
@@ -119,14 +120,26 @@ def _rows_of_run(r: int, samples: int, rng: random.Random, sample_rows: Sequence
         mean = sum(vals) / len(vals)
         out["rm_metrics"].append((rid, tier, system, metric, pos, 0, json.dumps({"tier": tier}),
                                   _signature(metric, 42), hib, 42, 1000, "{}", mean,
-                                  mean - 0.01, mean + 0.01, samples, 0))
+                                  mean - 0.01, mean + 0.01, samples, 0,
+                                  *_in_row(samples, vals)))
     if r % 40 == 0:
         card = {"judge_card": _card(f"judge-{r}", 0.5 + r / 1000)}
         out["rm_metrics"].append((rid, "judge_trust", f"judge_card:judge-{r}", "human_label", 0,
                                   0, json.dumps(card), _signature("human_label", 42), True, 42,
-                                  1000, "{}", None, None, None, 0, 0))
+                                  1000, "{}", None, None, None, 0, 0, *_in_row(0, [])))
     out["rm_samples"] = [(rid, f"q{i}", i, d) for i, d in enumerate(sample_rows)]
     return out
+
+
+def _in_row(samples: int, vals: Sequence[float]) -> tuple[Any, ...]:
+    """A metric's values as one row, where the measured version's store keeps them so (what
+    its ``save_run`` writes); nothing for a version without those columns."""
+    if "values_blob" not in _columns("rm_metrics"):
+        return ()
+    import numpy as np
+
+    return (json.dumps([f"q{i}" for i in range(samples)]),
+            np.asarray(vals, dtype="<f8").tobytes(), "{}")
 
 
 def _sample_rows(samples: int) -> list[str]:
@@ -139,6 +152,7 @@ def _sample_rows(samples: int) -> list[str]:
         for i in range(samples)]
 
 
+@functools.lru_cache(maxsize=None)
 def _columns(table: str) -> list[str]:
     from ragmeter.results.database import define_tables
 
@@ -154,7 +168,6 @@ def _insert_sql(table: str, n: int, mark: str) -> str:
 
 def build(path: Path, runs: int, samples: int, seed: int = 7) -> None:
     """Create the SQLite store at ``path`` with bulk inserts (one transaction per run)."""
-    sys.path.insert(0, str(HERE.parent / "src"))
     from ragmeter.results.store import ResultStore
 
     store = ResultStore(path)  # the schema
@@ -182,7 +195,6 @@ def pg_url_with_schema(url: str, schema: str) -> str:
 def build_pg(url: str, schema: str, runs: int, samples: int, seed: int = 7) -> str:
     """Create the same store in PostgreSQL, in its own schema (dropped first); return the
     store URL (its search path set to that schema)."""
-    sys.path.insert(0, str(HERE.parent / "src"))
     import psycopg
 
     from ragmeter.results.store import ResultStore
@@ -548,7 +560,9 @@ def main(argv: list[str] | None = None) -> int:
         args.runs, args.samples, args.requests, args.mixed = 20, 500, 10, 60
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(HERE.parent / "src"))
+    # the store is built and changed by the measured version's own code (its schema, its
+    # writer), so an older version is measured on a store it wrote itself
+    sys.path.insert(0, str(Path(args.src).resolve()))
 
     def log(line: str) -> None:
         print(line, flush=True)

@@ -16,8 +16,9 @@ its own direction), and the verdict speaks of quality alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragmeter.metrics.registry import metric_base, split_metric_key
 from ragmeter.reports.bands import find_band
@@ -86,7 +87,8 @@ class TierDecision:
     slice_tests: list[SliceTable] = field(default_factory=list)
     #: the latency block: the targets' latency results (rows named after the target)
     latency: TierDecision | None = None
-    #: row label → the result's own name (the latency block's rows drop ``:latency``)
+    #: row label → the label the result was given (the latency block's rows drop
+    #: ``:latency``)
     names: dict[str, str] = field(default_factory=dict)
 
     def slice_lines(self, lang: str = "en") -> list[str]:
@@ -210,26 +212,37 @@ def latency_label(label: str) -> str:
     return label[:-len(":latency")] if label.endswith(":latency") else label
 
 
+#: the paired test a decision runs (``compare_metric``'s signature); a caller may pass one
+#: that remembers its results (the viewer keeps them per store version)
+Compare = Callable[..., Any]
+
+
 def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
            metrics: Sequence[str] | None = None, n_resamples: int = DEFAULT_N_RESAMPLES,
-           seed: int = DEFAULT_SEED, lang: str = "en") -> TierDecision:
+           seed: int = DEFAULT_SEED, lang: str = "en",
+           compare: Compare | None = None) -> TierDecision:
     """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics);
-    the targets' latency results go to its latency block (:attr:`TierDecision.latency`)."""
+    the targets' latency results go to its latency block (:attr:`TierDecision.latency`).
+    ``compare``: the paired test (default :func:`compare_metric`)."""
     quality = [(label, r) for label, r in systems if not is_latency(r)]
     timing = [(latency_label(label), r) for label, r in systems if is_latency(r)]
-    dec = _decide(tier, quality, metrics=metrics, n_resamples=n_resamples, seed=seed)
+    test = compare or compare_metric
+    dec = _decide(tier, quality, metrics=metrics, n_resamples=n_resamples, seed=seed,
+                  compare=test)
     _add_slices(dec, quality)
     if timing:
         present = latency_order(list(dict.fromkeys(
             k for _, r in timing for k in r.results if k in LATENCY_METRICS)))
         dec.latency = _decide(tier, timing, metrics=present, n_resamples=n_resamples,
-                              seed=seed)
-        dec.latency.names = {label: r.name for label, r in timing}
+                              seed=seed, compare=test)
+        dec.latency.names = {latency_label(label): label for label, r in systems
+                             if is_latency(r)}
     return dec
 
 
 def _decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
-            metrics: Sequence[str] | None, n_resamples: int, seed: int) -> TierDecision:
+            metrics: Sequence[str] | None, n_resamples: int, seed: int,
+            compare: Compare) -> TierDecision:
     results = [r for _, r in systems]
     keys = list(metrics) if metrics is not None else key_metrics(results, tier)
     labels = [label for label, _ in systems]
@@ -256,7 +269,7 @@ def _decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
                 continue
             a, b = mrs[best], mrs[label]
             assert a is not None and b is not None
-            cmp = compare_metric(a, b, method=METHOD, n_resamples=n_resamples, seed=seed)
+            cmp = compare(a, b, method=METHOD, n_resamples=n_resamples, seed=seed)
             if not cmp.n:  # no sample scored by both: no paired test is possible
                 col[label].paired = False
                 unpaired.append(label)

@@ -45,7 +45,7 @@ from ragmeter.reports.judge_labels import is_demo, mock_banner
 from ragmeter.reports.slices import decision_slices_html
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
-from ragmeter.results.statistic import UNITS
+from ragmeter.results.statistic import UNITS, is_latency
 from ragmeter.results.store import StoredRun
 from ragmeter.text import detect_language
 
@@ -168,7 +168,8 @@ def tier_charts(tier: str, results: Sequence[EvalResult], *, lang: str = "en",
     colors = colors or svg.system_colors(r.name for r in results)
     pairs = [(r.name, r) for r in results]
     dec = decision or decide(tier, pairs, lang=lang)
-    charts = decision_charts(dec, pairs, colors, lang)
+    quality = [(name, r) for name, r in pairs if not is_latency(r)]
+    charts = decision_charts(dec, quality, colors, lang) if quality else []
     hits = _hit_at_k(results)
     ks = sorted({k for pts in hits.values() for k in pts})
     if len(ks) > 1:
@@ -301,7 +302,8 @@ def latency_block(dec: TierDecision, lang: str, *,
                   results: Mapping[str, EvalResult] | None = None,
                   links: Mapping[str, str] | None = None) -> str:
     """The decision's latency block (a table of its own under the quality table), or "" when
-    the tier has no target latency. ``results``: keyed by the results' own names."""
+    the tier has no target latency. ``results``: keyed by the labels given to
+    :func:`~ragmeter.reports.decision.decide`."""
     lat = dec.latency
     if lat is None or not lat.systems:
         return ""
@@ -427,20 +429,25 @@ def run_lang(run: StoredRun) -> str:
     return detect_language(texts or [run.name])
 
 
-def tier_decisions(run: StoredRun, lang: str = "en") -> dict[str, TierDecision]:
+def tier_decisions(run: StoredRun, lang: str = "en", compare: Any = None
+                   ) -> dict[str, TierDecision]:
     """Per tier with results, its decision; the judge cards' tier is shown as the judge card
-    section instead (its results are human labels, not systems to choose between)."""
-    return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang)
+    section instead (its results are human labels, not systems to choose between).
+    ``compare``: the paired test (see :func:`ragmeter.reports.decision.decide`)."""
+    return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang, compare=compare)
             for tier, rec in run.tiers.items()
             if rec.status == "ok" and rec.results and tier != JUDGE_TRUST_TIER}
 
 
 def render_run_body(run: StoredRun, lang: str | None = None, *,
-                    sample_href: str | None = None) -> tuple[str, dict[str, Any], str]:
-    """The report's body HTML, its JSON data and its language (the viewer embeds these)."""
+                    sample_href: str | None = None, source: Any = None,
+                    compare: Any = None) -> tuple[str, dict[str, Any], str]:
+    """The report's body HTML, its JSON data and its language (the viewer embeds these).
+    ``source``: where the explorer reads the shown samples' text and details (default: the
+    run); ``compare``: the paired test of the decisions (default ``compare_metric``)."""
     lang = check_lang(lang) if lang else run_lang(run)
     demo = is_demo(run)
-    decisions = tier_decisions(run, lang)
+    decisions = tier_decisions(run, lang, compare)
     colors = svg.system_colors(r.name for rec in run.tiers.values() for r in rec.results)
     parts = [f"<header><h1>{escape(run.name)}</h1><p class=meta>{t('run', lang)} "
              f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)} "
@@ -474,7 +481,7 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
         section.append("</section>")
         parts.append("".join(section))
     parts.append(card_section(run, lang))
-    html_explorer, sample_data = explorer(run, decisions, lang, sample_href)
+    html_explorer, sample_data = explorer(run, decisions, lang, sample_href, source)
     parts.append(html_explorer)
     from ragmeter.secrets import mask_secrets
 

@@ -247,17 +247,18 @@ class MetricResult:
 
     def records(self) -> list[SampleScore]:
         out = []
-        for i, sid in enumerate(self.sample_ids):
-            v = self.values[i]
-            det = self.details[i] if self.details else None
-            if np.isnan(v):
+        details = self.details
+        for i, (sid, v) in enumerate(zip(self.sample_ids, self.values.tolist(), strict=True)):
+            det = details[i] if details else None
+            if v != v:  # NaN: unscored
                 out.append(SampleScore(sid, None, self.reasons.get(i, "unscored"), det))
             else:
-                out.append(SampleScore(sid, float(v), None, det))
+                out.append(SampleScore(sid, v, None, det))
         return out
 
     def by_id(self) -> dict[str, float | None]:
-        return {s.sample_id: s.value for s in self.records()}
+        return {sid: None if v != v else v
+                for sid, v in zip(self.sample_ids, self.values.tolist(), strict=True)}
 
     def to_dict(self, per_sample: bool = True, aggregate: bool = True) -> dict[str, Any]:
         """The result as plain data; ``aggregate=False`` leaves the aggregate out (only its

@@ -218,6 +218,18 @@ def is_latency_metric(metric: str) -> bool:
     return metric in LATENCY_METRICS
 
 
+#: what one call's value is called on a sample's own page (each percentile metric holds the
+#: same per-call seconds; a sample shows them once)
+PER_CALL = {"latency_p50": "latency_s", "ttft_p50": "ttft_s"}
+
+
+def per_call_name(metric: str) -> str | None:
+    """The name a latency metric's per-sample value is shown under (``latency_p50`` →
+    ``latency_s``), None for the metrics not shown per sample (the other percentiles,
+    throughput, the error rate)."""
+    return PER_CALL.get(metric)
+
+
 def latency_order(metrics: list[str]) -> list[str]:
     """Latency metrics in the order shown (percentiles of latency, of ttft, throughput, error
     rate), others after them."""
@@ -226,6 +238,21 @@ def latency_order(metrics: list[str]) -> list[str]:
     return sorted(metrics, key=rank)
 
 
-__all__ = ["LATENCY_BLOCK", "LATENCY_METRICS", "PERCENTILES", "UNITS", "WALL_MS", "Statistic",
-           "compare_statistic", "estimate", "is_latency", "is_latency_metric", "is_statistic",
-           "latency_order", "percentile_of", "statistic_of"]
+__all__ = [
+    "LATENCY_BLOCK",
+    "LATENCY_METRICS",
+    "PERCENTILES",
+    "PER_CALL",
+    "UNITS",
+    "WALL_MS",
+    "Statistic",
+    "compare_statistic",
+    "estimate",
+    "is_latency",
+    "is_latency_metric",
+    "is_statistic",
+    "latency_order",
+    "per_call_name",
+    "percentile_of",
+    "statistic_of",
+]

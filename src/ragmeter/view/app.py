@@ -44,8 +44,9 @@ class Viewer:
         self.data = StoreData(self.store)
         self.runs_dir = runs_dir
 
-    def run(self, run_id: str, samples: bool = True) -> StoredRun:
-        return self.data.run(run_id, samples=samples)
+    def run(self, run_id: str) -> StoredRun:
+        """A run as the pages read it (see :meth:`StoreData.run`)."""
+        return self.data.run(run_id)
 
     def default_lang(self) -> str:
         """``--lang``, else the language of the latest run's questions (English when the

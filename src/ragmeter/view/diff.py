@@ -70,12 +70,14 @@ def _test_cell(row: Any, lang: str) -> str:
 
 
 def changes_table(rows: Sequence[Mapping[str, Any]], a: StoredRun, b: StoredRun,
-                  tests: Mapping[tuple[str, str], Any], lang: str, kind: str) -> str:
-    """One table of per-sample changes (``kind``: regression | improvement)."""
+                  tests: Mapping[tuple[str, str], Any], lang: str, kind: str,
+                  texts: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """One table of per-sample changes (``kind``: regression | improvement); ``texts``: the
+    samples' stored text (default: the runs')."""
+    texts = texts if texts is not None else {**a.samples, **b.samples}
     trs = []
     for r in rows:
-        q = str(b.samples.get(r["sample"], a.samples.get(r["sample"], {})).get(
-            "user_input") or "")
+        q = str(texts.get(r["sample"], {}).get("user_input") or "")
         side = href("/side", run=[a.id, b.id], sample=r["sample"], lang=lang)
         cls = "delta-bad" if kind == "regression" else "delta-good"
         trs.append(f'<tr class=sample-{kind} data-sample="{escape(r["sample"])}">'
@@ -96,7 +98,11 @@ def changes_table(rows: Sequence[Mapping[str, Any]], a: StoredRun, b: StoredRun,
 
 def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
               changes: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
-              all_rows: Sequence[RunRow], lang: str) -> str:
+              all_rows: Sequence[RunRow], lang: str,
+              texts: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The diff page; ``texts``: the shown samples' stored text (default: the runs')."""
+    if texts is None and a is not None and b is not None:
+        texts = {**a.samples, **b.samples}
     def select(name: str, chosen: str | None) -> str:
         return (f"<select name={name} id=diff-{name}>" + "".join(
             f'<option value="{escape(r.id)}"{" selected" if r.id == chosen else ""}>'
@@ -125,7 +131,7 @@ def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
             ("regression", worse, "v_sample_regressions", "v_no_sample_regressions"),
             ("improvement", better, "v_sample_improvements", "v_no_sample_improvements")):
         parts.append(f"<h2>{t(title, lang)}</h2>")
-        parts.append(changes_table(shown, a, b, tests, lang, kind) if shown
+        parts.append(changes_table(shown, a, b, tests, lang, kind, texts) if shown
                      else f"<p class=note>{t(empty, lang)}</p>")
     parts.append(f"<h2>{t('comparison', lang)}</h2>")
     parts.append(comparison_body(_Src(a), _Src(b), rows, lang))
