@@ -48,9 +48,29 @@ def format_failures(failures: Mapping[tuple[str, str], Sequence[Mapping[str, Any
             value = "unscored" if w["value"] is None else f"{w['value']:.4f}"
             lines.append(f"  - {w['sample_id']} ({value})")
             lines.append(f"      question: {_short(w.get('question'))}")
-            lines.append(f"      answer:   {_short(w.get('answer'))}")
+            lines += _shown_answer(w)
             lines.append(f"      reason:   {_short(w.get('reason'))}")
     return "\n".join(lines)
+
+
+def _shown_answer(w: Mapping[str, Any]) -> list[str]:
+    """What a worst sample was scored on: a target's answer, contexts and latency under the
+    target's name; a retrieval sample's first retrieved ids and its gold; else the answer."""
+    lines = []
+    if w.get("target"):
+        latency = w.get("latency_s")
+        timing = f" (latency {latency:.3f} s)" if isinstance(latency, float) else ""
+        lines.append(f"      target:   {_short(w['target'])}{timing}")
+        if w.get("target_error"):
+            lines.append(f"      error:    {_short(w['target_error'])}")
+    if w.get("answer") is None and w.get("retrieved") is not None:
+        lines.append(f"      retrieved: {_short(', '.join(w['retrieved']) or '(nothing)')}")
+        lines.append(f"      gold:     {_short(', '.join(w.get('gold') or []) or '–')}")
+        return lines
+    lines.append(f"      answer:   {_short(w.get('answer'))}")
+    if w.get("target") and w.get("contexts"):
+        lines.append(f"      contexts: {_short(' | '.join(w['contexts']), 240)}")
+    return lines
 
 
 def gate_message(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any]) -> str:
