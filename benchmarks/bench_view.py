@@ -152,7 +152,7 @@ def _sample_rows(samples: int) -> list[str]:
         for i in range(samples)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _columns(table: str) -> list[str]:
     from ragmeter.results.database import define_tables
 
