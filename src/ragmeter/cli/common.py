@@ -28,7 +28,6 @@ from rich.console import Console
 
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import UsageError, WorkFailedError
-from ragmeter.results.records import IMPLICIT_COUNT
 from ragmeter.secrets import mask
 
 _step_log = logging.getLogger("ragmeter.cli")
@@ -208,6 +207,8 @@ def check_scored(results: Iterable[Any], max_unscored: float | None = None) -> l
     fraction above it, samples the metric does not apply to left out. Returns warning lines
     for partial unscoring (exit stays 0).
     """
+    from ragmeter.results.records import IMPLICIT_COUNT
+
     failures: list[str] = []
     warnings: list[str] = []
     for r in results:

@@ -231,12 +231,12 @@ def _row(sid: str, sample: Mapping[str, Any], cells: Sequence[str], tiers_here: 
         f"{_sample_details(sample, scores, lang)}</td></tr>")
 
 
-def _filter_bar(types: Sequence[str], tiers: Sequence[str], lang: str) -> str:
+def _filter_bar(types: Sequence[str], tiers: Sequence[str], lang: str, total: int) -> str:
     type_opts = "".join(f'<option value="{escape(x)}">{escape(x)}</option>' for x in types)
     tier_opts = "".join(f'<option value="{escape(x)}">{escape(tier_title(x, lang))}</option>'
                         for x in tiers)
     placeholder = escape(t("filter_placeholder", lang))
-    shown = escape(t("shown", lang, n="{n}", total="{total}"))
+    shown = escape(t("shown", lang, n="{n}", total=total))
     return (
         f'<div class=filterbar><input id="rm-filter" type="search" placeholder="'
         f'{placeholder}" aria-label="{placeholder}">'
@@ -299,7 +299,7 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
     html = (
         f"<section id=explorer><h2>{t('explorer', lang)}</h2><p class=intro>"
         f"{t('explorer_intro', lang)}</p>{note}"
-        + _filter_bar(types, [x for x in run.tiers if x in tiers_seen], lang)
+        + _filter_bar(types, [x for x in run.tiers if x in tiers_seen], lang, len(order))
         + f'<table id="rm-samples"><thead><tr><th>{t("question", lang)}</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></section>")
     return html, data

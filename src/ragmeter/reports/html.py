@@ -450,7 +450,7 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
     decisions = tier_decisions(run, lang, compare)
     colors = svg.system_colors(r.name for rec in run.tiers.values() for r in rec.results)
     parts = [f"<header><h1>{escape(run.name)}</h1><p class=meta>{t('run', lang)} "
-             f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)} "
+             f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)}: "
              f"{escape(status_text(run.status, lang))} · git <code>{escape((run.git_commit or '–')[:12])}</code>"
              f" · ragmeter {escape(__version__)}</p></header>"]
     if demo:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragmeter.reports.bands import classify, from_demo_judge
 from ragmeter.reports.decision import TierDecision
-from ragmeter.reports.i18n import check_lang, t
+from ragmeter.reports.i18n import check_lang, status_text, t
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.store import StoredRun
 
@@ -71,7 +71,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     lang = check_lang(lang) if lang else run_lang(run)
     lines = [f"## ragmeter: {md_escape(run.name)}", "",
              f"{t('run', lang)} {md_code(run.id)} · {md_escape(run.created_at)} · "
-             f"{t('status', lang)} {md_escape(run.status)} · git "
+             f"{t('status', lang)}: {md_escape(status_text(run.status, lang))} · git "
              f"{md_code((run.git_commit or '–')[:12])}", ""]
     demo = is_demo(run)
     if demo:

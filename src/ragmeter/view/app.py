@@ -21,6 +21,7 @@ from ragmeter.results.store import ResultStore, StoredRun, mask_url
 from ragmeter.text import detect_language
 from ragmeter.view import pages
 from ragmeter.view.data import MAX_CACHED_CHARS, StoreData, Unreadable
+from ragmeter.view.errors import message
 from ragmeter.view.live import runs_version
 from ragmeter.view.params import BadQuery, check_names
 from ragmeter.view.table import PAGES, Page, PageRequest
@@ -119,13 +120,14 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
                 check_names(request.query, page.params)
                 out = page.handler(PageRequest(viewer, request, lang))
             except BadQuery as exc:
-                return t("v_bad_query", lang), pages.error_body(str(exc), lang, "v_bad_query"), \
-                    400, None
+                return t("v_bad_query", lang), pages.error_body(
+                    message(exc, lang), lang, "v_bad_query"), 400, None
             except Unreadable as exc:
-                return t("v_corrupt", lang), pages.error_body(str(exc), lang, "v_corrupt"), \
-                    500, None
+                return t("v_corrupt", lang), pages.error_body(
+                    message(exc, lang), lang, "v_corrupt"), 500, None
             except RagmeterError as exc:
-                return t("v_not_found", lang), pages.error_body(str(exc), lang), 404, None
+                return t("v_not_found", lang), pages.error_body(message(exc, lang), lang), \
+                    404, None
             return out.title or page.title_in(lang), out.body, out.status, out.data
 
         def cached(request: Any) -> tuple[str, str, int, dict[str, Any] | None]:

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from ragmeter.errors import RagmeterError
 from ragmeter.results.records import EvalResult
 from ragmeter.results.store import MetricSummary, ResultStore, RunRow, StoredRun, TierRecord
+from ragmeter.view.errors import NotFound, ViewError
 
 T = TypeVar("T")
 #: cached values (pages, row lists, paired tests) kept at most; the oldest go first
@@ -36,7 +37,7 @@ RUN_ENTRIES = 24
 MAX_CACHED_CHARS = 4_000_000
 
 
-class Unreadable(RagmeterError):
+class Unreadable(ViewError):
     """An item the viewer cannot read (a stored run, a running run's folder); its page is an
     error page, the lists that show it mark it unreadable with the message."""
 
@@ -46,8 +47,8 @@ class CorruptRun(Unreadable):
 
     def __init__(self, run_id: str, cause: BaseException):
         self.run_id = run_id
-        super().__init__(f"run {run_id} cannot be read from the store: "
-                         f"{type(cause).__name__}: {str(cause).splitlines()[0][:300] if str(cause) else ''}")
+        first = str(cause).splitlines()[0][:300] if str(cause) else ""
+        super().__init__("v_e_corrupt", run=run_id, error=f"{type(cause).__name__}: {first}")
 
 
 def _weight(value: Any) -> int:
@@ -177,6 +178,8 @@ class StoreData:
                 run = self.store.load_run(run_id, samples=False, details=False,
                                           stored_aggregates=True)
             except RagmeterError:
+                if not self.store.has_run(run_id):
+                    raise NotFound("v_e_no_run", run=run_id[:200]) from None
                 raise
             except Exception as exc:  # a broken row of this run: this run's error alone
                 raise CorruptRun(run_id, exc) from None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.reports.decision import latency_label
-from ragmeter.reports.i18n import t
+from ragmeter.reports.i18n import plural_form, t
 from ragmeter.results.statistic import LATENCY_BLOCK, LATENCY_METRICS, PERCENTILES, WALL_MS
 
 #: a log untouched this long belongs to a process that is gone
@@ -333,6 +333,7 @@ def live_page(run: LiveRun, lang: str) -> str:
     from ragmeter.view.links import href, run_href, tags_html
 
     words = {k: t(k, lang) for k in LIVE_WORDS}
+    words["lang"] = lang
     tiers = []
     for tier in run.tiers:
         data = tier.to_dict()
@@ -352,7 +353,8 @@ def live_page(run: LiveRun, lang: str) -> str:
             f'<section class=live-tier data-tier="{escape(tier.tier)}"><h2>{escape(tier.tier)}'
             f"</h2><progress max={total} value={tier.done}></progress><span class=count> "
             f"{tier.done} / {tier.total if tier.total is not None else '?'} · {tier.batches} "
-            f"{words['batches']}{status}</span>{table}"
+            f"{plural_form(tier.batches, words['batches'].split('|'), lang)}{status}</span>"
+            f"{table}"
             f"{latency_table(data['latency'], words)}</section>")
     src = href(f"/api/live/{run.run_id}", lang=lang)
     return (f'<h1>{t("v_live_run", lang)} <code>{escape(run.run_id)}</code> · <span '

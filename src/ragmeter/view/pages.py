@@ -226,6 +226,7 @@ def judges_page(runs: Sequence[StoredRun], lang: str, stat: str = "kappa") -> st
     full = "".join(f'<h3><a href="{escape(run_href(r.id, lang))}">{escape(r.name)} · '
                    f"<code>{escape(r.id)}</code></a></h3>"
                    + "".join(card_html(c, p, lang) for c, p in stored_cards(r)) for r in runs)
-    return (f"<h1>{escape(t('judges', lang))}</h1>" + judges_table(runs, lang, stat)
+    return (f"<h1>{escape(t('judges', lang))}</h1>"
+            + judges_table(runs, lang, stat, run_link=lambda rid: run_href(rid, lang))
             + (f"<section id=judge-card><h2>{escape(t('jc_title', lang))}</h2>{full}</section>"
                if runs else ""))

@@ -4,9 +4,10 @@ Order here is the navigation order."""
 
 from __future__ import annotations
 
-from ragmeter.errors import RagmeterError
+from ragmeter.reports.i18n import t
 from ragmeter.view import pages
 from ragmeter.view.data import CorruptRun, Unreadable
+from ragmeter.view.errors import NotFound
 from ragmeter.view.live import LiveRun, find_live, live_page, live_rows
 from ragmeter.view.params import (
     BadQuery,
@@ -72,7 +73,7 @@ def compare(req: PageRequest) -> PageOut:
     chosen = list(req.query.getall("run", []))
     for rid in chosen:
         if rid not in known:
-            raise BadQuery("run", f"no run {rid[:80]!r} in this store")
+            raise BadQuery("run", "v_q_no_run", value=repr(rid[:80]))
     if not chosen and rows:  # the latest runs of the latest benchmark (same data)
         chosen = [r.id for r in rows if r.name == rows[0].name][:5]
     runs, broken = viewer.data.runs(chosen)
@@ -129,7 +130,7 @@ def side(req: PageRequest) -> PageOut:
     chosen = list(req.query.getall("run", [])) + list(req.query.getall("pick", []))
     for rid in chosen:
         if rid not in by_id:
-            raise BadQuery("run", f"no run {rid[:80]!r} in this store")
+            raise BadQuery("run", "v_q_no_run", value=repr(rid[:80]))
     if not chosen and rows:  # the two latest runs of the latest benchmark
         chosen = [r.id for r in rows if r.name == rows[0].name][:2][::-1]
     chosen = list(dict.fromkeys(chosen))
@@ -144,8 +145,8 @@ def side(req: PageRequest) -> PageOut:
             columns.append(SideColumn(by_id[rid], {}, [], str(exc)))
     if req.param("sample") and columns and not any(c.sample or c.scores or c.error
                                                    for c in columns):
-        raise RagmeterError(f"no sample {sample_id[:200]!r} in "
-                            f"{', '.join(chosen)[:400]}")
+        raise NotFound("v_e_no_sample_runs", sample=sample_id[:200],
+                       runs=", ".join(chosen)[:400])
     return PageOut(side_page(columns, sample_id, rows, choices, req.lang))
 
 
@@ -187,10 +188,10 @@ def _live_run(req: PageRequest) -> LiveRun:
     rid = req.match("run_id")
     run = find_live(req.viewer.runs_dir, rid, [r.id for r in req.viewer.data.rows()])
     if run is None:
-        raise RagmeterError(f"no running run '{rid}' in the runs folder "
-                            f"{req.viewer.runs_dir or '(none given: view --runs DIR)'}")
+        raise NotFound("v_e_no_live", run=rid[:200],
+                       where="" if req.viewer.runs_dir else t("v_e_no_runs_dir", req.lang))
     if run.error:
-        raise Unreadable(f"the folder of run {rid} cannot be read: {run.error}")
+        raise Unreadable("v_e_live_unreadable", run=rid[:200], error=run.error)
     return run
 
 
@@ -222,11 +223,11 @@ def sample(req: PageRequest) -> PageOut:
     if row is None:  # an unambiguous prefix of a run id, as elsewhere
         starts = [r for r in rows if r.id.startswith(rid)]
         if len(starts) != 1:
-            raise RagmeterError(f"no run '{rid[:200]}' in this store (see the runs page)")
+            raise NotFound("v_e_no_run", run=rid[:200])
         row, rid = starts[0], starts[0].id
     sid = req.match("sample_id")
     sample_data, scores = data.sample_of(rid, sid)
     if not sample_data and not scores:
-        raise RagmeterError(f"no sample '{sid[:200]}' in run {rid}")
+        raise NotFound("v_e_no_sample", sample=sid[:200], run=rid)
     body = pages.sample_page(row, sid, sample_data, scores, req.lang)
     return PageOut(body, title=f"{sid} · {rid}")

@@ -111,6 +111,14 @@
     if (cls) { x.className = cls; }
     return x;
   }
+  /* the form of a counted word: English (one, many), Russian (one, few, many) */
+  function plural(n, forms, lang) {
+    if (forms.length < 3 || lang !== "ru") { return n === 1 ? forms[0] : forms[forms.length - 1]; }
+    var a = Math.abs(n) % 100, b = a % 10;
+    if (b === 1 && a !== 11) { return forms[0]; }
+    if (b >= 2 && b <= 4 && (a < 12 || a > 14)) { return forms[1]; }
+    return forms[2];
+  }
   function fmt(v) { return v === null || v === undefined ? "–" : Number(v).toFixed(3); }
   function draw(run) {
     var words = JSON.parse(live.getAttribute("data-words") || "{}");
@@ -127,7 +135,8 @@
       bar.value = tier.done;
       sec.appendChild(bar);
       sec.appendChild(el("span", " " + tier.done + " / " + (tier.total === null ? "?" : tier.total)
-        + " · " + tier.batches + " " + (words.batches || "batches")
+        + " · " + tier.batches + " " + plural(tier.batches, (words.batches || "batches")
+          .split("|"), words.lang)
         + (tier.status ? " · " + (words["st_" + tier.status] || tier.status) : ""), "count"));
       if (tier.values.length) {
         var table = el("table", null, "live-values");
