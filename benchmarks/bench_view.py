@@ -138,8 +138,17 @@ def _in_row(samples: int, vals: Sequence[float]) -> tuple[Any, ...]:
         return ()
     import numpy as np
 
-    return (json.dumps([f"q{i}" for i in range(samples)]),
-            np.asarray(vals, dtype="<f8").tobytes(), "{}")
+    row: tuple[Any, ...] = (json.dumps([f"q{i}" for i in range(samples)]),
+                            np.asarray(vals, dtype="<f8").tobytes(), "{}")
+    if "signs_blob" in _columns("rm_metrics"):  # the paired tests' projections, as stored
+        from ragmeter.results.projections import project, to_columns
+        from ragmeter.results.records import MetricResult, Signature
+
+        mr = MetricResult("m", [f"q{i}" for i in range(samples)], np.asarray(vals, dtype=float),
+                          Signature.make(metric="m"), seed=42)
+        cols = to_columns(project(mr))
+        row += (cols["signs_blob"], cols["boots_blob"])
+    return row
 
 
 def _sample_rows(samples: int) -> list[str]:

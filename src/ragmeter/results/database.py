@@ -113,6 +113,10 @@ def define_tables() -> Tables:
         sa.Column("ids_json", text),
         sa.Column("values_blob", sa.LargeBinary),
         sa.Column("reasons_json", text),
+        # the paired test's projections of a large fully scored metric
+        # (:mod:`ragmeter.results.projections`): a diff of two runs is a subtraction
+        sa.Column("signs_blob", sa.LargeBinary),
+        sa.Column("boots_blob", sa.LargeBinary),
     )
     values = sa.Table(
         "rm_values", md,
@@ -143,7 +147,8 @@ def define_tables() -> Tables:
 
 #: columns added to a table after schema version 1 (nullable; an older store gets them on its
 #: first write-side open, and is read without them until then)
-ADDED_COLUMNS = {"rm_metrics": ("ids_json", "values_blob", "reasons_json")}
+ADDED_COLUMNS = {"rm_metrics": ("ids_json", "values_blob", "reasons_json", "signs_blob",
+                                 "boots_blob")}
 
 
 def add_missing_columns(conn: Any, tables: Tables) -> None:
@@ -165,9 +170,12 @@ def values_columns(mr: Any) -> dict[str, Any]:
     """A metric's per-sample values as the one-row columns of :data:`ADDED_COLUMNS`."""
     import numpy as np
 
+    from ragmeter.results.projections import project, to_columns
+
     return {"ids_json": json.dumps(list(mr.sample_ids), ensure_ascii=False),
             "values_blob": np.asarray(mr.values, dtype="<f8").tobytes(),
-            "reasons_json": masked_json({str(i): r for i, r in sorted(mr.reasons.items())})}
+            "reasons_json": masked_json({str(i): r for i, r in sorted(mr.reasons.items())}),
+            **to_columns(project(mr))}
 
 
 def values_from_columns(ids_json: str, blob: bytes, reasons_json: str | None

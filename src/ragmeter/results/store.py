@@ -39,6 +39,7 @@ from ragmeter.results.database import (
     values_from_columns,
 )
 from ragmeter.results.jsonout import dumps as strict_json
+from ragmeter.results.projections import from_columns
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.runs import (
     RUN_WRITING,
@@ -531,6 +532,8 @@ class ResultStore:
                               details=det if det and any(d is not None for d in det) else None,
                               higher_is_better=bool(m.higher_is_better), seed=int(m.seed),
                               n_boot=int(m.n_boot))
+            if in_row and getattr(m, "signs_blob", None) is not None:
+                mr.__dict__["projection"] = from_columns(m.seed, m.signs_blob, m.boots_blob)
             if stored_aggregates:
                 from collections import Counter
 

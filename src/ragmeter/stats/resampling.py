@@ -165,10 +165,9 @@ def paired_test(
         return PairedComparison(metric, 0, nan, nan, nan, nan, nan, 1.0, method, n_resamples,
                                 seed, n_dropped, higher_is_better)
     obs = float(d.mean())
-    rng = np.random.default_rng(seed)
-    rows = max(1, _CHUNK_CELLS // n)
     if method == "randomization":
-        extreme = _sign_flip_extremes(d, obs, rng, n_resamples, rows)
+        perm = (2.0 * sign_flip_sums(d, seed, n_resamples) - float(d.sum())) / n
+        extreme = int(np.count_nonzero(np.abs(perm) >= abs(obs) - 1e-12))
         p = (1 + extreme) / (1 + n_resamples)
     elif method == "bootstrap":
         boots = bootstrap_means(d, seed=seed, n_boot=n_resamples)
@@ -192,32 +191,36 @@ def paired_test(
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(7, -1, -1)[None, :]) & 1).astype(np.float64)
 
 
-def _sign_flip_extremes(d: np.ndarray, obs: float, rng: np.random.Generator,
-                        n_resamples: int, rows: int) -> int:
-    """How many of ``n_resamples`` sign flips of ``d`` give a mean at least as far from zero
-    as ``obs``: the signs of ``rng.integers(0, 2, (rows, n), int8) * 2 - 1`` drawn chunk by
-    chunk — the same draws, read from the generator's raw 32-bit words (a bounded int8 in
-    {0, 1} is the top bit of one byte of a word; each chunk starts on a fresh word) — and
-    summed eight signs at a time through a table of the 256 sums of every eight values.
-    Releases the GIL for most of its work and is about 3× faster than multiplying the signs
-    out; the count equals the direct computation's up to rounding in the last bits."""
-    n = d.size
+def sign_flip_sums(x: np.ndarray, seed: int = DEFAULT_SEED,
+                   n_resamples: int = DEFAULT_N_RESAMPLES) -> np.ndarray:
+    """``Σ_i b_ri · x_i`` for each of the randomization test's ``n_resamples`` rows of {0, 1}
+    draws ``b`` (seeded; a sign is ``2b − 1``), so that a flip's mean of ``d`` is
+    ``(2 · sums(d) − Σ d) / n`` — linear in ``x``: two runs' sums give their differences'.
+
+    The draws are ``rng.integers(0, 2, (rows, n), int8)`` chunk by chunk, as the test always
+    drew them — read from the generator's raw 32-bit words (a bounded int8 in {0, 1} is the
+    top bit of one byte of a word; each chunk starts on a fresh word) — and summed eight at a
+    time through a table of the 256 sums of every eight values: about 3× faster than
+    multiplying the signs out, mostly outside the GIL."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        return np.zeros(n_resamples)
+    rng = np.random.default_rng(seed)
+    rows = max(1, _CHUNK_CELLS // n)
     groups = -(-n // 8)
     padded = np.zeros(groups * 8)
-    padded[:n] = d
+    padded[:n] = x
     table = (_BYTE_BITS @ padded.reshape(groups, 8).T).T.ravel()  # group j: 256 sums
     offsets = np.arange(groups, dtype=np.intp) * 256
-    total = float(d.sum())
-    extreme = 0
+    out = np.empty(n_resamples)
     for start in range(0, n_resamples, rows):
         m = min(rows, n_resamples - start)
         words = rng.integers(0, 1 << 32, size=-(-m * n // 4), dtype=np.uint32)
         low_first = words.astype("<u4", copy=False).view(np.uint8)  # a word's low byte first
         top = low_first[:m * n].reshape(m, n) >= 128                # the {0, 1} draws
-        picked = np.take(table, np.packbits(top, axis=1) + offsets).sum(axis=1)
-        perm = (2.0 * picked - total) / n                         # mean of the signed values
-        extreme += int(np.count_nonzero(np.abs(perm) >= abs(obs) - 1e-12))
-    return extreme
+        out[start:start + m] = np.take(table, np.packbits(top, axis=1) + offsets).sum(axis=1)
+    return out
 
 
 @dataclass(frozen=True)

@@ -225,16 +225,21 @@ class StoreData:
     def compare(self) -> Callable[..., Any]:
         """The paired test of two stored metrics, each pair computed once per store version
         (shared by the diff, the compare page and the run pages' decisions)."""
+        from ragmeter.results.projections import paired_projected
         from ragmeter.results.records import compare_metric
 
         version = self.version()
 
+        def test(a: Any, b: Any, **kw: Any) -> Any:
+            # two large runs on the same samples: from the projections stored with them
+            return paired_projected(a, b, **kw) or compare_metric(a, b, **kw)
+
         def paired(a: Any, b: Any, **kw: Any) -> Any:
             ka, kb = a.__dict__.get("store_key"), b.__dict__.get("store_key")
             if ka is None or kb is None:
-                return compare_metric(a, b, **kw)
+                return test(a, b, **kw)
             key = ("paired", ka, a.metric, kb, b.metric, tuple(sorted(kw.items())))
-            return self.cached(key, lambda: compare_metric(a, b, **kw), version)
+            return self.cached(key, lambda: test(a, b, **kw), version)
         return paired
 
 
