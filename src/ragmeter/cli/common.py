@@ -379,9 +379,16 @@ def check_judge_reachable(cfg: Any) -> None:
 
 class PlainProgress:
     """Periodic plain progress lines on stderr when it is not a terminal (CI logs), where a live
-    progress bar would print nothing until the end. Feed it the runner's ``hook`` events."""
+    progress bar would print nothing until the end. Feed it the runner's ``hook`` events.
+
+    While a tier runs, a line comes at least every ``interval_s`` (at most 30 s) even when no
+    batch finishes — a slow local judge on one sample says it is still working."""
+
+    #: the longest silence while a tier runs, seconds
+    HEARTBEAT_MAX_S = 30.0
 
     def __init__(self, console: Console | None = None, interval_s: float | None = None):
+        import threading
         import time
 
         self.console = console or err_console()
@@ -391,6 +398,25 @@ class PlainProgress:
         self._last = 0.0
         self.done: dict[str, int] = {}
         self.total: dict[str, int] = {}
+        self._running: dict[str, float] = {}   # tier -> when it started
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def _heartbeat(self) -> None:
+        every = min(self.interval_s, self.HEARTBEAT_MAX_S)
+        while not self._stop.wait(min(1.0, max(every / 4, 0.01))):
+            with self._lock:
+                running = dict(self._running)
+                due = running and self._clock() - self._last >= every
+            if due:
+                tier, since = next(reversed(running.items()))
+                self._line(tier, f" · still working ({self._clock() - since:.0f} s in this "
+                                 "tier)")
+
+    def close(self) -> None:
+        """Stop the heartbeat (at the end of the run)."""
+        self._stop.set()
 
     @staticmethod
     def wanted() -> bool:
@@ -406,14 +432,25 @@ class PlainProgress:
         self._last = self._clock()
 
     def hook(self, tier: str, event: str, info: Mapping[str, Any]) -> None:
+        import threading
+
         if event == "start":
             self.total[tier] = int(info.get("total", 1) or 1)
             self.done[tier] = int(info.get("done", 0) or 0)
+            with self._lock:
+                self._running[tier] = self._clock()
             self._line(tier, " started")
+            if self._beat is None:
+                self._beat = threading.Thread(target=self._heartbeat, daemon=True,
+                                              name="ragmeter-progress")
+                self._beat.start()
         elif event == "advance":
             self.done[tier] = self.done.get(tier, 0) + int(info.get("n", 1) or 1)
             if self._clock() - self._last >= self.interval_s:
                 self._line(tier)
+        elif event in ("end", "skipped_done"):
+            with self._lock:
+                self._running.pop(tier, None)
 
 
 @contextlib.contextmanager

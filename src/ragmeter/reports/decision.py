@@ -163,16 +163,26 @@ _SLICE_WORDS = {
 }
 
 
+#: tiers whose headline is a metric of their own kind whatever its parameters (real users:
+#: where the user was sent, not how the answer compares with the logged one)
+TIER_PREFERRED = {"real_users": ("mrr", "hit_rate@1", "hit_rate@5", "ndcg@10", "ndcg@5",
+                                 "recall@5", "hit_rate@10", "recall@10")}
+
+
 def rank_metrics(names: Sequence[str], has_data: set[str] | None = None,
                  tier: str | None = None) -> list[str]:
-    """Metric names, most decisive first: metrics with scored samples before empty ones,
-    plain names before parameterised ones, preferred names (those with a quality band among
-    them) first, then the given order."""
+    """Metric names, most decisive first: metrics with scored samples before empty ones, a
+    tier's own headline metrics first (:data:`TIER_PREFERRED`), plain names before
+    parameterised ones, preferred names (those with a quality band among them) first, then
+    the given order."""
     has = set(names) if has_data is None else has_data
     order = list(dict.fromkeys(names))
+    own = TIER_PREFERRED.get(tier or "", ())
 
     def rank(key: str) -> tuple[bool, bool, float, int]:
         name = base_name(key)
+        if name in own:
+            return (key not in has, False, -1000.0 + own.index(name), order.index(key))
         stem = split_metric_key(key)[0]
         if name in PREFERRED:
             pref: float = PREFERRED.index(name)

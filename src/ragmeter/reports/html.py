@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from html import escape
 from importlib import resources
@@ -441,7 +442,8 @@ def tier_decisions(run: StoredRun, lang: str = "en", compare: Any = None
 
 def render_run_body(run: StoredRun, lang: str | None = None, *,
                     sample_href: str | None = None, source: Any = None,
-                    compare: Any = None) -> tuple[str, dict[str, Any], str]:
+                    compare: Any = None, hide_paths: bool = False
+                    ) -> tuple[str, dict[str, Any], str]:
     """The report's body HTML, its JSON data and its language (the viewer embeds these).
     ``source``: where the explorer reads the shown samples' text and details (default: the
     run); ``compare``: the paired test of the decisions (default ``compare_metric``)."""
@@ -485,7 +487,10 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
     parts.append(html_explorer)
     from ragmeter.secrets import mask_secrets
 
-    cfg = json.dumps(mask_secrets(run.config), ensure_ascii=False, indent=2, default=str)
+    shown = mask_secrets(run.config)
+    if hide_paths:  # a page that leaves this machine: no local path in it
+        shown = short_paths(shown)
+    cfg = json.dumps(shown, ensure_ascii=False, indent=2, default=str)
     parts.append(f"<section id=signature><h2>{t('signature', lang)}</h2><p><code>"
                  f"{escape(run.signature)}</code></p><details><summary>"
                  f"{t('config_masked', lang)}</summary><pre>{escape(cfg)}</pre></details>"
@@ -494,6 +499,22 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
             "tiers": {x: {"status": r.status, "reason": r.reason} for x, r in run.tiers.items()},
             "samples": sample_data}
     return "".join(parts), data, lang
+
+
+_LOCAL_PATH = re.compile(r"^(?:sqlite:/+|file:/*)?(?:/|[A-Za-z]:[\\/]|~[\\/])")
+
+
+def short_paths(obj: Any) -> Any:
+    """``obj`` with every absolute local path (``/home/u/x/data.jsonl``, ``sqlite:///…``,
+    ``C:\\…``) shortened to its last two parts (``…/x/data.jsonl``)."""
+    if isinstance(obj, Mapping):
+        return {k: short_paths(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [short_paths(v) for v in obj]
+    if isinstance(obj, str) and _LOCAL_PATH.match(obj):
+        parts = [x for x in re.split(r"[\\/]", obj) if x]
+        return "…/" + "/".join(parts[-2:])
+    return obj
 
 
 def render_run_html(run: StoredRun, lang: str | None = None) -> str:

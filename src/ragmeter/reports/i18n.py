@@ -365,6 +365,8 @@ TEXT: dict[str, tuple[str, str]] = {
                             "папку запуска {run} не удаётся прочитать: {error}"),
     "v_e_corrupt": ("run {run} cannot be read from the store: {error}",
                     "запуск {run} не удаётся прочитать из хранилища: {error}"),
+    "v_exported": ("exported from ragmeter view (read-only)",
+                   "выгружено из ragmeter view (только чтение)"),
     "jc_no_stat": ("this card has no such statistic", "в этой карточке нет такой статистики"),
     "v_dataset_answer": ("answer in the dataset", "ответ из набора данных"),
     "v_gold": ("gold", "эталон"),

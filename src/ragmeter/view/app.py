@@ -38,12 +38,15 @@ class Viewer:
     cached per store version (a change to the store is seen at the next request)."""
 
     def __init__(self, store_url: str | None = None, lang: str | None = None,
-                 runs_dir: str | None = None):
+                 runs_dir: str | None = None, static: bool = False):
         self.store, self.note = ResultStore.open_readonly(store_url)
         self.shown_url = mask_url(self.store.url)
         self.lang = lang
         self.data = StoreData(self.store)
         self.runs_dir = runs_dir
+        #: pages written as static files (``view --export``): no control that needs the
+        #: server, no local path
+        self.static = static
 
     def run(self, run_id: str) -> StoredRun:
         """A run as the pages read it (see :meth:`StoreData.run`)."""
@@ -83,12 +86,13 @@ def host_is_local(host: str, target: str = "/") -> bool:
 
 
 def make_app(store_url: str | None = None, lang: str | None = None, *,
-             local_only: bool = False, runs_dir: str | None = None) -> web.Application:
+             local_only: bool = False, runs_dir: str | None = None,
+             static: bool = False) -> web.Application:
     """The aiohttp application for ``store_url`` (opened read-only; errors say why not).
 
     ``local_only`` refuses requests whose ``Host`` is not a loopback name, so a web page
     elsewhere cannot read the results through a DNS-rebinding trick."""
-    viewer = Viewer(store_url, lang, runs_dir)
+    viewer = Viewer(store_url, lang, runs_dir, static)
 
     @web.middleware
     async def only_local(request: web.Request, handler: Any) -> Any:
@@ -104,7 +108,8 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
     def respond(request: Any, title: str, body: str, active: str, *, status: int = 200,
                 data: dict[str, Any] | None = None) -> Any:
         lang = lang_of(request)
-        html = pages.layout(title, body, lang=lang, active=active, store=viewer.shown_url,
+        html = pages.layout(title, body, lang=lang, active=active,
+                            store=None if viewer.static else viewer.shown_url,
                             note=viewer.note if viewer.note != "schema 1" else "", data=data,
                             path=request.path, query=dict(request.query))
         return web.Response(text=html, content_type="text/html", charset="utf-8",

@@ -49,7 +49,8 @@ CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a
 JUDGES_RUNS = 50
 
 
-def layout(title: str, body: str, *, lang: str, active: str, store: str, note: str = "",
+def layout(title: str, body: str, *, lang: str, active: str, store: str | None,
+           note: str = "",
            data: Mapping[str, Any] | None = None, path: str = "/",
            query: Mapping[str, str] | None = None) -> str:
     """The frame of every page: navigation (from the page table), language switch, store line,
@@ -62,7 +63,9 @@ def layout(title: str, body: str, *, lang: str, active: str, store: str, note: s
     q = {k: v for k, v in (query or {}).items() if k != "lang"}
     switch = f'<a href="{escape(href(path, **q, lang=other))}" id=lang-switch>{other.upper()}</a>'
     store_line = (f'<span class=store>{t("v_store", lang)}: <code>{escape(store)}</code> · '
-                  f'{t("v_readonly", lang)}{" · " + escape(note) if note else ""}</span>')
+                  f'{t("v_readonly", lang)}{" · " + escape(note) if note else ""}</span>'
+                  if store is not None else  # an exported page: no local path
+                  f'<span class=store>{t("v_exported", lang)}</span>')
     payload = json_for_script(dict(data or {"kind": "view", "samples": []}))
     return (
         f"<!DOCTYPE html>\n<html lang={lang}><head><meta charset=utf-8>"
@@ -86,13 +89,14 @@ def broken_note(broken: Sequence[Exception], lang: str) -> str:
 
 
 # ------------------------------------------------------------------------- run / sample
-def run_page(run: StoredRun, lang: str, *, source: Any = None, compare: Any = None
-             ) -> tuple[str, dict[str, Any]]:
+def run_page(run: StoredRun, lang: str, *, source: Any = None, compare: Any = None,
+             static: bool = False) -> tuple[str, dict[str, Any]]:
     """The run's report; ``source``: where the explorer reads its shown rows' text and
-    details, ``compare``: the decisions' paired test (both from the viewer's store reads)."""
+    details, ``compare``: the decisions' paired test (both from the viewer's store reads);
+    ``static``: an exported page (local paths of the config shortened)."""
     sample_href = f"/run/{quote(run.id, safe='')}/sample/{{id}}?lang={lang}"
     body, data, _ = render_run_body(run, lang, sample_href=sample_href, source=source,
-                                    compare=compare)
+                                    compare=compare, hide_paths=static)
     return body, data
 
 

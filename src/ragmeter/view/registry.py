@@ -62,7 +62,9 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
                   summaries: Sequence[MetricSummary], columns: Sequence[str],
                   params: Mapping[str, Any], lang: str, *,
                   paging: tuple[int, int, int] = (1, 1, 0),
-                  live: Sequence[Any] = ()) -> str:
+                  live: Sequence[Any] = (), static: bool = False) -> str:
+    """The runs page; ``static``: written as a file (no ticks and Diff / Side by side
+    buttons: they need the server)."""
     cells: dict[tuple[str, str], MetricSummary] = {
         (m.run_id, f"{m.tier}|{m.system}|{m.metric}"): m for m in summaries}
     head = "".join(
@@ -87,8 +89,9 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
                 tds.append(f"<td class=num>{_fmt_value(m.mean)}{ci}</td>")
         tags = tags_html(r.tags)
         body.append(
-            f'<tr class=run-row data-run="{escape(r.id)}"><td><input type=checkbox '
-            f'name=pick value="{escape(r.id)}" aria-label="pick {escape(r.id)}"></td>'
+            f'<tr class=run-row data-run="{escape(r.id)}">'
+            + ("" if static else f'<td><input type=checkbox name=pick value="{escape(r.id)}" '
+                                 f'aria-label="pick {escape(r.id)}"></td>') +
             f'<td><a href="{escape(run_href(r.id, lang))}"><code>{escape(r.id)}</code></a></td>'
             f"<td>{escape(r.created_at[:16].replace('T', ' '))}</td><td>{escape(r.name)} {tags}</td>"
             + _status_cells(r, lang)
@@ -109,11 +112,14 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
     elif not rows:
         table = f"<p class=note>{t('v_no_runs', lang)}</p>"
     else:
+        pick = ("" if static else
+                f'<p class=muted>{t("v_pick_two", lang)} <button '
+                f'id=diff-btn>{t("v_diff_btn", lang)}</button> <button formaction="/side" '
+                f'id=side-btn>{t("v_side_btn", lang)}</button></p>')
         table = (f'<form method=get action="/diff" id=pick-form><input type=hidden name=lang '
-                 f'value="{lang}"><p class=muted>{t("v_pick_two", lang)} <button '
-                 f'id=diff-btn>{t("v_diff_btn", lang)}</button> <button formaction="/side" '
-                 f'id=side-btn>{t("v_side_btn", lang)}</button></p>'
-                 f"<div class=scroll><table class=runs id=runs><thead><tr><th></th><th>id</th>"
+                 f'value="{lang}">{pick}'
+                 f"<div class=scroll><table class=runs id=runs><thead><tr>"
+                 f"{'' if static else '<th></th>'}<th>id</th>"
                  f"<th>{t('created', lang)}</th><th>{t('name', lang)}</th>"
                  f"<th>{t('status', lang)}</th><th class=num>{t('v_tiers_ok', lang)}</th>"
                  f"<th>git</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></form>")

@@ -41,7 +41,8 @@ def runs(req: PageRequest) -> PageOut:
     live = live_rows(req.viewer.runs_dir, {r.id for r in rows}) if number == 1 else []
     return PageOut(pages.registry_page(on_page, len(rows), summaries, columns,
                                        {**params, "col_list": cols}, req.lang,
-                                       paging=(number, n_pages, len(shown)), live=live))
+                                       paging=(number, n_pages, len(shown)), live=live,
+                                       static=req.viewer.static))
 
 
 @page("/history", title="v_history", nav=True, params=("bench", "name", "metric"),
@@ -206,7 +207,7 @@ def run_details(req: PageRequest) -> PageOut:
     data = req.viewer.data
     run = data.run(req.match("run_id"))
     body, payload = pages.run_page(run, req.lang, source=RunSamples(data, run),
-                                   compare=data.compare())
+                                   compare=data.compare(), static=req.viewer.static)
     return PageOut(body, title=f"{run.name} · {run.id}", data=payload)
 
 

@@ -46,6 +46,13 @@
      "/" goes to the first filter field, [ and ] to the previous / next page */
   var current = -1;
   function mainRows() {
+    /* the run page: the sample explorer's rows still shown by its filters */
+    var explorer = document.querySelector("#rm-samples tbody");
+    if (explorer) {
+      return Array.prototype.filter.call(explorer.rows, function (r) {
+        return r.classList.contains("rm-sample") && r.style.display !== "none" && !r.hidden;
+      });
+    }
     var t = document.querySelector("main table tbody, body > table tbody, .scroll table tbody");
     return t ? Array.prototype.slice.call(t.rows) : [];
   }
