@@ -37,7 +37,7 @@ def ab_run(tmp_path: Path, n: int = 8) -> tuple[str, Any]:
     with ExampleService(ServiceConfig(sentences=1)) as a, \
             ExampleService(ServiceConfig(sentences=3, latency_s=0.02)) as b:
         cfg = parse_config({
-            "name": "ab-targets", "k": [1, 5], "batch_size": 4, "seed": 7,
+            "name": "ab-targets", "k": [1, 5], "batch_size": 4, "seed": 7, "tags": ["ab-test"],
             "run_dir": str(tmp_path / "runs"), "store": str(store),
             "datasets": [{"name": "main", "path": str(data), "format": "samples"}],
             "targets": [

@@ -208,8 +208,9 @@ def _cells(sid: str, columns: Sequence[_Column], lang: str) -> tuple[list[str], 
                          f'title="{escape(str(col.reasons.get(sid) or ""))}">'
                          f'{t("unscored", lang)}</td>')
         else:
-            cells.append(f'<td class=num data-tier="{tier}"'
-                         f'{_heat(v, col.mr.higher_is_better, col.unit)}>{fmt_value(v)}</td>')
+            heat = _heat(v, col.mr.higher_is_better, col.unit)
+            cells.append(f'<td class="num{" heat" if heat else ""}" data-tier="{tier}"'
+                         f'{heat}>{fmt_value(v)}</td>')
     return cells, tiers_here
 
 
