@@ -93,6 +93,7 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
     ``local_only`` refuses requests whose ``Host`` is not a loopback name, so a web page
     elsewhere cannot read the results through a DNS-rebinding trick."""
     viewer = Viewer(store_url, lang, runs_dir, static)
+    warm_up()
 
     @web.middleware
     async def only_local(request: web.Request, handler: Any) -> Any:
@@ -162,6 +163,15 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
     for page in PAGES:  # routes from the page table
         app.router.add_get(page.route, serve_page(page))
     return app
+
+
+def warm_up() -> None:
+    """Load what the first request of a page would otherwise load: the tier registry (every
+    tier module: the pages show tiers in its order) and the report modules."""
+    from ragmeter.reports import html  # noqa: F401
+    from ragmeter.reports.tiers_view import tier_names
+
+    tier_names()
 
 
 def is_loopback(host: str) -> bool:
