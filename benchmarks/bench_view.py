@@ -30,12 +30,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import functools
 import json
 import os
 import random
 import socket
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -47,200 +45,21 @@ from typing import Any
 from urllib.parse import quote
 
 HERE = Path(__file__).resolve().parent
-NAMES = ("support-bot", "support-bot", "support-bot", "legal-qa")
-TAGS = (("nightly",), ("nightly", "bm25"), ("release",), ())
-#: runs with a planted defect (a corrupt config; a corrupt details row): never drawn at random
-CORRUPT = (3, 5)
+sys.path.insert(0, str(HERE))
+from view_store import (  # noqa: E402 (the benchmarks folder is not a package)
+    CORRUPT,
+    NAMES,
+    _card,  # noqa: F401 (the judges-page test builds its card with it)
+    _run_id,
+    _tiny_run,
+    build,
+    build_pg,
+    pg_url_with_schema,
+)
+
 PAGE_TYPES = ("runs", "runs_filtered", "history", "compare", "diff", "side", "judges", "run",
               "sample", "live")
 STATS = ("kappa", "accuracy", "alpha", "spearman", "f1", "tpr", "tnr")
-
-
-def _signature(metric: str, seed: int) -> str:
-    return f"metric:{metric}|data:bench|seed:{seed}"
-
-
-def _run_id(i: int) -> str:
-    return f"2026{(i // 28) % 12 + 1:02d}{i % 28 + 1:02d}-{i % 24:02d}0000-{i:06x}"
-
-
-def _card(judge: str, kappa: float) -> dict[str, Any]:
-    """A real judge card (as stored with a run's judge_trust tier)."""
-    from ragmeter.judge_trust.card import JudgeCard, MetricCard
-    from ragmeter.stats.resampling import Estimate
-
-    stats = {"kappa": Estimate(kappa, kappa - 0.1, kappa + 0.1, 200),
-             "accuracy": Estimate(0.8, 0.75, 0.85, 200)}
-    mc = MetricCard("faithfulness", "binary", 200, stats, "cohen", 0.5, 0.7, 0.68)
-    return JudgeCard(judge, f"{judge}-model", ("gen.verify/v1",), "0" * 64,
-                     {"faithfulness": mc}).to_dict()
-
-
-# --------------------------------------------------------------------------- the store
-def _rows_of_run(r: int, samples: int, rng: random.Random, sample_rows: Sequence[str]
-                 ) -> dict[str, list[tuple[Any, ...]]]:
-    """The table rows of run ``r`` (the same for SQLite and PostgreSQL)."""
-    rid = _run_id(r)
-    name = NAMES[r % len(NAMES)]
-    created = f"2026-{(r // 28) % 12 + 1:02d}-{r % 28 + 1:02d}T{r % 24:02d}:00:00+00:00"
-    meta = {"tags": list(TAGS[r % len(TAGS)])}
-    config = "{not json" if r == CORRUPT[0] else json.dumps({"name": name})
-    out: dict[str, list[tuple[Any, ...]]] = {
-        "rm_runs": [(rid, created, name, "", config, f"{r:040x}", "complete",
-                     json.dumps(meta))],
-        "rm_tiers": [], "rm_metrics": [], "rm_values": [], "rm_samples": []}
-    tiers = [("retrieval", 0), ("generation", 1)]
-    if r % 40 == 0:
-        tiers.append(("judge_trust", 2))
-    out["rm_tiers"] = [(rid, t, p, "ok", None, "{}") for t, p in tiers]
-    shift = 0.002 * r
-    metrics = [("retrieval", "bm25", "hit_rate@5", True),
-               ("retrieval", "bm25", "ndcg@10", True),
-               ("generation", "judge-main", "faithfulness", True)]
-    for pos, (tier, system, metric, hib) in enumerate(metrics):
-        vals = []
-        for i in range(samples):
-            if tier == "retrieval":
-                v = 1.0 if rng.random() < 0.6 + shift else 0.0
-                if metric == "ndcg@10":
-                    v = min(1.0, rng.random() * 0.9 + shift)
-                out["rm_values"].append((rid, tier, system, metric, i, f"q{i}", v, None, None))
-            else:
-                verdicts = [1, 1 if rng.random() < 0.7 + shift else 0]
-                v = sum(verdicts) / 2
-                details = json.dumps({
-                    "answer_claims": ["Hold reset.", f"Wait {i % 9 + 1} seconds."],
-                    "verdicts": {"answer_in_context": verdicts},
-                    "verdict_reasons": {"answer": ["stated in the manual",
-                                                   "the manual says so" if verdicts[1]
-                                                   else "not in any context"]}})
-                out["rm_values"].append((rid, tier, system, metric, i, f"q{i}", v, None,
-                                         "{broken" if r == CORRUPT[1] and i == 0 else details))
-            vals.append(v)
-        mean = sum(vals) / len(vals)
-        out["rm_metrics"].append((rid, tier, system, metric, pos, 0, json.dumps({"tier": tier}),
-                                  _signature(metric, 42), hib, 42, 1000, "{}", mean,
-                                  mean - 0.01, mean + 0.01, samples, 0,
-                                  *_in_row(samples, vals)))
-    if r % 40 == 0:
-        card = {"judge_card": _card(f"judge-{r}", 0.5 + r / 1000)}
-        out["rm_metrics"].append((rid, "judge_trust", f"judge_card:judge-{r}", "human_label", 0,
-                                  0, json.dumps(card), _signature("human_label", 42), True, 42,
-                                  1000, "{}", None, None, None, 0, 0, *_in_row(0, [])))
-    out["rm_samples"] = [(rid, f"q{i}", i, d) for i, d in enumerate(sample_rows)]
-    return out
-
-
-def _in_row(samples: int, vals: Sequence[float]) -> tuple[Any, ...]:
-    """A metric's values as one row, where the measured version's store keeps them so (what
-    its ``save_run`` writes); nothing for a version without those columns."""
-    if "values_blob" not in _columns("rm_metrics"):
-        return ()
-    import numpy as np
-
-    row: tuple[Any, ...] = (json.dumps([f"q{i}" for i in range(samples)]),
-                            np.asarray(vals, dtype="<f8").tobytes(), "{}")
-    if "signs_blob" in _columns("rm_metrics"):  # the paired tests' projections, as stored
-        from ragmeter.results.projections import project, to_columns
-        from ragmeter.results.records import MetricResult, Signature
-
-        mr = MetricResult("m", [f"q{i}" for i in range(samples)], np.asarray(vals, dtype=float),
-                          Signature.make(metric="m"), seed=42)
-        cols = to_columns(project(mr))
-        row += (cols["signs_blob"], cols["boots_blob"])
-    return row
-
-
-def _sample_rows(samples: int) -> list[str]:
-    return [json.dumps({
-        "user_input": f"How do I reset password number {i} on device {i % 97}?",
-        "reference": f"Hold the button for {i % 9 + 1} s.",
-        "response": f"Press and hold reset for {i % 9 + 1} seconds.",
-        "retrieved_contexts": [f"Manual p.{i % 50}: hold reset {i % 9 + 1} s.",
-                               f"FAQ {i % 13}: passwords"]}, ensure_ascii=False)
-        for i in range(samples)]
-
-
-@functools.cache
-def _columns(table: str) -> list[str]:
-    from ragmeter.results.database import define_tables
-
-    t = define_tables()
-    return [c.name for c in getattr(t, table[3:]).columns]
-
-
-def _insert_sql(table: str, n: int, mark: str) -> str:
-    cols = _columns(table)[:n]
-    return (f"INSERT INTO {table} ({', '.join(cols)}) VALUES "
-            f"({', '.join([mark] * len(cols))})")
-
-
-def build(path: Path, runs: int, samples: int, seed: int = 7) -> None:
-    """Create the SQLite store at ``path`` with bulk inserts (one transaction per run)."""
-    from ragmeter.results.store import ResultStore
-
-    store = ResultStore(path)  # the schema
-    store.close()
-    rng = random.Random(seed)
-    con = sqlite3.connect(path)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=OFF")
-    sample_rows = _sample_rows(samples)
-    for r in range(runs):
-        for table, rows in _rows_of_run(r, samples, rng, sample_rows).items():
-            if rows:
-                con.executemany(_insert_sql(table, len(rows[0]), "?"), rows)
-        con.commit()
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    con.execute("PRAGMA journal_mode=DELETE")  # a read-only reader needs no -shm file
-    con.close()
-
-
-def pg_url_with_schema(url: str, schema: str) -> str:
-    sep = "&" if "?" in url else "?"
-    return f"{url}{sep}options=-csearch_path%3D{schema}"
-
-
-def build_pg(url: str, schema: str, runs: int, samples: int, seed: int = 7) -> str:
-    """Create the same store in PostgreSQL, in its own schema (dropped first); return the
-    store URL (its search path set to that schema)."""
-    import psycopg
-
-    from ragmeter.results.store import ResultStore
-
-    plain = url.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(plain, autocommit=True) as con:
-        con.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        con.execute(f"CREATE SCHEMA {schema}")
-    store_url = pg_url_with_schema(url, schema)
-    ResultStore(store_url).close()  # the schema's tables
-    rng = random.Random(seed)
-    sample_rows = _sample_rows(samples)
-    with psycopg.connect(plain, options=f"-csearch_path={schema}") as con:
-        for r in range(runs):
-            for table, rows in _rows_of_run(r, samples, rng, sample_rows).items():
-                if not rows:
-                    continue
-                cols = _columns(table)[:len(rows[0])]
-                with con.cursor().copy(f"COPY {table} ({', '.join(cols)}) FROM STDIN") as cp:
-                    for row in rows:
-                        cp.write_row(row)
-            con.commit()
-        con.execute("ANALYZE")
-    return store_url
-
-
-def _tiny_run(tag: str) -> Any:
-    """A small run saved through the public API (the store change of the cold phase)."""
-    from ragmeter.results.records import EvalResult, MetricResult, Signature
-    from ragmeter.results.store import StoredRun, TierRecord, utc_now
-
-    res = EvalResult("bm25")
-    res.add(MetricResult("hit_rate@5", ["q0", "q1", "q2"], [1.0, 0.0, 1.0],
-                         Signature.make(metric="hit_rate@5")))
-    return StoredRun(id=f"zz-change-{tag}", created_at=utc_now(), name="support-bot",
-                     tiers={"retrieval": TierRecord("retrieval", "ok", None, [res])},
-                     samples={"q0": {"user_input": "changed?"}})
 
 
 # --------------------------------------------------------------------------- the server
@@ -543,7 +362,7 @@ def verdicts(r: dict[str, Any]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def _args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--samples", type=int, default=5000)
@@ -567,68 +386,82 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.samples, args.requests, args.mixed = 20, 500, 10, 60
+    return args
+
+
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
+def _saver(url: str) -> Callable[[str], None]:
+    """The store change of the cold phase: a small run saved through the public API."""
+    def change(tag: str) -> None:
+        from ragmeter.results.store import ResultStore
+
+        s = ResultStore(url)
+        s.save_run(_tiny_run(tag))
+        s.close()
+    return change
+
+
+def sqlite_store(args: argparse.Namespace, folder: Path) -> str:
+    """The SQLite store (built once per size), copied so the cold phase may change it."""
+    db = folder / f"store-{args.runs}x{args.samples}.sqlite"
+    done = db.with_suffix(".built")
+    if not done.exists():
+        t0 = time.perf_counter()
+        for p in folder.glob(db.name + "*"):
+            p.unlink()
+        build(db, args.runs, args.samples)
+        done.write_text("ok")
+        _log(f"built {db} ({db.stat().st_size / 1e6:.0f} MB) in "
+             f"{time.perf_counter() - t0:.0f} s")
+    work = folder / f"work-{args.runs}x{args.samples}.sqlite"  # changed by the cold phase
+    for p in folder.glob(work.name + "*"):
+        p.unlink()
+    work.write_bytes(db.read_bytes())
+    return f"sqlite:///{work}"
+
+
+def pg_store(args: argparse.Namespace, folder: Path) -> str:
+    """The PostgreSQL store in its own schema (built once per size; an earlier change
+    removed)."""
+    if not args.pg_url:
+        raise SystemExit("--db pg needs --pg-url (or $RAGMETER_TEST_PG_URL)")
+    schema = f"bench_view_{args.runs}x{args.samples}"
+    marker = folder / f"{schema}.pg-built"
+    url = pg_url_with_schema(args.pg_url, schema)
+    if not marker.exists():
+        t0 = time.perf_counter()
+        url = build_pg(args.pg_url, schema, args.runs, args.samples)
+        marker.write_text("ok")
+        _log(f"built PostgreSQL schema {schema} in {time.perf_counter() - t0:.0f} s")
+        return url
+    from ragmeter.results.store import ResultStore
+
+    s = ResultStore(url)
+    if s.has_run("zz-change-PostgreSQL"):
+        s.delete_run("zz-change-PostgreSQL")
+    s.close()
+    return url
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     # the store is built and changed by the measured version's own code (its schema, its
     # writer), so an older version is measured on a store it wrote itself
     sys.path.insert(0, str(Path(args.src).resolve()))
-
-    def log(line: str) -> None:
-        print(line, flush=True)
-
     print(f"bench_view: {args.runs} runs × {args.samples} samples, concurrency "
           f"{args.concurrency}, viewer from {args.src}, {os.cpu_count()} CPUs", flush=True)
     results = []
     if args.db in ("sqlite", "both"):
-        db = folder / f"store-{args.runs}x{args.samples}.sqlite"
-        done = db.with_suffix(".built")
-        if not done.exists():
-            t0 = time.perf_counter()
-            for p in folder.glob(db.name + "*"):
-                p.unlink()
-            build(db, args.runs, args.samples)
-            done.write_text("ok")
-            log(f"built {db} ({db.stat().st_size / 1e6:.0f} MB) in "
-                f"{time.perf_counter() - t0:.0f} s")
-        work = folder / f"work-{args.runs}x{args.samples}.sqlite"  # changed by the cold phase
-        for p in folder.glob(work.name + "*"):
-            p.unlink()
-        work.write_bytes(db.read_bytes())
-
-        def change_sqlite(tag: str) -> None:
-            from ragmeter.results.store import ResultStore
-
-            s = ResultStore(f"sqlite:///{work}")
-            s.save_run(_tiny_run(tag))
-            s.close()
-        results.append(run_phases(f"sqlite:///{work}", args, "SQLite", change_sqlite, log))
+        url = sqlite_store(args, folder)
+        results.append(run_phases(url, args, "SQLite", _saver(url), _log))
     if args.db in ("pg", "both"):
-        if not args.pg_url:
-            raise SystemExit("--db pg needs --pg-url (or $RAGMETER_TEST_PG_URL)")
-        schema = f"bench_view_{args.runs}x{args.samples}"
-        marker = folder / f"{schema}.pg-built"
-        url = pg_url_with_schema(args.pg_url, schema)
-        if not marker.exists():
-            t0 = time.perf_counter()
-            url = build_pg(args.pg_url, schema, args.runs, args.samples)
-            marker.write_text("ok")
-            log(f"built PostgreSQL schema {schema} in {time.perf_counter() - t0:.0f} s")
-        else:  # a change of an earlier measurement removed
-            from ragmeter.results.store import ResultStore
-
-            s = ResultStore(url)
-            for tag in ("PostgreSQL",):
-                if s.has_run(f"zz-change-{tag}"):
-                    s.delete_run(f"zz-change-{tag}")
-            s.close()
-
-        def change_pg(tag: str) -> None:
-            from ragmeter.results.store import ResultStore
-
-            s = ResultStore(url)
-            s.save_run(_tiny_run(tag))
-            s.close()
-        results.append(run_phases(url, args, "PostgreSQL", change_pg, log))
+        url = pg_store(args, folder)
+        results.append(run_phases(url, args, "PostgreSQL", _saver(url), _log))
     print()
     print(table(results))
     print()

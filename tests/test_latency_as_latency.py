@@ -107,7 +107,7 @@ def test_the_decision_puts_latency_in_its_own_block_best_in_its_direction():
 
 
 def test_comparisons_and_the_diff_show_latency_once_in_its_block(tmp_path: Path):
-    from ragmeter.reports.html import comparison_body
+    from ragmeter.reports.comparison import comparison_body
     from ragmeter.reports.svg import diff_chart
     from ragmeter.results.store import StoredRun, TierRecord
     from ragmeter.runner.comparing import compare_runs

@@ -91,7 +91,7 @@ def test_a_corrupt_run_is_an_error_on_that_run_alone(store):
                     "rowid=(SELECT min(rowid) FROM rm_metrics WHERE run_id='r04')")
     from ragmeter.view import make_app
 
-    got = asyncio.run(_get(make_app(url), [
+    got = asyncio.run(_get(make_app(url, lang="en"), [
         "/", "/history", "/judges", "/run/r07", "/run/r05", "/compare?run=r07&run=r05",
         "/diff?a=r05&b=r07", "/compare?run=r04&run=r05", "/diff?a=r05&b=r04", "/run/r04"]))
     assert got["/"][0] == 200 and "r07" in got["/"][1]  # the registry lists it

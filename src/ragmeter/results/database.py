@@ -60,35 +60,12 @@ class Tables:
     samples: Any
 
 
-def define_tables() -> Tables:
-    """The table definitions of schema version :data:`SCHEMA_VERSION`."""
+def _metrics_table(md: Any) -> Any:
+    """``rm_metrics``: one row per run × tier × system × metric."""
     import sqlalchemy as sa
 
-    md = sa.MetaData()
     text = sa.Text
-    schema = sa.Table("rm_schema", md, sa.Column("version", sa.Integer, primary_key=True))
-    runs = sa.Table(
-        "rm_runs", md,
-        sa.Column("id", sa.String(64), primary_key=True),
-        sa.Column("created_at", sa.String(40), nullable=False),
-        sa.Column("name", text, nullable=False),
-        sa.Column("signature", text, nullable=False, default=""),
-        sa.Column("config_json", text, nullable=False),
-        sa.Column("git_commit", sa.String(64)),
-        sa.Column("status", sa.String(20), nullable=False),
-        sa.Column("meta_json", text, nullable=False),
-    )
-    tiers = sa.Table(
-        "rm_tiers", md,
-        sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
-                  primary_key=True),
-        sa.Column("tier", sa.String(64), primary_key=True),
-        sa.Column("position", sa.Integer, nullable=False),
-        sa.Column("status", sa.String(20), nullable=False),
-        sa.Column("reason", text),
-        sa.Column("stats_json", text, nullable=False),
-    )
-    metrics = sa.Table(
+    return sa.Table(
         "rm_metrics", md,
         sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
                   primary_key=True),
@@ -118,6 +95,37 @@ def define_tables() -> Tables:
         sa.Column("signs_blob", sa.LargeBinary),
         sa.Column("boots_blob", sa.LargeBinary),
     )
+
+
+def define_tables() -> Tables:
+    """The table definitions of schema version :data:`SCHEMA_VERSION`."""
+    import sqlalchemy as sa
+
+    md = sa.MetaData()
+    text = sa.Text
+    schema = sa.Table("rm_schema", md, sa.Column("version", sa.Integer, primary_key=True))
+    runs = sa.Table(
+        "rm_runs", md,
+        sa.Column("id", sa.String(64), primary_key=True),
+        sa.Column("created_at", sa.String(40), nullable=False),
+        sa.Column("name", text, nullable=False),
+        sa.Column("signature", text, nullable=False, default=""),
+        sa.Column("config_json", text, nullable=False),
+        sa.Column("git_commit", sa.String(64)),
+        sa.Column("status", sa.String(20), nullable=False),
+        sa.Column("meta_json", text, nullable=False),
+    )
+    tiers = sa.Table(
+        "rm_tiers", md,
+        sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("tier", sa.String(64), primary_key=True),
+        sa.Column("position", sa.Integer, nullable=False),
+        sa.Column("status", sa.String(20), nullable=False),
+        sa.Column("reason", text),
+        sa.Column("stats_json", text, nullable=False),
+    )
+    metrics = _metrics_table(md)
     values = sa.Table(
         "rm_values", md,
         sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),

@@ -36,10 +36,8 @@ from ragmeter.results.database import (
     make_engine,
     normalize_url,
     table_rows,
-    values_from_columns,
 )
 from ragmeter.results.jsonout import dumps as strict_json
-from ragmeter.results.projections import from_columns
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
 from ragmeter.results.runs import (
     RUN_WRITING,
@@ -468,126 +466,30 @@ class ResultStore:
 
     def _load_light(self, run_id: str, samples: bool, details: bool,
                     stored_aggregates: bool) -> StoredRun:
-        """:meth:`load_run` reading only what its options ask for, in a few indexed queries
-        (raw rows, one pass each)."""
-        import numpy as np
-        import sqlalchemy as sa
+        from ragmeter.results.page_reads import load_light
 
-        from ragmeter.results.records import Aggregate
-
-        v = self.t_values.c
-        cols = [v.tier, v.system, v.metric, v.sample_id, v.value, v.reason]
-        if details:
-            cols.append(v.details_json)
-        with self.engine.connect() as conn:
-            row = conn.execute(sa.select(self.t_runs).where(self.t_runs.c.id == run_id)).one()
-            tier_rows = list(conn.execute(sa.select(self.t_tiers)
-                                          .where(self.t_tiers.c.run_id == run_id)
-                                          .order_by(self.t_tiers.c.position)))
-            metric_rows = list(conn.execute(
-                sa.select(*self._metric_columns()).where(self.t_metrics.c.run_id == run_id)
-                .order_by(self.t_metrics.c.tier, self.t_metrics.c.system_position,
-                          self.t_metrics.c.position)))
-            # the values of each metric from its one row when it has them (written since
-            # those columns exist), else from the per-sample rows
-            in_row = not details and all(getattr(m, "values_blob", None) is not None
-                                         for m in metric_rows)
-            value_rows = [] if in_row else conn.execute(
-                sa.select(*cols).where(v.run_id == run_id)
-                .order_by(v.tier, v.system, v.metric, v.idx)).all()
-            sample_data: dict[str, dict[str, Any]] = {}
-            if samples:
-                for sid, text in conn.execute(
-                        sa.select(self.t_samples.c.sample_id, self.t_samples.c.data_json)
-                        .where(self.t_samples.c.run_id == run_id)
-                        .order_by(self.t_samples.c.position)):
-                    sample_data[sid] = json.loads(text)
-        grouped: dict[tuple[str, str, str], list[Any]] = {}
-        for r in value_rows:
-            grouped.setdefault((r[0], r[1], r[2]), []).append(r)
-        tiers = {t.tier: TierRecord(t.tier, t.status, t.reason, [], json.loads(t.stats_json))
-                 for t in tier_rows}
-        systems: dict[tuple[str, str], EvalResult] = {}
-        for m in metric_rows:
-            key = (m.tier, m.system)
-            if key not in systems:
-                systems[key] = EvalResult(m.system, meta=json.loads(m.system_meta_json))
-                tiers.setdefault(m.tier, TierRecord(m.tier)).results.append(systems[key])
-            if in_row:
-                ids, values, reasons = values_from_columns(m.ids_json, m.values_blob,
-                                                           m.reasons_json)
-                reasons = {i: reasons.get(i, "unscored")
-                           for i in (int(x) for x in np.flatnonzero(np.isnan(values)))}
-                det = None
-            else:
-                rows = grouped.get((m.tier, m.system, m.metric), [])
-                ids = [str(r[3]) for r in rows]
-                values = np.array([np.nan if r[4] is None else r[4] for r in rows],
-                                  dtype=np.float64)
-                reasons = {int(i): str(rows[i][5] or "unscored")
-                           for i in np.flatnonzero(np.isnan(values))}
-                det = [json.loads(r[6]) if r[6] else None for r in rows] if details else None
-            mr = MetricResult(m.metric, ids, values, Signature.parse(m.signature),
-                              reasons=reasons, counts=json.loads(m.counts_json),
-                              details=det if det and any(d is not None for d in det) else None,
-                              higher_is_better=bool(m.higher_is_better), seed=int(m.seed),
-                              n_boot=int(m.n_boot))
-            if in_row and getattr(m, "signs_blob", None) is not None:
-                mr.__dict__["projection"] = from_columns(m.seed, m.signs_blob, m.boots_blob)
-            if stored_aggregates:
-                from collections import Counter
-
-                mr.__dict__["aggregate"] = Aggregate(
-                    finite_or_none(m.mean), int(m.n), int(m.n_unscored),
-                    finite_or_none(m.ci_low), finite_or_none(m.ci_high), None,
-                    n_boot=int(m.n_boot), seed=int(m.seed),
-                    unscored_by_reason=dict(Counter(reasons.values())))
-            systems[key].add(mr)
-        return StoredRun(id=row.id, created_at=row.created_at, name=row.name,
-                         signature=row.signature, config=json.loads(row.config_json),
-                         git_commit=row.git_commit, status=row.status, tiers=tiers,
-                         samples=sample_data, meta=json.loads(row.meta_json))
+        return load_light(self, run_id, samples=samples, details=details,
+                          stored_aggregates=stored_aggregates)
 
     def sample_ids(self, run_id: str) -> list[str]:
         """The ids of a run's samples, in dataset order."""
-        import sqlalchemy as sa
+        from ragmeter.results.page_reads import sample_ids
 
-        q = (sa.select(self.t_samples.c.sample_id).where(self.t_samples.c.run_id == run_id)
-             .order_by(self.t_samples.c.position))
-        with self.engine.connect() as conn:
-            return [str(r[0]) for r in conn.execute(q)]
+        return sample_ids(self, run_id)
 
     def sample_data(self, run_id: str, sample_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The stored text of chosen samples of a run (by primary key), id → data."""
-        import sqlalchemy as sa
+        from ragmeter.results.page_reads import sample_data
 
-        ids = list(dict.fromkeys(sample_ids))
-        out: dict[str, dict[str, Any]] = {}
-        c = self.t_samples.c
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                for sid, text in conn.execute(sa.select(c.sample_id, c.data_json).where(
-                        c.run_id == run_id, c.sample_id.in_(ids[start:start + 500]))):
-                    out[str(sid)] = json.loads(text)
-        return out
+        return sample_data(self, run_id, sample_ids)
 
     def sample_details(self, run_id: str, sample_ids: Iterable[str]
                        ) -> dict[tuple[str, str, str, str], dict[str, Any]]:
         """The per-sample details (judge claims and reasons) of chosen samples:
         ``(tier, system, metric, sample id)`` → details (read through the sample index)."""
-        import sqlalchemy as sa
+        from ragmeter.results.page_reads import sample_details
 
-        ids = list(dict.fromkeys(sample_ids))
-        v = self.t_values.c
-        out: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-        with self.engine.connect() as conn:
-            for start in range(0, len(ids), 500):
-                for r in conn.execute(sa.select(v.tier, v.system, v.metric, v.sample_id,
-                                                v.details_json).where(
-                        v.run_id == run_id, v.sample_id.in_(ids[start:start + 500]),
-                        v.details_json.is_not(None))):
-                    out[(r[0], r[1], r[2], str(r[3]))] = json.loads(r[4])
-        return out
+        return sample_details(self, run_id, sample_ids)
 
     # ------------------------------------------------------------------ export
     def to_frame(self, run_id: str, per_sample: bool = True) -> Any:

@@ -9,7 +9,8 @@ from html import escape
 from typing import Any
 
 from ragmeter.reports import svg
-from ragmeter.reports.html import _fmt_value, comparison_body
+from ragmeter.reports.comparison import comparison_body
+from ragmeter.reports.html import _fmt_value
 from ragmeter.reports.i18n import t
 from ragmeter.results.store import RunRow, StoredRun
 from ragmeter.view.links import href, run_href, sample_href

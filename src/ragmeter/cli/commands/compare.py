@@ -80,7 +80,7 @@ def register(app: typer.Typer) -> None:
                               **({"slices": [tb.to_dict() for tb in tables]} if tables
                                  else {})})
         if html is not None:
-            from ragmeter.reports.html import write_comparison_html
+            from ragmeter.reports.comparison import write_comparison_html
 
             with common.writing_out(html) as path:
                 write_comparison_html(sa, sb, rows, path)
