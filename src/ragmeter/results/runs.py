@@ -134,6 +134,8 @@ class MetricSummary:
     higher_is_better: bool
     seed: int
     n_boot: int
+    #: why the stored row cannot be read (a value that is not a number); None when it can
+    error: str | None = None
 
 
 @dataclass(frozen=True)

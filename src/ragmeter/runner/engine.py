@@ -400,7 +400,8 @@ class BenchmarkRunner:
             notes = ctx.take_annotations()
             self.log.append({"type": "batch", "tier": tier.name,
                              "sample_ids": [s.id for s in batch],
-                             "results": [r.to_dict() for r in results], "stats": delta,
+                             "results": [r.to_dict(aggregate=False) for r in results],
+                             "stats": delta,
                              "annotations": notes, "at": time.time()})
             self._annotate(notes)
             self.hook(tier.name, "advance", {"n": len(batch), "stats": ctx.stats})

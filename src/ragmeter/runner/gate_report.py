@@ -53,9 +53,29 @@ def format_failures(failures: Mapping[tuple[str, str], Sequence[Mapping[str, Any
             value = "unscored" if w["value"] is None else f"{w['value']:.4f}"
             lines.append(f"  - {escape_controls(str(w['sample_id']))} ({value})")
             lines.append(f"      question: {_short(w.get('question'))}")
-            lines.append(f"      answer:   {_short(w.get('answer'))}")
+            lines += _shown_answer(w)
             lines.append(f"      reason:   {_short(w.get('reason'))}")
     return "\n".join(lines)
+
+
+def _shown_answer(w: Mapping[str, Any]) -> list[str]:
+    """What a worst sample was scored on: a target's answer, contexts and latency under the
+    target's name; a retrieval sample's first retrieved ids and its gold; else the answer."""
+    lines = []
+    if w.get("target"):
+        latency = w.get("latency_s")
+        timing = f" (latency {latency:.3f} s)" if isinstance(latency, float) else ""
+        lines.append(f"      target:   {_short(w['target'])}{timing}")
+        if w.get("target_error"):
+            lines.append(f"      error:    {_short(w['target_error'])}")
+    if w.get("answer") is None and w.get("retrieved") is not None:
+        lines.append(f"      retrieved: {_short(', '.join(w['retrieved']) or '(nothing)')}")
+        lines.append(f"      gold:     {_short(', '.join(w.get('gold') or []) or '–')}")
+        return lines
+    lines.append(f"      answer:   {_short(w.get('answer'))}")
+    if w.get("target") and w.get("contexts"):
+        lines.append(f"      contexts: {_short(' | '.join(w['contexts']), 240)}")
+    return lines
 
 
 def gate_message(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any]) -> str:
@@ -67,14 +87,18 @@ def gate_message(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any
 
 def junit_xml(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any],
               suite: str) -> str:
-    """One ``<testcase>`` per checked metric; a failed one carries the gate's message and its
-    worst samples."""
+    """One ``<testcase>`` per checked metric, named after the metric (its threshold in a
+    ``threshold`` property); a failed one carries the gate's message and its worst
+    samples."""
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(rows)),
                        failures=str(sum(not r.passed for r in rows)), errors="0", skipped="0")
     for r in rows:
-        case = ET.SubElement(ts, "testcase", classname=f"ragmeter.{r.target}",
-                             name=f"{r.metric} {r.threshold}")
+        # the name stays the metric's whatever its threshold (CI keeps its history); the
+        # threshold is a property of the test case
+        case = ET.SubElement(ts, "testcase", classname=f"ragmeter.{r.target}", name=r.metric)
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="threshold", value=str(r.threshold))
         if not r.passed:
             fail = ET.SubElement(case, "failure", message=r.message, type="threshold")
             fail.text = "\n".join(x for x in (

@@ -114,12 +114,8 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
         before = len(session.replies.get(use, []))
         filled = session.call(samples, use, k=k, contexts=contexts,
                               final=_final(ctx, samples), known=known)
-        for s in filled:
-            call = dict(s.metadata.get("target_call", {}))
-            call.pop("raw", None)
-            ctx.annotate(s.id, f"target:{name}:{use}", {
-                **call, "ids": list(s.retrieved_ids or [])[:10],
-                "answer": (s.response or "")[:500]})
+        for asked, s in zip(samples, filled, strict=True):
+            ctx.annotate(s.id, f"target:{name}:{use}", shown_call(asked, s))
         res = score(filled, name, session.signature_fields())
         out.append(mark_unscored(res, filled))
         got = session.replies[use][before:]
@@ -127,6 +123,27 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
                                   session.target.signature, seed=ctx.seed,
                                   name=f"{name}:latency", entry=use))
     return out
+
+
+#: what a stored sample keeps of each target call, at most (the rest is in the recorded
+#: replies): contexts, characters of the answer and of each context
+SHOWN_CONTEXTS, ANSWER_CHARS, CONTEXT_CHARS = 20, 20_000, 4_000
+
+
+def shown_call(asked: Sample, filled: Sample) -> dict[str, Any]:
+    """What the stored sample keeps of one target call, for the pages that show it as scored
+    (``target:<name>:<entry>``): the target's answer, its contexts (None when the reply
+    returned none — ids alone are shown with "text not returned"), their ids, the call's
+    latency and time to first token, and the error of a failed call."""
+    call = dict(filled.metadata.get("target_call", {}))
+    call.pop("raw", None)
+    returned = (filled.retrieved_contexts
+                if filled.retrieved_contexts is not asked.retrieved_contexts else None)
+    return {**call, "ids": [str(x) for x in (filled.retrieved_ids or [])][:SHOWN_CONTEXTS],
+            "answer": None if filled.response is None else filled.response[:ANSWER_CHARS],
+            "contexts": None if returned is None else [
+                str(c)[:CONTEXT_CHARS] for c in list(returned)[:SHOWN_CONTEXTS]],
+            "error": filled.metadata.get("target_error")}
 
 
 def replay_sessions(ctx: Any, sessions: Sequence[Any]

@@ -68,9 +68,14 @@ def _run(cfg: Any, url: str, tier: list[str] | None, limit: int | None, resume: 
         ids.append(rid)
         err.print(f"run id: [bold]{rid}[/]", highlight=False)
 
-    with prog, _store_write_errors(url):
-        return run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
-                             run_id=run_id, store=url, hook=hook, on_plan=on_plan, tags=tags)
+    try:
+        with prog, _store_write_errors(url):
+            return run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
+                                 run_id=run_id, store=url, hook=hook, on_plan=on_plan,
+                                 tags=tags)
+    finally:
+        if plain is not None:
+            plain.close()
 
 
 def register(app: typer.Typer) -> None:
