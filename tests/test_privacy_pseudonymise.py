@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from ragmeter.data import load_samples
 from ragmeter.errors import MissingExtraError
 from ragmeter.privacy.checksums import inn_ok, luhn_ok, ogrn_ok, snils_ok
 from ragmeter.privacy.detect import find_identifiers
@@ -131,3 +133,49 @@ def test_import_with_pseudonymise_writes_tokens_only(tmp_path: Path,
     assert meta["privacy"]["pii"] == "pii-v1" and meta["privacy"]["redacted_phone"] == 2
     assert "Иван" not in json.dumps(meta, ensure_ascii=False)
     assert "Иван Петров" in load_map(map_path).values()
+
+
+
+def _otlp_turn(i: int) -> dict[str, Any]:
+    def attr(key: str, value: str) -> dict[str, Any]:
+        return {"key": key, "value": {"stringValue": value}}
+
+    span = {"traceId": f"c{i:07d}", "spanId": f"s{i}", "name": "turn",
+            "startTimeUnixNano": str(10**18 + i * 10**9),
+            "endTimeUnixNano": str(10**18 + i * 10**9 + 5),
+            "attributes": [attr("input.value", f"вопрос {i}, мой ИНН 7707083893"),
+                           attr("output.value", f"ответ {i}"), attr("session.id", "s1")]}
+    return {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+
+
+def test_pseudonymised_sample_covers_its_history() -> None:
+    from ragmeter.data.sample import Sample
+    from ragmeter.privacy.pseudonymise import pseudonymise_sample
+
+    p = Pseudonymiser(names=False, detect=find_identifiers)
+    s = Sample(id="t2", user_input="а дальше?", history=[
+        {"role": "user", "content": "мой ИНН 7707083893"},
+        {"role": "assistant", "content": "принято"}])
+    out = pseudonymise_sample(s, p)
+    assert out.history == [{"role": "user", "content": "мой ИНН [INN_1]"},
+                           {"role": "assistant", "content": "принято"}]
+
+
+@needs_ner
+def test_import_with_pseudonymise_leaves_no_raw_value_in_a_sampled_history(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Turns left out by --sample travel inside the kept turns' history: they are
+    pseudonymised like every other text."""
+    from ragmeter.cli import app as cli
+
+    src = tmp_path / "log.jsonl"
+    src.write_text("\n".join(json.dumps(_otlp_turn(i), ensure_ascii=False) for i in range(6)),
+                   "utf-8")
+    monkeypatch.setenv("RAGMETER_PSEUDONYMISE_MAP", str(tmp_path / "map.json"))
+    dest = tmp_path / "s.jsonl"
+    assert cli.run(["--pseudonymise", "import", str(src), "--out", str(dest), "--sample", "2",
+                    "--seed", "3"]) == 0, capsys.readouterr()
+    written = dest.read_text("utf-8")
+    assert "[INN_1]" in written and "7707083893" not in written
+    assert any(len(s.history or []) > 0 for s in load_samples(dest).samples)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragmeter.data.trec import _SPACE
+from ragmeter.data.trec_columns import SPACE
 from ragmeter.errors import DataError
 from ragmeter.metrics.retrieval import _row_sum
 from ragmeter.retrieval.ragged import check_grades
@@ -45,7 +45,7 @@ def test_grade_check_fast_path_refuses_what_slow_path_refuses(bad: object) -> No
 def test_run_reader_whitespace_is_bytes_split_whitespace() -> None:
     every = bytes(range(256))
     split = {b for b in range(256) if len((b"a" + bytes([b]) + b"a").split()) == 2}
-    assert {i for i in range(256) if _SPACE[i]} == split
+    assert {i for i in range(256) if SPACE[i]} == split
     assert len(every) == 256
 
 
@@ -69,7 +69,7 @@ def test_file_benchmark_patches_trec_eval_lookup() -> None:
 
 
 def test_run_reader_scores_equal_python_float() -> None:
-    from ragmeter.data.trec import _parse_scores
+    from ragmeter.data.trec_columns import parse_scores
 
     rng = np.random.default_rng(5)
     toks = [b"12.345", b"-0.5", b"7", b"1e5", b"inf", b"-inf", b".5", b"5.", b"-0", b"+5",
@@ -79,16 +79,16 @@ def test_run_reader_scores_equal_python_float() -> None:
         (rng.random(3000) - 0.3) * 10.0 ** rng.integers(-3, 9, 3000),
         rng.integers(0, 12, 3000), strict=True)]
     toks += [repr(float(x)).encode() for x in rng.random(1000)]
-    got = _parse_scores(np.array(toks))
+    got = parse_scores(np.array(toks))
     want = np.array([float(t) for t in toks])
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
     for bad in (b".", b"-", b"1.2.3", b"abc", b"1-2"):
         with pytest.raises(ValueError):
-            _parse_scores(np.array([bad]))
+            parse_scores(np.array([bad]))
 
 
 @pytest.mark.parametrize("text", [
-    "q1 0 d1 1\nq1 0 d2 0\n# comment\n\nq2 0 d1 -1 extra\n", "ключ 0 док 2\n",
+    "q1 0 d1 1\nq1 0 d2 0\n\nq2 0 d1 -1\n", "ключ 0 док 2\n",
     "q\t0\td\t3\r\n", "q 0 d 01\n", "",
 ])
 def test_fast_qrels_equal_line_by_line_parser(text: str) -> None:
@@ -103,6 +103,7 @@ def test_fast_qrels_equal_line_by_line_parser(text: str) -> None:
 @pytest.mark.parametrize("text, message", [
     ("q1 0 d1 1\nq1 0 d1 2\n", "repeated"), ("q 0 d +x\n", "integer"),
     ("q 0 d 99999999999\n", "out of range"), ("q 0 d\n", "columns"),
+    ("q 0 d 1 extra\n", "got 5"), ("# note\nq 0 d 1\n", "comment line"),
 ])
 def test_fast_qrels_leave_bad_lines_to_the_named_errors(tmp_path: Path, text: str,
                                                        message: str) -> None:
@@ -158,7 +159,8 @@ def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int)
 
 @pytest.mark.parametrize("text, uniform", [
     (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\nq2 Q0 d1 1 0.5 tag\n", True),
-    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", True),
+    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", False),                 # 5 columns: no tag
+    (b"q1 Q0 d1 1 2.5 t x\nq1 Q0 d2 2 1.5 t x\n", False),         # 7 columns
     (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", False),           # ragged lines
     (b"q1 Q0 d1 1 2.5 tag\nq1  Q0 d2 2 1.5 t\n", False),        # two spaces
     (b"q1\tQ0 d1 1 2.5 tag\n", False),                          # tab
@@ -172,12 +174,12 @@ def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int)
     ("q1 Q0 док 1 2.5 tag\n".encode(), True),
 ])
 def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> None:
-    from ragmeter.data.trec import _line_tokens, _split_tokens, _uniform_tokens
+    from ragmeter.data.trec_columns import line_tokens, split_tokens, uniform_tokens
 
     raw = np.frombuffer(text, dtype=np.uint8)
-    assert (_uniform_tokens(raw, 5) is not None) == uniform
-    fast, general = _line_tokens(text, 5), _split_tokens(np.frombuffer(text + bytes(64),
-                                                                       dtype=np.uint8), raw, 5)
+    assert (uniform_tokens(raw, 6) is not None) == uniform
+    padded = np.frombuffer(text + bytes(64), dtype=np.uint8)
+    fast, general = line_tokens(text, 6), split_tokens(padded, raw, 6)
     assert (fast is None) == (general is None)
     if fast is not None and general is not None:
         for a, b in zip(fast, general, strict=True):

@@ -77,7 +77,7 @@ def test_requests_carry_latency_model_hops_and_conversations(name: str) -> None:
     assert second.metadata["hops"][0]["scores"] == [0.8, 0.5]
     assert first.metadata["session_id"] == second.metadata["session_id"] == "s-42"
     assert (first.metadata["turn"], second.metadata["turn"]) == (0, 1)
-    assert second.metadata["history"] == [
+    assert second.history == [
         {"role": "user", "content": "Когда начинается зимняя сессия?"},
         {"role": "assistant", "content": "Зимняя сессия начинается 9 января."}]
     assert "session_id" not in lib.metadata and "turn" not in lib.metadata

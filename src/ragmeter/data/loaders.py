@@ -31,7 +31,8 @@ from ragmeter.data.formats import (
     other_kind_hint,
     plain_value,
 )
-from ragmeter.data.reading import Table, parse_json_line, read_table
+from ragmeter.data.history_refs import HistoryLinks
+from ragmeter.data.reading import ARRAY_KEYS, Table, parse_json_line, read_table
 from ragmeter.data.records import record_to_sample
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -142,11 +143,18 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
     samples: list[Sample] = []
     lines: list[int | None] = []
     seen: dict[str, int | None] = {}
+    links = HistoryLinks(source)
     for index, (line, rec) in enumerate(records):
+        probs: list[RecordProblem] = []
+        written = rec
         if isinstance(rec, Mapping):
-            rec = apply_format(rec, fmt, column_map, tabular=table.tabular)
-        sample, probs = record_to_sample(rec, source=source, line=line, index=index,
-                                         from_csv=table.tabular)
+            rec = written = apply_format(rec, fmt, column_map, tabular=table.tabular)
+            rec, probs = links.resolve(rec, line)
+        sample, more = record_to_sample(rec, source=source, line=line, index=index,
+                                        from_csv=table.tabular)
+        probs = probs + more
+        if probs:
+            sample = None
         if sample is not None and validate is not None:
             probs = [RecordProblem(source, line, f, m) for f, m in validate(sample, rec)]
         if sample is not None and not probs and sample.id in seen:
@@ -157,6 +165,7 @@ def load_table(table: Table, *, skip_invalid: bool = False, validate: Validator 
             problems.extend(probs)
             continue
         seen[sample.id] = line
+        links.remember(sample, written)
         samples.append(sample)
         lines.append(line)
     hint = table.hint
@@ -331,13 +340,16 @@ class SampleStream:
             flat = fmt.convert(Table([*head, *records], list(unreadable), self.container, source))
             records, head, tabular = iter(flat.records), [], False
             unreadable[:] = flat.problems
+        links = HistoryLinks(source)
         for index, (line, rec) in enumerate(itertools.chain(head, records)):
             n_records += 1
             probs = record_limit_problems(rec, source, line, self.max_items)
             sample = None
+            written = rec
+            if not probs and isinstance(rec, Mapping):
+                rec = written = apply_format(rec, fmt, self.column_map, tabular=tabular)
+                rec, probs = links.resolve(rec, line)
             if not probs:
-                if isinstance(rec, Mapping):
-                    rec = apply_format(rec, fmt, self.column_map, tabular=tabular)
                 sample, probs = record_to_sample(rec, source=source, line=line, index=index,
                                                  from_csv=tabular)
             if sample is not None and self.validate is not None:
@@ -351,6 +363,7 @@ class SampleStream:
                 problems.extend(probs)
                 continue
             seen[sample.id] = line
+            links.remember(sample, written)
             yield sample
         n_unreadable = len(unreadable)
         problems.extend(unreadable)
@@ -389,9 +402,12 @@ def _sniff_container(path: Path) -> str:
                 if raw[:1] != b"{":
                     return "other"
                 try:
-                    json.loads(raw)
+                    first = json.loads(raw)
                 except (ValueError, RecursionError):
                     return "other"
+                if isinstance(first, dict) and any(isinstance(first.get(k), list)
+                                                   for k in ARRAY_KEYS):
+                    return "other"   # {"samples": [...]} on one line: read whole, unwrapped
                 return "jsonl"
     except FileNotFoundError:
         raise DataError(RecordProblem(str(path), None, None, "file not found")) from None

@@ -233,8 +233,11 @@ def _read_json(text: str, source: str) -> Table:
     except json.JSONDecodeError as exc:
         line = _line_of(text, exc.pos, _line_sep(text))
         col = exc.pos - max(text.rfind("\n", 0, exc.pos), text.rfind("\r", 0, exc.pos))
-        t.problems.append(RecordProblem(source, line, None,
-                                        f"invalid JSON at column {col}: {exc.msg}"))
+        msg = f"invalid JSON at column {col}: {exc.msg}"
+        if _cut_short(text, exc):
+            msg = (f"truncated at byte {len(text.encode('utf-8', 'surrogatepass'))}: the JSON "
+                   "document is not closed")
+        t.problems.append(RecordProblem(source, line, None, msg))
         return t
     except RecursionError:
         t.problems.append(RecordProblem(source, None, None, "JSON nested too deeply"))
@@ -369,7 +372,18 @@ def parse_text(text: str, source: str = "<data>") -> Table:
         # a JSON document (one object, or an object holding the records) or JSON Lines
         try:
             data, _ = _loads(text)
-        except (json.JSONDecodeError, RecursionError):
+        except json.JSONDecodeError as exc:
+            first = split_lines(body)[0]
+            if _json_value(first) or not _cut_short(text, exc):
+                return _read_jsonl(text, source)
+            # one JSON document cut short: one problem, not one per line
+            t = Table([], container="json", source=source)
+            t.problems.append(RecordProblem(source, _line_of(text, exc.pos, _line_sep(text)),
+                                            None, f"truncated at byte "
+                                            f"{len(text.encode('utf-8', 'surrogatepass'))}: "
+                                            "the JSON document is not closed"))
+            return t
+        except RecursionError:
             return _read_jsonl(text, source)
         if isinstance(data, Mapping):  # records under a key, or one (pretty-printed) record
             return _read_json(text, source)
@@ -394,6 +408,22 @@ def parse_text(text: str, source: str = "<data>") -> Table:
         return t
     delimiter = "\t" if first.count("\t") > first.count(",") else ","
     return _read_csv(text, source, delimiter)
+
+
+def _json_value(line: str) -> bool:
+    """Whether ``line`` is one whole JSON value (the first line of a JSON Lines file)."""
+    try:
+        json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def _cut_short(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether a JSON text failed because it ended (a document cut short)."""
+    body = text.rstrip()
+    return exc.pos >= len(body) - 1 or exc.msg.startswith("Unterminated string") or (
+        exc.msg == "Expecting value" and body[exc.pos:].isalpha())
 
 
 def cell_list(value: str) -> Any:

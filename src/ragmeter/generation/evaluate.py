@@ -122,9 +122,12 @@ def _parse(metrics: Sequence[str | Metric] | None, with_judge: bool,
     :data:`JUDGED_DEFAULT` with a judge); any other family is a :class:`ConfigError`."""
     if metrics is None:
         metrics = [*DEFAULT_METRICS, *(JUDGED_DEFAULT if with_judge else ())]
-    if isinstance(embedder, str):
-        # a bare "semantic_similarity" names no model: use the one asked for
-        metrics = [f"semantic_similarity(model={embedder})"
+    default = embedder if isinstance(embedder, str) else getattr(embedder, "default_model",
+                                                                  None)
+    if isinstance(default, str):
+        # a bare "semantic_similarity" names no model: use the one asked for (a factory's
+        # default_model)
+        metrics = [f"semantic_similarity(model={default})"
                    if isinstance(m, str) and m.strip() == "semantic_similarity" else m
                    for m in metrics]
     parsed = [parse_metric(m) for m in metrics]

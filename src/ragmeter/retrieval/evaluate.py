@@ -67,6 +67,10 @@ class _Collect:
         self.missing_from_run = 0
 
 
+#: retrieved ids kept per question for a failed gate's message
+SHOWN_IDS = 5
+
+
 class _SamplesSource:
     """Builds populations from samples (optionally with a separate run) in one pass.
 
@@ -91,6 +95,8 @@ class _SamplesSource:
         self.unmapped_example: tuple[str, list[str]] | None = None
         check_docs = any(level == "doc" for level, _ in keys)
         self.questions: list[str | None] = []  # the first ones, for the data's language
+        #: each question with its first retrieved ids and its gold: what a failed gate shows
+        self.shown: dict[str, dict[str, Any]] = {}
         for i, s in enumerate(samples):
             # an empty list is a ranking (nothing found); a missing field is none
             if s.retrieved_ids is not None or s.retrieved_contexts is not None \
@@ -104,6 +110,11 @@ class _SamplesSource:
             seen[s.id] = i
             if i < 200:
                 self.questions.append(s.user_input)
+            self.shown[s.id] = {"user_input": s.user_input,
+                                "retrieved_ids": None if run is not None
+                                else (s.retrieved_ids or [])[:SHOWN_IDS],
+                                "gold_doc_ids": s.gold_doc_ids,
+                                "gold_chunk_ids": s.gold_chunk_ids}
             digest.update(canonical_json(gold_record(s)).encode("utf-8") + b"\n")
             if s.is_negative:
                 self.negatives.append(s)
@@ -351,6 +362,7 @@ def evaluate_retrieval(
         result.meta.setdefault("counts", {}).update(pop.counts)
     if isinstance(source, _SamplesSource):
         _add_negatives(result, source, parsed, score_threshold, policy, extra, seed)
+        result.samples.update(source.shown)  # questions for the worst samples of a gate
     return result
 
 

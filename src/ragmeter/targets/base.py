@@ -29,7 +29,11 @@ ENTRIES = ("answer", "retrieve", "generate")
 TARGET_REASONS = ("target_unreachable", "target_timeout", "target_http_4xx", "target_http_5xx",
                   "target_rate_limited", "target_connection_error", "target_bad_reply",
                   "target_unmapped", "target_error", "target_backend_error",
-                  "target_not_recorded", "target_budget", "target_circuit_open")
+                  "target_not_recorded", "target_budget", "target_circuit_open",
+                  "target_reply_too_large")
+
+#: the default bound of one reply (``max_reply_bytes``): 16 MiB
+MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,8 @@ class TargetReply:
     reason: str | None = None
     detail: str | None = None
     attempts: int = 1
+    #: invalid characters (lone surrogates, undecodable bytes) replaced by U+FFFD
+    invalid_text: int = 0
     recorded: bool = False   # served from the recorded replies (no call made)
     #: when the call started, seconds after its batch started, and which batch (so a
     #: replayed run has the same wall time and throughput as the live one)
@@ -92,7 +98,8 @@ class TargetReply:
         return self.reason is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])}
+        return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])
+                and not (k == "invalid_text" and v == 0)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TargetReply:
@@ -154,5 +161,5 @@ KINDS: Registry[Any] = Registry(
              "ragmeter.targets.python_fn", "ragmeter.targets.command"))
 
 
-__all__ = ["ENTRIES", "KINDS", "TARGET_REASONS", "Target", "TargetReply", "TargetRequest",
-           "TargetSignature", "target_reason"]
+__all__ = ["ENTRIES", "KINDS", "MAX_REPLY_BYTES", "TARGET_REASONS", "Target", "TargetReply",
+           "TargetRequest", "TargetSignature", "target_reason"]

@@ -23,6 +23,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.metrics.registry import parse_metric
 from ragmeter.results.records import EvalResult
+from ragmeter.targets.conformance import known_ids
 from ragmeter.targets.fill import mark_unscored
 from ragmeter.targets.session import TargetSession
 
@@ -75,12 +76,15 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
     session = target if isinstance(target, TargetSession) else TargetSession(
         target, mode=mode, store=store, record=record, base_dir=base_dir)
     entry = "answer" if "answer" in session.target.entries() else "retrieve"
-    filled = session.call(samples, entry, k=k)
     ret_metrics, gen_metrics = _split(metrics)
+    scores_ids = any(s.gold_chunk_ids or s.gold_doc_ids for s in samples) and (
+        ret_metrics is None or bool(ret_metrics))
+    filled = session.call(samples, entry, k=k,
+                          known=known_ids(samples) if scores_ids else None)
     sig = session.signature_fields()
     out = EvalResult(name or session.name, meta={
         "n_samples": len(filled), "target": sig, "entry": entry,
-        "target_calls": session.caller.counts.to_dict(),
+        "target_calls": session.call_counts(),
         "samples": [s.to_dict() for s in filled]})
     gold = [s for s in filled if s.gold_chunk_ids or s.gold_doc_ids]
     if gold and (ret_metrics is None or ret_metrics):

@@ -258,6 +258,26 @@ class TierContext:
                 return e.model
         return None
 
+    def embedder(self, name: str | None = None) -> Any | None:
+        """The embedding named ``name`` (default: the first configured) built with its
+        ``options`` — an OpenAI-compatible endpoint's URL, dimensions and key variable —
+        once per tier; None without one."""
+        cfg = next((e for e in self.config.embeddings if name is None or e.name == name), None)
+        if cfg is None:
+            return None
+        key = f"embedder:{cfg.name}"
+        if key not in self.cache:
+            from ragmeter.retrieval.embedders import get_embedder
+
+            self.cache[key] = get_embedder(cfg.model, **dict(cfg.options))
+        return self.cache[key]
+
+    def embedders(self, default: str | None = None) -> ConfiguredEmbedders:
+        """The answer metrics' embedder factory (``semantic_similarity``): a configured
+        embedding — by its name or its model — is built with its options in every tier;
+        ``default`` (an embedding's name) is the model of a bare ``semantic_similarity``."""
+        return ConfiguredEmbedders(self, self.embedder_name(default))
+
     def chunks(self) -> list[Any]:
         if "chunks" not in self.cache:
             corpus = self.config.corpus
@@ -285,8 +305,7 @@ class TierContext:
 
                 emb = rc.embedding or (self.config.embeddings[0].name
                                        if self.config.embeddings else None)
-                emb_model = next((e.model for e in self.config.embeddings if e.name == emb),
-                                 None)
+                emb_model = self.embedder(emb) if rc.type != "bm25" and emb else None
                 corpus = self.config.corpus
                 chunking = None
                 if corpus is not None:
@@ -300,5 +319,22 @@ class TierContext:
         return out
 
 
-__all__ = ["BenchSettings", "CountingJudge", "TierContext", "TierNotRunnable", "TierSettings",
-           "TierStats"]
+class ConfiguredEmbedders:
+    """``name -> Embedder`` over a run's configured embeddings (see
+    :meth:`TierContext.embedders`); ``default_model`` names a bare metric's model."""
+
+    def __init__(self, ctx: TierContext, default_model: str | None):
+        self.ctx = ctx
+        self.default_model = default_model
+
+    def __call__(self, name: str) -> Any:
+        for e in self.ctx.config.embeddings:
+            if name in (e.name, e.model):
+                return self.ctx.embedder(e.name)
+        from ragmeter.retrieval.embedders import get_embedder
+
+        return get_embedder(name)
+
+
+__all__ = ["BenchSettings", "ConfiguredEmbedders", "CountingJudge", "TierContext",
+           "TierNotRunnable", "TierSettings", "TierStats"]

@@ -227,7 +227,7 @@ def run_real_users(ctx: TierContext, samples: list[Sample],
         res = evaluate_real_users(
             ctx.config.corpus.path, db_url=url, query=options.query, retriever=r,
             k=options.k if options.k is not None else max(ctx.k),
-            embedder=ctx.embedder_name(options.embedding), seed=ctx.seed)
+            embedder=ctx.embedder(options.embedding), seed=ctx.seed)
         out += r.finish(res) if not isinstance(r, str) else [res]
     return out
 

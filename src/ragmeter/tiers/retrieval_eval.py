@@ -5,11 +5,15 @@ rankings come from — the user's own system (a target), the configured retrieve
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ragmeter.data.sample import Sample
+from ragmeter.errors import WorkFailedError
+from ragmeter.metrics.registry import parse_metric
+from ragmeter.metrics.retrieval import RANKING_METRICS
 from ragmeter.results.records import EvalResult
 from ragmeter.retrieval.evaluate import evaluate_retrieval
 from ragmeter.tiers.context import TierContext, TierNotRunnable
@@ -55,10 +59,23 @@ def run_retrieval(ctx: TierContext, samples: list[Sample],
 
     from ragmeter.targets.tier_hooks import run_targets  # the user's own system, if any
 
-    if got := run_targets(ctx, samples, "retrieve", evaluate, k=max(ctx.k)):
+    if got := run_targets(ctx, samples, "retrieve", evaluate, k=max(ctx.k), scores_ids=True):
         return got
     if ctx.config.retrievers:
         from ragmeter.retrieval.run import retrieve_samples
+
+        chunks = ctx.chunks()
+        _gold_in_index(ctx, metrics, chunks, options)
+        if options.doc_of is None and options.doc_id_pattern is None:
+            # the index knows each chunk's document (a pre-chunked corpus' ids do not say it)
+            doc_of = {c.chunk_id: c.doc_id for c in chunks}
+
+            def evaluate(data: list[Sample], name: str,
+                         extra: Mapping[str, Any] | None = None) -> EvalResult:
+                return evaluate_retrieval(data, metrics=metrics, ties=options.ties,
+                                          match=options.match, seed=ctx.seed, name=name,
+                                          doc_of=doc_of, score_threshold=options.score_threshold,
+                                          dataset_hash=ctx.dataset_hash, extra_signature=extra)
 
         depth = max(ctx.k)
         out = []
@@ -74,6 +91,68 @@ def run_retrieval(ctx: TierContext, samples: list[Sample],
     if not any(s.retrieved_ids for s in samples):
         raise TierNotRunnable("no retrievers configured and the dataset has no retrieved_ids")
     return [evaluate(samples, "retrieval")]
+
+
+def _gold_in_index(ctx: TierContext, metrics: Sequence[str], chunks: Sequence[Any],
+                   options: RetrievalOptions) -> None:
+    """Gold ids that cannot exist in the index this run built fail the tier (exit 3): a
+    built-in retriever can never return them, so their metrics would be 0 for a reason that
+    is not the retriever's (an evalset made with other chunking, a production system's chunk
+    ids). Checked once per tier, on every sample of the tier, at the levels its metrics use."""
+    if ctx.cache.get("gold_in_index") or options.match != "id":
+        return
+    samples = ctx.all_samples
+    chunk_ids = {c.chunk_id for c in chunks}
+    doc_ids = {c.doc_id for c in chunks}
+    levels = set()
+    for name in metrics:
+        m = parse_metric(name)
+        if m.name not in RANKING_METRICS:
+            continue
+        level = str(m.get("level") or "auto")
+        if level == "auto":
+            level = "chunk" if any(s.gold_chunk_ids for s in samples) else "doc"
+        levels.add(level)
+    problems = []
+    if "chunk" in levels:
+        gold_chunks = sorted({g for s in samples for g in s.gold_chunk_ids or ()})
+        gone = [g for g in gold_chunks if g not in chunk_ids]
+        if gone:
+            example = next(iter(sorted(chunk_ids)), "?")
+            problems.append(
+                f"{len(gone)} of {len(gold_chunks)} gold chunk ids are not in the index ({len(chunk_ids)} "
+                f"chunks, ids like {example!r}): {', '.join(map(repr, gone[:3]))}; chunk-level "
+                "metrics could never find them. Score at document level "
+                "(hit_rate@5(level=doc)), give the corpus pre-chunked (lines with doc_id and "
+                "chunk_id) so the index keeps your chunk ids, or build the evalset with the "
+                "corpus' chunking parameters")
+    if "doc" in levels:
+        pattern = re.compile(options.doc_id_pattern) if options.doc_id_pattern else None
+        by_chunk = {c.chunk_id: c.doc_id for c in chunks}
+        gold_docs: set[str] = set()
+        for s in samples:
+            if s.gold_doc_ids:
+                gold_docs.update(s.gold_doc_ids)
+            else:
+                for g in s.gold_chunk_ids or ():
+                    hit = pattern.fullmatch(g) if pattern else None
+                    gold_docs.add((options.doc_of or {}).get(g) or
+                                  (hit.group("doc") if hit else None) or by_chunk.get(g)
+                                  or g.rsplit("#", 1)[0])
+        gone = sorted(g for g in gold_docs if g not in doc_ids)
+        if gone:
+            example = next(iter(sorted(doc_ids)), "?")
+            problems.append(
+                f"{len(gone)} of {len(gold_docs)} gold document ids are not in the index "
+                f"({len(doc_ids)} documents, ids like {example!r}): "
+                f"{', '.join(map(repr, gone[:3]))}; document-level metrics could never find "
+                "them. Use the corpus the evalset was made from, or map chunk ids to "
+                "documents with the tier's options doc_of / doc_id_pattern")
+    if problems:
+        raise WorkFailedError("the gold ids cannot exist in the index this run built from "
+                              f"{ctx.config.corpus.path if ctx.config.corpus else 'the corpus'}"
+                              ":\n  " + "\n  ".join(problems))
+    ctx.cache["gold_in_index"] = True
 
 
 register_tier(Tier(

@@ -154,6 +154,9 @@ def score_sample(row: JudgedMetric, metric: Metric, sample: Sample, j: SampleJud
         details.update(_claims_details(j))
     score = row.score(metric, j, extra)
     details.update(score.details)
+    why = [j.call_reasons[c] for c in calls if c in j.call_reasons]
+    if why and "reason" not in details:  # a graded call's own words, kept with its value
+        details["reason"] = "; ".join(why)
     return SampleScore(sample.id, score.value, score.reason, details)
 
 

@@ -74,6 +74,9 @@ class SampleJudgement:
     answer_relevance: int | None = None
     e2e: int | None = None
     answers: dict[str, Any] = field(default_factory=dict)
+    #: call kind -> the judge's own reason for a graded call's grades (answer relevance, the
+    #: direct grades), kept with the values it explains
+    call_reasons: dict[str, str] = field(default_factory=dict)
     #: call kind -> (reason, detail) of a call that failed
     failed: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     calls: list[AskedCall] = field(default_factory=list)
