@@ -116,6 +116,8 @@ class RefusalVerdict:
 
     refused: bool
     kind: RefusalKind | None = None
+    #: in the band where ``detector=rules+judge`` asks the judge
+    uncertain: bool = False
 
     def __bool__(self) -> bool:
         return self.refused
@@ -147,7 +149,7 @@ def detect_refusal(text: str | None) -> RefusalVerdict:
         elif _is_content(c):
             content = True
     if content or not (refusal or redirect):
-        return RefusalVerdict(False)
+        return RefusalVerdict(False, uncertain=bool(_NEGATION.search(text)))
     return RefusalVerdict(True, "statement" if refusal else "redirect")
 
 
@@ -224,8 +226,7 @@ def _judge_verdicts(metric: Metric, ctx: Any, detector: str) -> dict[str, bool |
         raise MetricSpecError(f"metric '{metric}': detector={detector} needs a judge "
                               "(--judge-url / judge=...)")
     asked = [s for s in ctx.samples if s.response is not None and (
-        detector == "judge" or (not detect_refusal(s.response).refused
-                                and _NEGATION.search(s.response)))]
+        detector == "judge" or detect_refusal(s.response).uncertain)]
     return JUDGE_DETECTORS[0](metric, ctx, asked) if asked else {}
 
 
@@ -334,3 +335,8 @@ def abstention_summary(samples: Sequence[Any], *, seed: int = 42) -> dict[str, A
         out["curve"] = [(round((i + 1) / loss.size, 6), float(x)) for i, x in enumerate(risk)]
         out["aurc"] = bootstrap_stat(aurc, len(kept), seed=seed)
     return out
+
+
+def detector_name() -> str:
+    """What decides :func:`detect_refusal` (printed beside every figure)."""
+    return RULES_VERSION
