@@ -51,15 +51,20 @@ def _kind(path: Path) -> str | None:
 
 
 def _refusals(path: Path, errors: bool) -> list[str]:
-    from ragmeter.metrics.refusal import detector_name
+    from ragmeter.metrics.refusal import detect_refusals, detector_name
     from ragmeter.metrics.refusal_data import read_answer_set, score_answer_set
+    from ragmeter.metrics.refusal_model import embedder_available, shipped
 
     items, recs = read_answer_set(path)
-    out = [f"refusals: {path} ({len(items)} answers), detector {detector_name()}"]
-    for s in score_answer_set(items):
-        out += s.lines()
-        if errors and s.wrong:
-            out.append(f"    wrong: {', '.join(s.wrong)}")
+    out = []
+    for name in (["e5"] if embedder_available() else []) + ["cues"]:
+        model = shipped(name)
+        out.append(f"refusals: {path} ({len(items)} answers), detector "
+                   f"{detector_name(model)}")
+        for s in score_answer_set(items, lambda t, m=model: detect_refusals(t, m)):
+            out += s.lines()
+            if errors and s.wrong:
+                out.append(f"    wrong: {', '.join(s.wrong)}")
     return out + _problems(recs)
 
 

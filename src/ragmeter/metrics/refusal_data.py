@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ragmeter.data.labelled_sets import Records, read_records
-from ragmeter.metrics.refusal import RefusalVerdict, detect_refusal, is_refusal
+from ragmeter.metrics.refusal import RefusalVerdict, detect_refusals, is_refusal
 from ragmeter.stats import Estimate, bootstrap_stat
 from ragmeter.stats.proportion import Proportion, wilson_interval
 
@@ -152,12 +152,13 @@ def _est(e: Estimate) -> str:
 
 
 def score_answer_set(items: Sequence[LabelledAnswer],
-                     decide: Callable[[str], RefusalVerdict] = detect_refusal, *,
+                     decide: Callable[[list[str]], list[RefusalVerdict]] = detect_refusals, *,
                      seed: int = 42) -> list[LanguageScore]:
-    """``decide``'s figures on ``items``, one :class:`LanguageScore` per language (in order of
-    first appearance). ``verdict.uncertain`` marks an answer ``rules+judge`` sends to the
-    judge; the ceiling gives those answers their true label."""
-    verdicts = [decide(it.answer) for it in items]
+    """``decide``'s figures on ``items`` (it gives one verdict per answer), one
+    :class:`LanguageScore` per language in order of first appearance. ``verdict.uncertain``
+    marks an answer ``rules+judge`` sends to the judge; the ceiling gives those answers their
+    true label."""
+    verdicts = decide([it.answer for it in items])
     out: list[LanguageScore] = []
     for lang in dict.fromkeys(it.lang for it in items):
         idx = [i for i, it in enumerate(items) if it.lang == lang]
