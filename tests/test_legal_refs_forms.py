@@ -62,7 +62,7 @@ def test_every_reference_has_the_span_it_was_read_from() -> None:
     assert spans == ["ч. 2 ст. 81 ТК РФ", "Закон о рекламе", "ст. 15 ГК РФ"]
     # "N" is read as "№" without moving any span
     text = "Закон N 2300-1, ст. 15"
-    assert [text[r.span[0]:r.span[1]] for r in find_legal_refs(text) if r.span][0].startswith(
+    assert next(text[r.span[0]:r.span[1]] for r in find_legal_refs(text) if r.span).startswith(
         "Закон N 2300-1")
 
 

@@ -335,7 +335,7 @@ def find_legal_refs(text: str) -> list[LegalRef]:
                     norm[groups[i - 1][0].end:g[0].start]):
                 prev = out.pop()
                 out.extend(_refs_of([_Tok(0, 0, "art", [prev.article or ""]), *g], prev.act,
-                                    (prev.span or (0, 0))[0:1] + (g[-1].end,), None))
+                                    (*(prev.span or (0, 0))[0:1], g[-1].end), None))
             continue
         act, at = _act_for(norm, groups, i)
         if act is None:
