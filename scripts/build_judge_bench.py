@@ -560,7 +560,17 @@ def behaviours() -> list[dict]:
     for lang, ctx, a, label in rows("citation.tsv"):
         add("citation_support", "citation", lang, label, context=ctx, answer=a)
     random.Random(7).shuffle(items)
-    return items
+    # the hard kinds, added later (the items above keep their order): refusals without the
+    # usual words, wrapped in courtesy, redirects and clarifying questions; hedged, partial
+    # and apologetic answers — in banks, telecom, pharmacies, marketplaces, insurance, delivery
+    hard: list[dict] = []
+    for lang, q, a, label, kind in rows("refusal_hard.tsv"):
+        n = sum(1 for i in items + hard if i["task"] == "judged_refusal" and i["lang"] == lang)
+        hard.append({"id": f"{lang}-judged_refusal-{kind}-{n + 1:03d}", "lang": lang,
+                     "task": "judged_refusal", "kind": kind, "label": label, "question": q,
+                     "answer": a})
+    random.Random(8).shuffle(hard)
+    return items + hard
 
 
 def main() -> int:
