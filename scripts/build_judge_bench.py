@@ -560,17 +560,10 @@ def behaviours() -> list[dict]:
     for lang, ctx, a, label in rows("citation.tsv"):
         add("citation_support", "citation", lang, label, context=ctx, answer=a)
     random.Random(7).shuffle(items)
-    # the hard kinds, added later (the items above keep their order): refusals without the
-    # usual words, wrapped in courtesy, redirects and clarifying questions; hedged, partial
-    # and apologetic answers — in banks, telecom, pharmacies, marketplaces, insurance, delivery
-    hard: list[dict] = []
+    n = len(items)        # the hard refusal kinds come after, so the items above keep their order
     for lang, q, a, label, kind in rows("refusal_hard.tsv"):
-        n = sum(1 for i in items + hard if i["task"] == "judged_refusal" and i["lang"] == lang)
-        hard.append({"id": f"{lang}-judged_refusal-{kind}-{n + 1:03d}", "lang": lang,
-                     "task": "judged_refusal", "kind": kind, "label": label, "question": q,
-                     "answer": a})
-    random.Random(8).shuffle(hard)
-    return items + hard
+        add("judged_refusal", kind, lang, label, question=q, answer=a)
+    return items[:n] + random.Random(8).sample(items[n:], len(items) - n)
 
 
 def main() -> int:

@@ -121,7 +121,7 @@ def answerable(sample: Any) -> bool | None:
 #:            the per-sample value from (answerable, refused))
 _RATES: dict[str, tuple[str, Callable[[bool, bool], float], bool, str]] = {
     "answer_rate": ("all", lambda a, r: float(not r), True,
-                    "|answered| / |samples| (refusal rules, no judge call)"),
+                    "|answered| / |samples| (refusal detector, no judge call)"),
     "over_refusal": ("answerable", lambda a, r: float(r), False,
                      "|answerable samples refused| / |answerable samples|"),
     "unsupported_answer": ("unanswerable", lambda a, r: float(not r), False,

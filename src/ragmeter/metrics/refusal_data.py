@@ -1,11 +1,12 @@
-"""The shipped labelled refusal set and the rules' accuracy on it, with CIs.
+"""The shipped labelled refusal set and the detector's accuracy on it, with CIs.
 
 ``data/refusal_labels.jsonl``: Russian and English answers written for this project, each
 labelled ``refused`` (gives the user no substantive information) or not, covering plain
 refusals, "ask the dean's office"-style redirects, apologies followed by an answer, hedged
 answers and partial refusals. Each item was put in the ``dev`` or ``test`` half by a hash of
-its id *before* the rules were written; the rules were written looking at ``dev`` only, so the
-figures on ``test`` are the honest ones.
+its id *before* the first rules were written; the rules were written looking at ``dev`` only,
+and the refusal classifier is calibrated on ``dev`` (its weights come from a generated
+corpus), so the figures on ``test`` are the honest ones.
 
     python -m ragmeter.metrics.refusal_data          # prints the figures per language and half
 
@@ -45,7 +46,7 @@ def load_labels(split: str | None = None) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class RuleAccuracy:
-    """Balanced accuracy of the rules on one language's items, with a bootstrap CI."""
+    """Balanced accuracy of the detector on one language's items, with a bootstrap CI."""
 
     lang: str
     split: str
@@ -64,7 +65,8 @@ class RuleAccuracy:
 
 
 def rule_accuracy(lang: str, split: str = "test", *, seed: int = 42) -> RuleAccuracy:
-    """The rules' balanced accuracy on ``lang``'s items of ``split`` (bootstrap CI by item)."""
+    """The detector's balanced accuracy on ``lang``'s items of ``split`` (bootstrap CI by
+    item)."""
     rows = [r for r in load_labels(split) if r["lang"] == lang]
     y = np.array([bool(r["refused"]) for r in rows])
     pred = np.array([is_refusal(r["text"]) for r in rows])
