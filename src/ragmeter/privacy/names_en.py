@@ -23,9 +23,13 @@ from importlib import resources
 from ragmeter.privacy.detect import Finding
 
 TITLES = r"(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Professor|Doctor|Sir|Dame|Lady|Lord|Rev|Captain)"
-_TITLE = re.compile(rf"\b{TITLES}\.?\s+(?=[A-Z])")
-_TOKEN = re.compile(r"(?<![\w'’])(?:(?:Mc|Mac|O')[A-Z][a-z]+|[A-Z][a-z]+(?:['’-][A-Z]?[a-z]+)*"
-                    r"|[A-Z]\.)")
+#: Latin capitals and small letters, those with diacritics included (Wiśniewski, Müller,
+#: Đorđević): a name written in Latin letters is not only ASCII
+UP = "A-ZÀ-ÖØ-ÞĀĂĄĆĈĊČĎĐĒĔĖĘĚĜĞĠĢĤĦĨĪĬĮİĲĴĶĹĻĽĿŁŃŅŇŊŌŎŐŒŔŖŘŚŜŞŠŢŤŦŨŪŬŮŰŲŴŶŸŹŻŽȘȚ"
+LOW = "a-zß-öø-ÿā-žșț"
+_TITLE = re.compile(rf"\b{TITLES}\.?\s+(?=[{UP}])")
+_TOKEN = re.compile(rf"(?<![\w'’])(?:(?:Mc|Mac|O')[{UP}][{LOW}]+|[{UP}][{LOW}]+"
+                    rf"(?:['’-][{UP}]?[{LOW}]+)*|[{UP}]\.)")
 _SURNAME_END = re.compile(
     r"(?:ov|ova|ev|eva|yov|yova|in|ina|yn|sky|skiy|skii|skaya|ski|ska|enko|chuk|uk|yan|ian|"
     r"ich|vich|ovich|evich|ovna|evna|shvili|dze|adze|oglu|escu|poulos|ides|wicz|czyk|"
@@ -36,6 +40,12 @@ _CUE = re.compile(
     r"\bcc|\bsigned by|\bon behalf of|\bwith|\bfor|\bto|\bfrom|\bby|\bstudent|\bpatient|"
     r"\bcustomer|\bclient|\bapplicant|\bsupervisor|\bcolleague|\bmanager|\bteacher|"
     r"\btutor|\blecturer)[\s,:]+$", re.IGNORECASE)
+#: cues after which a run of two to four capitalised words is a person's name whatever the
+#: names (the weak cues above — "to", "for", "with" — also precede organisations and places)
+_PERSON_CUE = re.compile(
+    r"(?:\bmy name is|\bi am|\bi'm|\bthis is|\bdear|\bhi|\bhello|\bask|\bcall|\bcontact|"
+    r"\btell|\bsigned by|\bon behalf of|\bstudent|\bpatient|\bcustomer|\bclient|\bapplicant|"
+    r"\bsupervisor|\bcolleague|\bteacher|\btutor|\blecturer)[\s,:]+$", re.IGNORECASE)
 #: capitalised words that are not names even next to one
 _NOT_NAMES = """
 The A An And Or But If In On At To From For With By Of Is Are Was Were Be I We You He She They
@@ -145,7 +155,8 @@ def english_names(text: str) -> list[Finding]:
         cue = bool(_CUE.search(text[max(0, start - 20):start]))
         if len(run) >= 2:
             initials = len(words) < len(run)    # "O. Clarke", "J. R. Tolkien"
-            ok = after_title or initials or any(_namish(w) for w in words)
+            person_cue = bool(_PERSON_CUE.search(text[max(0, start - 20):start]))
+            ok = after_title or initials or person_cue or any(_namish(w) for w in words)
         else:
             w = words[0]
             ok = after_title or (cue and _namish(w)) or (
