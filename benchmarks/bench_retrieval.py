@@ -91,7 +91,7 @@ def worker(tool: str, data: str, repeat: int, out: str) -> None:
 
         pytrec_eval.RelevanceEvaluator(tiny_q, {"recip_rank"}).evaluate(tiny_r)
     else:  # import + metric registry loading
-        from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+        from ragmeter.retrieval.evaluate import evaluate_retrieval
 
         evaluate_retrieval(qrels=tiny_q, run=tiny_r, metrics=METRICS)
     gc.collect()

@@ -31,6 +31,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.results.records import EvalResult, compare_metric
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.retrieval.embedders import get_embedder
+from ragmeter.retrieval.evaluate import evaluate_retrieval
 from ragmeter.retrieval.retrievers import (
     BM25Retriever,
     DenseRetriever,
@@ -39,7 +40,6 @@ from ragmeter.retrieval.retrievers import (
     fuse_rrf,
 )
 from ragmeter.retrieval.run import retrieve_samples
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
 DEFAULT_DATA = Path("/work/shared/datasets/xquad")
 METRICS = ("mrr", "hit_rate@1", "hit_rate@5", "hit_rate@10", "ndcg@10")

@@ -29,6 +29,10 @@ import pytest
 from ragmeter.cli import app as cli
 
 ROOT = Path(__file__).parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "bad_input"))
+
+from shape_edges import add_shape_and_path_edges  # noqa: E402
+
 CASE_TIMEOUT_S = 30
 SUBPROCESS_EVERY = 90
 
@@ -471,6 +475,7 @@ def build_edge_cases(b: Builder) -> None:
     add("generate --chunk-size 0", ["generate", "--corpus", str(corpus), "--out",
                                     str(b.root / "g.jsonl"), "--generator-backend", "mock",
                                     "--estimate", "--chunk-size", "0"], "--chunk-size")
+    add_shape_and_path_edges(b, add, qrels=QRELS, run=RUN, config=CONFIG, items=jsonl(PIPE))
 
 
 @dataclass

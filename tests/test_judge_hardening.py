@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ragmeter.calls.limiter import AdaptiveLimiter
 from ragmeter.errors import ConfigError, UsageError
 from ragmeter.judges import (
     JudgeCache,
@@ -27,7 +28,7 @@ from ragmeter.judges import (
     ScriptedJudge,
     make_judge,
 )
-from ragmeter.judges.engine import AdaptiveLimiter, ask_chained
+from ragmeter.judges.llm_judge import ask_chained
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 
 SCHEMA = {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"]}

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from ragmeter.calls.errors import CallError
 from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, ScriptedJudge, make_judge
-from ragmeter.judges.engine import BackendError
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 from ragmeter.judges.stats import ProgressInfo
 
@@ -135,7 +135,7 @@ def test_scripted_backend_error_retries() -> None:
     def flaky(r: JudgeRequest) -> dict:
         calls["n"] += 1
         if calls["n"] == 1:
-            raise BackendError("http_5xx", "boom", retryable=True)
+            raise CallError("http_5xx", "boom", retryable=True)
         return {"ok": False}
 
     rep = ScriptedJudge(flaky).ask_many([req(0)])[0]

@@ -8,7 +8,7 @@ import pytest
 
 from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, ScriptedJudge, make_judge
 from ragmeter.judges.base import SendGate
-from ragmeter.judges.engine import EngineJudge
+from ragmeter.judges.llm_judge import EngineJudge
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 
 SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}

@@ -21,7 +21,7 @@ import pytest
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import DataError
-from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
+from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.judge_trust import bench
 from ragmeter.judge_trust.bench import (
     BenchItem,
@@ -36,6 +36,7 @@ from ragmeter.judges.scripted import ScriptedJudge
 from ragmeter.metrics import registry
 from ragmeter.metrics.judged import calls as C
 from ragmeter.metrics.judged import label_scale_of
+from ragmeter.metrics.judged.rows import JUDGED_DEFAULT
 
 FIXTURES = Path(__file__).parent / "fixtures" / "generation"
 sys.path.insert(0, str(FIXTURES))

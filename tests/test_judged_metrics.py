@@ -14,9 +14,10 @@ import pytest
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MetricSpecError
-from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
+from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.judges.scripted import ScriptedJudge
 from ragmeter.metrics.judged import average_precision
+from ragmeter.metrics.judged.rows import JUDGED_DEFAULT
 from ragmeter.metrics.registry import parse_metric
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import MetricSpecError
-from ragmeter.generation.evaluate import JUDGED_DEFAULT, evaluate_generation
+from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.judges.base import JudgeRequest
 from ragmeter.judges.prompts import fence
 from ragmeter.judges.scripted import ScriptedJudge
@@ -31,6 +32,7 @@ from ragmeter.metrics.judged import (
     verdict_share,
 )
 from ragmeter.metrics.judged import calls as C
+from ragmeter.metrics.judged.rows import JUDGED_DEFAULT, default_set
 from ragmeter.metrics.registry import get_spec, make_metric, parse_metric
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "generation"))
@@ -177,9 +179,7 @@ def test_unknown_question_is_a_clear_error(add_row) -> None:
 
 
 def test_builtin_rows_are_the_single_source_of_the_specs() -> None:
-    assert JUDGED_DEFAULT == (
-        "faithfulness", "answer_relevance", "context_relevance", "context_precision",
-        "context_recall", "factual_correctness", "answer_correctness", "e2e_score")
+    assert tuple(row.name for row in ROWS if row.default) == JUDGED_DEFAULT
     for row in ROWS:
         spec = get_spec(row.name)
         assert spec.family == "judged" and spec.compute is row
@@ -192,6 +192,20 @@ def test_builtin_rows_are_the_single_source_of_the_specs() -> None:
             assert questions_of(row, m) and row.needs_of(m) <= set(QUESTIONS)
     with pytest.raises(MetricSpecError, match="not a judged"):
         judged_row(parse_metric("rouge_l"))
+
+
+def test_a_row_joins_the_default_set_only_by_declaration() -> None:
+    """A built-in row added to the table is scored when named; the default set (and so the
+    calls a sample gets when no metric is named) grows only with ``default=True``."""
+    new = JudgedMetric("hallucination_rate", "1 - answer claims supported (calls: claims, "
+                       "verify)", ("response", "retrieved_contexts"),
+                       frozenset({"answer_in_context"}), verdict_share("answer_in_context"),
+                       higher_is_better=False)
+    assert not new.default
+    assert default_set((*ROWS, new)) == JUDGED_DEFAULT
+    assert default_set((*ROWS, replace(new, default=True))) == (*JUDGED_DEFAULT,
+                                                                  "hallucination_rate")
+    assert JUDGED_DEFAULT and all(get_spec(name).family == "judged" for name in JUDGED_DEFAULT)
 
 
 def test_factual_mode_changes_the_questions_asked() -> None:

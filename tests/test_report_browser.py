@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ragmeter.reports.html import render_comparison_html, write_run_html
+from ragmeter.reports.comparison import render_comparison_html
+from ragmeter.reports.html import write_run_html
 
 _spec = importlib.util.spec_from_file_location(
     "runner_builders", Path(__file__).parent / "fixtures" / "runner" / "builders.py")

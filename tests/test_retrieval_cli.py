@@ -129,7 +129,7 @@ def test_render_comparison_marks_regressions() -> None:
 
     from ragmeter.reports.console import render_comparison
     from ragmeter.results.records import compare_results
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
 
     qrels = {f"q{i}": {"a": 1} for i in range(40)}
     good = {q: {"a": 1.0, "b": 0.5} for q in qrels}

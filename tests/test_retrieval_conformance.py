@@ -19,7 +19,7 @@ import pytest
 
 from ragmeter.data.trec import load_qrels, load_run, save_qrels, save_run
 from ragmeter.errors import DataError
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+from ragmeter.retrieval.evaluate import evaluate_retrieval
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -15,9 +15,9 @@ from ragmeter.data.evalset import load_evalset
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult
+from ragmeter.retrieval.evaluate import evaluate_retrieval
+from ragmeter.retrieval.relevance import default_doc_of, doc_id_rule
 from ragmeter.runner.gating import Threshold, check_thresholds
-from ragmeter.tiers.relevance import default_doc_of, doc_id_rule
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
 ROOT = Path(__file__).resolve().parents[1]
 README_METRICS = ["hit_rate@1,5", "mrr", "ndcg@10"]

@@ -11,8 +11,8 @@ import pytest
 from ragmeter.data.sample import Sample
 from ragmeter.generation.evaluate import evaluate_generation
 from ragmeter.metrics.registry import parse_metric, parse_metrics
+from ragmeter.retrieval.evaluate import evaluate_retrieval
 from ragmeter.tiers.judge_pipeline import parse_production_reply
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
 
 @pytest.mark.parametrize("trec, ours", [

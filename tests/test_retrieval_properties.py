@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ragmeter.data.sample import Sample
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+from ragmeter.retrieval.evaluate import evaluate_retrieval
 
 CHUNKS = [f"d{d}#{c}" for d in range(4) for c in range(6)]  # many chunks per doc
 KS = (1, 2, 3, 5, 10, 30)

@@ -16,8 +16,8 @@ from ragmeter.errors import ConfigError, MetricSpecError
 from ragmeter.metrics.registry import parse_metric
 from ragmeter.metrics.registry import parse_metrics as expand_metrics
 from ragmeter.results.records import EvalResult
-from ragmeter.tiers.relevance import normalize_text, texts_match
-from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
+from ragmeter.retrieval.evaluate import DEFAULT_METRICS, evaluate_retrieval
+from ragmeter.retrieval.relevance import normalize_text, texts_match
 
 FIX = Path(__file__).parent / "fixtures" / "retrieval"
 L2 = math.log2

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ragmeter.data.trec import _SPACE
+from ragmeter.data.trec_columns import SPACE
 from ragmeter.errors import DataError
 from ragmeter.metrics.retrieval import _row_sum
-from ragmeter.tiers.ragged import check_grades
+from ragmeter.retrieval.ragged import check_grades
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,7 +45,7 @@ def test_grade_check_fast_path_refuses_what_slow_path_refuses(bad: object) -> No
 def test_run_reader_whitespace_is_bytes_split_whitespace() -> None:
     every = bytes(range(256))
     split = {b for b in range(256) if len((b"a" + bytes([b]) + b"a").split()) == 2}
-    assert {i for i in range(256) if _SPACE[i]} == split
+    assert {i for i in range(256) if SPACE[i]} == split
     assert len(every) == 256
 
 
@@ -69,7 +69,7 @@ def test_file_benchmark_patches_trec_eval_lookup() -> None:
 
 
 def test_run_reader_scores_equal_python_float() -> None:
-    from ragmeter.data.trec import _parse_scores
+    from ragmeter.data.trec_columns import parse_scores
 
     rng = np.random.default_rng(5)
     toks = [b"12.345", b"-0.5", b"7", b"1e5", b"inf", b"-inf", b".5", b"5.", b"-0", b"+5",
@@ -79,16 +79,16 @@ def test_run_reader_scores_equal_python_float() -> None:
         (rng.random(3000) - 0.3) * 10.0 ** rng.integers(-3, 9, 3000),
         rng.integers(0, 12, 3000), strict=True)]
     toks += [repr(float(x)).encode() for x in rng.random(1000)]
-    got = _parse_scores(np.array(toks))
+    got = parse_scores(np.array(toks))
     want = np.array([float(t) for t in toks])
     assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
     for bad in (b".", b"-", b"1.2.3", b"abc", b"1-2"):
         with pytest.raises(ValueError):
-            _parse_scores(np.array([bad]))
+            parse_scores(np.array([bad]))
 
 
 @pytest.mark.parametrize("text", [
-    "q1 0 d1 1\nq1 0 d2 0\n# comment\n\nq2 0 d1 -1 extra\n", "ключ 0 док 2\n",
+    "q1 0 d1 1\nq1 0 d2 0\n\nq2 0 d1 -1\n", "ключ 0 док 2\n",
     "q\t0\td\t3\r\n", "q 0 d 01\n", "",
 ])
 def test_fast_qrels_equal_line_by_line_parser(text: str) -> None:
@@ -103,6 +103,7 @@ def test_fast_qrels_equal_line_by_line_parser(text: str) -> None:
 @pytest.mark.parametrize("text, message", [
     ("q1 0 d1 1\nq1 0 d1 2\n", "repeated"), ("q 0 d +x\n", "integer"),
     ("q 0 d 99999999999\n", "out of range"), ("q 0 d\n", "columns"),
+    ("q 0 d 1 extra\n", "got 5"), ("# note\nq 0 d 1\n", "comment line"),
 ])
 def test_fast_qrels_leave_bad_lines_to_the_named_errors(tmp_path: Path, text: str,
                                                        message: str) -> None:
@@ -158,7 +159,8 @@ def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int)
 
 @pytest.mark.parametrize("text, uniform", [
     (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5 tag\nq2 Q0 d1 1 0.5 tag\n", True),
-    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", True),
+    (b"q1 Q0 d1 1 2.5\nq1 Q0 d2 2 1.5\n", False),                 # 5 columns: no tag
+    (b"q1 Q0 d1 1 2.5 t x\nq1 Q0 d2 2 1.5 t x\n", False),         # 7 columns
     (b"q1 Q0 d1 1 2.5 tag\nq1 Q0 d2 2 1.5\n", False),           # ragged lines
     (b"q1 Q0 d1 1 2.5 tag\nq1  Q0 d2 2 1.5 t\n", False),        # two spaces
     (b"q1\tQ0 d1 1 2.5 tag\n", False),                          # tab
@@ -172,12 +174,12 @@ def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int)
     ("q1 Q0 док 1 2.5 tag\n".encode(), True),
 ])
 def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> None:
-    from ragmeter.data.trec import _line_tokens, _split_tokens, _uniform_tokens
+    from ragmeter.data.trec_columns import line_tokens, split_tokens, uniform_tokens
 
     raw = np.frombuffer(text, dtype=np.uint8)
-    assert (_uniform_tokens(raw, 5) is not None) == uniform
-    fast, general = _line_tokens(text, 5), _split_tokens(np.frombuffer(text + bytes(64),
-                                                                       dtype=np.uint8), raw, 5)
+    assert (uniform_tokens(raw, 6) is not None) == uniform
+    padded = np.frombuffer(text + bytes(64), dtype=np.uint8)
+    fast, general = line_tokens(text, 6), split_tokens(padded, raw, 6)
     assert (fast is None) == (general is None)
     if fast is not None and general is not None:
         for a, b in zip(fast, general, strict=True):
@@ -192,7 +194,7 @@ def test_uniform_line_split_equals_general_split(text: bytes, uniform: bool) -> 
 
 
 def test_rank_blocks_of_one_depth_equal_the_per_query_walk() -> None:
-    from ragmeter.tiers.relevance import _query_blocks, rank_hits
+    from ragmeter.retrieval.relevance import _query_blocks, rank_hits
 
     rng = np.random.default_rng(4)
     for width, nq, budget in [(100, 1000, 4000), (7, 50, 3), (0, 5, 10), (30, 9, 64)]:
@@ -232,7 +234,7 @@ def _naive_ranks(qrels: dict, run: dict, ties: str) -> list[tuple[str, int, int]
 def test_run_read_in_slices_ranks_like_sorting_each_query(ties: str, chunk: int) -> None:
     from types import MappingProxyType
 
-    from ragmeter.tiers.relevance import positive_judgments, rows_from_run
+    from ragmeter.retrieval.relevance import positive_judgments, rows_from_run
 
     rng = np.random.default_rng(11)
     qrels: dict[str, dict[str, int]] = {}
@@ -259,7 +261,7 @@ def test_run_read_in_slices_ranks_like_sorting_each_query(ties: str, chunk: int)
 
 
 def test_run_read_in_slices_names_nan_scores() -> None:
-    from ragmeter.tiers.relevance import positive_judgments, rows_from_run
+    from ragmeter.retrieval.relevance import positive_judgments, rows_from_run
 
     qrels = {f"q{i}": {"a": 1} for i in range(50)}
     run = {f"q{i}": {"a": 0.5, "b": float("nan") if i in (3, 40) else 0.1} for i in range(50)}
@@ -274,7 +276,7 @@ def test_dense_chunks_shortcuts_equal_the_arrays_definitions(cap: int | None) ->
     from every cell (also past ``cap``): the grades equal those sorted per chunk, the rank
     equals the first non-zero column wherever that lies within the columns kept."""
     from ragmeter.metrics.retrieval import NO_RELEVANT, RankArrays
-    from ragmeter.tiers.ragged import RelRows
+    from ragmeter.retrieval.ragged import RelRows
 
     rng = np.random.default_rng(5)
     nq = 400
@@ -307,7 +309,7 @@ def test_dense_chunks_shortcuts_equal_the_arrays_definitions(cap: int | None) ->
 def test_mrr_beside_cutoff_metrics_reads_ranks_past_the_cutoff() -> None:
     """MRR over the full ranking needs only the first relevant rank: computed beside @3 metrics
     (arrays cut at 3 columns) it equals MRR alone and the reciprocal rank by definition."""
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
 
     rng = np.random.default_rng(8)
     qrels, run = {}, {}
@@ -328,7 +330,7 @@ def test_mrr_beside_cutoff_metrics_reads_ranks_past_the_cutoff() -> None:
 
 @pytest.mark.parametrize("extra", [{}, {"z": {"d": 0}}, {"z": {}}])
 def test_positive_judgments_leave_out_exactly_the_non_positive(extra: dict) -> None:
-    from ragmeter.tiers.relevance import positive_judgments
+    from ragmeter.retrieval.relevance import positive_judgments
 
     qrels = {"a": {"d1": 1, "d2": 2}, "b": {"d3": 1}} | extra
     judged = positive_judgments(qrels)

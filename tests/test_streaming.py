@@ -15,9 +15,9 @@ from ragmeter.data.loaders import iter_samples, load_samples
 from ragmeter.data.sample import Sample
 from ragmeter.data.trec import RunNotGrouped, iter_run_blocks, load_qrels, load_run
 from ragmeter.errors import DataError
-from ragmeter.tiers import ragged
-from ragmeter.tiers.relevance import rows_from_lists
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+from ragmeter.retrieval import ragged
+from ragmeter.retrieval.evaluate import evaluate_retrieval
+from ragmeter.retrieval.relevance import rows_from_lists
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = ["ndcg@10", "ndcg", "mrr", "mrr@3", "map", "map@5", "recall@10", "precision@5",
@@ -70,7 +70,7 @@ def test_one_huge_ranking_among_many_is_not_padded(tmp_path):
     code = textwrap.dedent("""
         import sys
         from ragmeter.data.sample import Sample
-        from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+        from ragmeter.retrieval.evaluate import evaluate_retrieval
         samples = [Sample(id=f"q{i}", retrieved_ids=[f"d{j}" for j in range(10)],
                           gold_chunk_ids=[f"d{i % 12}"]) for i in range(20000)]
         samples.append(Sample(id="big", retrieved_ids=[f"x{j}" for j in range(100000)],
@@ -87,22 +87,22 @@ def test_one_huge_ranking_among_many_is_not_padded(tmp_path):
     assert peak_mib < 600, f"peak RSS {peak_mib:.0f} MiB"  # padded: > 7 GB
 
 
-RUN = """\ufeff# a comment line
+RUN = """\ufeff
 q1 Q0 a 1 0.9 tag
-q1 Q0 b 2 0.8 tag extra columns
+q1\tQ0  b 2 0.8 tag
 q1 Q0 c 3 0.8 tag
 
-q2 Q0 a 1 0.5
+q2 Q0 a 1 0.5 t
 q2 Q0 d 2 0.7 t
 q3 Q0 z 1 1.0 t
-# another comment
+
 q4 Q0 a 1 0.25 t
 q4 Q0 b 2 0.25 t
 q4 Q0 c 3 0.25 t
 """
-# the same run without comments, byte-order mark, extra or missing columns
-RUN_CLEAN = "".join(" ".join(([*line.split(), "t"])[:6]) + "\n" for line in RUN.lstrip("\ufeff")
-                    .splitlines() if line.strip() and not line.startswith("#"))
+# the same run without byte-order mark, blank lines and odd separators
+RUN_CLEAN = "".join(" ".join(line.split()) + "\n" for line in RUN.lstrip("\ufeff")
+                    .splitlines() if line.strip())
 QRELS = "q1 0 b 1\nq1 0 c 2\nq2 0 d 3\nq2 0 x 1\nq4 0 c 1\nq4 0 a 2\nq5 0 a 1\nq6 0 a 0\n"
 
 
@@ -161,8 +161,30 @@ def test_streamed_run_reports_bad_lines_with_their_numbers(tmp_path):
     text = str(err.value)
     assert f"{run}:2 field 'score'" in text
     assert f"{run}:3 field 'docid': doc id 'a' repeated for query 'q1' (first on line 1)" in text
-    assert f"{run}:4: expected 5 columns" in text
+    assert f"{run}:4 field 'score': missing: expected 6 columns" in text
     assert f"{run}:5 field 'score'" in text
+
+
+#: what a run file must not hold: comments, a missing tag (a truncated line), a seventh column
+HOSTILE_RUN = ("# a comment line\nq1 Q0 a 1 0.9 tag\nq1 Q0 b 2 0.8 tag extra\nq1 Q0 c 3 0.8 tag\n"
+               "q2 Q0 a 1 0.5\nq2 Q0 d 2 0.7 t\n# another comment\nq4 Q0 a 1 0.25 t\n"
+               "q4 Q0 b 2 0.2")
+
+
+@pytest.mark.parametrize("block", [1, 5, 30, 1 << 20])
+def test_streamed_run_names_each_bad_line_once_at_any_block_size(tmp_path, block):
+    run = tmp_path / "run.txt"
+    run.write_text(HOSTILE_RUN, encoding="utf-8")
+    with pytest.raises(DataError) as loaded:
+        load_run(run)
+    want = [(1, None), (3, "tag"), (5, "tag"), (7, None), (9, "tag")]
+    assert [(p.line, p.field) for p in loaded.value.problems] == want
+    problems: list = []
+    groups = [q for b in iter_run_blocks(run, block_bytes=block, problems=problems)
+              for q in b.qids]
+    assert sorted((p.line, p.field or "") for p in problems) == \
+        sorted((line, f or "") for line, f in want)
+    assert groups == [b"q1", b"q2", b"q4"]
 
 
 def test_streamed_samples_equal_loaded_samples(tmp_path):

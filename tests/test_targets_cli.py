@@ -60,7 +60,7 @@ def test_generation_target_then_replay_is_identical_with_no_call(
         a["results"])
     assert "target:http" in a["results"]["rouge_l"]["signature"]
     assert "target_version:example-1" in a["results"]["rouge_l"]["signature"]
-    assert b["meta"]["target_calls"]["sent"] == 0 and b["meta"]["target_calls"]["recorded"]
+    assert b["meta"]["target_calls"]["sent"] == 0 and b["meta"]["target_calls"]["cached"]
 
 
 def test_generation_target_generate_entry_uses_gold_context(

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from ragmeter.calls.errors import CallError
 from ragmeter.errors import ConfigError
-from ragmeter.targets import TargetCallError, load_target, parse_target
+from ragmeter.targets import load_target, parse_target
 from ragmeter.targets.mapping import MISSING, IdRule, expand_env, extract, render
 from ragmeter.targets.reading import read_mapped, read_plain
 
@@ -90,9 +91,9 @@ def test_read_mapped_names_the_missing_path() -> None:
     rep = read_mapped(REPLY, {"answer": "data.answer", "doc_ids": "data.sources[*].url"},
                       "answer", "{}")
     assert rep.answer == "42" and rep.doc_ids == ["https://x/d/", "https://x/e"]
-    with pytest.raises(TargetCallError) as err:
+    with pytest.raises(CallError) as err:
         read_mapped(REPLY, {"answer": "data.reply"}, "answer", "{}")
-    assert err.value.reason == "target_unmapped" and "'data.reply'" in err.value.detail
+    assert err.value.reason == "unmapped" and "'data.reply'" in err.value.detail
 
 
 def test_read_plain_shapes() -> None:
@@ -106,7 +107,7 @@ def test_read_plain_shapes() -> None:
     assert (rep.answer, rep.contexts, rep.doc_ids) == ("yes", ["t1", "t2"], ["u1", "u2"])
     assert read_plain("just text", "answer", "").answer == "just text"
     assert read_plain(["a#0", "b#1"], "retrieve", "").context_ids == ["a#0", "b#1"]
-    with pytest.raises(TargetCallError, match="no answer"):
+    with pytest.raises(CallError, match="no answer"):
         read_plain({"contexts": ["x"]}, "answer", "")
 
 

@@ -119,4 +119,4 @@ def test_call_budget_stops_the_run_and_keeps_replies(ask_service: AskService,
                             store=tmp_path / "r.sqlite")
     out = resumed.answer([Sample(f"q{i}", f"вопрос {i}") for i in range(6)], k=2)
     assert all(x.response for x in out)
-    assert resumed.caller.counts.recorded == 3 and resumed.caller.counts.sent == 3
+    assert resumed.caller.counts.cached == 3 and resumed.caller.counts.sent == 3

@@ -41,7 +41,7 @@ def _with_gold(samples: list[Sample]) -> list[Sample]:
 
 def _metric_values(samples: list[Sample]) -> dict[str, list[float]]:
     from ragmeter.generation.evaluate import evaluate_generation
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
 
     out = {m.metric: m.values.tolist() for m in evaluate_retrieval(samples, metrics=RETRIEVAL)}
     gen = evaluate_generation(samples, metrics=["rouge_l", "bleu"])

@@ -12,10 +12,10 @@ import pytest
 from ragmeter.cli import app as cli
 from ragmeter.data import load_samples
 from ragmeter.data.sample import Sample
-from ragmeter.data.traces.hops import hop_results
 from ragmeter.data.traces.sampling import dedupe, normalise_question, select
 from ragmeter.errors import UsageError
-from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+from ragmeter.retrieval.evaluate import evaluate_retrieval
+from ragmeter.retrieval.hops import hop_results
 
 FIX = Path(__file__).parent / "fixtures" / "traces"
 GOLD = {"0af7651916cd43dd8448eb211c80319c": ["d1"], "1bf7651916cd43dd8448eb211c80319d": ["d2"],
@@ -102,7 +102,7 @@ def test_sample_size_from_a_target_ci_width() -> None:
 
 
 def test_two_systems_hops_are_paired_by_question() -> None:
-    from ragmeter.data.traces.hops import compare_hops
+    from ragmeter.retrieval.hops import compare_hops
 
     a = load_samples(FIX / "otlp_current.json").samples
     b = load_samples(FIX / "mlflow_traces.json").samples  # same questions, other trace ids
@@ -123,10 +123,10 @@ def test_two_systems_hops_are_paired_by_question() -> None:
 
 def test_hops_without_gold_get_a_judged_context_metric(monkeypatch: pytest.MonkeyPatch,
                                                        tmp_path: Path) -> None:
-    from ragmeter.data.traces.hops import hop_context_relevance
     from ragmeter.generation.evaluate import evaluate_generation
     from ragmeter.judges import JudgeConfig, make_judge
     from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
+    from ragmeter.retrieval.hops import hop_context_relevance
 
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path))
     seen: list[str] = []

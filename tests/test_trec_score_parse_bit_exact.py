@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ragmeter.data.trec import _parse_scores
+from ragmeter.data.trec_columns import parse_scores
 
 
 def test_score_tokens_parse_to_float_of_the_token_bit_for_bit() -> None:
@@ -17,9 +17,9 @@ def test_score_tokens_parse_to_float_of_the_token_bit_for_bit() -> None:
              zip((rng.random(3000) - 0.5) * 10.0 ** rng.integers(-3, 9, 3000),
                  rng.integers(0, 9, 3000), strict=True)]
     tokens = np.array(fixed + drawn)
-    got = _parse_scores(tokens)
+    got = parse_scores(tokens)
     want = np.array([float(t) for t in tokens.tolist()])
     assert np.array_equal(got.view(np.int64), want.view(np.int64))
     plain = np.array(drawn)  # the all-plain case takes the shortcut
-    assert np.array_equal(_parse_scores(plain).view(np.int64),
+    assert np.array_equal(parse_scores(plain).view(np.int64),
                           np.array([float(t) for t in drawn]).view(np.int64))

@@ -28,7 +28,7 @@ def test_russian_pages_have_no_english_statuses(tmp_path):
         for english in ("complete", "not run", "Runs", "Side by side", "Diff of two runs"):
             assert not re.search(rf"(?<![\w_-]){english}(?![\w_-])", words), (path, english)
     assert "завершён" in _text(got["/"][1])
-    assert "статус завершён" in _text(got["/run/r1"][1])
+    assert "статус: завершён" in _text(got["/run/r1"][1])
 
 
 def test_russian_gate_verdicts():

@@ -86,18 +86,25 @@ def test_a_corrupt_run_is_an_error_on_that_run_alone(store):
                     "rowid=(SELECT min(rowid) FROM rm_values WHERE run_id='r07' AND "
                     "details_json IS NOT NULL)")
         con.execute("UPDATE rm_runs SET config_json='{nope' WHERE id='r06'")
+        # a metric's values that cannot be read (three bytes: not a float64 per sample)
+        con.execute("UPDATE rm_metrics SET values_blob=x'616263' WHERE run_id='r04' AND "
+                    "rowid=(SELECT min(rowid) FROM rm_metrics WHERE run_id='r04')")
     from ragmeter.view import make_app
 
-    got = asyncio.run(_get(make_app(url), ["/", "/history", "/judges", "/run/r07", "/run/r05",
-                                           "/compare?run=r07&run=r05", "/diff?a=r05&b=r07"]))
+    got = asyncio.run(_get(make_app(url, lang="en"), [
+        "/", "/history", "/judges", "/run/r07", "/run/r05", "/compare?run=r07&run=r05",
+        "/diff?a=r05&b=r07", "/compare?run=r04&run=r05", "/diff?a=r05&b=r04", "/run/r04"]))
     assert got["/"][0] == 200 and "r07" in got["/"][1]  # the registry lists it
     assert got["/history"][0] == 200 and got["/judges"][0] == 200
     assert got["/run/r05"][0] == 200
-    status, text = got["/run/r07"]
+    status, text = got["/run/r07"]   # the run page reads the shown rows' details: its error
     assert status == 500 and "run r07 cannot be read" in text and "JSONDecodeError" in text
-    status, text = got["/compare?run=r07&run=r05"]
-    assert status == 200 and "data-corrupt" in text and "r07" in text  # the others shown
-    assert got["/diff?a=r05&b=r07"][0] == 500
+    # the compare page and the diff read aggregates and values, which r07 has intact
+    assert got["/compare?run=r07&run=r05"][0] == 200
+    assert got["/diff?a=r05&b=r07"][0] == 200
+    status, text = got["/compare?run=r04&run=r05"]
+    assert status == 200 and "data-corrupt" in text and "r04" in text  # the others shown
+    assert got["/diff?a=r05&b=r04"][0] == 500 and got["/run/r04"][0] == 500
 
 
 def test_registry_pages_and_columns_come_from_the_filtered_runs(tmp_path, monkeypatch):

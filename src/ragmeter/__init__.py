@@ -47,11 +47,11 @@ if TYPE_CHECKING:
         compare_metric,
         compare_results,
     )
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
     from ragmeter.runner.config import BenchConfig, load_config
     from ragmeter.runner.engine import run_benchmark
     from ragmeter.synth.pipeline import generate_testset
     from ragmeter.targets.evaluate import evaluate
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
 install_log_masking()
 
@@ -68,7 +68,7 @@ _LAZY: dict[str, str] = {
     "Signature": "ragmeter.results.records",
     "compare_metric": "ragmeter.results.records",
     "compare_results": "ragmeter.results.records",
-    "evaluate_retrieval": "ragmeter.tiers.retrieval_eval",
+    "evaluate_retrieval": "ragmeter.retrieval.evaluate",
     "evaluate_generation": "ragmeter.generation.evaluate",
     "run_benchmark": "ragmeter.runner.engine",
     "load_config": "ragmeter.runner.config",

@@ -207,7 +207,7 @@ class MaskingFilter(logging.Filter):
         return True
 
 
-_LOGGERS = ("ragmeter", "ragmeter.judges", "ragmeter.runner", "ragmeter.data")
+_LOGGERS = ("ragmeter", "ragmeter.calls", "ragmeter.judges", "ragmeter.runner", "ragmeter.data")
 
 
 def install_log_masking() -> None:

@@ -31,7 +31,7 @@ import typer
 from rich.markup import escape
 
 from ragmeter._version import __version__
-from ragmeter.cli import common, lazy, quick_params
+from ragmeter.cli import common, completion, lazy, quick_params
 from ragmeter.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -284,6 +284,11 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1")
+    if argv is None and os.environ.get(completion.COMPLETE_VAR):  # a Tab: from the table
+        text = completion.answer(os.environ, click_command)
+        if text is not None:
+            sys.stdout.write(text + ("\n" if text else ""))
+            return 0
     try:
         rv = command_for(args).main(args=args, prog_name="ragmeter", standalone_mode=False)
         return int(rv) if isinstance(rv, int) else 0

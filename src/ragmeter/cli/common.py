@@ -25,10 +25,11 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.segment import Segment
 
+from ragmeter.controls import escape_controls
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import UsageError, WorkFailedError
-from ragmeter.results.records import IMPLICIT_COUNT
 from ragmeter.secrets import mask
 
 _step_log = logging.getLogger("ragmeter.cli")
@@ -74,6 +75,9 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg,unused-ign
         self.stream = sys.stderr
         super().emit(record)
 
+    def format(self, record: logging.LogRecord) -> str:
+        return escape_controls(super().format(record))   # a file name or id may hold ESC
+
 
 _LOG_HANDLER: logging.Handler | None = None
 
@@ -105,7 +109,16 @@ def setup_logging(verbose: int) -> None:
 class PlainConsole(Console):
     """A console that never cuts a table's words when it does not write to a terminal: a table
     whose identifiers and headers do not fit is printed wider, so that none is cut with "…"
-    (piped output is read by programs and people scrolling, not by an 80-column window)."""
+    (piped output is read by programs and people scrolling, not by an 80-column window).
+
+    Control characters in what it prints (a sample's ``ESC [ 2 J``, a bidi override) are
+    written as visible escapes (:func:`ragmeter.controls.escape_controls`): only the console's
+    own styles and cursor moves reach the terminal as control sequences."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            seg if seg.control else Segment(escape_controls(seg.text), seg.style)
+            for seg in buffer)
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if not self.is_terminal and objects:
@@ -208,6 +221,8 @@ def check_scored(results: Iterable[Any], max_unscored: float | None = None) -> l
     fraction above it, samples the metric does not apply to left out. Returns warning lines
     for partial unscoring (exit stays 0).
     """
+    from ragmeter.results.records import IMPLICIT_COUNT
+
     failures: list[str] = []
     warnings: list[str] = []
     for r in results:
@@ -378,9 +393,16 @@ def check_judge_reachable(cfg: Any) -> None:
 
 class PlainProgress:
     """Periodic plain progress lines on stderr when it is not a terminal (CI logs), where a live
-    progress bar would print nothing until the end. Feed it the runner's ``hook`` events."""
+    progress bar would print nothing until the end. Feed it the runner's ``hook`` events.
+
+    While a tier runs, a line comes at least every ``interval_s`` (at most 30 s) even when no
+    batch finishes — a slow local judge on one sample says it is still working."""
+
+    #: the longest silence while a tier runs, seconds
+    HEARTBEAT_MAX_S = 30.0
 
     def __init__(self, console: Console | None = None, interval_s: float | None = None):
+        import threading
         import time
 
         self.console = console or err_console()
@@ -390,6 +412,25 @@ class PlainProgress:
         self._last = 0.0
         self.done: dict[str, int] = {}
         self.total: dict[str, int] = {}
+        self._running: dict[str, float] = {}   # tier -> when it started
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def _heartbeat(self) -> None:
+        every = min(self.interval_s, self.HEARTBEAT_MAX_S)
+        while not self._stop.wait(min(1.0, max(every / 4, 0.01))):
+            with self._lock:
+                running = dict(self._running)
+                due = running and self._clock() - self._last >= every
+            if due:
+                tier, since = next(reversed(running.items()))
+                self._line(tier, f" · still working ({self._clock() - since:.0f} s in this "
+                                 "tier)")
+
+    def close(self) -> None:
+        """Stop the heartbeat (at the end of the run)."""
+        self._stop.set()
 
     @staticmethod
     def wanted() -> bool:
@@ -405,14 +446,25 @@ class PlainProgress:
         self._last = self._clock()
 
     def hook(self, tier: str, event: str, info: Mapping[str, Any]) -> None:
+        import threading
+
         if event == "start":
             self.total[tier] = int(info.get("total", 1) or 1)
             self.done[tier] = int(info.get("done", 0) or 0)
+            with self._lock:
+                self._running[tier] = self._clock()
             self._line(tier, " started")
+            if self._beat is None:
+                self._beat = threading.Thread(target=self._heartbeat, daemon=True,
+                                              name="ragmeter-progress")
+                self._beat.start()
         elif event == "advance":
             self.done[tier] = self.done.get(tier, 0) + int(info.get("n", 1) or 1)
             if self._clock() - self._last >= self.interval_s:
                 self._line(tier)
+        elif event in ("end", "skipped_done"):
+            with self._lock:
+                self._running.pop(tier, None)
 
 
 @contextlib.contextmanager

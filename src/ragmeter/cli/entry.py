@@ -36,7 +36,18 @@ def single_blas_thread(argv: Sequence[str], environ: dict[str, str] | None = Non
 
 
 def main() -> None:
-    """Console-script entry point (``ragmeter``): settings first, then the command line."""
+    """Console-script entry point (``ragmeter``): settings first, then the command line; a
+    shell's Tab is answered from the completion table without loading the command line."""
+    from ragmeter.cli import completion
+
+    if os.environ.get(completion.COMPLETE_VAR):
+        def build() -> object:
+            from ragmeter.cli.app import click_command
+            return click_command()
+        text = completion.answer(os.environ, build)
+        if text is not None:
+            sys.stdout.write(text + ("\n" if text else ""))
+            sys.exit(0)
     if "numpy" not in sys.modules:
         single_blas_thread(sys.argv[1:])
     from ragmeter.cli.app import main as run_cli

@@ -27,7 +27,8 @@ def _check_fraction(value: float | None) -> float | None:
 MaxLostOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045 - typer needs Optional
     "--max-lost", callback=_check_fraction,
     help="Fail (exit 3) when a metric lost more than this share (0-1) of its values to "
-         "backend or parse errors (timeouts, 5xx, unparseable replies); reasons that are "
+         "backend or parse errors (timeouts, 5xx, unparseable replies, a target's lost "
+         "replies); reasons that are "
          "properties of the data (no reference, no gold) do not count. 1 = never fail. "
          f"Default: {_DEFAULT_SHOWN}.")]
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from ragmeter.cost.tokens import money, request_tokens
 from ragmeter.judges.base import JudgeReply, JudgeRequest
+from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
 
 #: output tokens assumed for a request before its reply says how many it took
 EXPECTED_REPLY_TOKENS = 40
@@ -221,7 +222,7 @@ def gating(engines: Sequence[Any], budget: Budget) -> Iterator[None]:
 def gated_engines(judge: Any) -> list[Any] | None:
     """The engines below ``judge`` (a wrapper's, a :class:`MultiJudge`'s judges too), or
     ``None`` when some judge below has no engine send gate to take a budget."""
-    from ragmeter.judges.engine import EngineJudge
+    from ragmeter.judges.llm_judge import EngineJudge
     from ragmeter.judges.multi import MultiJudge
 
     if isinstance(judge, BudgetJudge):
@@ -346,6 +347,9 @@ def budgeted(judge: Any, budget: Budget | None = None) -> Any:
         return judge
     return BudgetJudge(judge, b)
 
+
+# make_judge puts every judge it builds behind the active budget (judges never import cost)
+WRAPPERS.register("budget", JudgeWrapper(order=20, wrap=lambda judge, config: budgeted(judge)))
 
 __all__ = ["EXPECTED_REPLY_TOKENS", "Budget", "BudgetExhausted", "BudgetJudge", "BudgetRefused",
            "PricedGate",

@@ -12,7 +12,7 @@ concurrency. Output tokens are the size of a minimal valid reply plus a one-sent
 where the schema has one (``TEXT_REPLY_TOKENS`` for free-text replies such as generated
 answers); the upper bound is ``max_tokens`` per call.
 
-Each planned call records its *round* (:func:`ragmeter.judges.engine.judge_round`): 1 for calls
+Each planned call records its *round* (:func:`ragmeter.judges.llm_judge.judge_round`): 1 for calls
 that need no earlier reply, 2 for those made from round 1's replies (claim verification after
 claim splitting), ... — the number of batch files written one after the other when the run is
 judged through a batch API (``--judge-batch``). The estimate prices those calls at the batch
@@ -38,6 +38,7 @@ from ragmeter.cost.tokens import (
     request_tokens,
 )
 from ragmeter.judges.base import JudgeReply, JudgeRequest
+from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
 
 #: seconds per call = base + tokens_out / rate (+ tokens_in / prefill for local models)
 LATENCY_MODEL: dict[str, dict[str, float]] = {
@@ -157,7 +158,7 @@ class EstimatingJudge:
         if self._cache is not None and self._is_cached(req):
             self.cached += 1
             return JudgeReply(data=data, raw=text, model=self.model, cached=True)
-        from ragmeter.judges.engine import judge_round
+        from ragmeter.judges.llm_judge import judge_round
 
         self.calls.append(PlannedCall(req.prompt_version, req.metric, request_tokens(req),
                                       t_out, max_tokens, judge_round()))
@@ -265,6 +266,9 @@ def planned_judge(config: Any) -> Any | None:
     judges.append(j)
     return j
 
+
+# make_judge asks it first: inside estimate_scope it builds nothing (judges never import cost)
+WRAPPERS.register("estimate", JudgeWrapper(order=0, instead=planned_judge))
 
 __all__ = ["LATENCY_MODEL", "Estimate", "EstimatingJudge", "PlannedCall", "estimate_requests",
            "estimate_scope", "planned_judge", "summarise"]

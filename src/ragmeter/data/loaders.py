@@ -32,7 +32,7 @@ from ragmeter.data.formats import (
     plain_value,
 )
 from ragmeter.data.history_refs import HistoryLinks
-from ragmeter.data.reading import Table, parse_json_line, read_table
+from ragmeter.data.reading import ARRAY_KEYS, Table, parse_json_line, read_table
 from ragmeter.data.records import record_to_sample
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -402,9 +402,12 @@ def _sniff_container(path: Path) -> str:
                 if raw[:1] != b"{":
                     return "other"
                 try:
-                    json.loads(raw)
+                    first = json.loads(raw)
                 except (ValueError, RecursionError):
                     return "other"
+                if isinstance(first, dict) and any(isinstance(first.get(k), list)
+                                                   for k in ARRAY_KEYS):
+                    return "other"   # {"samples": [...]} on one line: read whole, unwrapped
                 return "jsonl"
     except FileNotFoundError:
         raise DataError(RecordProblem(str(path), None, None, "file not found")) from None

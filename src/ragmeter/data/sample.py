@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+#: the question types ragmeter's own sets use; a sample's ``type`` may be any label (a slice:
+#: ``multi_hop``, ``comparison``, ...) — only ``negative`` changes how a sample is scored
 QUESTION_TYPES = ("definition", "fact", "negative")
 
 
@@ -18,7 +20,8 @@ class Sample:
 
     ``gold_grades`` optionally maps a gold id to a graded relevance (default grade 1).
     ``retrieved_scores`` are the retriever's scores, aligned with ``retrieved_ids``.
-    A ``type`` of ``"negative"`` marks a question whose answer is not in the corpus.
+    ``type`` is any label (results can be sliced by it); ``"negative"`` marks a question
+    whose answer is not in the corpus.
     ``history`` holds the earlier turns of a conversation, oldest first, as
     ``{"role": "user" | "assistant", "content": text}``; ``user_input`` is the current turn.
     """

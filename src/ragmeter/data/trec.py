@@ -6,10 +6,13 @@
   The ``rank`` column is ignored (as trec_eval does): ranking comes from scores and the tie policy.
 
 The format is detected from the content: the first non-blank character ``{`` → JSON; a header
-``query-id corpus-id score`` → BEIR qrels TSV (``qid docid rel``). As trec_eval 10 reads them,
-lines starting with ``#`` are comments and columns after the last one used are ignored. A UTF-8
-byte-order mark is dropped everywhere. A doc id given twice for the same query is an error naming
-both lines.
+``query-id corpus-id score`` → BEIR qrels TSV (``qid docid rel``). Every data line has exactly
+its format's columns (qrels 4, run 6, BEIR qrels 3): a line with fewer (a truncated file, a
+missing tag) or more (a space inside an id shifts every column after it, so the "score" read
+would be another column's) is an error naming the file, the line and the column, as is a
+``#`` comment line (neither format has comments; a commented-out line is not silently
+dropped). Blank lines are skipped; a UTF-8 byte-order mark is dropped everywhere. A doc id
+given twice for the same query is an error naming both lines.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import numpy as np
 
 from ragmeter.data import jsontext
 from ragmeter.data.grades import MAX_GRADE, grade_problem
+from ragmeter.data.trec_columns import column, line_tokens, parse_grades, parse_scores
 from ragmeter.errors import DataError, RecordProblem
 
 Qrels = dict[str, dict[str, int]]
@@ -47,25 +51,48 @@ def _read(path: str | Path) -> str:
 BEIR_HEADER = ("query-id", "corpus-id", "score")
 #: relevance grades are stored as 32-bit integers downstream
 GRADE_LIMIT = 2**31
+#: the columns of each TREC layout, in order
+QRELS_COLUMNS = ("qid", "iter", "docid", "rel")
+RUN_COLUMNS = ("qid", "Q0", "docid", "rank", "score", "tag")
+
+
+def line_problem(parts: list[bytes] | list[str], columns: tuple[str, ...], source: str,
+                 lineno: int, kind: str) -> RecordProblem | None:
+    """The problem of a non-blank line's columns (``parts``: its ``split()``), or None: a ``#``
+    comment line, or a count other than ``len(columns)``."""
+    first = parts[0]
+    if first[:1] in ("#", b"#"):
+        return RecordProblem(source, lineno, None, f"a '#' comment line: {kind} files hold data "
+                             f"lines only ('{' '.join(columns)}'); delete the line")
+    n, want = len(parts), len(columns)
+    if n == want:
+        return None
+    layout = " ".join(columns)
+    if n < want:
+        return RecordProblem(source, lineno, columns[n], f"missing: expected {want} columns "
+                             f"'{layout}', got {n} (a truncated line?)")
+    return RecordProblem(source, lineno, columns[-1], f"expected {want} columns '{layout}', got "
+                         f"{n}: more after '{columns[-1]}' (a space inside an id shifts the "
+                         "columns after it; or another layout)")
 
 
 def _parse_trec(text: str, source: str, kind: Literal["qrels", "run"]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     first_line: dict[tuple[str, str], int] = {}
     problems: list[RecordProblem] = []
-    ncols = 4 if kind == "qrels" else 5
-    layout = "qid iter docid rel" if kind == "qrels" else "qid Q0 docid rank score [tag]"
+    columns: tuple[str, ...] = QRELS_COLUMNS if kind == "qrels" else RUN_COLUMNS
     beir = False
     for lineno, line in enumerate(text.split("\n"), start=1):
         parts = line.split()
-        if not parts or parts[0].startswith("#"):
+        if not parts:
             continue
-        if not beir and kind == "qrels" and tuple(p.lower() for p in parts[:3]) == BEIR_HEADER:
-            beir, ncols, layout = True, 3, "query-id corpus-id score"
+        if not beir and kind == "qrels" and tuple(p.lower() for p in parts[:3]) == BEIR_HEADER \
+                and not first_line and not problems:
+            beir, columns = True, BEIR_HEADER
             continue
-        if len(parts) < ncols:
-            problems.append(RecordProblem(source, lineno, None,
-                                          f"expected {ncols} columns '{layout}', got {len(parts)}"))
+        bad = line_problem(parts, columns, source, lineno, kind)
+        if bad is not None:
+            problems.append(bad)
             continue
         if beir:
             qid, docid, raw = parts[0], parts[1], parts[2]
@@ -221,7 +248,6 @@ def save_run(run: Mapping[str, Mapping[str, float]], path: str | Path, *,
 RUN_BLOCK_BYTES = 8 * 1024 * 1024
 #: Longest query or document id accepted in a streamed run, in bytes (longer: an input error).
 MAX_ID_BYTES = 1024
-_FAST_ID_BYTES = 64  # ids up to this long take the vectorised parse
 
 
 class RunNotGrouped(Exception):
@@ -245,154 +271,6 @@ class RunBlock:
     lines: np.ndarray
 
 
-def _gather(raw: np.ndarray, start: np.ndarray, end: np.ndarray, width: int) -> np.ndarray:
-    """Tokens ``raw[start:end]`` zero padded to ``width`` rounded up to 8-byte words: one
-    unaligned read per word and token (a 1-byte-strided ``uint64`` view), masked past the end."""
-    words = max(1, -(-width // 8))
-    if not start.size:
-        return np.zeros(0, dtype=f"S{8 * words}")
-    if int(start.max()) + 8 * words > raw.size:  # callers pad; this keeps it correct without
-        raw = np.concatenate([raw, np.zeros(8 * words, dtype=np.uint8)])
-    as_words = np.ndarray((raw.size - 7,), dtype="<u8", buffer=raw, strides=(1,))
-    lens = end - start
-    out = np.empty((start.size, words), dtype="<u8")
-    for w in range(words):
-        left = np.clip(lens - 8 * w, 0, 8).astype(np.uint64) * np.uint64(8)  # bits to keep
-        keep = np.where(left == 64, np.uint64(2**64 - 1),
-                        (np.uint64(1) << (left & np.uint64(63))) - np.uint64(1))
-        np.bitwise_and(as_words[start + 8 * w], keep, out=out[:, w])
-    return out.view(f"S{8 * words}").ravel()
-
-
-def _byte_columns(tokens: np.ndarray) -> np.ndarray:
-    """``(width, n)`` byte columns of fixed-width tokens, all-zero trailing columns dropped."""
-    n, width = tokens.size, tokens.dtype.itemsize
-    mat = tokens.view(np.uint8).reshape(n, width)
-    used = np.flatnonzero(mat.any(axis=0))
-    return np.ascontiguousarray(mat[:, :int(used[-1]) + 1 if used.size else 1].T)
-
-
-_POW10 = 10.0 ** np.arange(23)  # exact in float64
-
-
-def _parse_scores(tokens: np.ndarray) -> np.ndarray:
-    """Fixed-width score tokens as float64, equal to ``float(token)``.
-
-    Plain decimals (``-12.345``, ``7``, ``.5``; at most 15 digits) are read with array
-    arithmetic, a column at a time: the digits form an exact integer mantissa and one division
-    by an exact power of ten is correctly rounded, exactly what ``strtod`` returns. Other tokens
-    (exponents, ``inf``, ``+``, long mantissas) go through NumPy's string conversion, which
-    raises ``ValueError`` on a token that is not a number.
-    """
-    n = tokens.size
-    cols = _byte_columns(tokens)  # uint8: every counter but the mantissa is one byte wide
-    mant = np.zeros(n, dtype=np.int64)
-    n_digits = np.zeros(n, dtype=np.uint8)
-    frac = np.zeros(n, dtype=np.uint8)
-    dots = np.zeros(n, dtype=np.uint8)
-    bad = np.zeros(n, dtype=bool)
-    neg = cols[0] == 45  # '-'
-    for j, c in enumerate(cols):
-        d = c - np.uint8(48)  # wraps below '0': a digit is d < 10
-        digit = (d < 10).view(np.uint8)  # 0 or 1
-        mant *= digit * np.uint8(9) + np.uint8(1)  # a digit shifts the mantissa, else × 1
-        mant += d * digit
-        n_digits += digit
-        frac += digit & (dots > 0)
-        dot = c == 46
-        dots += dot
-        other = ~(digit.view(bool) | dot | (c == 0))
-        if j == 0:
-            other &= ~neg
-        bad |= other
-    plain = ~bad & (dots <= 1) & (n_digits > 0) & (n_digits <= 15)
-    if bool(plain.all()):
-        val = mant.astype(np.float64) / _POW10[frac]
-        return np.where(neg, -val, val)
-    out = np.empty(n, dtype=np.float64)
-    val = mant[plain].astype(np.float64) / _POW10[frac[plain]]
-    out[plain] = np.where(neg[plain], -val, val)
-    out[~plain] = tokens[~plain].astype(np.float64)
-    return out
-
-
-#: what ``bytes.split()`` splits on: ASCII whitespace (9–13 and the space)
-_SPACE = np.zeros(256, dtype=bool)
-_SPACE[[9, 10, 11, 12, 13, 32]] = True
-
-
-_Tokens = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def _uniform_tokens(raw: np.ndarray, min_cols: int
-                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(token starts, token ends, first token of each line, lines)`` when every line has the
-    same number (≥ ``min_cols``) of tokens split by single spaces, ends with a newline and is no
-    ``#`` comment (what programs write; then exactly ``bytes.split()``); else None."""
-    if not raw.size or raw[-1] != 10:
-        return None
-    sep = np.flatnonzero(raw <= 32)  # every separator candidate, control bytes included
-    first_nl = np.flatnonzero(raw[sep[:256]] == 10)  # the first line's end, found early
-    k = int(first_nl[0] if first_nl.size else np.argmax(raw[sep] == 10)) + 1  # tokens a line
-    if k < min_cols or sep.size % k:
-        return None
-    kinds = raw[sep].reshape(-1, k)
-    if not (bool(np.all(kinds[:, -1] == 10)) and bool(np.all(kinds[:, :-1] == 32))):
-        return None
-    starts = np.empty_like(sep)  # a token starts after the previous separator
-    starts[0] = 0
-    np.add(sep[:-1], 1, out=starts[1:])
-    if bool(np.any(sep <= starts)) or bool(np.any(raw[starts[::k]] == 35)):  # empty, '#'
-        return None
-    n = sep.size // k
-    return starts, sep, np.arange(0, n * k, k), np.arange(n)
-
-
-def _line_tokens(chunk: bytes, min_cols: int) -> _Tokens | None:
-    """``(padded bytes, token starts, token ends, first token of each data line, data lines)``
-    of ``chunk``, split as ``bytes.split()`` splits each line; blank lines and ``#`` comment
-    lines are not data lines. None when a data line has fewer than ``min_cols`` tokens."""
-    padded = np.frombuffer(chunk + bytes(_FAST_ID_BYTES), dtype=np.uint8)  # room to gather
-    raw = padded[:len(chunk)]
-    uniform = _uniform_tokens(raw, min_cols)
-    if uniform is not None:
-        return (padded, *uniform)
-    return _split_tokens(padded, raw, min_cols)
-
-
-def _split_tokens(padded: np.ndarray, raw: np.ndarray, min_cols: int) -> _Tokens | None:
-    """:func:`_line_tokens` for any text: every byte classified (the general path)."""
-    space = _SPACE[raw]  # what bytes.split() splits on
-    begin = ~space
-    begin[1:] &= space[:-1]
-    ts = np.flatnonzero(begin)
-    del begin
-    finish = ~space
-    finish[:-1] &= space[1:]
-    te = np.flatnonzero(finish) + 1
-    del finish, space
-    none = np.zeros(0, dtype=np.int64)
-    if not ts.size:
-        return padded, ts, te, none, none
-    newlines = np.flatnonzero(raw == 10)
-    first = np.searchsorted(ts, np.concatenate(([0], newlines[:-1])))  # first token of a line
-    counts = np.diff(np.append(first, ts.size))
-    used = counts > 0
-    used[used] &= raw[ts[first[used]]] != ord("#")
-    data = np.flatnonzero(used)
-    if bool(np.any(counts[data] < min_cols)):
-        return None
-    return padded, ts, te, first[data], data
-
-
-def _column(tokens: _Tokens, col: int) -> np.ndarray | None:
-    """Column ``col`` of every data line as fixed-width bytes (None: a token is too long)."""
-    padded, ts, te, f, _ = tokens
-    start, end = ts[f + col], te[f + col]
-    width = int((end - start).max()) if start.size else 1
-    return None if width > _FAST_ID_BYTES else _gather(padded, start, end, max(width, 1))
-
-
 _Columns = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
@@ -400,21 +278,21 @@ def _vector_columns(chunk: bytes, first_line: int) -> _Columns | None:
     """``(qids, docs, scores, lines, line starts)`` of ``chunk`` parsed with array operations
     (line starts: the byte offset of each line in ``chunk``).
 
-    None when a line needs the line-by-line path: fewer than 5 columns, a bad score, an id
-    longer than the vectorised width. Blank lines and ``#`` comment lines are skipped here.
+    None when a line needs the line-by-line path: not 6 columns, a ``#`` comment, a bad score,
+    an id longer than the vectorised width. Blank lines are skipped here.
     """
-    tokens = _line_tokens(chunk, 5)
+    tokens = line_tokens(chunk, len(RUN_COLUMNS))
     if tokens is None:
         return None
     data = tokens[4]
     if not data.size:
         none = np.zeros(0, np.int64)
         return np.zeros(0, "S1"), np.zeros(0, "S1"), np.zeros(0), none, none
-    qids, docs, raw_scores = _column(tokens, 0), _column(tokens, 2), _column(tokens, 4)
+    qids, docs, raw_scores = column(tokens, 0), column(tokens, 2), column(tokens, 4)
     if qids is None or docs is None or raw_scores is None:
         return None
     try:
-        scores = _parse_scores(raw_scores)
+        scores = parse_scores(raw_scores)
     except ValueError:
         return None
     if bool(np.isnan(scores).any()):
@@ -422,39 +300,21 @@ def _vector_columns(chunk: bytes, first_line: int) -> _Columns | None:
     return qids, docs, scores, data.astype(np.int64) + first_line, tokens[1][tokens[3]]
 
 
-def _parse_grades(tokens: np.ndarray) -> np.ndarray | None:
-    """Integer grade tokens (``-?[0-9]{1,10}``) as int64, or None when one is anything else."""
-    n = tokens.size
-    cols = _byte_columns(tokens)
-    value = np.zeros(n, dtype=np.int64)
-    n_digits = np.zeros(n, dtype=np.int64)
-    neg = cols[0] == 45
-    ok = np.ones(n, dtype=bool)
-    for j, c in enumerate(cols):
-        digit = (c >= 48) & (c <= 57)
-        value = np.where(digit, value * 10 + (c - 48), value)
-        n_digits += digit
-        ok &= digit | (c == 0) | ((c == 45) & (j == 0))
-    if not bool(np.all(ok & (n_digits >= 1) & (n_digits <= 10))):
-        return None
-    return np.where(neg, -value, value)
-
-
 def _fast_qrels(text: str) -> Qrels | None:
     """TREC qrels ``qid iter docid rel`` parsed with array operations; None when any line needs
-    the line-by-line parser (its messages): a BEIR header, a short line, a non-integer or
-    out-of-range grade, a long id, a doc id repeated for a query."""
+    the line-by-line parser (its messages): a BEIR header, a comment, a line not of 4 columns,
+    a non-integer or out-of-range grade, a long id, a doc id repeated for a query."""
     if "\x00" in text or "-id" in text.lower():
         return None
-    tokens = _line_tokens(text.encode("utf-8"), 4)
+    tokens = line_tokens(text.encode("utf-8"), len(QRELS_COLUMNS))
     if tokens is None:
         return None
     if not tokens[4].size:
         return {}
-    qids, docs, rels = _column(tokens, 0), _column(tokens, 2), _column(tokens, 3)
+    qids, docs, rels = column(tokens, 0), column(tokens, 2), column(tokens, 3)
     if qids is None or docs is None or rels is None:
         return None
-    grades = _parse_grades(rels)
+    grades = parse_grades(rels)
     if grades is None or bool(np.any((grades > MAX_GRADE) | (grades < -MAX_GRADE - 1))):
         return None
     q_list = [q.decode("utf-8") for q in qids.tolist()]
@@ -471,7 +331,8 @@ def _fast_qrels(text: str) -> Qrels | None:
 
 def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[RecordProblem]
                   ) -> _Columns:
-    """Line by line: comments (``#``), blank lines, trailing columns; bad lines → ``problems``."""
+    """Line by line: blank lines skipped; comments, lines not of 6 columns and bad scores →
+    ``problems``."""
     qids: list[bytes] = []
     docs: list[bytes] = []
     scores: list[float] = []
@@ -481,11 +342,11 @@ def _slow_columns(chunk: bytes, first_line: int, source: str, problems: list[Rec
     for lineno, line in enumerate(chunk.split(b"\n"), start=first_line):
         at, offset = offset, offset + len(line) + 1
         parts = line.split()
-        if not parts or parts[0].startswith(b"#"):
+        if not parts:
             continue
-        if len(parts) < 5:
-            problems.append(RecordProblem(source, lineno, None, "expected 5 columns 'qid Q0 docid "
-                                          f"rank score [tag]', got {len(parts)}"))
+        bad = line_problem(parts, RUN_COLUMNS, source, lineno, "run")
+        if bad is not None:
+            problems.append(bad)
             continue
         if len(parts[0]) > MAX_ID_BYTES or len(parts[2]) > MAX_ID_BYTES:
             problems.append(RecordProblem(source, lineno, "docid" if len(parts[0]) <= MAX_ID_BYTES
@@ -529,8 +390,8 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
     """Stream a TREC run file as blocks of complete query groups, ``block_bytes`` read at a time
     (default :data:`RUN_BLOCK_BYTES`).
 
-    Accepts what :func:`load_run` accepts in TREC form (``#`` comment lines, blank lines, columns
-    after the score, a UTF-8 byte-order mark). Bad lines are appended to ``problems`` (the caller
+    Accepts what :func:`load_run` accepts in TREC form (6 columns a line, blank lines, a UTF-8
+    byte-order mark). Bad lines are appended to ``problems`` (the caller
     raises them; with no list given they raise a :class:`DataError` at the end) and skipped.
     Raises :class:`RunNotGrouped` as soon as a query's lines turn out not to be consecutive.
     Memory stays bounded by a block (plus the longest query).
@@ -569,6 +430,7 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
             chunk, carry = buf[:cut], buf[cut:]
             _check_text(chunk, source, line_base)
             parsed = _vector_columns(chunk, line_base)
+            before = len(found)
             if parsed is None:
                 parsed = _slow_columns(chunk, line_base, source, found)
             qids, docs, scores, lines, offsets = parsed
@@ -579,9 +441,12 @@ def iter_run_blocks(path: str | Path, *, block_bytes: int | None = None,
             if not eof:  # the last group may go on in the next block: read it again there
                 last = int(starts[-1])
                 if last == 0:
+                    del found[before:]   # found again when the lines are read again
                     carry = chunk + carry
                     continue
-                back = int(lines[last]) - line_base
+                again = int(lines[last])
+                found[before:] = [p for p in found[before:] if (p.line or 0) < again]
+                back = again - line_base
                 carry = chunk[int(offsets[last]):] + carry
                 line_base += back
                 qids, docs, scores, lines = qids[:last], docs[:last], scores[:last], lines[:last]

@@ -115,6 +115,7 @@ def _extra_steps(result: DemoOutput, out: Path, limit: int | None) -> None:
 def _retriever_comparison(cfg: BenchConfig, out: Path, limit: int | None) -> list[Path]:
     """Retriever comparison: bm25 / dense / hybrid at k = 5, 10, 20 — table with CIs, charts."""
     from ragmeter.data.evalset import load_evalset
+    from ragmeter.reports.charts import retriever_charts
     from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
     from ragmeter.retrieval.corpus import load_corpus
     from ragmeter.tiers.compare_retrievers import compare_retrievers
@@ -129,7 +130,7 @@ def _retriever_comparison(cfg: BenchConfig, out: Path, limit: int | None) -> lis
                              overlap_chars=params.overlap_chars)
     comparison = compare_retrievers(["bm25", "dense", "hybrid"], samples, chunks,
                                     ks=(5, 10, 20), seed=cfg.seed, chunking=params)
-    return [Path(p) for p in comparison.write(out)]
+    return [Path(p) for p in comparison.write(out) + retriever_charts(comparison, out)]
 
 
 def _tier_charts(stored: Any, out: Path) -> list[Path]:

@@ -52,6 +52,8 @@ def target_config(url: str, data: Path, out: Path, *, limit: int | None) -> Any:
         "run_dir": str((out / "runs").resolve()),
         "datasets": [{"name": "evalset", "path": str(data / "evalset.jsonl"),
                       "format": "evalset"}],
+        # the gold chunks' texts for Tier 2 (the evalset has chunk ids, not the texts)
+        "corpus": {"path": str(data / "corpus.jsonl")},
         "target": {"kind": "http", "name": "example-service", "url": url + "/answer",
                    "version_header": "X-RAG-Version",
                    "entries": {"retrieve": {"url": url + "/retrieve"},

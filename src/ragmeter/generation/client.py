@@ -1,6 +1,6 @@
 """Generator client: produce answers with an OpenAI-compatible chat endpoint.
 
-Every generation is a text-mode request (:data:`~ragmeter.judges.engine.TEXT_SCHEMA`) on the
+Every generation is a text-mode request (:data:`~ragmeter.judges.llm_judge.TEXT_SCHEMA`) on the
 judge engine, so it gets the engine's adaptive concurrency, ``Retry-After`` handling, retries
 within a budget, cache, and token/cost accounting (a runner's counting wrapper sees it like
 any judge call). A failed generation never raises: the answer is ``None`` and its reason is
@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragmeter.calls.retry import RetryPolicy
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import JudgeReply, JudgeRequest
-from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.engine import TEXT_SCHEMA
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.llm_judge import TEXT_SCHEMA
 from ragmeter.judges.prompts import fence, fence_many
 from ragmeter.text import detect_language
 
@@ -113,7 +114,7 @@ class GeneratorClient:
                  judge: Any | None = None):
         self.config = config
         if judge is None:
-            from ragmeter.judges.engine import EngineJudge
+            from ragmeter.judges.llm_judge import EngineJudge
 
             jcfg = config.judge_config().with_(no_cache=True)
             if backend is None:

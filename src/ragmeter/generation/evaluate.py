@@ -10,7 +10,7 @@ from typing import Any
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MissingExtraError
 from ragmeter.generation.context import GenerationContext
-from ragmeter.metrics.judged.rows import ROWS as JUDGED_ROWS
+from ragmeter.metrics.judged.rows import JUDGED_DEFAULT
 from ragmeter.metrics.registry import Metric, parse_metric
 from ragmeter.results.records import EvalResult
 from ragmeter.stats import DEFAULT_SEED
@@ -20,9 +20,6 @@ _log = logging.getLogger("ragmeter.generation")
 
 #: A sensible default set: every metric that needs no judge.
 DEFAULT_METRICS = ("rouge_1", "rouge_2", "rouge_l", "bleu", "semantic_similarity")
-#: The full judged set, one per row of :mod:`ragmeter.metrics.judged.rows` (≤ 4 judge calls per
-#: sample together).
-JUDGED_DEFAULT = tuple(row.name for row in JUDGED_ROWS)
 GENERATION_FAMILIES = ("lexical", "semantic", "judged", "context_ids", "refusal", "citations")
 #: metrics that embed text; their ``model`` parameter names the embedder (an optional extra)
 EMBEDDING_METRICS = ("semantic_similarity", "answer_correctness")
@@ -125,9 +122,12 @@ def _parse(metrics: Sequence[str | Metric] | None, with_judge: bool,
     :data:`JUDGED_DEFAULT` with a judge); any other family is a :class:`ConfigError`."""
     if metrics is None:
         metrics = [*DEFAULT_METRICS, *(JUDGED_DEFAULT if with_judge else ())]
-    if isinstance(embedder, str):
-        # a bare "semantic_similarity" names no model: use the one asked for
-        metrics = [f"semantic_similarity(model={embedder})"
+    default = embedder if isinstance(embedder, str) else getattr(embedder, "default_model",
+                                                                  None)
+    if isinstance(default, str):
+        # a bare "semantic_similarity" names no model: use the one asked for (a factory's
+        # default_model)
+        metrics = [f"semantic_similarity(model={default})"
                    if isinstance(m, str) and m.strip() == "semantic_similarity" else m
                    for m in metrics]
     parsed = [parse_metric(m) for m in metrics]

@@ -289,18 +289,24 @@ def card_from_values(judge_values: Mapping[str, Mapping[str, float | None]], lab
 
 def compare_cards(cards: Sequence[JudgeCard], stat: str = "kappa") -> list[dict[str, Any]]:
     """Judges side by side: per metric, each judge's ``stat`` with CI, ranked best first
-    (lowest first for ``mae``; by absolute value for ``bias``)."""
+    (lowest first for ``mae``; by absolute value for ``bias``); a card that lacks ``stat``
+    is listed last with ``missing: True`` (shown as n/a)."""
     if stat not in STATS:
         raise ValueError(f"unknown statistic {stat!r} (known: {', '.join(STATS)})")
     metrics = sorted({m for c in cards for m in c.metrics})
     rows = []
     for metric in metrics:
-        entries = []
+        entries: list[dict[str, Any]] = []
         for c in cards:
             mc = c.metrics.get(metric)
             if mc is None:
                 continue
-            e = mc.stats[stat]
+            e = mc.stats.get(stat)
+            if e is None:  # a card without this statistic (an older or other scale): n/a
+                entries.append({"metric": metric, "judge": c.judge, "model": c.model,
+                                "value": None, "ci_low": None, "ci_high": None, "n": mc.n,
+                                "signature": c.signature, "missing": True})
+                continue
             entries.append({"metric": metric, "judge": c.judge, "model": c.model,
                             "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
                             "n": e.n, "signature": c.signature})

@@ -1,17 +1,25 @@
-"""The LLM judge engine: backends, scheduler, cache, parsing, prompts and the fake server.
+"""The LLM judge: backends, the judge exchange, cache, parsing, prompts and the fake server
+(its calls run on :mod:`ragmeter.calls`).
 
 Build a judge with :func:`make_judge` from a :class:`JudgeConfig`; ask it with
 ``judge.ask_many(requests)`` or ``await judge.aask_many(requests)``. Replies are scored
 (``reply.data``) or unscored with a reason — never a silent 0.
+
+A judge's calls run on :mod:`ragmeter.calls`; the two names of it a judge's user meets are
+named here too: :class:`RetryPolicy` (``JudgeConfig.retry``) and :class:`CallError` (what a
+backend raises).
 """
 
 from __future__ import annotations
 
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.retry import RetryPolicy
+from ragmeter.judges.backend import Completion
 from ragmeter.judges.base import UNSCORED_REASONS, Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.cache import JudgeCache, cache_key, request_hash
-from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.engine import TEXT_SCHEMA, BackendError, Completion, EngineJudge
+from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.factory import make_judge
+from ragmeter.judges.llm_judge import TEXT_SCHEMA, EngineJudge
 from ragmeter.judges.multi import (
     MultiJudge,
     aggregate_scores,
@@ -34,7 +42,7 @@ from ragmeter.judges.stats import JudgeStats, ProgressInfo, rich_progress
 __all__ = [
     "TEXT_SCHEMA",
     "UNSCORED_REASONS",
-    "BackendError",
+    "CallError",
     "Completion",
     "EngineJudge",
     "Judge",

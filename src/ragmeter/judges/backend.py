@@ -1,7 +1,8 @@
 """The backend seam: what turns one prepared payload into one :class:`Completion`.
 
-A backend answers one chat completion (or raises :class:`BackendError`); everything else
-(slots, retries, hedging, the endpoint pool, the cache) is the engine's. :class:`Backend`
+A backend answers one chat completion (or raises :class:`~ragmeter.calls.errors.CallError`);
+everything else (slots, retries, hedging, the endpoint pool, the cache) is the request
+runner's (:mod:`ragmeter.calls`) and the judge's. :class:`Backend`
 declares every member the engine reads; :class:`BackendBase` gives the optional ones their
 defaults, so a backend states only what differs::
 
@@ -20,9 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-#: reasons that count against an endpoint's health in a pool (it may be taken out)
-FAILURE_REASONS = frozenset({"connection_error", "http_5xx", "timeout"})
-
 
 @dataclass
 class Completion:
@@ -35,26 +33,6 @@ class Completion:
     refusal: str | None = None
     model: str | None = None
     mock: bool = False   # served by the fake server (never cached for a real judge)
-
-
-class BackendError(Exception):
-    """A failed backend call: ``reason`` is an unscored reason; ``retryable`` drives retries.
-
-    ``reason == "schema_unsupported"`` asks the engine to resend without ``response_format``.
-    """
-
-    def __init__(self, reason: str, detail: str = "", *, retryable: bool = False,
-                 retry_after: float | None = None, status: int | None = None,
-                 unreachable: bool = False):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.status = status
-        #: no connection could be made at all (refused, unknown host, no route): counted by
-        #: the batch's circuit breaker (:class:`~ragmeter.judges.breaker.Breaker`)
-        self.unreachable = unreachable
 
 
 class Backend(Protocol):
@@ -156,5 +134,4 @@ def as_backend(obj: Any) -> Backend:
     return _Adapted(obj)
 
 
-__all__ = ["FAILURE_REASONS", "Backend", "BackendBase", "BackendError", "Completion",
-           "as_backend"]
+__all__ = ["Backend", "BackendBase", "Completion", "as_backend"]

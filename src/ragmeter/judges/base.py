@@ -28,7 +28,14 @@ UNSCORED_REASONS = (
 
 @dataclass(frozen=True)
 class JudgeRequest:
-    """One call to a judge. ``schema`` is a JSON schema the reply must satisfy."""
+    """One call to a judge. ``schema`` is a JSON schema the reply must satisfy.
+
+    ``metric``: what the call is asked for (the judged metrics a call serves, comma-separated
+    when several share it: ``faithfulness,factual_correctness``; a tier's name for its own
+    calls); ``kind``: the judged metrics' call kind (``claims``, ``verify``, ``contexts``,
+    ``answer``, ...); ``sample_id``: the sample asked about. None of them changes the reply:
+    they are not part of the request's cache key or hash.
+    """
 
     messages: tuple[dict[str, str], ...]
     schema: dict[str, Any]
@@ -37,6 +44,7 @@ class JudgeRequest:
     sample_id: str = ""
     max_tokens: int | None = None
     temperature: float | None = None
+    kind: str = ""
     #: follow-up requests once this one is answered (a per-sample chain: e.g. verify the
     #: claims of a sample as soon as its own claims call returns). The engine runs them in
     #: the same batch and returns their replies after the initial ones, in submission order.

@@ -1,7 +1,7 @@
 """One ``EngineJudge.aask_many`` call: the judge's hooks into the generic request runner.
 
 :class:`JudgeBatch` computes each request's digest once (cache key, provenance hash, schema
-JSON), serves cache hits, runs the rest through :class:`~ragmeter.judges.runner.RequestRunner`
+JSON), serves cache hits, runs the rest through :class:`~ragmeter.calls.scheduler.RequestRunner`
 with a :class:`~ragmeter.judges.exchange.JudgeExchange` each, stores scored replies, reports
 progress and closes the batch's :class:`~ragmeter.judges.stats.JudgeStats`.
 """
@@ -15,19 +15,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ragmeter.calls.scheduler import RequestRunner
 from ragmeter.judges.backend import Completion
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.cache import CacheWriter, RequestDigest
 from ragmeter.judges.exchange import JudgeExchange, Session
-from ragmeter.judges.runner import RequestRunner
 from ragmeter.judges.stats import JudgeStats
 
 if TYPE_CHECKING:
-    from ragmeter.judges.engine import EngineJudge, _LoopState
+    from ragmeter.judges.llm_judge import EngineJudge, _LoopState
 
 
 class JudgeBatch:
-    """The :class:`~ragmeter.judges.runner.BatchHooks` of one judge batch."""
+    """The :class:`~ragmeter.calls.seam.BatchHooks` of one judge batch."""
 
     def __init__(self, judge: EngineJudge, requests: list[JudgeRequest], state: _LoopState):
         self.judge = judge

@@ -10,35 +10,16 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragmeter.calls.retry import RetryPolicy
 from ragmeter.errors import ConfigError
+from ragmeter.paths import default_cache_dir
 from ragmeter.secrets import register_secret
 
 if TYPE_CHECKING:
-    from ragmeter.judges.endpoints import Endpoint
+    from ragmeter.calls.endpoints import Endpoint
 
 BACKENDS = ("openai", "gguf", "local-demo", "mock", "recorded", "scripted")
 LANGUAGES = ("auto", "ru", "en")
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Exponential backoff: ``initial * multiplier**n`` seconds, capped at ``max``.
-
-    ``max_retries`` bounds retries per call; ``budget`` bounds retries of failures (5xx,
-    timeouts, connection errors; not 429s, which are bounded per call only) over a whole run
-    (``None`` = ``max(20, n_requests)``), so a dead endpoint fails fast instead of sleeping
-    ``n_requests × max_retries`` times.
-    """
-
-    initial: float = 2.0
-    max: float = 30.0
-    multiplier: float = 2.0
-    max_retries: int = 6
-    budget: int | None = None
-
-    def delay(self, attempt: int) -> float:
-        """Backoff before retry number ``attempt`` (1-based)."""
-        return float(min(self.max, self.initial * self.multiplier ** max(0, attempt - 1)))
 
 
 @dataclass(frozen=True)
@@ -96,7 +77,7 @@ class JudgeConfig:
     def _shown(self, name: str) -> Any:
         value = getattr(self, name)
         if name == "base_url" and value is not None:
-            from ragmeter.judges.endpoints import mask_url_credentials
+            from ragmeter.calls.endpoints import mask_url_credentials
 
             if isinstance(value, tuple):
                 return tuple(mask_url_credentials(v) for v in value)
@@ -130,7 +111,7 @@ class JudgeConfig:
             raise ConfigError("record_path", "is required for backend 'recorded'")
         for i, url in enumerate(self.base_urls()):
             if not url.lower().startswith(("http://", "https://")):
-                from ragmeter.judges.endpoints import mask_url_credentials
+                from ragmeter.calls.endpoints import mask_url_credentials
 
                 where = "base_url" if len(self.base_urls()) == 1 else f"base_url[{i}]"
                 raise ConfigError(where, f"must start with http:// or https://, got "
@@ -211,7 +192,7 @@ class JudgeConfig:
 
     def endpoints(self) -> list[Endpoint]:
         """The servers of this judge (several for a pool), credentials moved out of URLs."""
-        from ragmeter.judges.endpoints import make_endpoints
+        from ragmeter.calls.endpoints import make_endpoints
 
         envs = self.api_key_envs()
         return make_endpoints(self.base_urls(), envs,
@@ -219,7 +200,7 @@ class JudgeConfig:
 
     def endpoint_identity(self) -> str:
         """What the cache key records about where replies come from (sorted for a pool)."""
-        from ragmeter.judges.endpoints import endpoint_identity
+        from ragmeter.calls.endpoints import endpoint_identity
 
         return "|".join(sorted({endpoint_identity(u) for u in self.base_urls()}))
 
@@ -267,15 +248,6 @@ def _check_allowed_hosts(cfg: JudgeConfig) -> None:
                    for a in allow):
             raise ConfigError("allow_hosts", f"the judge endpoint host {netloc!r} is not listed "
                               f"(allowed: {', '.join(allow)}); nothing was sent")
-
-
-def default_cache_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
-    if explicit:
-        return Path(explicit).expanduser()
-    env = os.environ.get("RAGMETER_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    return Path.home() / ".cache" / "ragmeter"
 
 
 def _check_number(key: str, value: Any, lo: float | None, hi: float | None) -> None:

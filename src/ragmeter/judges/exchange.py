@@ -2,7 +2,7 @@
 after an unusable reply, a larger token budget after a truncated one, the fallback from
 structured output to the schema in the prompt, and the :class:`JudgeReply` at the end.
 
-:class:`JudgeExchange` is the LLM-judge :class:`~ragmeter.judges.runner.Exchange`; the
+:class:`JudgeExchange` is the LLM-judge :class:`~ragmeter.calls.seam.Exchange`; the
 runner owns slots, retries, hedging and the breaker.
 """
 
@@ -11,15 +11,16 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ragmeter.judges.backend import BackendError, Completion
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.record import CallRecord
+from ragmeter.judges.backend import Completion
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.judges.parsing import CompiledSchema, validate
 from ragmeter.judges.prompts import schema_instruction
-from ragmeter.judges.runner import CallRecord
 from ragmeter.text import detect_language
 
 log = logging.getLogger("ragmeter.judges")
@@ -100,6 +101,12 @@ class JudgeExchange:
                           detect_language([m.get("content", "") for m in self.request.messages]))
         return self._lang
 
+    def sent(self) -> JudgeRequest:
+        """The request as it goes out now: its messages (a repair's included), its effective
+        token budget and temperature, its metric, call kind and sample; no follow-ups."""
+        return replace(self.request, messages=tuple(self.messages), max_tokens=self.max_tokens,
+                       temperature=self.temperature, then=None)
+
     # -- the runner's Exchange --------------------------------------------------------------
     def payload(self) -> dict[str, Any]:
         if not self.session.schema_ok and not self.schema_in_prompt:  # after taking a slot
@@ -111,7 +118,7 @@ class JudgeExchange:
                 "max_tokens": self.max_tokens, "temperature": self.temperature,
                 "seed": self.cfg.seed}
 
-    def resend(self, err: BackendError) -> bool:
+    def resend(self, err: CallError) -> bool:
         if err.reason != "schema_unsupported" or self.schema_in_prompt:
             return False
         self.session.schema_ok = False
@@ -120,7 +127,7 @@ class JudgeExchange:
         log.info("judge %s: server rejected response_format; using schema in prompt", self.name)
         return True
 
-    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> JudgeReply:
+    def failed(self, err: CallError, detail: str, rec: CallRecord) -> JudgeReply:
         reason = err.reason if err.reason != "schema_unsupported" else "http_4xx"
         return self.finish(None, reason, detail, rec)
 

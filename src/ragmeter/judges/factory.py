@@ -1,7 +1,10 @@
-"""``make_judge(config) -> Judge``: judge backends by name, one :data:`BACKENDS` entry each.
+"""``make_judge(config) -> Judge``: judge backends by name, one :data:`BACKENDS` entry each, and
+the wrappers every judge built from a config gets, one :data:`WRAPPERS` entry each.
 
 A new backend is one ``@BACKENDS.register("name")`` function ``(config, **kwargs) -> Judge``
-(keyword arguments go to :class:`~ragmeter.judges.engine.EngineJudge`).
+(keyword arguments go to :class:`~ragmeter.judges.llm_judge.EngineJudge`). The wrappers are
+declared in :mod:`ragmeter.judges.wrappers` by the packages that own them (cost control,
+pseudonymisation); this module applies them and imports neither.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from typing import Any, Protocol
 
 from ragmeter.judges.base import Judge
 from ragmeter.judges.config import JudgeConfig
-from ragmeter.judges.engine import EngineJudge
+from ragmeter.judges.llm_judge import EngineJudge
+from ragmeter.judges.wrappers import WRAPPERS
 from ragmeter.registry import Registry
 
 
@@ -33,8 +37,10 @@ def as_judge(judge: Any, **kwargs: Any) -> Any:
 def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge:
     """Build the judge ``config`` describes — or make a plain function a judge.
 
-    A function ``fn(request) -> dict | str`` (sync or async; ``request`` is a
-    :class:`~ragmeter.judges.base.JudgeRequest` with ``messages``, ``schema``, ``kind`` and
+    A function ``fn(request) -> dict | str`` (sync or async; ``request`` is the
+    :class:`~ragmeter.judges.base.JudgeRequest` as it is sent: ``messages`` (a repair's
+    included), ``schema``, ``prompt_version``, ``metric`` (the metrics the call is asked for),
+    ``kind`` (the call kind: ``claims``, ``verify``, ``contexts``, ``answer``, ...) and
     ``sample_id``) is a first-class judge: its reply goes through the same parsing, repair,
     retries and unscored reasons as a model's (a reply that cannot be read is *unscored*, never
     0). Its name is the function's; keyword arguments go to
@@ -51,7 +57,7 @@ def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge
     Inside :func:`ragmeter.cost.estimate_scope` nothing is built: a planning stand-in that
     counts tokens is returned; inside :func:`ragmeter.cost.budget_scope` the judge is wrapped
     so it stops at the budget; inside :func:`ragmeter.judges.batchfiles.batch_scope` it writes
-    or collects batch files instead of calling.
+    or collects batch files instead of calling (all through :data:`WRAPPERS`).
     """
     if callable(config) and not isinstance(config, JudgeConfig):
         from ragmeter.judges.scripted import ScriptedJudge
@@ -59,14 +65,16 @@ def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge
         fn = config
         name = str(kwargs.pop("name", getattr(fn, "__name__", "function")))
         return ScriptedJudge(fn, name=name, model=str(kwargs.pop("model", name)), **kwargs)
-    from ragmeter.cost import budgeted, planned_judge
-    from ragmeter.judges.batchfiles.rounds import batched
-    from ragmeter.privacy.judge import pseudonymised
-
-    planned = planned_judge(config)
-    if planned is not None:
-        return planned
-    return budgeted(pseudonymised(batched(_build(config, **kwargs), config), config))
+    wrappers = sorted(WRAPPERS, key=lambda w: w.order)
+    for w in wrappers:
+        stand_in = w.instead(config) if w.instead is not None else None
+        if stand_in is not None:
+            return stand_in
+    judge = _build(config, **kwargs)
+    for w in wrappers:
+        if w.wrap is not None:
+            judge = w.wrap(judge, config)
+    return judge
 
 
 def _build(config: JudgeConfig, **kwargs: Any) -> Judge:

@@ -21,10 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ragmeter.calls.errors import CallError
 from ragmeter.errors import MissingExtraError, RagmeterError, require
-from ragmeter.judges.backend import BackendBase, BackendError, Completion
-from ragmeter.judges.config import JudgeConfig, default_cache_dir
-from ragmeter.judges.engine import EngineJudge
+from ragmeter.judges.backend import BackendBase, Completion
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.llm_judge import EngineJudge
+from ragmeter.paths import default_cache_dir
 
 log = logging.getLogger("ragmeter.judges")
 
@@ -232,20 +234,20 @@ class GGUFBackend(BackendBase):
         try:
             result = await asyncio.to_thread(self._call, body)
         except RagmeterError as exc:
-            raise BackendError("backend_error", str(exc)) from None
+            raise CallError("backend_error", str(exc)) from None
         except Exception as exc:
-            raise BackendError("backend_error", f"{type(exc).__name__}: {exc}") from None
+            raise CallError("backend_error", f"{type(exc).__name__}: {exc}") from None
         if "error" in result and "choices" not in result:
             err = result["error"]
             msg = err.get("message") if isinstance(err, dict) else str(err)
             if schema is not None and "schema" in str(msg).lower():
-                raise BackendError("schema_unsupported", str(msg)[:300])
-            raise BackendError("backend_error", str(msg)[:300])
+                raise CallError("schema_unsupported", str(msg)[:300])
+            raise CallError("backend_error", str(msg)[:300])
         try:
             choice = result["choices"][0]
             message = choice.get("message") or {}
         except (KeyError, IndexError, TypeError):
-            raise BackendError("backend_error", f"malformed reply: {str(result)[:200]}") from None
+            raise CallError("backend_error", f"malformed reply: {str(result)[:200]}") from None
         usage = result.get("usage") or {}
         return Completion(text=message.get("content"), finish_reason=choice.get("finish_reason"),
                           tokens_in=int(usage.get("prompt_tokens") or 0),

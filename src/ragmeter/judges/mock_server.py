@@ -2,13 +2,15 @@
 
 Replies are scripted (``reply_fn``) or derived from the request's JSON schema (a valid
 instance). Latency, an in-flight cap (queue or HTTP 429 over it) and faults (429 with
-Retry-After, 500, timeout, invalid JSON, truncated output, schema-violating JSON, refusal),
-chosen by rate (seeded) or by a script, are configurable. ``GET /stats`` returns counters,
-``POST /reset`` clears them. ``POST /v1/embeddings`` answers like an OpenAI-compatible
-embeddings endpoint with deterministic test vectors (:func:`mock_embedding`: hashed words and
-character trigrams, so texts sharing words get closer vectors; not a language model). The
-files and batches endpoints of an OpenAI-compatible Batch API, and an offline ``vllm
-run-batch``-shaped runner, are in :mod:`ragmeter.judges.mock_batches`.
+Retry-After, 500, timeout, invalid JSON, truncated output, schema-violating JSON, refusal, an
+HTML page with status 200), chosen by rate (seeded) or by a script, are configurable.
+``GET /stats`` returns counters, ``POST /reset`` clears them. ``POST /v1/embeddings`` answers
+like an OpenAI-compatible embeddings endpoint with deterministic test vectors
+(:func:`mock_embedding`: hashed words and character trigrams, so texts sharing words get
+closer vectors; not a language model), with the same latency, cap and faults (429, 500,
+timeout, html) as the chat endpoint. The files and
+batches endpoints of an OpenAI-compatible Batch API, and an offline ``vllm run-batch``-shaped
+runner, are in :mod:`ragmeter.judges.mock_batches`.
 
     with MockJudgeServer(MockConfig(latency_ms=50, fault_rate=0.2)) as srv:
         cfg = JudgeConfig(backend="openai", base_url=srv.base_url, model="mock", ...)
@@ -30,7 +32,10 @@ from ragmeter.judges.parsing import JSONExtractError, example_instance, extract_
 from ragmeter.serving import BackgroundServer
 
 FAULT_KINDS = ("429", "500", "timeout", "invalid_json", "truncated", "schema_error", "refusal",
-               "no_response_format")
+               "no_response_format", "html")
+#: what the ``html`` fault answers with status 200 (a proxy's error page, a login wall)
+HTML_PAGE = ("<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body>"
+             "<h1>Bad Gateway</h1><p>The upstream server did not answer.</p></body></html>")
 DEFAULT_FAULTS = ("429", "500", "timeout", "invalid_json", "truncated")
 
 
@@ -228,9 +233,42 @@ class MockJudgeServer(BackgroundServer):
         if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= 8192:
             return web.json_response({"error": {"message": "dimensions must be an integer "
                                                            "in 1..8192"}}, status=400)
+        cfg = self.config
+        action = self._next_action() if cfg.script or cfg.fault_rate else "ok"
+        if action == "429":
+            with self._lock:
+                self._counters.faults["429"] += 1
+            return self._too_many()
+        if self._sem is not None:
+            if cfg.reject_over_cap and self._sem.locked():
+                with self._lock:
+                    self._counters.rejected_over_cap += 1
+                return self._too_many()
+            async with self._sem:
+                return await self._embedded(body, texts, dim, action)
+        return await self._embedded(body, texts, dim, action)
+
+    async def _embedded(self, body: dict[str, Any], texts: list[str], dim: int,
+                        action: str) -> Any:
+        from aiohttp import web
+
         with self._lock:
             self._counters.embedding_requests += 1
             self._counters.embedded_texts += len(texts)
+            self._counters.in_flight += 1
+            self._counters.peak_in_flight = max(self._counters.peak_in_flight,
+                                                self._counters.in_flight)
+            if action != "ok":
+                self._counters.faults[action] += 1
+        try:
+            await self._wait(action)
+        finally:
+            with self._lock:
+                self._counters.in_flight -= 1
+        if action == "500":
+            return web.json_response({"error": {"message": "internal error"}}, status=500)
+        if action == "html":
+            return web.Response(text=HTML_PAGE, content_type="text/html")
         data = [{"object": "embedding", "index": i, "embedding": mock_embedding(t, dim)}
                 for i, t in enumerate(texts)]
         n_tokens = sum(len(t) for t in texts) // 4 + 1
@@ -321,16 +359,11 @@ class MockJudgeServer(BackgroundServer):
             if action not in ("ok", "no_response_format"):
                 self._counters.faults[action] += 1  # counted now: a hung call may be cancelled
         try:
-            delay = cfg.latency_ms / 1000.0
-            if cfg.jitter_ms:
-                with self._lock:
-                    delay += self._rng.uniform(0, cfg.jitter_ms / 1000.0)
-            if action == "timeout":
-                delay = max(delay, cfg.hang_s)
-            if delay > 0:
-                await asyncio.sleep(delay)
+            await self._wait(action)
             if action == "500":
                 return web.json_response({"error": {"message": "internal error"}}, status=500)
+            if action == "html":
+                return web.Response(text=HTML_PAGE, content_type="text/html")
             schema = find_schema(body)
             finish = "stop"
             refusal = None
@@ -368,6 +401,18 @@ class MockJudgeServer(BackgroundServer):
         finally:
             with self._lock:
                 self._counters.in_flight -= 1
+
+    async def _wait(self, action: str) -> None:
+        """The configured latency (with jitter), or the hang of a ``timeout`` fault."""
+        cfg = self.config
+        delay = cfg.latency_ms / 1000.0
+        if cfg.jitter_ms:
+            with self._lock:
+                delay += self._rng.uniform(0, cfg.jitter_ms / 1000.0)
+        if action == "timeout":
+            delay = max(delay, cfg.hang_s)
+        if delay > 0:
+            await asyncio.sleep(delay)
 
     def _content(self, body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
         if self.config.reply_fn is not None:

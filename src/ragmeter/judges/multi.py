@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragmeter.judges._sync import run_sync
+from ragmeter.calls.sync import run_sync
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
 from ragmeter.judges.stats import JudgeStats
 from ragmeter.stats import Level, krippendorff_alpha

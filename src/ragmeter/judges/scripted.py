@@ -17,13 +17,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ragmeter.calls.retry import RetryPolicy
+from ragmeter.calls.sync import run_sync
 from ragmeter.errors import ConfigError, DataError, RecordProblem
-from ragmeter.judges._sync import run_sync
 from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
-from ragmeter.judges.cache import reply_from_json, reply_to_json, request_hash
-from ragmeter.judges.config import JudgeConfig, RetryPolicy
-from ragmeter.judges.engine import EngineJudge
+from ragmeter.judges.cache import RequestDigest, reply_from_json, reply_to_json, request_hash
+from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.exchange import JudgeExchange, Session
+from ragmeter.judges.llm_judge import EngineJudge
 from ragmeter.judges.stats import JudgeStats
 
 ScriptResult = str | dict | list | Completion
@@ -33,8 +35,11 @@ Script = Callable[[JudgeRequest], ScriptResult | Awaitable[ScriptResult]]
 class ScriptedBackend(BackendBase):
     """Calls ``fn(request)`` (sync or async); a dict/list reply is serialised to JSON text.
 
-    Raise :class:`~ragmeter.judges.engine.BackendError` from ``fn`` to simulate faults.
-    The request passed on a repair call carries the extended messages.
+    ``request`` is the :class:`~ragmeter.judges.base.JudgeRequest` being asked, as it is sent:
+    its messages (a repair call's carry the extended messages), the schema sent (``{}`` when
+    the schema went into the prompt), its ``metric``, call ``kind`` and ``sample_id``, the
+    effective ``max_tokens`` and ``temperature``. Raise
+    :class:`~ragmeter.calls.errors.CallError` from ``fn`` to simulate faults.
     """
 
     kind = "scripted"
@@ -54,8 +59,8 @@ class ScriptedBackend(BackendBase):
         return None
 
     async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
-                       *, max_tokens: int, temperature: float,
-                       seed: int | None) -> Completion:
+                       *, max_tokens: int, temperature: float, seed: int | None,
+                       request: JudgeRequest | None = None) -> Completion:
         with self._lock:
             self.calls += 1
             self.in_flight += 1
@@ -63,9 +68,10 @@ class ScriptedBackend(BackendBase):
         try:
             if self.latency_s:
                 await asyncio.sleep(self.latency_s)
-            req = JudgeRequest(messages=tuple(dict(m) for m in messages), schema=schema or {},
-                               prompt_version="scripted", max_tokens=max_tokens,
-                               temperature=temperature)
+            req = (JudgeRequest(messages=(), schema={}, prompt_version="scripted")
+                   if request is None else request)
+            req = replace(req, messages=tuple(dict(m) for m in messages), schema=schema or {},
+                          max_tokens=max_tokens, temperature=temperature)
             self.seen.append(req)
             out = self.fn(req)
             if inspect.isawaitable(out):
@@ -92,11 +98,23 @@ class ScriptedJudge(EngineJudge):
         super().__init__(cfg, ScriptedBackend(fn, model=model, latency_s=latency_s), demo=demo,
                          **kwargs)
 
+    def exchange(self, req: JudgeRequest, dig: RequestDigest, session: Session) -> JudgeExchange:
+        return _ScriptedExchange(req, self.config, self.model, session, dig.schema_json,
+                                 self.name)
+
     @property
     def scripted(self) -> ScriptedBackend:
         backend = self.backend
         assert isinstance(backend, ScriptedBackend)
         return backend
+
+
+class _ScriptedExchange(JudgeExchange):
+    """A judge exchange that hands the script the request itself (its metric, call kind and
+    sample), not only the messages a model would get."""
+
+    def payload(self) -> dict[str, Any]:
+        return {**super().payload(), "request": self.sent()}
 
 
 class RecordedJudge:

@@ -40,6 +40,7 @@ from typing import Any, Literal
 
 from ragmeter.errors import MetricSpecError
 from ragmeter.registry import Registry
+from ragmeter.results.names import METRIC_NAMES
 
 KPolicy = Literal["required", "optional", "none"]
 ParamValue = int | float | str | bool
@@ -368,6 +369,11 @@ def needs_cutoff(text: str) -> bool:
     except MetricSpecError:
         return False
     return probe.spec.k == "required"
+
+
+# results find a metric by any spelling of its name through this grammar (results never
+# import metrics)
+METRIC_NAMES.register("canonical", lambda text: str(parse_metric(text)))
 
 
 def parse_metrics(items: str | Iterable[str | Metric]) -> list[Metric]:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.judges.base import JudgeReply, JudgeRequest
-from ragmeter.privacy.pseudonymise import Pseudonymiser
+from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
+from ragmeter.privacy.pseudonymise import Pseudonymiser, check_private_path
 
 _ACTIVE: ContextVar[Pseudonymiser | None] = ContextVar("ragmeter_privacy", default=None)
 _MAP: ContextVar[str | None] = ContextVar("ragmeter_privacy_map", default=None)
@@ -80,6 +81,8 @@ def privacy_scope(pseudonymiser: Pseudonymiser | None = None,
 def activate(enabled: bool, map_path: str | None = None) -> None:
     """Switch pseudonymisation on or off for the rest of this context (the CLI's
     ``--pseudonymise`` flag; ``RAGMETER_PSEUDONYMISE_MAP`` names the map file)."""
+    if enabled and map_path:
+        check_private_path(map_path)   # a link there: refused before any work is done
     _ACTIVE.set(Pseudonymiser() if enabled else None)
     _MAP.set(map_path if enabled else None)
 
@@ -98,5 +101,11 @@ def pseudonymised(judge: Any, config: Any = None) -> Any:
         active = Pseudonymiser()
     if active is None:
         return judge
-    return PseudonymisingJudge(judge, active, _MAP.get() or getattr(config, "pseudonymise_map",
-                                                                    None))
+    map_path = _MAP.get() or getattr(config, "pseudonymise_map", None)
+    if map_path:
+        check_private_path(map_path)
+    return PseudonymisingJudge(judge, active, map_path)
+
+
+# make_judge applies it to every judge built from a config (judges never import privacy)
+WRAPPERS.register("pseudonymise", JudgeWrapper(order=10, wrap=pseudonymised))

@@ -117,14 +117,11 @@ class Pseudonymiser:
         return restore(text, self.originals)
 
     def save_map(self, path: str | Path) -> Path:
-        """Write the token map (readable by the owner only) to ``path``."""
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"version": VERSION, "tokens": self.originals}, fh, ensure_ascii=False,
-                      indent=1)
-        return p
+        """Write the token map (readable by the owner only) to ``path``: see
+        :func:`write_private`."""
+        text = json.dumps({"version": VERSION, "tokens": self.originals}, ensure_ascii=False,
+                          indent=1)
+        return write_private(path, text)
 
     def signature(self) -> dict[str, str]:
         """What a pseudonymised run records in its signature (never the values)."""
@@ -133,6 +130,49 @@ class Pseudonymiser:
     def redaction_counts(self) -> dict[str, int]:
         """``{"redacted_phone": 3, ...}``: counts only, never values."""
         return {f"redacted_{k}": int(v) for k, v in sorted(self.counts.items())}
+
+
+def check_private_path(path: str | Path) -> Path:
+    """``path`` as a place for a private file, or a :class:`DataError` naming it: a symbolic
+    link there is refused (the map is never written through a link to somewhere else), as is
+    a folder."""
+    p = Path(path)
+    if p.is_symlink():
+        raise DataError(RecordProblem(str(p), None, None, "is a symbolic link: the pseudonym "
+                                      "map is never written through a link; remove the link "
+                                      "or name another file"))
+    if p.is_dir():
+        raise DataError(RecordProblem(str(p), None, None, "is a folder, not a file for the "
+                                      "pseudonym map"))
+    return p
+
+
+def write_private(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` readable by the owner only (mode 600), atomically.
+
+    The text goes to a new file beside ``path``, created exclusively without following links
+    (``O_CREAT | O_EXCL | O_NOFOLLOW``) with mode 600, synced, then renamed over ``path``:
+    an existing file is replaced whole (whatever its mode was, the new one is 600), a reader
+    never sees half a map, and a symbolic link at ``path`` is refused
+    (:func:`check_private_path`), never written through.
+    """
+    p = check_private_path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            os.fchmod(fh.fileno(), 0o600)   # exactly 600, whatever the umask
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        check_private_path(p)   # a link put there meanwhile: refused (rename would replace it)
+        os.replace(tmp, p)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return p
 
 
 def load_map(path: str | Path) -> dict[str, str]:

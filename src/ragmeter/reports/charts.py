@@ -164,6 +164,27 @@ def line_chart_by_k(panels: Mapping[str, Series], out_stem: str | Path, *, title
     return _write(compose(charts, title, kind="lines"), out_stem, formats)
 
 
+def retriever_charts(comparison: Any, out_dir: str | Path) -> list[Path]:
+    """The charts of a retriever comparison (:class:`~ragmeter.tiers.compare_retrievers.
+    RetrieverComparison`): bars of hit@k and doc_hit@k per k, hit@k-vs-k lines, and box plots
+    of the per-query values (precision, recall, ndcg, mrr), each as SVG."""
+    panels = {"hit@k (chunk)": comparison.chart_series("hit_rate@{k}"),
+              "doc_hit@k": comparison.chart_series("hit_rate@{k}(level=doc)")}
+    chunking = comparison.meta.get("chunking", {})
+    sub = (f"chunk_size={chunking.get('chunk_size')}, overlap={chunking.get('overlap')}"
+           if chunking else "")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = grouped_bar_chart(panels, out / "hit_at_k_bars", title=f"Hit rate by k  {sub}",
+                              ylabel="hit rate")
+    files += line_chart_by_k(panels, out / "hit_vs_k", title=f"Hit rate vs k  {sub}",
+                             ylabel="hit rate")
+    boxes = per_query_panels(comparison.results)
+    if boxes:
+        files += box_chart(boxes, out / "per_query_boxes", title=f"Per-query values  {sub}")
+    return files
+
+
 def tier0_chart(results: Sequence[Any], out_dir: str | Path, stem: str = "tier0",
                 lang: str = "en") -> list[Path]:
     """Embedding quality per model (silhouette, intra-cluster similarity, inter-cluster

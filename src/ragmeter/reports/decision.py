@@ -6,13 +6,19 @@ is compared with the best by a paired randomization test on the samples both sco
 marked when the gap is significant (p < 0.05). A one-line verdict in plain words is derived
 from the tier's primary metric. The same code serves the report (systems of one run) and the
 viewer (the same tier across several runs).
+
+A target's latency results (:func:`ragmeter.results.statistic.is_latency`) are not systems to
+choose between on quality: they form the decision's latency block (:attr:`TierDecision.latency`,
+one row per target, the latency percentiles, throughput and error rate as columns, each best in
+its own direction), and the verdict speaks of quality alone.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragmeter.metrics.registry import metric_base, split_metric_key
 from ragmeter.reports.bands import find_band
@@ -26,6 +32,7 @@ from ragmeter.results.slices import (
     slice_results,
     stored_slices,
 )
+from ragmeter.results.statistic import LATENCY_METRICS, is_latency, latency_order
 from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED
 
 METHOD = "randomization"
@@ -78,6 +85,11 @@ class TierDecision:
     slices: dict[str, SliceTable] = field(default_factory=dict)
     #: every other system against the best, per slice, one adjusted family
     slice_tests: list[SliceTable] = field(default_factory=list)
+    #: the latency block: the targets' latency results (rows named after the target)
+    latency: TierDecision | None = None
+    #: row label → the label the result was given (the latency block's rows drop
+    #: ``:latency``)
+    names: dict[str, str] = field(default_factory=dict)
 
     def slice_lines(self, lang: str = "en") -> list[str]:
         """The "worst slice" and "regressed slice" lines (empty when nothing was sliced)."""
@@ -151,16 +163,26 @@ _SLICE_WORDS = {
 }
 
 
+#: tiers whose headline is a metric of their own kind whatever its parameters (real users:
+#: where the user was sent, not how the answer compares with the logged one)
+TIER_PREFERRED = {"real_users": ("mrr", "hit_rate@1", "hit_rate@5", "ndcg@10", "ndcg@5",
+                                 "recall@5", "hit_rate@10", "recall@10")}
+
+
 def rank_metrics(names: Sequence[str], has_data: set[str] | None = None,
                  tier: str | None = None) -> list[str]:
-    """Metric names, most decisive first: metrics with scored samples before empty ones,
-    plain names before parameterised ones, preferred names (those with a quality band among
-    them) first, then the given order."""
+    """Metric names, most decisive first: metrics with scored samples before empty ones, a
+    tier's own headline metrics first (:data:`TIER_PREFERRED`), plain names before
+    parameterised ones, preferred names (those with a quality band among them) first, then
+    the given order."""
     has = set(names) if has_data is None else has_data
     order = list(dict.fromkeys(names))
+    own = TIER_PREFERRED.get(tier or "", ())
 
     def rank(key: str) -> tuple[bool, bool, float, int]:
         name = base_name(key)
+        if name in own:
+            return (key not in has, False, -1000.0 + own.index(name), order.index(key))
         stem = split_metric_key(key)[0]
         if name in PREFERRED:
             pref: float = PREFERRED.index(name)
@@ -195,10 +217,42 @@ def _cell(mr: MetricResult | None) -> Cell:
     return Cell(a.mean, a.ci_low, a.ci_high, a.n, a.n_unscored, mr.higher_is_better)
 
 
+def latency_label(label: str) -> str:
+    """A latency result's row label: the target's name (``bot:latency`` → ``bot``)."""
+    return label[:-len(":latency")] if label.endswith(":latency") else label
+
+
+#: the paired test a decision runs (``compare_metric``'s signature); a caller may pass one
+#: that remembers its results (the viewer keeps them per store version)
+Compare = Callable[..., Any]
+
+
 def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
            metrics: Sequence[str] | None = None, n_resamples: int = DEFAULT_N_RESAMPLES,
-           seed: int = DEFAULT_SEED, lang: str = "en") -> TierDecision:
-    """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics)."""
+           seed: int = DEFAULT_SEED, lang: str = "en",
+           compare: Compare | None = None) -> TierDecision:
+    """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics);
+    the targets' latency results go to its latency block (:attr:`TierDecision.latency`).
+    ``compare``: the paired test (default :func:`compare_metric`)."""
+    quality = [(label, r) for label, r in systems if not is_latency(r)]
+    timing = [(latency_label(label), r) for label, r in systems if is_latency(r)]
+    test = compare or compare_metric
+    dec = _decide(tier, quality, metrics=metrics, n_resamples=n_resamples, seed=seed,
+                  compare=test)
+    _add_slices(dec, quality)
+    if timing:
+        present = latency_order(list(dict.fromkeys(
+            k for _, r in timing for k in r.results if k in LATENCY_METRICS)))
+        dec.latency = _decide(tier, timing, metrics=present, n_resamples=n_resamples,
+                              seed=seed, compare=test)
+        dec.latency.names = {latency_label(label): label for label, r in systems
+                             if is_latency(r)}
+    return dec
+
+
+def _decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
+            metrics: Sequence[str] | None, n_resamples: int, seed: int,
+            compare: Compare) -> TierDecision:
     results = [r for _, r in systems]
     keys = list(metrics) if metrics is not None else key_metrics(results, tier)
     labels = [label for label, _ in systems]
@@ -225,7 +279,7 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
                 continue
             a, b = mrs[best], mrs[label]
             assert a is not None and b is not None
-            cmp = compare_metric(a, b, method=METHOD, n_resamples=n_resamples, seed=seed)
+            cmp = compare(a, b, method=METHOD, n_resamples=n_resamples, seed=seed)
             if not cmp.n:  # no sample scored by both: no paired test is possible
                 col[label].paired = False
                 unpaired.append(label)
@@ -241,10 +295,8 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
             else:
                 verdict = {"kind": "best", "best": best, "tied": tied[1:], "metric": key,
                            "sig": sig, "nosig": nosig, "unpaired": unpaired}
-    dec = TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
-                       verdict_parts=verdict)
-    _add_slices(dec, systems)
-    return dec
+    return TierDecision(tier, labels, keys, cells, primary, n_resamples, seed,
+                        verdict_parts=verdict)
 
 
 def _add_slices(dec: TierDecision, systems: Sequence[tuple[str, EvalResult]]) -> None:

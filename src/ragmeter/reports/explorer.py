@@ -9,17 +9,20 @@ viewer's run page.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
 from urllib.parse import quote
+
+import numpy as np
 
 from ragmeter.reports import svg
 from ragmeter.reports.decision import TierDecision
 from ragmeter.reports.i18n import t
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import MetricResult
+from ragmeter.results.statistic import is_latency, per_call_name
 from ragmeter.results.store import StoredRun
 
 MAX_EXPLORER_SAMPLES = 500
@@ -96,45 +99,98 @@ def _columns(run: StoredRun, decisions: Mapping[str, TierDecision]) -> list[_Col
         for res in run.tiers[tier].results:
             mr = res.results.get(dec.primary)
             if mr is not None and mr.aggregate.n + mr.aggregate.n_unscored > 0:
+                scored = mr.values[mr.scored_mask]
                 columns.append(_Column(
                     tier, res.name, dec.primary, mr, mr.by_id(),
-                    {s.sample_id: s.reason for s in mr.records() if s.value is None},
-                    bool(mr.aggregate.n) and all(0.0 <= v <= 1.0 for v in finite_values(mr))))
+                    {mr.sample_ids[i]: why for i, why in mr.reasons.items()},
+                    bool(scored.size) and bool(np.all((scored >= 0.0) & (scored <= 1.0)))))
     return columns
 
 
-def _scores_by_sample(run: StoredRun) -> tuple[list[str], dict[str, list[Score]]]:
-    """Every sample id (the dataset's first, then any other scored item) and its scores."""
-    order: list[str] = list(run.samples)
+class SampleSource:
+    """Where the explorer reads the samples' text and the judge's details: a run held in
+    memory (the report), or a store read for the shown rows only (the viewer's run page)."""
+
+    def __init__(self, run: StoredRun):
+        self.run = run
+
+    def dataset_ids(self) -> list[str]:
+        return list(self.run.samples)
+
+    def texts(self, ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
+        return self.run.samples
+
+    def details(self, ids: Sequence[str]) -> Mapping[tuple[str, str, str, str], Any] | None:
+        """``(tier, system, metric, sample id)`` → details; None: they are in the results."""
+        return None
+
+
+def _order(run: StoredRun, dataset: Sequence[str]) -> list[str]:
+    """Every sample id: the dataset's first, then any other scored item."""
+    order: list[str] = list(dataset)
     seen = set(order)
-    scores: dict[str, list[Score]] = {}
+    for rec in run.tiers.values():
+        for res in rec.results:
+            for mr in res.results.values():
+                for sid in mr.sample_ids:
+                    if sid not in seen:
+                        seen.add(sid)
+                        order.append(sid)
+    return order
+
+
+def _scores_of(run: StoredRun, ids: Sequence[str]) -> dict[str, list[Score]]:
+    """The scores of the shown samples (a target's latency once per sample: the call's
+    seconds, not each percentile)."""
+    wanted = set(ids)
+    scores: dict[str, list[Score]] = {sid: [] for sid in ids}
     for tier, rec in run.tiers.items():
         for res in rec.results:
+            latency = is_latency(res)
             for key, mr in res.results.items():
-                for s in mr.records():
-                    if s.sample_id not in seen:
-                        seen.add(s.sample_id)
-                        order.append(s.sample_id)
-                    scores.setdefault(s.sample_id, []).append(
-                        (tier, res.name, key, s.value, s.reason, reasons_from_details(s.details)))
-    return order, scores
+                shown = per_call_name(key) if latency else key
+                if shown is None:
+                    continue
+                values = mr.values.tolist()
+                for i, sid in enumerate(mr.sample_ids):
+                    if sid not in wanted:
+                        continue
+                    v = values[i]
+                    det = mr.details[i] if mr.details else None
+                    scores[sid].append((tier, res.name, shown, None if v != v else v,
+                                        mr.reasons.get(i, "unscored") if v != v else None,
+                                        reasons_from_details(det)))
+    return scores
 
 
-def _badness(columns: Sequence[_Column], questions: set[str]
-             ) -> Callable[[str], tuple[bool, int, float]]:
-    def badness(sid: str) -> tuple[bool, int, float]:
-        """Questions of the dataset first, then other items (texts, sessions, log rows);
-        within each, the lowest mean of the row's 0–1 scores first."""
-        goods = []
-        for col in columns:
-            v = col.values.get(sid)
-            if v is None or math.isnan(v) or not col.unit:
-                continue
-            goods.append(v if col.mr.higher_is_better else 1.0 - v)
-        if not goods:
-            return (sid not in questions, 1, 0.0)
-        return (sid not in questions, 0, sum(goods) / len(goods))
-    return badness
+def _with_details(scores: Sequence[Score], sid: str,
+                  details: Mapping[tuple[str, str, str, str], Any]) -> list[Score]:
+    """A sample's scores with the judge's reasons read for it alone."""
+    return [(tier, system, key, value, reason,
+             reasons_from_details(details.get((tier, system, key, sid))) or js)
+            for tier, system, key, value, reason, js in scores]
+
+
+def _worst_first(order: Sequence[str], columns: Sequence[_Column], questions: set[str]
+                 ) -> list[str]:
+    """The samples, questions of the dataset first, then other items (texts, sessions, log
+    rows); within each, the lowest mean of the row's 0–1 scores first, rows without one
+    after them (ties in the given order; vectorised over the samples)."""
+    n = len(order)
+    total = np.zeros(n)
+    count = np.zeros(n)
+    for col in columns:
+        if not col.unit:
+            continue
+        v = np.array([np.nan if (x := col.values.get(sid)) is None else x for sid in order],
+                     dtype=np.float64)
+        good = ~np.isnan(v)
+        total[good] += v[good] if col.mr.higher_is_better else 1.0 - v[good]
+        count += good
+    mean = np.divide(total, count, out=np.zeros(n), where=count > 0)
+    other = np.array([sid not in questions for sid in order], dtype=bool)
+    keys = np.lexsort((mean, count == 0, other))   # the last key sorts first; stable
+    return [order[i] for i in keys]
 
 
 def _cells(sid: str, columns: Sequence[_Column], lang: str) -> tuple[list[str], set[str]]:
@@ -152,8 +208,9 @@ def _cells(sid: str, columns: Sequence[_Column], lang: str) -> tuple[list[str], 
                          f'title="{escape(str(col.reasons.get(sid) or ""))}">'
                          f'{t("unscored", lang)}</td>')
         else:
-            cells.append(f'<td class=num data-tier="{tier}"'
-                         f'{_heat(v, col.mr.higher_is_better, col.unit)}>{fmt_value(v)}</td>')
+            heat = _heat(v, col.mr.higher_is_better, col.unit)
+            cells.append(f'<td class="num{" heat" if heat else ""}" data-tier="{tier}"'
+                         f'{heat}>{fmt_value(v)}</td>')
     return cells, tiers_here
 
 
@@ -175,12 +232,12 @@ def _row(sid: str, sample: Mapping[str, Any], cells: Sequence[str], tiers_here: 
         f"{_sample_details(sample, scores, lang)}</td></tr>")
 
 
-def _filter_bar(types: Sequence[str], tiers: Sequence[str], lang: str) -> str:
+def _filter_bar(types: Sequence[str], tiers: Sequence[str], lang: str, total: int) -> str:
     type_opts = "".join(f'<option value="{escape(x)}">{escape(x)}</option>' for x in types)
     tier_opts = "".join(f'<option value="{escape(x)}">{escape(tier_title(x, lang))}</option>'
                         for x in tiers)
     placeholder = escape(t("filter_placeholder", lang))
-    shown = escape(t("shown", lang, n="{n}", total="{total}"))
+    shown = escape(t("shown", lang, n="{n}", total=total))
     return (
         f'<div class=filterbar><input id="rm-filter" type="search" placeholder="'
         f'{placeholder}" aria-label="{placeholder}">'
@@ -193,22 +250,31 @@ def _filter_bar(types: Sequence[str], tiers: Sequence[str], lang: str) -> str:
 
 
 def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
-             sample_href: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+             sample_href: str | None = None, source: SampleSource | None = None
+             ) -> tuple[str, list[dict[str, Any]]]:
     """The pivot: one row per sample, one column per (tier, system) on the tier's primary
     metric; worst rows first; details (contexts, answer, every score, judge reasons) folded.
 
-    ``sample_href`` (a format string with ``{id}``) links each row to a drill-down page."""
+    ``sample_href`` (a format string with ``{id}``) links each row to a drill-down page;
+    ``source``: where the shown rows' text and details are read (default: the run itself)."""
+    source = source or SampleSource(run)
+    dataset = source.dataset_ids()
     columns = _columns(run, decisions)
-    order, all_scores = _scores_by_sample(run)
+    order = _order(run, dataset)
     if columns:  # only rows with a value (or an unscored mark) in one of the columns
         kept = [sid for sid in order if any(sid in c.values for c in columns)]
         hidden, order = len(order) - len(kept), kept
     else:
         hidden = 0
     total = len(order)
-    order = sorted(order, key=_badness(columns, set(run.samples)))[:MAX_EXPLORER_SAMPLES]
-    types = sorted({str(run.samples.get(s, {}).get("type")) for s in order
-                    if run.samples.get(s, {}).get("type")})
+    order = _worst_first(order, columns, set(dataset))[:MAX_EXPLORER_SAMPLES]
+    texts = source.texts(order)
+    details = source.details(order)
+    all_scores = _scores_of(run, order)
+    if details is not None:
+        all_scores = {sid: _with_details(sc, sid, details) for sid, sc in all_scores.items()}
+    types = sorted({str(texts.get(s, {}).get("type")) for s in order
+                    if texts.get(s, {}).get("type")})
     head = "".join(
         f'<th class=num data-tier="{escape(c.tier)}" title="{escape(c.tier)} · '
         f'{escape(c.system)} · {escape(c.metric)}">{escape(svg.short(c.system, 16))}'
@@ -217,7 +283,7 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
     data: list[dict[str, Any]] = []
     tiers_seen: set[str] = set()
     for sid in order:
-        sample = run.samples.get(sid, {})
+        sample = texts.get(sid, {})
         cells, tiers_here = _cells(sid, columns, lang)
         sc = all_scores.get(sid, [])
         tiers_here |= {s[0] for s in sc}
@@ -234,7 +300,7 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
     html = (
         f"<section id=explorer><h2>{t('explorer', lang)}</h2><p class=intro>"
         f"{t('explorer_intro', lang)}</p>{note}"
-        + _filter_bar(types, [x for x in run.tiers if x in tiers_seen], lang)
+        + _filter_bar(types, [x for x in run.tiers if x in tiers_seen], lang, len(order))
         + f'<table id="rm-samples"><thead><tr><th>{t("question", lang)}</th>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></section>")
     return html, data

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Mapping, Sequence
 from html import escape
 from importlib import resources
 from pathlib import Path
@@ -45,6 +46,7 @@ from ragmeter.reports.judge_labels import is_demo, mock_banner
 from ragmeter.reports.slices import decision_slices_html
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.statistic import UNITS, is_latency
 from ragmeter.results.store import StoredRun
 from ragmeter.text import detect_language
 
@@ -167,7 +169,8 @@ def tier_charts(tier: str, results: Sequence[EvalResult], *, lang: str = "en",
     colors = colors or svg.system_colors(r.name for r in results)
     pairs = [(r.name, r) for r in results]
     dec = decision or decide(tier, pairs, lang=lang)
-    charts = decision_charts(dec, pairs, colors, lang)
+    quality = [(name, r) for name, r in pairs if not is_latency(r)]
+    charts = decision_charts(dec, quality, colors, lang) if quality else []
     hits = _hit_at_k(results)
     ks = sorted({k for pts in hits.values() for k in pts})
     if len(ks) > 1:
@@ -232,15 +235,26 @@ def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+def _direction_note(dec: TierDecision, m: str, lang: str, block: bool) -> str:
+    """Under a column head: "lower is better" (and in the latency block the unit and "higher
+    is better" too)."""
+    lower = any(not dec.cells[(s, m)].higher_is_better for s in dec.systems)
+    if not block:
+        return f'<div class=muted>{t("lower_better", lang)}</div>' if lower else ""
+    unit = UNITS.get(m)
+    unit_text = f"{t('unit_' + unit, lang)} · " if unit else ""
+    return (f'<div class=muted>{escape(unit_text)}'
+            f'{t("lower_better" if lower else "higher_better", lang)}</div>')
+
+
 def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = (),
                    results: Mapping[str, EvalResult] | None = None,
-                   links: Mapping[str, str] | None = None) -> str:
-    """The decision table of one tier: systems × key metrics, best in bold, † significant."""
+                   links: Mapping[str, str] | None = None, block: bool = False) -> str:
+    """The decision table of one tier: systems × key metrics, best in bold, † significant;
+    ``block``: the latency block (units and each column's direction under its head)."""
     multi = sum(1 for s in dec.systems if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
     head = "".join(
-        f"<th class=num><code>{escape(m)}</code>"
-        + (f'<div class=muted>{t("lower_better", lang)}</div>'
-           if any(not dec.cells[(s, m)].higher_is_better for s in dec.systems) else "")
+        f"<th class=num><code>{escape(m)}</code>" + _direction_note(dec, m, lang, block)
         + "</th>" for m in dec.metrics)
     rows = []
     for s in dec.systems:
@@ -278,9 +292,27 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
         if links and s in links:
             name = f'<a href="{escape(links[s])}">{name}</a>'
         rows.append(f'<tr><th scope=row>{name}</th>{"".join(cells)}</tr>')
-    return (f'<table class="decision" data-tier="{escape(dec.tier)}"><thead><tr>'
+    kind = ' data-block="latency"' if block else ""
+    return (f'<table class="decision{" latency" if block else ""}" data-tier='
+            f'"{escape(dec.tier)}"{kind}><thead><tr>'
             f'<th>{t("system", lang)}</th>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table>")
+
+
+def latency_block(dec: TierDecision, lang: str, *,
+                  results: Mapping[str, EvalResult] | None = None,
+                  links: Mapping[str, str] | None = None) -> str:
+    """The decision's latency block (a table of its own under the quality table), or "" when
+    the tier has no target latency. ``results``: keyed by the labels given to
+    :func:`~ragmeter.reports.decision.decide`."""
+    lat = dec.latency
+    if lat is None or not lat.systems:
+        return ""
+    by_label = ({label: results[name] for label, name in lat.names.items() if name in results}
+                if results is not None else None)
+    return (f'<div class=latency-block><h4>{t("latency_block", lang)}</h4>'
+            f'<p class=muted>{t("latency_block_intro", lang)}</p>'
+            + decision_table(lat, lang, results=by_label, links=links, block=True) + "</div>")
 
 
 def _bands_legend(lang: str) -> str:
@@ -310,8 +342,10 @@ def _decision_section(run: StoredRun, lang: str,
         parts.append(f'<div class=tier-decision id="decision-{escape(tier)}"><h3>'
                      f'{escape(tier_title(tier, lang))} <span class=muted><code>{escape(tier)}'
                      f"</code></span></h3><p class=verdict>{escape(dec.verdict(lang))}</p>"
-                     + decision_table(dec, lang, demo_names=demo_names, results=results)
-                     + decision_slices_html(dec) + "</div>")
+                     + (decision_table(dec, lang, demo_names=demo_names, results=results)
+                        if dec.systems else "")
+                     + decision_slices_html(dec) + latency_block(dec, lang, results=results)
+                     + "</div>")
         n_res, seed = dec.n_resamples, dec.seed
     if not decisions:
         parts.append(f"<p class=note>{t('no_results', lang)}</p>")
@@ -396,23 +430,29 @@ def run_lang(run: StoredRun) -> str:
     return detect_language(texts or [run.name])
 
 
-def tier_decisions(run: StoredRun, lang: str = "en") -> dict[str, TierDecision]:
+def tier_decisions(run: StoredRun, lang: str = "en", compare: Any = None
+                   ) -> dict[str, TierDecision]:
     """Per tier with results, its decision; the judge cards' tier is shown as the judge card
-    section instead (its results are human labels, not systems to choose between)."""
-    return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang)
+    section instead (its results are human labels, not systems to choose between).
+    ``compare``: the paired test (see :func:`ragmeter.reports.decision.decide`)."""
+    return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang, compare=compare)
             for tier, rec in run.tiers.items()
             if rec.status == "ok" and rec.results and tier != JUDGE_TRUST_TIER}
 
 
 def render_run_body(run: StoredRun, lang: str | None = None, *,
-                    sample_href: str | None = None) -> tuple[str, dict[str, Any], str]:
-    """The report's body HTML, its JSON data and its language (the viewer embeds these)."""
+                    sample_href: str | None = None, source: Any = None,
+                    compare: Any = None, hide_paths: bool = False
+                    ) -> tuple[str, dict[str, Any], str]:
+    """The report's body HTML, its JSON data and its language (the viewer embeds these).
+    ``source``: where the explorer reads the shown samples' text and details (default: the
+    run); ``compare``: the paired test of the decisions (default ``compare_metric``)."""
     lang = check_lang(lang) if lang else run_lang(run)
     demo = is_demo(run)
-    decisions = tier_decisions(run, lang)
+    decisions = tier_decisions(run, lang, compare)
     colors = svg.system_colors(r.name for rec in run.tiers.values() for r in rec.results)
     parts = [f"<header><h1>{escape(run.name)}</h1><p class=meta>{t('run', lang)} "
-             f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)} "
+             f"<code>{escape(run.id)}</code> · {escape(run.created_at)} · {t('status', lang)}: "
              f"{escape(status_text(run.status, lang))} · git <code>{escape((run.git_commit or '–')[:12])}</code>"
              f" · ragmeter {escape(__version__)}</p></header>"]
     if demo:
@@ -443,11 +483,14 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
         section.append("</section>")
         parts.append("".join(section))
     parts.append(card_section(run, lang))
-    html_explorer, sample_data = explorer(run, decisions, lang, sample_href)
+    html_explorer, sample_data = explorer(run, decisions, lang, sample_href, source)
     parts.append(html_explorer)
     from ragmeter.secrets import mask_secrets
 
-    cfg = json.dumps(mask_secrets(run.config), ensure_ascii=False, indent=2, default=str)
+    shown = mask_secrets(run.config)
+    if hide_paths:  # a page that leaves this machine: no local path in it
+        shown = short_paths(shown)
+    cfg = json.dumps(shown, ensure_ascii=False, indent=2, default=str)
     parts.append(f"<section id=signature><h2>{t('signature', lang)}</h2><p><code>"
                  f"{escape(run.signature)}</code></p><details><summary>"
                  f"{t('config_masked', lang)}</summary><pre>{escape(cfg)}</pre></details>"
@@ -456,6 +499,22 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
             "tiers": {x: {"status": r.status, "reason": r.reason} for x, r in run.tiers.items()},
             "samples": sample_data}
     return "".join(parts), data, lang
+
+
+_LOCAL_PATH = re.compile(r"^(?:sqlite:/+|file:/*)?(?:/|[A-Za-z]:[\\/]|~[\\/])")
+
+
+def short_paths(obj: Any) -> Any:
+    """``obj`` with every absolute local path (``/home/u/x/data.jsonl``, ``sqlite:///…``,
+    ``C:\\…``) shortened to its last two parts (``…/x/data.jsonl``)."""
+    if isinstance(obj, Mapping):
+        return {k: short_paths(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [short_paths(v) for v in obj]
+    if isinstance(obj, str) and _LOCAL_PATH.match(obj):
+        parts = [x for x in re.split(r"[\\/]", obj) if x]
+        return "…/" + "/".join(parts[-2:])
+    return obj
 
 
 def render_run_html(run: StoredRun, lang: str | None = None) -> str:
@@ -468,88 +527,4 @@ def write_run_html(run: StoredRun, path: str | Path, lang: str | None = None) ->
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_run_html(run, lang), encoding="utf-8")
-    return out
-
-
-def _verdict_rank(verdict: str) -> int:
-    return {"regression": 0, "improvement": 1, "no significant change": 2}.get(verdict, 3)
-
-
-def comparison_body(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -> str:
-    """Body of a comparison of runs A and B: significant changes first (regressions on top),
-    the metrics without a significant change folded below; a chart of the largest changes."""
-    rows = sorted(rows, key=lambda r: (_verdict_rank(r.verdict), r.comparison.p_value))
-    multi = len({x.result for x in rows}) > 1
-
-    def tr(r: Any) -> str:
-        c = r.comparison
-        cls = {"regression": "regression", "improvement": "improvement"}.get(r.verdict, "")
-        ok = not math.isnan(c.diff)
-        return (f'<tr class="{cls}"><td>{escape(r.result)}</td><td><code>{escape(c.metric)}'
-                f"</code></td><td class=num>{_f(c.mean_a)}</td><td class=num>{_f(c.mean_b)}</td>"
-                f"<td class=num>{f'{c.diff:+.4f}' if ok else '–'}</td><td class=num>"
-                f"{f'[{c.ci_low:+.4f}, {c.ci_high:+.4f}]' if ok else '–'}</td>"
-                f"<td class=num>{c.p_value:.4f}</td><td class=num>{c.n}</td>"
-                f"<td>{escape(t('v_' + r.verdict, lang))}</td></tr>")
-
-    head = ("<thead><tr>" + "".join(f"<th>{escape(x)}</th>" for x in (
-        t("result", lang), t("metric", lang), "A", "B", "B − A", t("diff_ci", lang), "p", "n",
-        t("verdict", lang))) + "</tr></thead>")
-    sig = [r for r in rows if r.verdict in ("regression", "improvement")]
-    rest = [r for r in rows if r not in sig]
-    n_reg = sum(r.verdict == "regression" for r in rows)
-    method = rows[0].comparison.method if rows else "randomization"
-    n_res = rows[0].comparison.n_resamples if rows else 0
-    seed = rows[0].comparison.seed if rows else 0
-    method_text = t("method_randomization", lang) if method == "randomization" else method
-    body = (f'<p class="{"bad-text" if n_reg else ""}" id=n-regressions>'
-            f'{t("regressions", lang, n=n_reg)}</p>'
-            f'<p class="muted test-note">{escape(t("cmp_note", lang, method=method_text, n=n_res, seed=seed))}</p>')
-    if sig:
-        body += f"<table class=compare id=significant>{head}<tbody>" + "".join(
-            tr(r) for r in sig) + "</tbody></table>"
-    if rest:
-        body += (f"<details class=allmetrics><summary>{escape(t('v_no significant change', lang))}"
-                 f": {len(rest)}</summary><table class=compare>{head}<tbody>"
-                 + "".join(tr(r) for r in rest) + "</tbody></table></details>")
-    changed = [r for r in rows if not math.isnan(r.comparison.diff)
-               and (r in sig or abs(r.comparison.diff) > 1e-12)]
-    changed = sorted(changed, key=lambda r: (r not in sig, -abs(r.comparison.diff)))[:24]
-    if changed:
-        chart_rows = [(f"{r.result}: {r.comparison.metric}" if multi else r.comparison.metric,
-                       svg.Point(r.comparison.diff, r.comparison.ci_low, r.comparison.ci_high))
-                      for r in changed]
-        body += ("<div class=charts><figure>"
-                 + svg.diff_chart(chart_rows, t("chart_diff", lang), lang=lang)
-                 + "</figure></div>")
-    return body
-
-
-def render_comparison_html(a: Any, b: Any, rows: Iterable[Any], lang: str | None = None) -> str:
-    """HTML of ``ragmeter compare`` (``a``/``b`` are :class:`~ragmeter.runner.sources.Source`)."""
-    rows = list(rows)
-    lang = check_lang(lang) if lang else run_lang(a.run)
-    body = (f"<header><h1>{t('comparison', lang)}</h1><p class=meta>A = <code>"
-            f"{escape(a.label)}</code> ({escape(a.run.name)}) · B = <code>{escape(b.label)}"
-            f"</code> ({escape(b.run.name)})</p></header>")
-    demo = sorted(set(is_demo(a.run)) | set(is_demo(b.run)))
-    if demo:
-        body += ('<div class="banner demo" id="demo-banner">'
-                 + escape(t("demo_banner", lang, names=", ".join(demo))) + "</div>")
-    body += mock_banner(a.run, lang) or mock_banner(b.run, lang)
-    body += comparison_body(a, b, rows, lang)
-    body += (f"<section id=signature><h2>{t('signatures', lang)}</h2><p>A: <code>"
-             f"{escape(a.run.signature)}</code></p><p>B: <code>{escape(b.run.signature)}</code>"
-             "</p></section>")
-    n_reg = sum(r.verdict == "regression" for r in rows)
-    data = {"kind": "comparison", "a": a.label, "b": b.label, "regressions": n_reg,
-            "samples": []}
-    return _page(f"ragmeter · compare {a.label} vs {b.label}", body, data, lang)
-
-
-def write_comparison_html(a: Any, b: Any, rows: Iterable[Any], path: str | Path,
-                          lang: str | None = None) -> Path:
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_comparison_html(a, b, rows, lang), encoding="utf-8")
     return out

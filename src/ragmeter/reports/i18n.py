@@ -7,7 +7,8 @@ language is the data's (``ragmeter.text.detect_language``, the one language dete
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 LANGS = ("en", "ru")
 
@@ -36,9 +37,9 @@ TEXT: dict[str, tuple[str, str]] = {
         "жирным; † отмечает систему, отставание которой от лучшей значимо."),
     "test_note": (
         "† = paired {method} test against the best system on the samples both scored, "
-        "p < 0.05, {n} resamples, seed {seed}.",
+        "p < 0.05, {n} [[n|resample|resamples]], seed {seed}.",
         "† = парный {method} против лучшей системы на примерах, оценённых обеими, "
-        "p < 0,05, {n} перестановок, seed {seed}."),
+        "p < 0,05, {n} [[n|перестановка|перестановки|перестановок]], seed {seed}."),
     "method_randomization": ("randomization (sign-flip)",
                              "рандомизационный тест (смена знаков)"),
     "system": ("system", "система"),
@@ -66,6 +67,18 @@ TEXT: dict[str, tuple[str, str]] = {
                    "Ни один уровень не дал результатов; причины — в статусе уровней."),
     "and": ("and", "и"),
     "lower_better": ("lower is better", "меньше — лучше"),
+    "higher_better": ("higher is better", "больше — лучше"),
+    "latency_block": ("Latency and throughput", "Задержка и пропускная способность"),
+    "latency_block_intro": (
+        "Per target, over its calls: percentiles of the seconds per call and to the first "
+        "token, requests per second and the share of failed calls, each with its 95% "
+        "bootstrap CI; the best of each column in its own direction.",
+        "Для каждой цели, по её вызовам: процентили секунд на вызов и до первого токена, "
+        "запросов в секунду и доля неудачных вызовов, каждое с 95% бутстреп-интервалом; "
+        "лучшее значение столбца — в его собственном направлении."),
+    "unit_s": ("s", "с"),
+    "unit_requests/s": ("requests/s", "запросов/с"),
+    "unit_share": ("share", "доля"),
     # bands
     "bands": ("Quality bands", "Пороги качества"),
     "bands_intro": (
@@ -114,8 +127,10 @@ TEXT: dict[str, tuple[str, str]] = {
     "st_not_run": ("not run", "не запускался"),
     "st_error": ("error", "ошибка"),
     "st_partial": ("partial", "частично"),
-    "llm_stats": ("{calls} LLM calls (+{cached} cached), {tokens} tokens, ${cost}, {errors} "
-                  "errors", "{calls} вызовов LLM (+{cached} из кэша), {tokens} токенов, "
+    "llm_stats": ("{calls} LLM [[calls|call|calls]] (+{cached} cached), {tokens} "
+                  "[[tokens|token|tokens]], ${cost}, {errors} [[errors|error|errors]]",
+                  "{calls} [[calls|вызов|вызова|вызовов]] LLM (+{cached} из кэша), {tokens} "
+                  "[[tokens|токен|токена|токенов]], "
                   "${cost}, ошибок: {errors}"),
     # metric table
     "metric": ("metric", "метрика"),
@@ -212,7 +227,8 @@ TEXT: dict[str, tuple[str, str]] = {
     "judge_reasons": ("judge replies and reasons", "ответы и обоснования судьи"),
     "scores": ("all scores", "все оценки"),
     "unscored": ("unscored", "без оценки"),
-    "shown": ("{n} / {total} samples", "{n} / {total} примеров"),
+    "shown": ("{n} / {total} [[total|sample|samples]]",
+              "{n} / {total} [[total|пример|примера|примеров]]"),
     "truncated": ("Showing the {n} worst samples of {total}.",
                   "Показаны {n} худших примеров из {total}."),
     "hits": ("{n} hit(s)", "найдено: {n}"),
@@ -221,7 +237,7 @@ TEXT: dict[str, tuple[str, str]] = {
     "cmp_note": ("Paired {method} test of B against A on the samples both scored; significant "
                  "at p < 0.05; {n} resamples, seed {seed}.",
                  "Парный {method} B против A на примерах, оценённых обоими; значимо при "
-                 "p < 0,05; {n} перестановок, seed {seed}."),
+                 "p < 0,05; {n} [[n|перестановка|перестановки|перестановок]], seed {seed}."),
     "cmp_meta": ("paired {method} test on the samples both scored",
                  "парный тест ({method}) на примерах, оценённых обоими"),
     "regressions": ("{n} significant regression(s).", "Значимых ухудшений: {n}."),
@@ -294,7 +310,7 @@ TEXT: dict[str, tuple[str, str]] = {
                      "обновляется сама каждые несколько секунд."),
     "v_live_stored": ("Finished and stored: open the run", "Завершён и сохранён: открыть запуск"),
     "v_progress": ("progress", "ход"),
-    "batches": ("batches", "пакетов"),
+    "batches": ("batch|batches", "пакет|пакета|пакетов"),
     "st_complete": ("complete", "завершён"),
     "st_failed": ("failed", "с ошибкой"),
     "st_interrupted": ("interrupted", "прерван"),
@@ -302,9 +318,12 @@ TEXT: dict[str, tuple[str, str]] = {
     "st_running": ("running", "идёт"),
     "st_stalled": ("stalled (no progress for 10 min)", "остановился (10 мин без хода)"),
     "st_stored": ("finished", "завершён"),
-    "explorer_hidden": ("{n} other scored items (texts, sessions, log rows) have no value in "
+    "st_unreadable": ("unreadable", "не читается"),
+    "explorer_hidden": ("{n} other scored [[n|item|items]] (texts, sessions, log rows) have "
+                        "no value in "
                         "these columns: they are in their tiers' sections above.",
-                        "Ещё {n} оценённых элементов (тексты, сессии, строки журнала) без "
+                        "Ещё {n} [[n|оценённый элемент|оценённых элемента|оценённых элементов]] (тексты, "
+                        "сессии, строки журнала) без "
                         "значения в этих столбцах: они в разделах своих уровней выше."),
     "v_raw_details": ("all details (JSON)", "все подробности (JSON)"),
     "check_pass": ("PASS", "ПРОЙДЕНО"),
@@ -319,6 +338,37 @@ TEXT: dict[str, tuple[str, str]] = {
     "v_pick_two_side": ("Pick two or more runs and a sample.",
                         "Выберите два или более запуска и пример."),
     "v_no_contexts": ("no retrieved contexts", "найденных контекстов нет"),
+    "v_text_not_returned": ("text not returned", "текст не возвращён"),
+    "latency": ("latency", "задержка"),
+    # the viewer's error messages
+    "v_q_bad": ("query parameter '{name}': {problem}{hint}",
+                "параметр запроса «{name}»: {problem}{hint}"),
+    "v_q_expected": (" (expected: {values})", " (ожидалось: {values})"),
+    "v_q_not_param": ("not a parameter of this page", "у этой страницы нет такого параметра"),
+    "v_q_unknown": ("unknown value {value}", "неизвестное значение {value}"),
+    "v_q_not_date": ("{value} is not a date", "{value} — не дата"),
+    "v_q_not_column": ("{value} is not a column", "{value} — не столбец"),
+    "v_q_not_int": ("{value} is not a whole number", "{value} — не целое число"),
+    "v_q_range": ("{value} is out of range {low}..{high}",
+                  "{value} вне диапазона {low}..{high}"),
+    "v_q_no_run": ("no run {value} in this store", "в этом хранилище нет запуска {value}"),
+    "v_e_no_run": ("no run '{run}' in this store (see the runs page)",
+                   "в этом хранилище нет запуска «{run}» (см. страницу запусков)"),
+    "v_e_no_sample": ("no sample '{sample}' in run {run}",
+                      "в запуске {run} нет примера «{sample}»"),
+    "v_e_no_sample_runs": ("no sample '{sample}' in {runs}", "в {runs} нет примера «{sample}»"),
+    "v_e_no_live": ("no running run '{run}' in the runs folder{where}",
+                    "в папке запусков нет идущего запуска «{run}»{where}"),
+    "v_e_no_runs_dir": (" (none given: view --runs DIR)",
+                        " (папка не задана: view --runs DIR)"),
+    "v_e_live_unreadable": ("the folder of run {run} cannot be read: {error}",
+                            "папку запуска {run} не удаётся прочитать: {error}"),
+    "v_e_corrupt": ("run {run} cannot be read from the store: {error}",
+                    "запуск {run} не удаётся прочитать из хранилища: {error}"),
+    "v_exported": ("exported from ragmeter view (read-only)",
+                   "выгружено из ragmeter view (только чтение)"),
+    "jc_no_stat": ("this card has no such statistic", "в этой карточке нет такой статистики"),
+    "v_dataset_answer": ("answer in the dataset", "ответ из набора данных"),
     "v_gold": ("gold", "эталон"),
     "yes": ("yes", "да"),
     "no": ("no", "нет"),
@@ -343,17 +393,51 @@ TEXT: dict[str, tuple[str, str]] = {
     "gate_passed": ("passed", "пройдена"),
     "checks_passed": ("{ok}/{n} checks passed", "пройдено проверок: {ok}/{n}"),
     "value": ("value", "значение"),
+    "target": ("target", "цель"),
+    "direction": ("direction", "направление"),
     "threshold": ("threshold", "порог"),
     "message": ("message", "сообщение"),
 }
 
 
+_PLURAL = re.compile(r"\[\[(\w+)\|([^\]]+)\]\]")
+
+
+def plural_form(n: int, forms: Sequence[str], lang: str) -> str:
+    """The word for ``n``: English ``(one, many)``; Russian ``(one, few, many)`` (1 пакет,
+    2 пакета, 5 пакетов, 11 пакетов, 21 пакет)."""
+    if len(forms) < 3 or lang != "ru":
+        return forms[0] if n == 1 else forms[-1]
+    n = abs(n)
+    if n % 10 == 1 and n % 100 != 11:
+        return forms[0]
+    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+        return forms[1]
+    return forms[2]
+
+
+def _plurals(text: str, lang: str, fields: Mapping[str, object]) -> str:
+    """``[[n|batch|batches]]`` → the form of the word for the field ``n``."""
+    def form(m: re.Match[str]) -> str:
+        value = fields.get(m.group(1))
+        forms = m.group(2).split("|")
+        try:
+            n = int(str(value).replace(" ", "").replace("\u00a0", ""))
+        except (TypeError, ValueError):
+            return forms[-1]
+        return plural_form(n, forms, lang)
+    return _PLURAL.sub(form, text)
+
+
 def t(key: str, lang: str = "en", **fields: object) -> str:
-    """The text ``key`` in ``lang`` with ``fields`` filled in (the key itself when unknown)."""
+    """The text ``key`` in ``lang`` with ``fields`` filled in (the key itself when unknown);
+    ``[[n|пакет|пакета|пакетов]]`` in a text is the word in the form its number takes."""
     pair = TEXT.get(key)
     if pair is None:
         return key.format(**fields) if fields else key
     text = pair[1] if lang == "ru" else pair[0]
+    if "[[" in text:
+        text = _plurals(text, lang, fields)
     return text.format(**fields) if fields else text
 
 

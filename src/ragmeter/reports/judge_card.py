@@ -236,9 +236,11 @@ def card_markdown(run: Any, lang: str) -> list[str]:
     return lines
 
 
-def judges_table(runs: Sequence[Any], lang: str, stat: str = "kappa") -> str:
+def judges_table(runs: Sequence[Any], lang: str, stat: str = "kappa",
+                 run_link: Any = None) -> str:
     """Cards of several runs side by side: per metric, each judge's ``stat`` with CI, ranked
-    (the ranking of :func:`ragmeter.judge_trust.card.compare_cards`)."""
+    (the ranking of :func:`ragmeter.judge_trust.card.compare_cards`); a card without
+    ``stat`` says n/a. ``run_link(run_id)``: the link of each run id (the viewer's)."""
     from ragmeter.judge_trust.card import compare_cards
 
     cards: list[JudgeCard] = []
@@ -250,12 +252,22 @@ def judges_table(runs: Sequence[Any], lang: str, stat: str = "kappa") -> str:
     if not cards:
         return f"<p>{escape(t('jc_none', lang))}</p>"
     rows = compare_cards(cards, stat)
+
+    def value(r: dict[str, Any]) -> str:
+        if r.get("missing"):
+            return (f'<td class="num nodata" title="{escape(t("jc_no_stat", lang))}">n/a'
+                    "</td>")
+        return (f"<td class=num>{_f(r['value'])}<br><span class=ci>"
+                f"{_ci(r['ci_low'], r['ci_high'])}</span></td>")
+
+    def run_cell(r: dict[str, Any]) -> str:
+        rid = where.get(r["signature"], "")
+        code = f"<code>{escape(rid)}</code>"
+        return f'<a href="{escape(run_link(rid))}">{code}</a>' if run_link and rid else code
     body = "".join(
         f"<tr><td><code>{escape(r['metric'])}</code></td><td class=num>{r['rank']}</td>"
         f"<td>{escape(r['judge'])}</td><td><code>{escape(r['model'])}</code></td>"
-        f"<td class=num>{_f(r['value'])}<br><span class=ci>{_ci(r['ci_low'], r['ci_high'])}"
-        f"</span></td><td class=num>{r['n']}</td><td><code>{escape(where.get(r['signature'], ''))}"
-        "</code></td></tr>" for r in rows)
+        f"{value(r)}<td class=num>{r['n']}</td><td>{run_cell(r)}</td></tr>" for r in rows)
     return (f"<p class=intro>{escape(t('jc_compare_intro', lang, stat=t('jc_' + stat, lang)))}"
             f"</p><table class=judges><thead><tr><th>{t('metric', lang)}</th><th>#</th>"
             f"<th>{escape(t('jc_judge', lang))}</th><th>{escape(t('jc_model', lang))}</th>"

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragmeter.reports.bands import classify, from_demo_judge
 from ragmeter.reports.decision import TierDecision
-from ragmeter.reports.i18n import check_lang, t
+from ragmeter.reports.i18n import check_lang, status_text, t
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.store import StoredRun
 
@@ -71,7 +71,7 @@ def run_markdown(run: StoredRun, gate_rows: Sequence[Any] | None = None,
     lang = check_lang(lang) if lang else run_lang(run)
     lines = [f"## ragmeter: {md_escape(run.name)}", "",
              f"{t('run', lang)} {md_code(run.id)} · {md_escape(run.created_at)} · "
-             f"{t('status', lang)} {md_escape(run.status)} · git "
+             f"{t('status', lang)}: {md_escape(status_text(run.status, lang))} · git "
              f"{md_code((run.git_commit or '–')[:12])}", ""]
     demo = is_demo(run)
     if demo:
@@ -103,20 +103,39 @@ def _decisions_md(decisions: Mapping[str, TierDecision], lang: str) -> list[str]
     for tier, dec in decisions.items():
         lines += [f"**{md_escape(tier_title(tier, lang))}** ({md_code(tier)}): "
                   f"{md_escape(dec.verdict(lang))}", ""]
-        lines += ["| " + t("system", lang) + " | " + " | ".join(
-            f"{md_code(m)}" for m in dec.metrics) + " |",
-                  "|---|" + "---:|" * len(dec.metrics)]
-        multi = sum(1 for s in dec.systems
-                    if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
-        for s in dec.systems:
-            cells = [_decision_cell(dec.cells[(s, m)], multi, lang) for m in dec.metrics]
-            lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
-        lines.append("")
+        if dec.systems:
+            lines += _decision_rows(dec, lang)
         lines += _slice_sections(dec)
+        if dec.latency is not None and dec.latency.systems:
+            lines += [f"_{md_escape(t('latency_block', lang))}_", ""]
+            lines += _decision_rows(dec.latency, lang, block=True)
         n_res, seed = dec.n_resamples, dec.seed
     if n_res is not None:
         lines += [md_escape(t("test_note", lang, method=t("method_randomization", lang),
                               n=n_res, seed=seed)), ""]
+    return lines
+
+
+def _decision_rows(dec: TierDecision, lang: str, block: bool = False) -> list[str]:
+    """The systems × metrics table of a decision (``block``: the latency block, each column
+    with its unit and direction)."""
+    from ragmeter.results.statistic import UNITS
+
+    def head(m: str) -> str:
+        if not block:
+            return md_code(m)
+        lower = any(not dec.cells[(s, m)].higher_is_better for s in dec.systems)
+        unit = UNITS.get(m)
+        return (f"{md_code(m)} ({t('unit_' + unit, lang) + ', ' if unit else ''}"
+                f"{t('lower_better' if lower else 'higher_better', lang)})")
+    lines = ["| " + t("system", lang) + " | " + " | ".join(head(m) for m in dec.metrics)
+             + " |", "|---|" + "---:|" * len(dec.metrics)]
+    multi = sum(1 for s in dec.systems
+                if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
+    for s in dec.systems:
+        cells = [_decision_cell(dec.cells[(s, m)], multi, lang) for m in dec.metrics]
+        lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
+    lines.append("")
     return lines
 
 
@@ -191,12 +210,18 @@ def comparison_markdown(a: Any, b: Any, rows: Iterable[Any], lang: str = "en") -
              f"| {t('result', lang)} | {t('metric', lang)} | A | B | B − A | {t('diff_ci', lang)}"
              f" | p | n | {t('verdict', lang)} |",
              "|---|---|---:|---:|---:|---|---:|---:|---|"]
-    for r in rows:
-        c = r.comparison
-        v = t("v_" + r.verdict, lang)
-        mark = {"regression": f"🔴 **{v}**", "improvement": f"🟢 {v}"}.get(r.verdict, v)
-        lines.append(f"| {md_escape(r.result)} | {md_code(c.metric)} | {_f(c.mean_a)} | "
-                     f"{_f(c.mean_b)} | {c.diff:+.4f} | [{c.ci_low:+.4f}, {c.ci_high:+.4f}] | "
-                     f"{c.p_value:.4f} | {c.n} | {mark} |")
+    timing = [r for r in rows if getattr(r, "block", "") == "latency"]
+    for part in ([r for r in rows if r not in timing], timing):
+        if part is timing and timing:
+            lines += ["", f"**{md_escape(t('latency_block', lang))}** "
+                      f"({md_escape(timing[0].comparison.method)})", "",
+                      lines[4], lines[5]]
+        for r in part:
+            c = r.comparison
+            v = t("v_" + r.verdict, lang)
+            mark = {"regression": f"🔴 **{v}**", "improvement": f"🟢 {v}"}.get(r.verdict, v)
+            lines.append(f"| {md_escape(r.result)} | {md_code(c.metric)} | {_f(c.mean_a)} | "
+                         f"{_f(c.mean_b)} | {c.diff:+.4f} | [{c.ci_low:+.4f}, "
+                         f"{c.ci_high:+.4f}] | {c.p_value:.4f} | {c.n} | {mark} |")
     lines.append("")
     return "\n".join(lines)

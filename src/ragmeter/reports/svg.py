@@ -64,6 +64,11 @@ def _ok(v: float | None) -> bool:
     return v is not None and not (isinstance(v, float) and (math.isnan(v) or math.isinf(v)))
 
 
+#: room along the axis a label rotated by 35° needs not to touch the next (its line height
+#: over sin 35°)
+ROTATED_ROOM = 14.0 / math.sin(math.radians(35))
+
+
 def text_width(text: str, size: float = FONT_SIZE) -> float:
     """An upper estimate of the rendered width of ``text`` in pixels."""
     return len(text) * CHAR_W * size / FONT_SIZE
@@ -212,14 +217,22 @@ def shade_legend(shades: Sequence[Shade], x: float, y: float, width: float,
 
 def grid_x(parts: list[str], a: float, b: float, px: Callable[[float], float], y_top: float,
            y_axis: float) -> None:
-    """Vertical grid lines at the ticks of ``[a, b]``, labelled under the axis at ``y_axis``."""
+    """Vertical grid lines at the ticks of ``[a, b]``, labelled under the axis at ``y_axis``
+    (every k-th label when their texts would touch)."""
     step = _tick_step(b - a)
-    for tv in _ticks(a, b):
+    ticks = _ticks(a, b)
+    labels = [_fmt_tick(tv, step) for tv in ticks]
+    gap = abs(px(ticks[1]) - px(ticks[0])) if len(ticks) > 1 else 1e9
+    widest = max([text_width(x) for x in labels] + [1.0])
+    every = max(1, math.ceil((widest + 6) / gap)) if gap > 0 else 1
+    for i, (tv, label) in enumerate(zip(ticks, labels, strict=True)):
         x = px(tv)
         parts.append(f'<line x1="{x:.1f}" y1="{y_top:.1f}" x2="{x:.1f}" y2="{y_axis:.1f}" '
                      'stroke="#e5e5e5"/>')
-        parts.append(f'<text x="{x:.1f}" y="{y_axis + 13:.1f}" text-anchor="middle" '
-                     f'fill="#555">{_fmt_tick(tv, step)}</text>')
+        if i % every == 0:
+            parts.append(f'<text class="rm-axis" x="{x:.1f}" y="{y_axis + 13:.1f}" '
+                         f'text-anchor="middle" '
+                         f'fill="#555">{label}</text>')
 
 
 def grid_y(parts: list[str], a: float, b: float, py: Callable[[float], float], x0: float,
@@ -356,7 +369,14 @@ def line_chart(x: Sequence[float], series: Mapping[str, Sequence[Point]], title:
                       for j, xv in enumerate(xs)],
                      (links or {}).get(name, [None] * len(xs)))
     parts.append("</g>")
+    # every k-th label when even rotated ones would touch (a rotated label needs its line
+    # height divided by sin 35° of room along the axis); the first and the last always shown
+    every = max(1, math.ceil(ROTATED_ROOM / spacing)) if rotate and spacing > 0 else 1
     for j, (xv, lab) in enumerate(zip(xs, tick_labels, strict=False)):
+        if j % every and j != len(xs) - 1:
+            continue
+        if j == len(xs) - 1 and j % every and (j - j // every * every) * spacing < ROTATED_ROOM:
+            continue  # too close to the last shown one
         cx, ty = px(xv), y0 + h + 20
         rot = f' transform="rotate(35 {cx:.1f} {ty:.1f})" text-anchor="start"' if rotate \
             else ' text-anchor="middle"'
@@ -481,13 +501,22 @@ def _legend(parts: list[str], names: Sequence[str], colors: Mapping[str, str], x
                      f"<title>{escape(name)}</title>{escape(short(name))}</text>")
 
 
-def diff_chart(rows: Sequence[tuple[str, Point]], title: str, *, lang: str = "en") -> str:
-    """Differences B − A with their 95% CIs around a zero line (axis covers every CI)."""
+def diff_chart(rows: Sequence[tuple[str, Point]], title: str, *, lang: str = "en",
+               higher_is_better: Mapping[str, bool] | None = None) -> str:
+    """Differences B − A with their 95% CIs around a zero line (axis covers every CI); a
+    change for the better is green and one for the worse red, in each row's direction
+    (``higher_is_better`` by row name; default: higher is better)."""
     vals = [v for _, p in rows for v in (p.mean, p.low, p.high)] + [0.0]
     finite = [abs(float(v)) for v in vals if v is not None and _ok(v)]
     top = max([*finite, 0.01]) * 1.1
-    colors = {name: ("#C44E52" if p.ok and float(p.mean) < 0 else "#55A868")  # type: ignore[arg-type]
-              for name, p in rows}
+    hib = higher_is_better or {}
+
+    def worse(name: str, p: Point) -> bool:
+        if not p.ok:
+            return False
+        d = float(p.mean)  # type: ignore[arg-type]
+        return d < 0 if hib.get(name, True) else d > 0
+    colors = {name: ("#C44E52" if worse(name, p) else "#55A868") for name, p in rows}
     svg = forest(title, rows, colors=colors, lang=lang, axis=(-top, top))
     return svg.replace('data-chart="forest"', 'data-chart="diff"', 1)
 

@@ -6,6 +6,7 @@ with a busy timeout, and written with ``BEGIN IMMEDIATE`` so that concurrent wri
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,43 @@ class Tables:
     samples: Any
 
 
+def _metrics_table(md: Any) -> Any:
+    """``rm_metrics``: one row per run × tier × system × metric."""
+    import sqlalchemy as sa
+
+    text = sa.Text
+    return sa.Table(
+        "rm_metrics", md,
+        sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("tier", sa.String(64), primary_key=True),
+        sa.Column("system", sa.String(200), primary_key=True),
+        sa.Column("metric", sa.String(200), primary_key=True),
+        sa.Column("position", sa.Integer, nullable=False),
+        sa.Column("system_position", sa.Integer, nullable=False),
+        sa.Column("system_meta_json", text, nullable=False),
+        sa.Column("signature", text, nullable=False),
+        sa.Column("higher_is_better", sa.Boolean, nullable=False),
+        sa.Column("seed", sa.Integer, nullable=False),
+        sa.Column("n_boot", sa.Integer, nullable=False),
+        sa.Column("counts_json", text, nullable=False),
+        sa.Column("mean", sa.Float),
+        sa.Column("ci_low", sa.Float),
+        sa.Column("ci_high", sa.Float),
+        sa.Column("n", sa.Integer, nullable=False),
+        sa.Column("n_unscored", sa.Integer, nullable=False),
+        # the per-sample values again, as one row (written since these columns exist; NULL
+        # in older rows): a page reads a metric's values in one row, not one row per sample
+        sa.Column("ids_json", text),
+        sa.Column("values_blob", sa.LargeBinary),
+        sa.Column("reasons_json", text),
+        # the paired test's projections of a large fully scored metric
+        # (:mod:`ragmeter.results.projections`): a diff of two runs is a subtraction
+        sa.Column("signs_blob", sa.LargeBinary),
+        sa.Column("boots_blob", sa.LargeBinary),
+    )
+
+
 def define_tables() -> Tables:
     """The table definitions of schema version :data:`SCHEMA_VERSION`."""
     import sqlalchemy as sa
@@ -87,27 +125,7 @@ def define_tables() -> Tables:
         sa.Column("reason", text),
         sa.Column("stats_json", text, nullable=False),
     )
-    metrics = sa.Table(
-        "rm_metrics", md,
-        sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
-                  primary_key=True),
-        sa.Column("tier", sa.String(64), primary_key=True),
-        sa.Column("system", sa.String(200), primary_key=True),
-        sa.Column("metric", sa.String(200), primary_key=True),
-        sa.Column("position", sa.Integer, nullable=False),
-        sa.Column("system_position", sa.Integer, nullable=False),
-        sa.Column("system_meta_json", text, nullable=False),
-        sa.Column("signature", text, nullable=False),
-        sa.Column("higher_is_better", sa.Boolean, nullable=False),
-        sa.Column("seed", sa.Integer, nullable=False),
-        sa.Column("n_boot", sa.Integer, nullable=False),
-        sa.Column("counts_json", text, nullable=False),
-        sa.Column("mean", sa.Float),
-        sa.Column("ci_low", sa.Float),
-        sa.Column("ci_high", sa.Float),
-        sa.Column("n", sa.Integer, nullable=False),
-        sa.Column("n_unscored", sa.Integer, nullable=False),
-    )
+    metrics = _metrics_table(md)
     values = sa.Table(
         "rm_values", md,
         sa.Column("run_id", sa.String(64), sa.ForeignKey("rm_runs.id", ondelete="CASCADE"),
@@ -120,6 +138,9 @@ def define_tables() -> Tables:
         sa.Column("value", sa.Float),
         sa.Column("reason", text),
         sa.Column("details_json", text),
+        # one sample's scores across metrics (the sample and side-by-side pages, the shown
+        # rows of a run page) without reading the whole run
+        sa.Index("ix_rm_values_sample", "run_id", "sample_id"),
     )
     samples = sa.Table(
         "rm_samples", md,
@@ -130,6 +151,53 @@ def define_tables() -> Tables:
         sa.Column("data_json", text, nullable=False),
     )
     return Tables(md, schema, runs, tiers, metrics, values, samples)
+
+
+#: columns added to a table after schema version 1 (nullable; an older store gets them on its
+#: first write-side open, and is read without them until then)
+ADDED_COLUMNS = {"rm_metrics": ("ids_json", "values_blob", "reasons_json", "signs_blob",
+                                 "boots_blob")}
+
+
+def add_missing_columns(conn: Any, tables: Tables) -> None:
+    """Add :data:`ADDED_COLUMNS` to the tables of an older store (in the schema
+    transaction)."""
+    import sqlalchemy as sa
+
+    for name, cols in ADDED_COLUMNS.items():
+        have = {c["name"] for c in sa.inspect(conn).get_columns(name)}
+        table = getattr(tables, name[3:])
+        for col in cols:
+            if col in have:
+                continue
+            kind = table.c[col].type.compile(dialect=conn.dialect)
+            conn.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN {col} {kind}"))
+
+
+def values_columns(mr: Any) -> dict[str, Any]:
+    """A metric's per-sample values as the one-row columns of :data:`ADDED_COLUMNS`."""
+    import numpy as np
+
+    from ragmeter.results.projections import project, to_columns
+
+    return {"ids_json": json.dumps(list(mr.sample_ids), ensure_ascii=False),
+            "values_blob": np.asarray(mr.values, dtype="<f8").tobytes(),
+            "reasons_json": masked_json({str(i): r for i, r in sorted(mr.reasons.items())}),
+            **to_columns(project(mr))}
+
+
+def values_from_columns(ids_json: str, blob: bytes, reasons_json: str | None
+                        ) -> tuple[list[str], Any, dict[int, str]]:
+    """:func:`values_columns` read back: sample ids, values (float64, NaN unscored), reasons
+    by position."""
+    import numpy as np
+
+    ids = [str(x) for x in json.loads(ids_json)]
+    values = np.frombuffer(blob, dtype="<f8").astype(np.float64)
+    if values.shape != (len(ids),):
+        raise ValueError(f"{values.size} stored values for {len(ids)} sample ids")
+    reasons = {int(k): str(v) for k, v in json.loads(reasons_json or "{}").items()}
+    return ids, values, reasons
 
 
 @dataclass(frozen=True)
@@ -166,7 +234,7 @@ def table_rows(run: StoredRun) -> TableRows:
                     "n_boot": int(mr.n_boot), "counts_json": masked_json(mr.counts),
                     "mean": finite_or_none(agg.mean), "ci_low": finite_or_none(agg.ci_low),
                     "ci_high": finite_or_none(agg.ci_high), "n": agg.n,
-                    "n_unscored": agg.n_unscored,
+                    "n_unscored": agg.n_unscored, **values_columns(mr),
                 })
                 for idx, rec_s in enumerate(mr.records()):
                     rows.values.append({

@@ -21,11 +21,22 @@ from typing import Any
 
 from ragmeter.errors import WorkFailedError
 
-#: unscored reasons that mean the work failed (judge engine, generator, embedding backends)
+#: a call to the user's own system (a target) that gave no usable reply: a reply that is not
+#: JSON (an HTML error page, a cut-off body), one without a declared field, 5xx / 429 / a
+#: timeout after the retries, an exception or a crash of a Python / command target, ...
+TARGET_LOST_REASONS: frozenset[str] = frozenset({
+    "target_unreachable", "target_timeout", "target_http_4xx", "target_http_5xx",
+    "target_rate_limited", "target_bad_reply", "target_unmapped", "target_error",
+    "target_not_recorded", "target_budget", "target_circuit_open", "target_reply_too_large",
+    "target_redirected",
+})
+
+#: unscored reasons that mean the work failed (judge engine, generator, embedding backends,
+#: the target's calls)
 LOST_REASONS: frozenset[str] = frozenset({
     "parse_error", "schema_error", "truncated", "timeout", "rate_limited", "http_5xx",
     "http_4xx", "connection_error", "backend_error", "generation_error", "embedding_error",
-})
+}) | TARGET_LOST_REASONS
 
 #: the transport part only: where an unparseable reply is itself the finding (a production
 #: judge's recorded replies graded by the judge-pipeline tier), parse failures are results
@@ -70,11 +81,14 @@ def lost_work(results: Iterable[Any], *, reasons: frozenset[str] = LOST_REASONS,
         a = getattr(r, "aggregate", None)
         if a is None:
             continue
-        by_reason = {k: int(v) for k, v in dict(a.unscored_by_reason).items() if is_lost(k, reasons)}
+        by_reason: Counter[str] = Counter()
+        for k, v in dict(a.unscored_by_reason).items():
+            if is_lost(k, reasons):   # counted by reason (``target_bad_reply``), not by detail
+                by_reason[str(k).split(":", 1)[0]] += int(v)
         lost = sum(by_reason.values())
         if lost:
             name = str(getattr(r, "metric", None) or getattr(r, "name", "?"))
-            out.append(MetricLoss(prefix + name, lost, int(a.n) + lost, by_reason))
+            out.append(MetricLoss(prefix + name, lost, int(a.n) + lost, dict(by_reason)))
     return out
 
 
@@ -118,6 +132,7 @@ def check_lost(losses: Iterable[MetricLoss], max_lost: float = DEFAULT_MAX_LOST)
 __all__ = [
     "DEFAULT_MAX_LOST",
     "LOST_REASONS",
+    "TARGET_LOST_REASONS",
     "TRANSPORT_REASONS",
     "MetricLoss",
     "check_lost",

@@ -19,11 +19,18 @@ from typing import Any
 import numpy as np
 
 from ragmeter._version import __version__
+from ragmeter.results.names import METRIC_NAMES
+from ragmeter.results.statistic import (  # noqa: F401 (WALL_MS: importable from here too)
+    WALL_MS,
+    compare_statistic,
+    estimate,
+    is_statistic,
+    statistic_of,
+)
 from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     PairedComparison,
-    bootstrap_stat,
     paired_test,
 )
 from ragmeter.stats.resampling import bootstrap_cis
@@ -215,10 +222,10 @@ class MetricResult:
 
     def _stat_aggregate(self, scored: np.ndarray, stat: Any) -> Aggregate:
         n = int(scored.size)
-        est = bootstrap_stat(stat, n, seed=self.seed, n_boot=self.n_boot)
+        value, lo, hi = estimate(stat, seed=self.seed, n_boot=self.n_boot)
         return Aggregate(
-            mean=est.value, n=n, n_unscored=len(self.reasons), ci_low=est.ci_low,
-            ci_high=est.ci_high, std=float(scored.std(ddof=1)) if n > 1 else 0.0,
+            mean=value, n=n, n_unscored=len(self.reasons), ci_low=lo,
+            ci_high=hi, std=float(scored.std(ddof=1)) if n > 1 else 0.0,
             seed=self.seed, n_boot=self.n_boot,
             unscored_by_reason=dict(Counter(self.reasons.values())))
 
@@ -241,22 +248,27 @@ class MetricResult:
 
     def records(self) -> list[SampleScore]:
         out = []
-        for i, sid in enumerate(self.sample_ids):
-            v = self.values[i]
-            det = self.details[i] if self.details else None
-            if np.isnan(v):
+        details = self.details
+        for i, (sid, v) in enumerate(zip(self.sample_ids, self.values.tolist(), strict=True)):
+            det = details[i] if details else None
+            if v != v:  # NaN: unscored
                 out.append(SampleScore(sid, None, self.reasons.get(i, "unscored"), det))
             else:
-                out.append(SampleScore(sid, float(v), None, det))
+                out.append(SampleScore(sid, v, None, det))
         return out
 
     def by_id(self) -> dict[str, float | None]:
-        return {s.sample_id: s.value for s in self.records()}
+        return {sid: None if v != v else v
+                for sid, v in zip(self.sample_ids, self.values.tolist(), strict=True)}
 
-    def to_dict(self, per_sample: bool = True) -> dict[str, Any]:
+    def to_dict(self, per_sample: bool = True, aggregate: bool = True) -> dict[str, Any]:
+        """The result as plain data; ``aggregate=False`` leaves the aggregate out (only its
+        seed and resamples are kept): a runner's batch record, whose aggregate is computed
+        once over the merged batches, never per batch."""
         d: dict[str, Any] = {
             "metric": self.metric,
-            "aggregate": self.aggregate.to_dict(),
+            "aggregate": self.aggregate.to_dict() if aggregate else
+            {"seed": self.seed, "n_boot": self.n_boot},
             "counts": dict(self.counts),
             "higher_is_better": self.higher_is_better,
             "signature": str(self.signature),
@@ -280,30 +292,6 @@ class MetricResult:
             counts=dict(d.get("counts", {})), higher_is_better=bool(d.get("higher_is_better", True)),
             seed=int(agg.get("seed", DEFAULT_SEED)), n_boot=int(agg.get("n_boot", DEFAULT_N_BOOT)),
         )
-
-
-#: counts key of a ``throughput`` metric: the run's wall time in milliseconds (summed over
-#: batches when results are merged)
-WALL_MS = "wall_ms"
-
-
-def statistic_of(metric: str, counts: Mapping[str, int], scored: np.ndarray) -> Any:
-    """The statistic a metric's aggregate reports when it is not the mean, as ``stat(idx)``
-    over the scored values: ``<name>_p<q>`` (``latency_p95``) is the q-th percentile;
-    ``throughput`` (per-call seconds, with the wall time in ``counts["wall_ms"]``) is calls
-    per second, ``n × (mean calls in flight) / Σ seconds``. None: the mean."""
-    stem, sep, q = metric.rpartition("_p")
-    if sep and stem and q.isdigit() and 0 < int(q) < 100:
-        frac = int(q) / 100.0
-        return lambda idx: float(np.quantile(scored[idx], frac))
-    if metric == "throughput" and counts.get(WALL_MS):
-        in_flight = float(scored.sum()) / (counts[WALL_MS] / 1000.0)
-
-        def rate(idx: np.ndarray) -> float | None:
-            total = float(scored[idx].sum())
-            return None if total <= 0 else idx.size * in_flight / total
-        return rate
-    return None
 
 
 @dataclass
@@ -343,9 +331,8 @@ class EvalResult:
     def __getitem__(self, metric: str) -> MetricResult:
         if metric in self.results:
             return self.results[metric]
-        from ragmeter.metrics.registry import parse_metric
-
-        return self.results[str(parse_metric(metric))]
+        canonical = METRIC_NAMES.get("canonical")
+        return self.results[canonical(metric)]
 
     def __contains__(self, metric: object) -> bool:
         return metric in self.results
@@ -389,9 +376,10 @@ class EvalResult:
                          "n": a.n, "n_unscored": a.n_unscored, **{f"count_{c}": v for c, v in r.counts.items()}})
         return rows
 
-    def to_dict(self, per_sample: bool = True) -> dict[str, Any]:
+    def to_dict(self, per_sample: bool = True, aggregate: bool = True) -> dict[str, Any]:
         return {"name": self.name, "meta": self.meta,
-                "results": {k: r.to_dict(per_sample) for k, r in self.results.items()}}
+                "results": {k: r.to_dict(per_sample, aggregate)
+                            for k, r in self.results.items()}}
 
     def to_json(self, per_sample: bool = True, indent: int | None = 2) -> str:
         from ragmeter.results.jsonout import dumps
@@ -432,7 +420,11 @@ def compare_metric(
     n_resamples: int = 10000,
     seed: int | None = None,
 ) -> PairedComparison:
-    """Paired test of B against A over the samples both scored (aligned by sample id)."""
+    """Paired test of B against A over the samples both scored (aligned by sample id); a
+    metric whose value is a statistic of per-call values (``latency_p95``, ``throughput``) is
+    compared on that statistic (:func:`ragmeter.results.statistic.compare_statistic`)."""
+    if is_statistic(a.metric, a.counts):
+        return compare_statistic(a, b, n_resamples=n_resamples, seed=seed)
     pos_b = {sid: i for i, sid in enumerate(b.sample_ids)}
     ia, ib = [], []
     for i, sid in enumerate(a.sample_ids):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -133,6 +134,8 @@ class MetricSummary:
     higher_is_better: bool
     seed: int
     n_boot: int
+    #: why the stored row cannot be read (a value that is not a number); None when it can
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,20 @@ def tags_of(*sources: Any) -> tuple[str, ...]:
         if isinstance(raw, (list, tuple)):
             out.extend(str(x) for x in raw if str(x).strip() and str(x) not in out)
     return tuple(out)
+
+
+#: a run id names a folder under the runner's run_dir and a row of the store: one path part
+#: of letters, digits, ``.``, ``_`` and ``-``, starting with a letter or a digit
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """Why ``run_id`` cannot name a run (``..``, ``/abs/path``, ``a/b``, empty, too long,
+    control characters), or ``None`` for a safe name."""
+    if _RUN_ID.fullmatch(run_id):
+        return None
+    return (f"{run_id!r} is not a safe run id: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or a digit (a run id names a folder; no path)")
 
 
 def new_run_id(now: datetime | None = None) -> str:

@@ -29,6 +29,7 @@ from ragmeter.results.database import (
     SQLITE_BUSY_TIMEOUT_MS,
     STORE_ENV,
     WRITE_ATTEMPTS,
+    add_missing_columns,
     default_store_url,
     define_tables,
     is_transient,
@@ -68,6 +69,20 @@ EXPORT_FORMATS = ("json", "csv", "parquet")
 #: rows per write transaction: large runs are written in batches so that no transaction holds the
 #: database for long (other processes writing to the same store wait at most one batch)
 WRITE_BATCH_ROWS = 20_000
+
+
+def _summary(x: Any) -> MetricSummary:
+    """One stored aggregate row; a row whose numbers cannot be read (a value that is not a
+    number) is that row's error (``MetricSummary.error``), never the whole list's."""
+    try:
+        return MetricSummary(str(x.run_id), str(x.tier), str(x.system), str(x.metric),
+                             finite_or_none(x.mean), finite_or_none(x.ci_low),
+                             finite_or_none(x.ci_high), int(x.n), int(x.n_unscored),
+                             bool(x.higher_is_better), int(x.seed), int(x.n_boot))
+    except (TypeError, ValueError) as exc:
+        return MetricSummary(str(x.run_id), str(x.tier), str(x.system), str(x.metric), None,
+                             None, None, 0, 0, bool(x.higher_is_better), 0, 0,
+                             error=f"{type(exc).__name__}: {str(exc)[:200]}")
 
 
 class ResultStore:
@@ -159,6 +174,12 @@ class ResultStore:
         existing = set(sa.inspect(conn).get_table_names())
         legacy = "rm_runs" in existing and "rm_schema" not in existing
         self.metadata.create_all(conn)
+        add_missing_columns(conn, self._tables)
+        # indexes added since a store was created: made on its first write-side open (a store
+        # opened read-only without them is read through the primary keys, more slowly)
+        for table in self.metadata.sorted_tables:
+            for index in table.indexes:
+                index.create(conn, checkfirst=True)
         if legacy:
             return 0
         row = conn.execute(sa.select(self.t_schema.c.version)).first()
@@ -195,10 +216,23 @@ class ResultStore:
 
     def _define_tables(self) -> None:
         t = define_tables()
+        self._tables = t
+        self._present: list[Any] | None = None
         self.metadata, self.t_schema, self.t_runs = t.metadata, t.schema, t.runs
         self.t_tiers, self.t_metrics, self.t_values, self.t_samples = (
             t.tiers, t.metrics, t.values, t.samples)
 
+
+    def _metric_columns(self) -> list[Any]:
+        """The columns of ``rm_metrics`` this store has (an older store lacks those added
+        since; it is read without them)."""
+        if self._present is None:
+            import sqlalchemy as sa
+
+            with self.engine.connect() as conn:
+                have = {c["name"] for c in sa.inspect(conn).get_columns("rm_metrics")}
+            self._present = [c for c in self.t_metrics.columns if c.name in have]
+        return self._present
 
     # ------------------------------------------------------------------ writing
     def save_run(
@@ -340,7 +374,8 @@ class ResultStore:
             except (TypeError, ValueError):
                 return {}
 
-        return [RunRow(x.id, x.created_at, x.name, x.status, x.git_commit,
+        return [RunRow(str(x.id), str(x.created_at or ""), str(x.name or ""), str(x.status),
+                       None if x.git_commit is None else str(x.git_commit),
                        tags_of(load(x.meta_json), load(x.config_json)),
                        counts.get(x.id, {}).get("ok", 0), counts.get(x.id, {}).get("not_run", 0),
                        counts.get(x.id, {}).get("error", 0), counts.get(x.id, {}).get("partial", 0))
@@ -363,27 +398,33 @@ class ResultStore:
             q = q.where(m.metric == metric)
         q = q.order_by(m.run_id, m.tier, m.system_position, m.position)
         with self.engine.connect() as conn:
-            return [MetricSummary(x.run_id, x.tier, x.system, x.metric, finite_or_none(x.mean),
-                                  finite_or_none(x.ci_low), finite_or_none(x.ci_high), int(x.n), int(x.n_unscored),
-                                  bool(x.higher_is_better), int(x.seed), int(x.n_boot))
-                    for x in conn.execute(q)]
+            return [_summary(x) for x in conn.execute(q)]
 
     def latest_run_id(self, name: str | None = None) -> str | None:
         runs = self.list_runs(name=name, limit=1)
         return runs[0].id if runs else None
 
-    def load_run(self, run_id: str, *, samples: bool = True) -> StoredRun:
-        """The run with every tier's EvalResults rebuilt from per-sample rows."""
+    def load_run(self, run_id: str, *, samples: bool = True, details: bool = True,
+                 stored_aggregates: bool = False) -> StoredRun:
+        """The run with every tier's EvalResults rebuilt from per-sample rows.
+
+        ``details=False`` leaves the per-sample details (the judge's claims and reasons) out;
+        ``stored_aggregates=True`` takes each metric's aggregate (mean, CI, n) from its stored
+        row instead of recomputing it: what a page that shows a run needs, read without a
+        bootstrap. ``samples=False`` reads no sample text (:meth:`sample_data` reads it for
+        chosen samples)."""
         import sqlalchemy as sa
 
         run_id = self._require(run_id)
+        if not details or stored_aggregates:
+            return self._load_light(run_id, samples, details, stored_aggregates)
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(self.t_runs).where(self.t_runs.c.id == run_id)).one()
             tier_rows = list(conn.execute(sa.select(self.t_tiers)
                                           .where(self.t_tiers.c.run_id == run_id)
                                           .order_by(self.t_tiers.c.position)))
             metric_rows = list(conn.execute(
-                sa.select(self.t_metrics).where(self.t_metrics.c.run_id == run_id)
+                sa.select(*self._metric_columns()).where(self.t_metrics.c.run_id == run_id)
                 .order_by(self.t_metrics.c.tier, self.t_metrics.c.system_position,
                           self.t_metrics.c.position)))
             value_rows = conn.execute(
@@ -422,6 +463,33 @@ class ResultStore:
                          signature=row.signature, config=json.loads(row.config_json),
                          git_commit=row.git_commit, status=row.status, tiers=tiers,
                          samples=sample_data, meta=json.loads(row.meta_json))
+
+    def _load_light(self, run_id: str, samples: bool, details: bool,
+                    stored_aggregates: bool) -> StoredRun:
+        from ragmeter.results.page_reads import load_light
+
+        return load_light(self, run_id, samples=samples, details=details,
+                          stored_aggregates=stored_aggregates)
+
+    def sample_ids(self, run_id: str) -> list[str]:
+        """The ids of a run's samples, in dataset order."""
+        from ragmeter.results.page_reads import sample_ids
+
+        return sample_ids(self, run_id)
+
+    def sample_data(self, run_id: str, sample_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored text of chosen samples of a run (by primary key), id → data."""
+        from ragmeter.results.page_reads import sample_data
+
+        return sample_data(self, run_id, sample_ids)
+
+    def sample_details(self, run_id: str, sample_ids: Iterable[str]
+                       ) -> dict[tuple[str, str, str, str], dict[str, Any]]:
+        """The per-sample details (judge claims and reasons) of chosen samples:
+        ``(tier, system, metric, sample id)`` → details (read through the sample index)."""
+        from ragmeter.results.page_reads import sample_details
+
+        return sample_details(self, run_id, sample_ids)
 
     # ------------------------------------------------------------------ export
     def to_frame(self, run_id: str, per_sample: bool = True) -> Any:

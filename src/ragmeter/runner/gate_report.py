@@ -1,6 +1,10 @@
 """What a failed quality gate shows: the worst samples of each failed metric (question, answer,
 reason), as text for ``assert_metrics`` and pytest, and as JUnit XML for CI
-(``ragmeter check --junit FILE``)."""
+(``ragmeter check --junit FILE``).
+
+Sample texts are untrusted: in both forms their control characters are written as visible
+escapes (:func:`~ragmeter.controls.escape_controls`), so the text cannot drive a terminal and
+the XML holds no character XML 1.0 forbids (strict parsers accept it)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from xml.etree import ElementTree as ET
 
+from ragmeter.controls import escape_controls
 from ragmeter.results.frames import worst_samples
 from ragmeter.results.records import EvalResult
 from ragmeter.runner.gating import GateRow, format_rows
@@ -33,7 +38,7 @@ def failing_samples(results: Mapping[str, EvalResult] | EvalResult, rows: Sequen
 
 
 def _short(x: Any, n: int = 160) -> str:
-    text = " ".join(str(x).split()) if x is not None else "–"
+    text = escape_controls(" ".join(str(x).split())) if x is not None else "–"
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
@@ -46,11 +51,31 @@ def format_failures(failures: Mapping[tuple[str, str], Sequence[Mapping[str, Any
         lines.append(f"worst samples of {target}:{metric}:")
         for w in worst:
             value = "unscored" if w["value"] is None else f"{w['value']:.4f}"
-            lines.append(f"  - {w['sample_id']} ({value})")
+            lines.append(f"  - {escape_controls(str(w['sample_id']))} ({value})")
             lines.append(f"      question: {_short(w.get('question'))}")
-            lines.append(f"      answer:   {_short(w.get('answer'))}")
+            lines += _shown_answer(w)
             lines.append(f"      reason:   {_short(w.get('reason'))}")
     return "\n".join(lines)
+
+
+def _shown_answer(w: Mapping[str, Any]) -> list[str]:
+    """What a worst sample was scored on: a target's answer, contexts and latency under the
+    target's name; a retrieval sample's first retrieved ids and its gold; else the answer."""
+    lines = []
+    if w.get("target"):
+        latency = w.get("latency_s")
+        timing = f" (latency {latency:.3f} s)" if isinstance(latency, float) else ""
+        lines.append(f"      target:   {_short(w['target'])}{timing}")
+        if w.get("target_error"):
+            lines.append(f"      error:    {_short(w['target_error'])}")
+    if w.get("answer") is None and w.get("retrieved") is not None:
+        lines.append(f"      retrieved: {_short(', '.join(w['retrieved']) or '(nothing)')}")
+        lines.append(f"      gold:     {_short(', '.join(w.get('gold') or []) or '–')}")
+        return lines
+    lines.append(f"      answer:   {_short(w.get('answer'))}")
+    if w.get("target") and w.get("contexts"):
+        lines.append(f"      contexts: {_short(' | '.join(w['contexts']), 240)}")
+    return lines
 
 
 def gate_message(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any]) -> str:
@@ -62,19 +87,36 @@ def gate_message(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any
 
 def junit_xml(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any],
               suite: str) -> str:
-    """One ``<testcase>`` per checked metric; a failed one carries the gate's message and its
-    worst samples."""
+    """One ``<testcase>`` per checked metric, named after the metric (its threshold in a
+    ``threshold`` property); a failed one carries the gate's message and its worst
+    samples."""
     root = ET.Element("testsuites")
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(rows)),
                        failures=str(sum(not r.passed for r in rows)), errors="0", skipped="0")
     for r in rows:
-        case = ET.SubElement(ts, "testcase", classname=f"ragmeter.{r.target}",
-                             name=f"{r.metric} {r.threshold}")
+        # the name stays the metric's whatever its threshold (CI keeps its history); the
+        # threshold is a property of the test case
+        case = ET.SubElement(ts, "testcase", classname=f"ragmeter.{r.target}", name=r.metric)
+        props = ET.SubElement(case, "properties")
+        ET.SubElement(props, "property", name="threshold", value=str(r.threshold))
         if not r.passed:
             fail = ET.SubElement(case, "failure", message=r.message, type="threshold")
             fail.text = "\n".join(x for x in (
                 f"{r.target}:{r.metric} {r.threshold}: {r.message}",
                 format_failures({(r.target, r.metric): failures.get((r.target, r.metric))
                                  or []})) if x)
+    _escape_tree(root)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _escape_tree(root: ET.Element) -> None:
+    """Every text, tail and attribute value of ``root`` with its control characters escaped
+    (names of samples, systems and metrics included, wherever they were put)."""
+    for el in root.iter():
+        if el.text:
+            el.text = escape_controls(el.text)
+        if el.tail:
+            el.tail = escape_controls(el.tail)
+        for k, v in el.attrib.items():
+            el.attrib[k] = escape_controls(v)

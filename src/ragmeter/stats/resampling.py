@@ -165,15 +165,9 @@ def paired_test(
         return PairedComparison(metric, 0, nan, nan, nan, nan, nan, 1.0, method, n_resamples,
                                 seed, n_dropped, higher_is_better)
     obs = float(d.mean())
-    rng = np.random.default_rng(seed)
-    rows = max(1, _CHUNK_CELLS // n)
     if method == "randomization":
-        extreme = 0
-        for start in range(0, n_resamples, rows):
-            m = min(rows, n_resamples - start)
-            signs = rng.integers(0, 2, size=(m, n), dtype=np.int8) * 2 - 1
-            perm = (signs * d).mean(axis=1)
-            extreme += int(np.count_nonzero(np.abs(perm) >= abs(obs) - 1e-12))
+        perm = (2.0 * sign_flip_sums(d, seed, n_resamples) - float(d.sum())) / n
+        extreme = int(np.count_nonzero(np.abs(perm) >= abs(obs) - 1e-12))
         p = (1 + extreme) / (1 + n_resamples)
     elif method == "bootstrap":
         boots = bootstrap_means(d, seed=seed, n_boot=n_resamples)
@@ -191,6 +185,42 @@ def paired_test(
         higher_is_better=higher_is_better,
     )
 
+
+
+#: the bits of every byte, most significant first (``np.packbits`` order)
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(7, -1, -1)[None, :]) & 1).astype(np.float64)
+
+
+def sign_flip_sums(x: np.ndarray, seed: int = DEFAULT_SEED,
+                   n_resamples: int = DEFAULT_N_RESAMPLES) -> np.ndarray:
+    """``Σ_i b_ri · x_i`` for each of the randomization test's ``n_resamples`` rows of {0, 1}
+    draws ``b`` (seeded; a sign is ``2b − 1``), so that a flip's mean of ``d`` is
+    ``(2 · sums(d) − Σ d) / n`` — linear in ``x``: two runs' sums give their differences'.
+
+    The draws are ``rng.integers(0, 2, (rows, n), int8)`` chunk by chunk, as the test always
+    drew them — read from the generator's raw 32-bit words (a bounded int8 in {0, 1} is the
+    top bit of one byte of a word; each chunk starts on a fresh word) — and summed eight at a
+    time through a table of the 256 sums of every eight values: about 3× faster than
+    multiplying the signs out, mostly outside the GIL."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        return np.zeros(n_resamples)
+    rng = np.random.default_rng(seed)
+    rows = max(1, _CHUNK_CELLS // n)
+    groups = -(-n // 8)
+    padded = np.zeros(groups * 8)
+    padded[:n] = x
+    table = (_BYTE_BITS @ padded.reshape(groups, 8).T).T.ravel()  # group j: 256 sums
+    offsets = np.arange(groups, dtype=np.intp) * 256
+    out = np.empty(n_resamples)
+    for start in range(0, n_resamples, rows):
+        m = min(rows, n_resamples - start)
+        words = rng.integers(0, 1 << 32, size=-(-m * n // 4), dtype=np.uint32)
+        low_first = words.astype("<u4", copy=False).view(np.uint8)  # a word's low byte first
+        top = low_first[:m * n].reshape(m, n) >= 128                # the {0, 1} draws
+        out[start:start + m] = np.take(table, np.packbits(top, axis=1) + offsets).sum(axis=1)
+    return out
 
 
 @dataclass(frozen=True)

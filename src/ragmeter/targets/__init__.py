@@ -7,8 +7,9 @@ program speaking JSON on stdin/stdout (``command``). Its entry points are ``answ
 (question -> answer + contexts), ``retrieve`` (question -> ranked ids) and ``generate``
 (question + given contexts -> answer). See docs/targets.md.
 
-Floor 2, beside ``generation``: calls go through the judge engine's concurrency, retry and
-circuit-breaker mechanisms (:mod:`ragmeter.targets.calls`).
+Floor 2, beside ``generation``: calls go through the call machinery's concurrency, retry and
+circuit-breaker mechanisms (:mod:`ragmeter.calls`, driven by :mod:`ragmeter.targets.calls`);
+a failed call raises :class:`~ragmeter.calls.errors.CallError`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 from ragmeter.targets.base import (
     ENTRIES,
     KINDS,
-    TargetCallError,
     TargetReply,
     TargetRequest,
     TargetSignature,
@@ -24,6 +24,6 @@ from ragmeter.targets.base import (
 from ragmeter.targets.config import TargetConfig, load_target, parse_target
 from ragmeter.targets.session import TargetSession, TargetUnreachableError, make_target
 
-__all__ = ["ENTRIES", "KINDS", "TargetCallError", "TargetConfig", "TargetReply",
+__all__ = ["ENTRIES", "KINDS", "TargetConfig", "TargetReply",
            "TargetRequest", "TargetSession", "TargetSignature", "TargetUnreachableError",
            "load_target", "make_target", "parse_target"]

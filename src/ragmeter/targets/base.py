@@ -2,9 +2,11 @@
 :class:`TargetSignature` per target, and the :data:`KINDS` registry of target kinds.
 
 A *target* is the user's own RAG system, reached over HTTP, an OpenAI-compatible chat
-endpoint, a Python callable or a command. Every kind turns one request into one reply; the
-shared call machinery (:mod:`ragmeter.targets.calls`) adds concurrency, retries, the circuit
-breaker, the budget and the recorded-replies store around it.
+endpoint, a Python callable or a command. Every kind turns one request into one reply, or
+raises :class:`~ragmeter.calls.errors.CallError` with the call's reason (``timeout``,
+``http_5xx``, ``bad_reply``, ``unmapped``, ``error``, ...); :mod:`ragmeter.targets.calls` runs
+it on the call machinery (concurrency, retries, the circuit breaker, the budget) with the
+recorded-replies store around it.
 """
 
 from __future__ import annotations
@@ -15,16 +17,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from ragmeter.calls.errors import CallError
 from ragmeter.registry import Registry
 
 #: the entry points a target may have
 ENTRIES = ("answer", "retrieve", "generate")
 
-#: reasons a target call ends without a usable reply (prefix ``target_``; free text after ':')
+#: reasons a target call ends without a usable reply (prefix ``target_``; free text after
+#: ':'): ``target_`` and the reason of the failed call (:func:`target_reason`), or one of
+#: the caller's own (``target_not_recorded`` in a replay)
 TARGET_REASONS = ("target_unreachable", "target_timeout", "target_http_4xx", "target_http_5xx",
-                  "target_rate_limited", "target_bad_reply", "target_unmapped",
-                  "target_error", "target_not_recorded", "target_budget",
-                  "target_circuit_open")
+                  "target_rate_limited", "target_connection_error", "target_bad_reply",
+                  "target_unmapped", "target_error", "target_backend_error",
+                  "target_not_recorded", "target_budget", "target_circuit_open",
+                  "target_reply_too_large")
+
+#: the default bound of one reply (``max_reply_bytes``): 16 MiB
+MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,8 @@ class TargetReply:
     reason: str | None = None
     detail: str | None = None
     attempts: int = 1
+    #: invalid characters (lone surrogates, undecodable bytes) replaced by U+FFFD
+    invalid_text: int = 0
     recorded: bool = False   # served from the recorded replies (no call made)
     #: when the call started, seconds after its batch started, and which batch (so a
     #: replayed run has the same wall time and throughput as the live one)
@@ -87,7 +98,8 @@ class TargetReply:
         return self.reason is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])}
+        return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])
+                and not (k == "invalid_text" and v == 0)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TargetReply:
@@ -95,21 +107,12 @@ class TargetReply:
         return cls(**{k: v for k, v in d.items() if k in known})
 
 
-class TargetCallError(Exception):
-    """A failed call: ``reason`` (one of :data:`TARGET_REASONS`), what happened, whether a
-    retry may help, the server's ``Retry-After``, and whether no connection could be made."""
-
-    def __init__(self, reason: str, detail: str = "", *, retryable: bool = False,
-                 retry_after: float | None = None, unreachable: bool = False,
-                 status: int | None = None, raw: str | None = None):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.unreachable = unreachable
-        self.status = status
-        self.raw = raw
+def target_reason(err: CallError) -> str:
+    """What a failed call is reported as: ``target_`` and the call's reason
+    (``target_timeout``, ``target_http_5xx``, ``target_unmapped``, ...), and
+    ``target_unreachable`` for a target no connection could be made to (or a program that
+    could not be started)."""
+    return "target_unreachable" if err.unreachable else f"target_{err.reason}"
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,7 @@ class TargetSignature:
 
 
 class Target(Protocol):
-    """One target kind's client: ``call`` one request -> one reply (or TargetCallError)."""
+    """One target kind's client: ``call`` one request -> one reply (or a CallError)."""
 
     kind: str
     name: str
@@ -158,5 +161,5 @@ KINDS: Registry[Any] = Registry(
              "ragmeter.targets.python_fn", "ragmeter.targets.command"))
 
 
-__all__ = ["ENTRIES", "KINDS", "TARGET_REASONS", "Target", "TargetCallError", "TargetReply",
-           "TargetRequest", "TargetSignature"]
+__all__ = ["ENTRIES", "KINDS", "MAX_REPLY_BYTES", "TARGET_REASONS", "Target", "TargetReply",
+           "TargetRequest", "TargetSignature", "target_reason"]

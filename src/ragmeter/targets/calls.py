@@ -1,10 +1,13 @@
-"""Every call to a target goes through here, on the judge engine's request runner
-(:class:`~ragmeter.judges.runner.RequestRunner`): bounded adaptive concurrency
-(:class:`~ragmeter.judges.limiter.AdaptiveLimiter` in an
-:class:`~ragmeter.judges.pool.EndpointPool`), retries with ``Retry-After`` and the run's retry
+"""Every call to a target goes through here, on the request runner of :mod:`ragmeter.calls`
+(:class:`~ragmeter.calls.scheduler.RequestRunner`): bounded adaptive concurrency (the
+:class:`~ragmeter.calls.limiter.AdaptiveLimiter` of an
+:class:`~ragmeter.calls.pool.EndpointPool`), retries with ``Retry-After`` and the run's retry
 budget, the circuit breaker, a send gate for the call budget, and the recorded replies as its
 cache. A target is limited, retried and cut off exactly like a judge endpoint. Hedging is off:
 a duplicate request would load the user's system and distort its latency.
+
+A target kind raises :class:`~ragmeter.calls.errors.CallError`; a call that fails for good is
+reported as ``target_<reason>`` (:func:`~ragmeter.targets.base.target_reason`).
 
 The one interface the rest of ragmeter uses is :class:`TargetCaller`
 (``call_many(requests) -> replies`` and its async twin).
@@ -19,26 +22,21 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.limiter import LimiterMemory
+from ragmeter.calls.record import CallRecord
+from ragmeter.calls.retry import RetryPolicy
+from ragmeter.calls.scheduler import RequestRunner
+from ragmeter.calls.sync import run_sync
 from ragmeter.errors import WorkFailedError
-from ragmeter.judges._sync import run_sync
-from ragmeter.judges.backend import BackendError
-from ragmeter.judges.config import RetryPolicy
-from ragmeter.judges.dispatch import Dispatcher, HedgeClock
-from ragmeter.judges.limiter import AdaptiveLimiter, LimiterMemory
-from ragmeter.judges.pool import EndpointPool
-from ragmeter.judges.runner import CallRecord, RequestRunner
-from ragmeter.targets.base import Target, TargetCallError, TargetReply, TargetRequest
+from ragmeter.targets.base import Target, TargetReply, TargetRequest, target_reason
 from ragmeter.targets.recorded import ReplyStore, masked
 
 MODES = ("live", "replay", "resume")
-#: target reasons -> the engine's reasons (429 bound per call, pool health, breaker)
-_TO_ENGINE = {"target_rate_limited": "rate_limited", "target_http_5xx": "http_5xx",
-              "target_timeout": "timeout", "target_unreachable": "connection_error"}
-_FROM_ENGINE = {"timeout": "target_timeout", "backend_error": "target_error"}
 #: outcomes that are not the target's answer to this request (never recorded)
 _NOT_RECORDED = ("target_unreachable", "target_not_recorded")
 
@@ -46,31 +44,6 @@ _NOT_RECORDED = ("target_unreachable", "target_not_recorded")
 class TargetBudgetSpent(WorkFailedError):
     """The call budget (``max_calls``) is spent: the run stops; replies so far are recorded,
     so ``--resume`` goes on from there."""
-
-
-class _Failure(BackendError):
-    """A target's error in the engine's terms, keeping the target's own reason and raw reply."""
-
-    def __init__(self, err: TargetCallError):
-        super().__init__(_TO_ENGINE.get(err.reason, err.reason), err.detail,
-                         retryable=err.retryable, retry_after=err.retry_after,
-                         status=err.status, unreachable=err.unreachable)
-        self.target_error = err
-
-
-@dataclass
-class CallCounts:
-    """What a caller did: calls sent, replies served from the records, retries, errors."""
-
-    sent: int = 0
-    recorded: int = 0
-    retries: int = 0
-    errors: Counter[str] = field(default_factory=Counter)
-    wall_s: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"sent": self.sent, "recorded": self.recorded, "retries": self.retries,
-                "errors": dict(self.errors), "wall_s": round(self.wall_s, 4)}
 
 
 class _CallBudget:
@@ -84,7 +57,6 @@ class _CallBudget:
         if c.max_calls is not None and c.counts.sent >= c.max_calls:
             raise TargetBudgetSpent(f"the target's call budget ({c.max_calls} calls) is spent; "
                                     "the replies so far are recorded: run again with --resume")
-        c.counts.sent += 1
 
     def after_send(self, request: Any, reply_cost: float, tokens_in: int,
                    tokens_out: int) -> None:
@@ -103,11 +75,10 @@ class _Exchange:
         self.started = round(time.perf_counter() - self.batch.t0, 6)
         return self.request
 
-    def resend(self, err: BackendError) -> bool:
+    def resend(self, err: CallError) -> bool:
         return False
 
     def outcome(self, result: TargetReply, rec: CallRecord) -> TargetReply:
-        self.batch.caller.counts.retries += rec.retries
         return replace(result, attempts=rec.attempts, started_s=self.started)
 
     def usable(self) -> bool:
@@ -115,12 +86,8 @@ class _Exchange:
         as an error (``target_bad_reply`` / ``target_unmapped``)."""
         return True
 
-    def failed(self, err: BackendError, detail: str, rec: CallRecord) -> TargetReply:
-        self.batch.caller.counts.retries += rec.retries
-        te = getattr(err, "target_error", None)
-        reason = te.reason if te is not None else _FROM_ENGINE.get(err.reason,
-                                                                   f"target_{err.reason}")
-        return TargetReply(reason=reason, detail=detail, raw=te.raw if te is not None else None,
+    def failed(self, err: CallError, detail: str, rec: CallRecord) -> TargetReply:
+        return TargetReply(reason=target_reason(err), detail=detail, raw=err.raw,
                            attempts=rec.attempts)
 
     def skipped(self, detail: str, rec: CallRecord) -> TargetReply:
@@ -134,8 +101,10 @@ class _Batch:
         self.caller = caller
         self.id = uuid.uuid4().hex[:12]
         self.t0 = time.perf_counter()
-        self.lookup = self._lookup if caller.mode == "resume" and caller.store else None
-        self.store = self._store if caller.store is not None else None
+        self.lookup: Callable[[list[str]], Awaitable[dict[str, TargetReply]]] | None = (
+            self._lookup if caller.mode == "resume" and caller.store else None)
+        self.store: Callable[[str, TargetReply], Awaitable[None]] | None = (
+            self._store if caller.store is not None else None)
 
     def key(self, item: TargetRequest) -> str:
         return item.key(self.caller.target.signature)
@@ -154,7 +123,7 @@ class _Batch:
             self.caller.store.put(key, self.caller.target.signature.identity(), out)
 
     def hit(self, item: TargetRequest, key: str, out: TargetReply) -> TargetReply:
-        self.caller.counts.recorded += 1
+        self.caller.counts.cached += 1
         return out
 
     def duplicate(self, out: TargetReply) -> TargetReply:
@@ -186,7 +155,9 @@ class TargetCaller:
         self.policy = RetryPolicy(initial=retry_initial_s, max=retry_max_s,
                                   max_retries=max_retries, budget=retry_budget)
         self.memory = LimiterMemory(max(1, target.max_concurrency))
-        self.counts = CallCounts()
+        #: what this caller's calls did over its life (sent, retries, served from the
+        #: recorded replies, failures by reason, wall time)
+        self.counts = CallRecord()
         self.versions: Counter[str] = Counter()
 
     def call_many(self, requests: Sequence[TargetRequest]) -> list[TargetReply]:
@@ -204,7 +175,7 @@ class TargetCaller:
         self.counts.wall_s += time.perf_counter() - t0
         for rep in replies:
             if rep.reason:
-                self.counts.errors[rep.reason] += 1
+                self.counts.failures[rep.reason] += 1
             if rep.version:
                 self.versions[rep.version] += 1
         return replies
@@ -214,24 +185,20 @@ class TargetCaller:
         if rec is None:
             return TargetReply(reason="target_not_recorded",
                                detail="no recorded reply for this request of this target")
-        self.counts.recorded += 1
+        self.counts.cached += 1
         return rec
 
     async def _run(self, requests: Sequence[TargetRequest]) -> list[TargetReply]:
-        pool = EndpointPool([AdaptiveLimiter(self.memory.cap, self.memory)])
         target = self.target
 
         async def send(idx: int, req: TargetRequest) -> TargetReply:
-            try:
-                return await target.call(req)
-            except TargetCallError as exc:
-                raise _Failure(exc) from None
+            return await target.call(req)
 
-        dispatcher: Dispatcher[TargetReply] = Dispatcher(
-            pool, send, timeout_s=target.timeout_s, clock=HedgeClock(None, target.timeout_s),
-            hedgeable=[False], gate=_CallBudget(self))
-        runner = RequestRunner(dispatcher, self.policy, calls=len(requests))
-        return list(await runner.run(list(requests), _Batch(self)))  # type: ignore[arg-type]
+        runner: RequestRunner[TargetReply] = RequestRunner.create(
+            send, max_in_flight=self.memory.cap, memory=[self.memory], policy=self.policy,
+            timeout_s=target.timeout_s, gate=_CallBudget(self), calls=len(requests),
+            totals=self.counts)
+        return list(await runner.run(list(requests), _Batch(self)))
 
 
 def make_caller(target: Target, config: Any, *, mode: str = "live",
@@ -241,6 +208,4 @@ def make_caller(target: Target, config: Any, *, mode: str = "live",
                         max_retries=config.max_retries, retry_initial_s=config.retry_initial_s)
 
 
-
-
-__all__ = ["MODES", "CallCounts", "TargetBudgetSpent", "TargetCaller", "make_caller"]
+__all__ = ["MODES", "TargetBudgetSpent", "TargetCaller", "make_caller"]

@@ -11,31 +11,32 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ConfigError
-from ragmeter.targets.base import ENTRIES
-from ragmeter.targets.mapping import ID_RULES, IdRule, env_names, parse_path
+from ragmeter.targets.base import ENTRIES, MAX_REPLY_BYTES
+from ragmeter.targets.mapping import ID_RULES, IdRule, check_template, env_names, parse_path
 
 #: the fields a response mapping may name
 RESPONSE_FIELDS = ("answer", "contexts", "context_ids", "doc_ids", "scores", "metadata",
-                   "tokens_in", "tokens_out")
+                   "tokens_in", "tokens_out", "cache_hit")
 _COMMON = ("name", "kind", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
            "max_calls", "ids", "entries")
 KEYS = {
     "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header"),
     "openai": (*_COMMON, "url", "model", "headers", "api_key_env", "sources_field",
-               "system_prompt", "version_header", "stream"),
-    "python": (*_COMMON, "function"),
-    "command": (*_COMMON, "command", "jsonl", "cwd"),
+               "system_prompt", "version_header", "stream", "response"),
+    "python": (*_COMMON, "function", "max_reply_bytes"),
+    "command": (*_COMMON, "command", "jsonl", "cwd", "max_reply_bytes"),
 }
 #: keys that change how calls are made, not what a reply says (outside the config hash, so
 #: recorded replies stay valid when they change)
 _NOT_HASHED = ("name", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
-               "max_calls")
+               "max_calls", "max_reply_bytes")
 _ENTRY_KEYS = {"http": ("url", "method", "request", "response"), "openai": (),
                "python": ("function",), "command": ("command",)}
 
@@ -66,6 +67,8 @@ class TargetConfig:
     max_retries: int = 4
     retry_initial_s: float = 0.5
     max_calls: int | None = None
+    #: the largest reply kept (bytes); a larger one is the sample's target_reply_too_large
+    max_reply_bytes: int = MAX_REPLY_BYTES
     ids: IdRule = field(default_factory=IdRule)
     ids_from: str = "auto"
     url: str | None = None
@@ -148,6 +151,14 @@ def _entry(kind: str, d: Mapping[str, Any], path: str, base: EntryConfig | None)
     if function is not None and not callable(function) and (
             not isinstance(function, str) or ":" not in function):
         raise ConfigError(f"{path}.function", f"must be 'module:function', got {function!r}")
+    if isinstance(url, str) and "{" in url:
+        check_template(url, f"{path}.url")
+        if re.search(r"\{\s*[A-Za-z_]", url):
+            raise ConfigError(f"{path}.url", "placeholders are not filled in a URL: send the "
+                              "values in 'request' (with method: GET they become query "
+                              "parameters)")
+    if "request" in d:
+        check_template(d["request"], f"{path}.request")
     command = _command(d["command"], f"{path}.command") if "command" in d else b.command
     response = _response(d["response"], f"{path}.response") if "response" in d else \
         dict(b.response)
@@ -178,6 +189,15 @@ def _ids(data: Any, path: str) -> tuple[IdRule, str]:
         raise ConfigError(f"{path}.rule", f"unknown id rule {rule!r}", list(ID_RULES))
     if rule == "regex" and not isinstance(data.get("pattern"), str):
         raise ConfigError(f"{path}.pattern", "rule 'regex' needs a pattern")
+    if "pattern" in data and rule != "regex":
+        raise ConfigError(f"{path}.pattern", f"a pattern is read by rule 'regex' only, the "
+                          f"rule is {rule!r}")
+    if rule == "regex":
+        try:
+            re.compile(data["pattern"])
+        except re.error as exc:
+            raise ConfigError(f"{path}.pattern", f"not a valid regular expression "
+                              f"{data['pattern']!r}: {exc}") from None
     table = data.get("map") or {}
     if not isinstance(table, Mapping):
         raise ConfigError(f"{path}.map", "must map returned ids or URLs to gold ids")
@@ -241,6 +261,8 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
         max_retries=int(_int(data, "max_retries", path, 4, 0) or 0),
         retry_initial_s=_num(data, "retry_initial_s", path, 0.5, 0.0),
         max_calls=_int(data, "max_calls", path, None, 0), ids=ids, ids_from=ids_from,
+        max_reply_bytes=int(_int(data, "max_reply_bytes", path, MAX_REPLY_BYTES, 1)
+                            or MAX_REPLY_BYTES),
         url=main.url, model=str(data.get("model", "rag")),
         api_key_env=data.get("api_key_env"), sources_field=data.get("sources_field", "sources"),
         system_prompt=data.get("system_prompt"), version_header=data.get("version_header"),

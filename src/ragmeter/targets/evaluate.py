@@ -3,7 +3,7 @@ question, then score what it returned.
 
 The target is asked through its ``answer`` entry (or ``retrieve`` when it has only that);
 the samples get ``response`` / ``retrieved_contexts`` / ``retrieved_ids`` and are scored with
-:func:`~ragmeter.tiers.retrieval_eval.evaluate_retrieval` (retrieval metrics, samples with gold
+:func:`~ragmeter.retrieval.evaluate.evaluate_retrieval` (retrieval metrics, samples with gold
 ids) and :func:`~ragmeter.generation.evaluate.evaluate_generation` (answer metrics); the
 target's latency metrics (:mod:`ragmeter.targets.latency`) join the same result. A sample whose
 call failed is unscored in every metric with the call's reason. Every signature carries the
@@ -23,6 +23,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.metrics.registry import parse_metric
 from ragmeter.results.records import EvalResult
+from ragmeter.targets.conformance import known_ids
 from ragmeter.targets.fill import mark_unscored
 from ragmeter.targets.session import TargetSession
 
@@ -67,7 +68,7 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
     contexts to ask for (sent as ``{k}``). ``mode``: live, replay or resume.
     """
     from ragmeter.generation.evaluate import evaluate_generation
-    from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
+    from ragmeter.retrieval.evaluate import DEFAULT_METRICS, evaluate_retrieval
 
     samples = _samples(evalset)
     if not samples:
@@ -75,12 +76,15 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
     session = target if isinstance(target, TargetSession) else TargetSession(
         target, mode=mode, store=store, record=record, base_dir=base_dir)
     entry = "answer" if "answer" in session.target.entries() else "retrieve"
-    filled = session.call(samples, entry, k=k)
     ret_metrics, gen_metrics = _split(metrics)
+    scores_ids = any(s.gold_chunk_ids or s.gold_doc_ids for s in samples) and (
+        ret_metrics is None or bool(ret_metrics))
+    filled = session.call(samples, entry, k=k,
+                          known=known_ids(samples) if scores_ids else None)
     sig = session.signature_fields()
     out = EvalResult(name or session.name, meta={
         "n_samples": len(filled), "target": sig, "entry": entry,
-        "target_calls": session.caller.counts.to_dict(),
+        "target_calls": session.call_counts(),
         "samples": [s.to_dict() for s in filled]})
     gold = [s for s in filled if s.gold_chunk_ids or s.gold_doc_ids]
     if gold and (ret_metrics is None or ret_metrics):

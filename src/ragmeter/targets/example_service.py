@@ -14,7 +14,11 @@ Retrieval is the built-in BM25 retriever when its extra is installed, else a sma
 overlap retriever; the answer is extractive (the first sentences of the top context). Faults
 for tests and benchmarks: ``latency_s`` before the reply (before the first token when
 streaming), ``fault_rate`` of 429 (with ``Retry-After``) or 500 replies, ``malformed_rate`` of
-replies that are not JSON or lack the answer field. Every reply has ``X-RAG-Version``.
+replies that are not JSON or lack the answer field. Behaviours to measure against:
+``memory`` (a conversation memory per session id, so turns sent out of order change the
+answers), ``cache`` (repeated questions answered from a cache, reported as
+``"cache": {"hit": true}``), ``source_text=False`` (chat sources with ids and no text). Every
+reply has ``X-RAG-Version``.
 """
 
 from __future__ import annotations
@@ -49,6 +53,14 @@ class ServiceConfig:
     seed: int = 0
     corpus: str | None = None
     retriever: str = "auto"          # auto (BM25 when installed), bm25, overlap
+    #: a conversation memory per session id: a follow-up is retrieved with the question the
+    #: session asked before it (as it arrived), the turn reported in metadata.session_turn
+    memory: bool = False
+    #: an answer cache keyed by the normalised question: a repeat is answered from it at
+    #: once (no latency_s), with "cache": {"hit": true}
+    cache: bool = False
+    #: the chat endpoint's sources carry their text (False: ids and URLs only)
+    source_text: bool = True
 
 
 class OverlapRetriever:
@@ -141,6 +153,8 @@ class ExampleService(BackgroundServer):
         self.counts: Counter[str] = Counter()
         self._rng = random.Random(self.config.seed)
         self._lock = threading.Lock()
+        self.sessions: dict[str, list[str]] = {}
+        self.cached: dict[str, dict[str, Any]] = {}
 
     @property
     def url(self) -> str:
@@ -209,10 +223,10 @@ class ExampleService(BackgroundServer):
             raise web.HTTPBadRequest(text='{"error": "a question is required"}')
         return body
 
-    async def _reply(self, data: dict[str, Any], drop: str) -> Any:
+    async def _reply(self, data: dict[str, Any], drop: str, *, hit: bool = False) -> Any:
         from aiohttp import web
 
-        if self.config.latency_s:
+        if self.config.latency_s and not hit:
             await asyncio.sleep(self.config.latency_s)
         if self._draw(self.config.malformed_rate):
             self.counts["malformed"] += 1
@@ -226,12 +240,38 @@ class ExampleService(BackgroundServer):
     async def _answer(self, request: Any) -> Any:
         body = await self._body(request)
         k = int(body.get("k") or self.config.k)
-        found = self.kb.retrieve(body["question"], k)
-        answer = self.kb.generate(body["question"], found["contexts"])
-        return await self._reply({"answer": answer, **found,
-                                  "metadata": {"session_id": body.get("session_id"),
-                                               "turns": len(body.get("history") or [])}},
-                                 "answer")
+        question = body["question"]
+        key = " ".join(question.casefold().split())
+        if self.config.cache and body.get("session_id") is not None:
+            self.counts["with_session"] += 1
+        if self.config.cache:
+            with self._lock:
+                got = self.cached.get(key)
+            if got is not None:
+                self.counts["cache_hits"] += 1
+                return await self._reply({**got, "cache": {"hit": True}}, "answer", hit=True)
+        query, turn = question, 0
+        sid = body.get("session_id")
+        if sid is not None and not self.config.cache:
+            self.counts["with_session"] += 1
+        if self.config.memory and sid is not None:
+            with self._lock:
+                seen = self.sessions.setdefault(str(sid), [])
+                if seen:
+                    query = f"{seen[-1]} {question}"
+                seen.append(question)
+                turn = len(seen)
+        found = self.kb.retrieve(query, k)
+        answer = self.kb.generate(question, found["contexts"])
+        meta: dict[str, Any] = {"session_id": sid, "turns": len(body.get("history") or [])}
+        if self.config.memory:
+            meta["session_turn"] = turn
+        data: dict[str, Any] = {"answer": answer, **found, "metadata": meta}
+        if self.config.cache:
+            with self._lock:
+                self.cached[key] = data
+            data = {**data, "cache": {"hit": False}}
+        return await self._reply(data, "answer")
 
     async def _retrieve(self, request: Any) -> Any:
         body = await self._body(request)
@@ -253,8 +293,9 @@ class ExampleService(BackgroundServer):
                          if m.get("role") == "user"), "")
         found = self.kb.retrieve(question, self.config.k)
         answer = self.kb.generate(question, found["contexts"])
-        sources = [{"id": i, "url": u, "text": t} for i, u, t in
-                   zip(found["context_ids"], found["doc_ids"], found["contexts"], strict=True)]
+        sources = [{"id": i, "url": u, **({"text": t} if self.config.source_text else {})}
+                   for i, u, t in zip(found["context_ids"], found["doc_ids"],
+                                      found["contexts"], strict=True)]
         if not body.get("stream"):
             return await self._reply({"id": "ex", "object": "chat.completion",
                                       "choices": [{"index": 0, "message": {

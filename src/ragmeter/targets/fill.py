@@ -72,6 +72,8 @@ def call_record(rep: TargetReply) -> dict[str, Any]:
         v = getattr(rep, key)
         if v is not None:
             d[key] = v
+    if rep.invalid_text:   # characters replaced by U+FFFD (lone surrogates, bad bytes)
+        d["invalid_text"] = rep.invalid_text
     return d
 
 

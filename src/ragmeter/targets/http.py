@@ -18,15 +18,14 @@ Placeholders: ``{question}``, ``{history}`` (a list of ``{"role", "content"}``),
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from ragmeter.calls.http import LoopSessions, status_error, transport_error, transport_exceptions
 from ragmeter.secrets import mask_url, split_url_credentials
 from ragmeter.targets.base import (
     KINDS,
-    TargetCallError,
     TargetReply,
     TargetRequest,
     TargetSignature,
@@ -46,34 +45,11 @@ def request_values(req: TargetRequest) -> dict[str, Any]:
             "id": req.sample_id}
 
 
-class HttpSession:
-    """One aiohttp session per event loop, with the config's headers (secrets from the
-    environment, registered for masking) and credentials taken out of URLs."""
-
-    def __init__(self, config: TargetConfig):
-        self.config = config
-        self.headers = {h: expand_env(v, f"target.headers.{h}")
-                        for h, v in config.headers.items()}
-        self._session: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def get(self) -> Any:
-        import aiohttp
-
-        loop = asyncio.get_running_loop()
-        if self._session is None or self._loop is not loop or self._session.closed:
-            conn = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(
-                connector=conn, headers=self.headers,
-                timeout=aiohttp.ClientTimeout(total=self.config.timeout_s))
-            self._loop = loop
-        return self._session
-
-    async def aclose(self) -> None:
-        if self._session is not None and not self._session.closed \
-                and self._loop is asyncio.get_running_loop():
-            await self._session.close()
-        self._session = None
+def http_sessions(config: TargetConfig) -> LoopSessions:
+    """One aiohttp session per event loop with the config's headers (secrets from the
+    environment, registered for masking)."""
+    headers = {h: expand_env(v, f"target.headers.{h}") for h, v in config.headers.items()}
+    return LoopSessions(timeout_s=config.timeout_s, headers=headers)
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -82,30 +58,10 @@ def split_url(url: str) -> tuple[str, dict[str, str]]:
     return clean, ({"Authorization": auth} if auth else {})
 
 
-def status_error(status: int, text: str, headers: Mapping[str, str]) -> TargetCallError:
-    """The error of a non-2xx reply (429 and 5xx may be retried; Retry-After is kept)."""
-    detail = f"HTTP {status}: {(text or '')[:160]}"
-    ra: float | None = None
-    if headers.get("Retry-After"):
-        try:
-            ra = float(headers["Retry-After"])
-        except ValueError:
-            ra = None
-    if status == 429:
-        return TargetCallError("target_rate_limited", detail, retryable=True, retry_after=ra,
-                               status=status, raw=text)
-    if status >= 500:
-        return TargetCallError("target_http_5xx", detail, retryable=True, retry_after=ra,
-                               status=status, raw=text)
-    return TargetCallError("target_http_4xx", detail, status=status, raw=text)
-
-
 async def send(session: Any, method: str, url: str, body: Any,
                headers: Mapping[str, str]) -> tuple[str, float, Mapping[str, str]]:
     """One request -> ``(body text, seconds to the first body byte, headers)``; network
-    failures and non-2xx replies as :class:`TargetCallError`."""
-    import aiohttp
-
+    failures and non-2xx replies as :class:`~ragmeter.calls.errors.CallError`."""
     t0 = time.perf_counter()
     try:
         async with session.request(method, url, json=body if method != "GET" else None,
@@ -114,20 +70,12 @@ async def send(session: Any, method: str, url: str, body: Any,
             first = await resp.content.read(1)
             ttft = time.perf_counter() - t0
             text = (first + await resp.content.read()).decode("utf-8", errors="replace")
-            if resp.status >= 300:
-                raise status_error(resp.status, text, resp.headers)
-            return text, ttft, resp.headers
-    except TargetCallError:
-        raise
-    except asyncio.TimeoutError:
-        raise TargetCallError("target_timeout", f"no reply within the timeout from "
-                              f"{mask_url(url)}", retryable=True) from None
-    except aiohttp.ClientConnectorError as exc:
-        raise TargetCallError("target_unreachable", f"{mask_url(url)}: {exc.os_error or exc}",
-                              retryable=True, unreachable=True) from None
-    except aiohttp.ClientError as exc:
-        raise TargetCallError("target_error", f"{mask_url(url)}: {type(exc).__name__}: {exc}",
-                              retryable=True) from None
+            status, got = resp.status, resp.headers
+    except transport_exceptions() as exc:
+        raise transport_error(exc, mask_url(url)) from None
+    if status >= 300:
+        raise status_error(status, text, got)
+    return text, ttft, got
 
 
 def _params(body: Any) -> dict[str, str] | None:
@@ -146,7 +94,7 @@ class HttpTarget:
         self.name = config.name
         self.max_concurrency = config.max_concurrency
         self.timeout_s = config.timeout_s
-        self.http = HttpSession(config)
+        self.http = http_sessions(config)
         self._urls: dict[str, tuple[str, dict[str, str]]] = {
             e: split_url(c.url or "") for e, c in config.entries.items()}
         self.signature = TargetSignature("http", mask_url(self._urls["answer"][0]),
@@ -178,5 +126,5 @@ class HttpTarget:
 
 KINDS.register("http", HttpTarget)
 
-__all__ = ["DEFAULT_REQUEST", "HttpSession", "HttpTarget", "request_values", "send",
-           "split_url", "status_error"]
+__all__ = ["DEFAULT_REQUEST", "HttpTarget", "http_sessions", "request_values", "send",
+           "split_url"]

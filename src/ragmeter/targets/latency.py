@@ -3,12 +3,15 @@
 From the replies of one run: ``ttft_p50`` / ``ttft_p95`` / ``ttft_p99`` (seconds to the first
 token, or to the reply for kinds that do not stream), ``latency_p50`` / ``latency_p95`` /
 ``latency_p99`` (seconds per call, excluding time waiting for a concurrency slot),
-``throughput`` (answered calls per second of wall time) and ``error_rate`` (share of calls that
-ended without a usable reply). The per-sample values are the calls' seconds; a percentile's
-or the throughput's aggregate is that statistic with its seeded percentile-bootstrap CI over
-the calls (:func:`ragmeter.results.records.statistic_of`, so merged batches and stored runs
-keep it); the error rate is a mean with its bootstrap CI. Failed calls are unscored in the
-latency metrics, with the call's reason.
+``throughput`` (answered requests per second of wall time; higher is better) and
+``error_rate`` (share of calls that ended without a usable reply). The per-sample values are
+the calls' seconds; a percentile's or the throughput's aggregate is that statistic over the
+calls, never a mean of means, with its seeded percentile-bootstrap CI
+(:mod:`ragmeter.results.statistic`, so merged batches and stored runs keep it). The runner
+keeps each batch's per-call values and computes the statistics and their CIs once, over the
+merged batches. The error rate is a mean with its bootstrap CI. Failed calls are unscored in
+the latency metrics, with the call's reason. The result is marked as the latency block
+(``meta["block"]``): reports show it apart from the quality metrics.
 """
 
 from __future__ import annotations
@@ -17,13 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ragmeter.results.records import WALL_MS, EvalResult, MetricResult, Signature
+from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.results.statistic import LATENCY_BLOCK, LATENCY_METRICS, PERCENTILES, WALL_MS
 from ragmeter.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 from ragmeter.targets.base import TargetReply, TargetSignature
-
-PERCENTILES = (50, 95, 99)
-LATENCY_METRICS = (*(f"ttft_p{p}" for p in PERCENTILES),
-                   *(f"latency_p{p}" for p in PERCENTILES), "throughput", "error_rate")
 
 
 def wall_time(replies: Sequence[TargetReply]) -> float | None:
@@ -58,18 +58,19 @@ def latency_result(ids: Sequence[str], replies: Sequence[TargetReply],
     ttft, ttft_reasons = _seconds(replies, "ttft_s")
     wall = wall_s or wall_time(replies) or float(np.nansum(lat)) or None
     out = EvalResult(name, meta={"n_calls": len(replies), "entry": entry,
-                                 "target": signature.fields(), "wall_s": wall})
+                                 "target": signature.fields(), "wall_s": wall,
+                                 "block": LATENCY_BLOCK})
     kw = {"seed": seed, "n_boot": n_boot, "higher_is_better": False}
-    for key, arr, reasons in (("ttft", ttft, ttft_reasons), ("latency", lat, lat_reasons)):
+    for key, arr, reasons in (("latency", lat, lat_reasons), ("ttft", ttft, ttft_reasons)):
         for p in PERCENTILES:
             out.add(MetricResult(f"{key}_p{p}", list(ids), arr.copy(),
                                  sig.with_fields(metric=f"{key}_p{p}", unit="s"),
                                  reasons=dict(reasons), **kw))  # type: ignore[arg-type]
     if wall:
         out.add(MetricResult("throughput", list(ids), lat.copy(),
-                             sig.with_fields(metric="throughput", unit="calls/s"),
+                             sig.with_fields(metric="throughput", unit="requests/s"),
                              reasons=dict(lat_reasons), counts={WALL_MS: round(wall * 1000)},
-                             seed=seed, n_boot=n_boot))
+                             higher_is_better=True, seed=seed, n_boot=n_boot))
     errors = np.array([1.0 if r.reason else 0.0 for r in replies])
     out.add(MetricResult("error_rate", list(ids), errors, sig.with_fields(metric="error_rate"),
                          **kw))  # type: ignore[arg-type]

@@ -32,7 +32,8 @@ MISSING: Any = _Missing()
 
 _STEP = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
 PLACEHOLDERS = ("question", "history", "session_id", "k", "contexts", "id")
-_PLACEHOLDER = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+#: ``{name}`` (a placeholder, known or not: checked at load time), ``{{`` / ``}}`` (a brace)
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{\s*([A-Za-z_][\w.\-]*)\s*\}")
 _ENV = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -62,14 +63,21 @@ def extract(data: Any, path: str) -> Any:
     return _walk(data, parse_path(path))
 
 
+def extract_steps(data: Any, steps: Sequence[str]) -> Any:
+    """The value at a parsed path (:func:`parse_path`'s steps), or :data:`MISSING`."""
+    return _walk(data, steps)
+
+
 def _walk(node: Any, steps: Sequence[str]) -> Any:
     for i, step in enumerate(steps):
         if step == "*":
             if not isinstance(node, list):
                 return MISSING
             rest = steps[i + 1:]
-            items = [_walk(x, rest) for x in node]
-            return [x for x in items if x is not MISSING]
+            kept = [x for x in (_walk(x, rest) for x in node) if x is not MISSING]
+            if node and rest and not kept:   # a field that no item has is not an empty list
+                return MISSING
+            return kept
         if isinstance(node, Mapping):
             if step not in node:
                 return MISSING
@@ -84,18 +92,43 @@ def _walk(node: Any, steps: Sequence[str]) -> Any:
     return node
 
 
+def check_template(template: Any, key: str) -> None:
+    """A ConfigError naming the first placeholder of ``template`` that is not one of
+    :data:`PLACEHOLDERS` (``{questoin}`` would be sent as written), with the known ones."""
+    if isinstance(template, str):
+        for m in _PLACEHOLDER.finditer(template):
+            if m.group(1) is not None and m.group(0)[1:-1] not in PLACEHOLDERS:
+                hint = " (write a literal brace as {{ or }})"
+                raise ConfigError(key, f"unknown placeholder {m.group(0)!r} in {template!r}"
+                                  + hint, [f"{{{p}}}" for p in PLACEHOLDERS])
+    elif isinstance(template, Mapping):
+        for k, v in template.items():
+            check_template(k, f"{key}.{k}")
+            check_template(v, f"{key}.{k}")
+    elif isinstance(template, list):
+        for i, v in enumerate(template):
+            check_template(v, f"{key}[{i}]")
+
+
 def render(template: Any, values: Mapping[str, Any]) -> Any:
-    """The template with every placeholder filled (see the module doc)."""
+    """The template with every placeholder filled (see the module doc); ``{{`` and ``}}``
+    are literal braces. Templates are checked at load time (:func:`check_template`)."""
     if isinstance(template, str):
         whole = _PLACEHOLDER.fullmatch(template)
-        if whole:
+        if whole and whole.group(1) is not None:
             return values.get(whole.group(1))
-        return _PLACEHOLDER.sub(lambda m: _text(values.get(m.group(1))), template)
+        return _PLACEHOLDER.sub(lambda m: _filled(m, values), template)
     if isinstance(template, Mapping):
         return {str(k): render(v, values) for k, v in template.items()}
     if isinstance(template, list):
         return [render(v, values) for v in template]
     return template
+
+
+def _filled(m: re.Match[str], values: Mapping[str, Any]) -> str:
+    if m.group(1) is None:
+        return m.group(0)[0]          # {{ -> {, }} -> }
+    return _text(values.get(m.group(1)))
 
 
 def _text(value: Any) -> str:
@@ -161,5 +194,5 @@ class IdRule:
         return self.rule
 
 
-__all__ = ["ID_RULES", "MISSING", "PLACEHOLDERS", "IdRule", "env_names", "expand_env",
-           "extract", "parse_path", "render"]
+__all__ = ["ID_RULES", "MISSING", "PLACEHOLDERS", "IdRule", "check_template", "env_names",
+           "expand_env", "extract", "extract_steps", "parse_path", "render"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from ragmeter.data.sample import Sample
 from ragmeter.errors import UsageError
 from ragmeter.results.records import EvalResult
+from ragmeter.targets.conformance import known_ids
 from ragmeter.targets.fill import mark_unscored
 from ragmeter.targets.session import TargetSession
 
@@ -45,8 +46,10 @@ def pick_entry(session_entries: Sequence[str], wanted: str | None, default: str)
 
 def fill_from_target(samples: Sequence[Sample], spec: str | Path, *, entry: str | None,
                      default_entry: str, k: int | None = None, replay: bool = False,
-                     estimate: bool = False) -> Filled:
-    """Ask the target about every sample (or, under ``estimate``, only count the calls)."""
+                     estimate: bool = False, scores_ids: bool = False) -> Filled:
+    """Ask the target about every sample (or, under ``estimate``, only count the calls).
+    ``scores_ids``: the returned ids are scored, so an id rule that maps none of them onto a
+    gold id fails the command (:mod:`ragmeter.targets.conformance`)."""
     session = TargetSession(str(spec), mode="replay" if replay else "live")
     chosen = pick_entry(session.target.entries(), entry, default_entry)
     items = list(samples)
@@ -59,7 +62,8 @@ def fill_from_target(samples: Sequence[Sample], spec: str | Path, *, entry: str 
         return Filled(_stand_ins(items, chosen), None, chosen, len(items))
     contexts = [list(s.reference_contexts or []) for s in items] if chosen == "generate" \
         else None
-    filled = session.call(items, chosen, k=k, contexts=contexts)
+    filled = session.call(items, chosen, k=k, contexts=contexts,
+                          known=known_ids(items) if scores_ids else None)
     return Filled(filled, session, chosen, len(items))
 
 
@@ -86,7 +90,7 @@ def finish(result: EvalResult, filled: Filled, *, seed: int = 42) -> EvalResult:
         for r in lat:
             result.add(r)
     result.meta["target"] = sig
-    result.meta["target_calls"] = session.caller.counts.to_dict()
+    result.meta["target_calls"] = session.call_counts()
     session.close()
     return result
 

@@ -4,29 +4,37 @@ The question (after the history's turns) is sent as the user message with ``stre
 the time to first token is the time to the first non-empty content delta of the SSE stream.
 Sources are read from a named top-level field of any streamed chunk (or of the whole reply
 without streaming), ``sources_field`` (default ``sources``): a list of texts or of objects
-with ``text`` / ``id`` / ``doc_id`` / ``url``. ``generate`` sends the given contexts in a
-system message.
+with ``text`` / ``id`` / ``doc_id`` / ``url`` (sources with ids and no text keep their ids:
+retrieval metrics are scored, context metrics are not). A ``response:`` mapping reads declared
+paths from the reply instead, as for ``http`` — from the streamed chunks joined into one
+``chat.completion`` object (:func:`~ragmeter.targets.reading.stream_reply`). ``generate``
+sends the given contexts in a system message.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import Any
 
+from ragmeter.calls.errors import CallError
+from ragmeter.calls.http import status_error, transport_error, transport_exceptions
+from ragmeter.errors import ConfigError
 from ragmeter.secrets import mask_url
 from ragmeter.targets.base import (
     KINDS,
-    TargetCallError,
     TargetReply,
     TargetRequest,
     TargetSignature,
 )
 from ragmeter.targets.config import TargetConfig
-from ragmeter.targets.http import HttpSession, split_url, status_error
-from ragmeter.targets.reading import parse_json, read_plain
+from ragmeter.targets.http import http_sessions, split_url
+from ragmeter.targets.mapping import extract
+from ragmeter.targets.reading import parse_json, read_mapped, read_plain, stream_reply
 
 _CONTEXT_NOTE = "Answer the question from these passages only:\n\n"
+_ANSWER_PATH = "choices[0].message.content"
 
 
 def _endpoint(url: str) -> str:
@@ -49,11 +57,14 @@ class OpenAIChatTarget:
         self.max_concurrency = config.max_concurrency
         self.timeout_s = config.timeout_s
         headers = dict(config.headers)
+        if config.api_key_env and os.environ.get(config.api_key_env) is None:
+            raise ConfigError("target.api_key_env", f"environment variable "
+                              f"{config.api_key_env} is not set")
         if config.api_key_env and "Authorization" not in headers:
             headers["Authorization"] = "Bearer ${env:" + config.api_key_env + "}"
         from dataclasses import replace
 
-        self.http = HttpSession(replace(config, headers=headers))
+        self.http = http_sessions(replace(config, headers=headers))
         self.url, self.auth = split_url(_endpoint(config.url or ""))
         self.signature = TargetSignature("openai", mask_url(self.url) + f"#{config.model}",
                                          config.config_hash())
@@ -80,10 +91,6 @@ class OpenAIChatTarget:
         return body
 
     async def call(self, request: TargetRequest) -> TargetReply:
-        import asyncio
-
-        import aiohttp
-
         session = self.http.get()
         t0 = time.perf_counter()
         try:
@@ -95,33 +102,21 @@ class OpenAIChatTarget:
                 version = resp.headers.get(self.config.version_header or "") \
                     if self.config.version_header else None
                 if self.config.stream:
-                    rep = await self._read_stream(resp, t0)
+                    rep = await self._read_stream(resp, t0, request.entry)
                 else:
                     text = await resp.text(errors="replace")
-                    rep = self._read_whole(text)
+                    rep = self._read_whole(text, request.entry)
                     rep.ttft_s = time.perf_counter() - t0
-        except TargetCallError:
-            raise
-        except asyncio.TimeoutError:
-            raise TargetCallError("target_timeout", f"no reply within the timeout from "
-                                  f"{mask_url(self.url)}", retryable=True) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise TargetCallError("target_unreachable", f"{mask_url(self.url)}: "
-                                  f"{exc.os_error or exc}", retryable=True,
-                                  unreachable=True) from None
-        except aiohttp.ClientError as exc:
-            raise TargetCallError("target_error", f"{type(exc).__name__}: {exc}",
-                                  retryable=True) from None
+        except transport_exceptions() as exc:
+            raise transport_error(exc, mask_url(self.url)) from None
         rep.latency_s = time.perf_counter() - t0
         rep.version = version
         return rep
 
-    async def _read_stream(self, resp: Any, t0: float) -> TargetReply:
-        parts: list[str] = []
+    async def _read_stream(self, resp: Any, t0: float, entry: str) -> TargetReply:
         lines: list[str] = []
+        chunks: list[dict[str, Any]] = []
         ttft: float | None = None
-        sources: Any = None
-        usage: dict[str, Any] = {}
         done = False
         async for raw_line in resp.content:
             line = raw_line.decode("utf-8", errors="replace").strip()
@@ -133,38 +128,44 @@ class OpenAIChatTarget:
                 done = True
                 break
             chunk = _chunk(payload, "\n".join(lines))
-            if self.config.sources_field and chunk.get(self.config.sources_field) is not None:
-                sources = chunk[self.config.sources_field]
-            if isinstance(chunk.get("usage"), dict):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices") or ():
-                delta = (choice or {}).get("delta") or {}
-                text = delta.get("content")
-                if text:
-                    if ttft is None:
-                        ttft = time.perf_counter() - t0
-                    parts.append(str(text))
+            chunks.append(chunk)
+            if ttft is None and any(((c or {}).get("delta") or {}).get("content")
+                                    for c in chunk.get("choices") or ()
+                                    if isinstance(c, dict)):
+                ttft = time.perf_counter() - t0
         raw = "\n".join(lines)
-        if not done and not parts:
-            raise TargetCallError("target_bad_reply", "the stream ended without data",
-                                  raw=raw)
-        rep = read_plain({"answer": "".join(parts), "contexts": sources}, "answer", raw)
+        data = stream_reply(chunks)
+        if not done and not data["choices"][0]["message"]["content"]:
+            raise CallError("bad_reply", "the stream ended without data",
+                            raw=raw)
+        rep = self._read(data, raw, entry)
         rep.ttft_s = ttft if ttft is not None else time.perf_counter() - t0
-        rep.tokens_in = usage.get("prompt_tokens")
-        rep.tokens_out = usage.get("completion_tokens")
         return rep
 
-    def _read_whole(self, text: str) -> TargetReply:
-        data = parse_json(text)
-        try:
-            answer = data["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            raise TargetCallError("target_unmapped", "answer: path 'choices[0].message."
-                                  "content' is not in the reply", raw=text) from None
-        sources = data.get(self.config.sources_field) if self.config.sources_field else None
-        rep = read_plain({"answer": answer, "contexts": sources}, "answer", text)
-        usage = data.get("usage") or {}
-        rep.tokens_in, rep.tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    def _read_whole(self, text: str, entry: str) -> TargetReply:
+        return self._read(parse_json(text), text, entry)
+
+    def _read(self, data: Any, raw: str, entry: str) -> TargetReply:
+        """A ``chat.completion`` object (a streamed one joined): the declared ``response:``
+        paths (the answer at ``choices[0].message.content`` unless declared), else the
+        answer and the sources field (sources with ids and no text keep their ids)."""
+        mapping = self.config.entries["answer"].response
+        if mapping:
+            rep = read_mapped(data, {"answer": _ANSWER_PATH, **mapping}, entry, raw)
+        else:
+            answer = extract(data, _ANSWER_PATH)
+            if not isinstance(answer, str):
+                raise CallError("unmapped", f"answer: path {_ANSWER_PATH!r} is "
+                                "not in the reply", raw=raw)
+            field = self.config.sources_field
+            sources = data.get(field) if field and isinstance(data, dict) else None
+            rep = read_plain({"answer": answer, "contexts": sources}, "answer", raw)
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict):
+            rep.tokens_in = rep.tokens_in if rep.tokens_in is not None else \
+                usage.get("prompt_tokens")
+            rep.tokens_out = rep.tokens_out if rep.tokens_out is not None else \
+                usage.get("completion_tokens")
         return rep
 
     async def aclose(self) -> None:
@@ -175,11 +176,10 @@ def _chunk(payload: str, raw: str) -> dict[str, Any]:
     try:
         chunk = json.loads(payload)
     except ValueError:
-        raise TargetCallError("target_bad_reply", f"a streamed chunk is not JSON: "
-                              f"{payload[:80]!r}", raw=raw) from None
+        raise CallError("bad_reply", f"a streamed chunk is not JSON: {payload[:80]!r}",
+                        raw=raw) from None
     if not isinstance(chunk, dict):
-        raise TargetCallError("target_bad_reply", "a streamed chunk is not a JSON object",
-                              raw=raw)
+        raise CallError("bad_reply", "a streamed chunk is not a JSON object", raw=raw)
     return chunk
 
 

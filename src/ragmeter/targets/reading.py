@@ -10,10 +10,12 @@ answer, ``retrieve`` needs ids.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ragmeter.targets.base import TargetCallError, TargetReply
+from ragmeter.calls.errors import CallError
+from ragmeter.targets.base import TargetReply
 from ragmeter.targets.mapping import MISSING, extract
 
 #: the mapping used when a config declares none: the field names of the reference service
@@ -27,7 +29,39 @@ _ALIASES = {"answer": ("answer", "response", "output", "text", "result"),
                          "sources", "context"),
             "context_ids": ("context_ids", "retrieved_ids", "ids", "chunk_ids"),
             "doc_ids": ("doc_ids", "document_ids", "urls"),
-            "scores": ("scores", "retrieved_scores")}
+            "scores": ("scores", "retrieved_scores"),
+            "cache_hit": ("cache_hit",)}
+
+
+_INVALID = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> tuple[str, int]:
+    """``text`` with every invalid character — a lone surrogate (``"\\ud800"`` in JSON, an
+    undecodable byte read with ``surrogateescape``) — replaced by U+FFFD, and how many were
+    replaced. Such a character cannot be written as UTF-8 anywhere (store, report, terminal)."""
+    if text.isascii():
+        return text, 0
+    return _INVALID.subn("\ufffd", text)
+
+
+def clean_value(value: Any) -> tuple[Any, int]:
+    """:func:`clean_text` over every string of a parsed JSON value (keys included)."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        n = 0
+        for k, v in value.items():
+            k2, a = clean_value(k)
+            v2, b = clean_value(v)
+            out[k2] = v2
+            n += a + b
+        return out, n
+    if isinstance(value, list):
+        items = [clean_value(v) for v in value]
+        return [v for v, _ in items], sum(c for _, c in items)
+    return value, 0
 
 
 def parse_json(text: str) -> Any:
@@ -36,8 +70,54 @@ def parse_json(text: str) -> Any:
         return json.loads(text)
     except (ValueError, TypeError):
         snippet = (text or "")[:120].replace("\n", " ")
-        raise TargetCallError("target_bad_reply", f"the reply is not JSON: {snippet!r}",
-                              raw=text) from None
+        raise CallError("bad_reply", f"the reply is not JSON: {snippet!r}",
+                        raw=text) from None
+
+
+def stream_reply(chunks: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A streamed chat completion (its parsed ``data:`` chunks) as one ``chat.completion``
+    object: the content deltas joined into ``choices[0].message.content``, every other
+    top-level field of the chunks kept (``sources``, ``usage``, ...; the last non-null value
+    wins). A ``response:`` mapping of an ``openai`` target reads its paths from this object."""
+    out: dict[str, Any] = {}
+    parts: list[str] = []
+    for chunk in chunks:
+        for key, value in chunk.items():
+            if key != "choices" and value is not None:
+                out[key] = value
+        for choice in chunk.get("choices") or ():
+            delta = (choice or {}).get("delta") or {} if isinstance(choice, Mapping) else {}
+            text = delta.get("content") if isinstance(delta, Mapping) else None
+            if text:
+                parts.append(str(text))
+    out["object"] = "chat.completion"
+    out["choices"] = [{"index": 0, "message": {"role": "assistant", "content": "".join(parts)}}]
+    return out
+
+
+def reply_data(raw: str | None) -> Any:
+    """The parsed reply behind a recorded raw text — JSON, or a streamed chat completion
+    (``data:`` lines) as :func:`stream_reply` builds it; :data:`MISSING` when it is neither."""
+    if not raw:
+        return MISSING
+    try:
+        return json.loads(raw)
+    except ValueError:
+        pass
+    if not raw.lstrip().startswith("data:"):
+        return MISSING
+    chunks = []
+    for line in raw.splitlines():
+        payload = line.strip()[5:].strip() if line.strip().startswith("data:") else ""
+        if not payload or payload == "[DONE]":
+            continue
+        try:
+            chunk = json.loads(payload)
+        except ValueError:
+            return MISSING
+        if isinstance(chunk, Mapping):
+            chunks.append(chunk)
+    return stream_reply(chunks)
 
 
 def read_mapped(data: Any, mapping: Mapping[str, str], entry: str, raw: str) -> TargetReply:
@@ -49,7 +129,7 @@ def read_mapped(data: Any, mapping: Mapping[str, str], entry: str, raw: str) -> 
         value = extract(data, path)
         if value is MISSING or value is None:
             if declared and _needed(name, entry):
-                raise TargetCallError("target_unmapped",
+                raise CallError("unmapped",
                                       f"{name}: path {path!r} is not in the reply", raw=raw)
             continue
         got[name] = value
@@ -89,10 +169,10 @@ def _reply(got: dict[str, Any], entry: str, raw: str, *, strict: bool) -> Target
     rep = TargetReply(raw=raw)
     answer = got.get("answer")
     if answer is not None and not isinstance(answer, str):
-        raise TargetCallError("target_unmapped", f"answer: expected text, got "
+        raise CallError("unmapped", f"answer: expected text, got "
                               f"{type(answer).__name__}", raw=raw)
     rep.answer = answer
-    _contexts(rep, got.get("contexts"), raw)
+    _contexts(rep, got.get("contexts"), raw, strict=strict)
     for name in ("context_ids", "doc_ids"):
         value = got.get(name)
         if value is not None:
@@ -104,7 +184,7 @@ def _reply(got: dict[str, Any], entry: str, raw: str, *, strict: bool) -> Target
         try:
             rep.scores = [float(x) for x in (scores if isinstance(scores, list) else [scores])]
         except (TypeError, ValueError):
-            raise TargetCallError("target_unmapped", "scores: not numbers", raw=raw) from None
+            raise CallError("unmapped", "scores: not numbers", raw=raw) from None
     meta = got.get("metadata")
     if isinstance(meta, Mapping):
         rep.metadata = dict(meta)
@@ -112,24 +192,69 @@ def _reply(got: dict[str, Any], entry: str, raw: str, *, strict: bool) -> Target
         v = got.get(name)
         if isinstance(v, int) and not isinstance(v, bool):
             setattr(rep, name, v)
+    cache_hit = got.get("cache_hit")
+    if cache_hit is not None:
+        flag = _flag(cache_hit)
+        if flag is None:
+            raise CallError("unmapped", f"cache_hit: expected true / false, got "
+                            f"{cache_hit!r}", raw=raw)
+        rep.metadata["cache_hit"] = flag
     if entry == "retrieve":
         if rep.context_ids is None and rep.doc_ids is None:
-            raise TargetCallError("target_unmapped", "retrieve: the reply has no ids "
+            raise CallError("unmapped", "retrieve: the reply has no ids "
                                   "(context_ids or doc_ids)", raw=raw)
     elif rep.answer is None:
-        raise TargetCallError("target_unmapped", "answer: the reply has no answer", raw=raw)
+        raise CallError("unmapped", "answer: the reply has no answer", raw=raw)
+    _clean(rep)
     return rep
 
 
-def _contexts(rep: TargetReply, value: Any, raw: str) -> None:
+def _flag(value: Any) -> bool | None:
+    """A cache flag as the reply gives it: a boolean, 0 / 1, or hit / miss, true / false."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return {"true": True, "false": False, "hit": True, "miss": False, "yes": True,
+                "no": False, "1": True, "0": False}.get(value.strip().lower())
+    return None
+
+
+def _clean(rep: TargetReply) -> None:
+    """Invalid characters replaced in every text of the reply, and counted."""
+    n = 0
+    if rep.answer is not None:
+        rep.answer, c = clean_text(rep.answer)
+        n += c
+    for name in ("contexts", "context_ids", "doc_ids"):
+        items = getattr(rep, name)
+        if items:
+            cleaned, c = clean_value(items)
+            setattr(rep, name, cleaned)
+            n += c
+    if rep.metadata:
+        rep.metadata, c = clean_value(rep.metadata)
+        n += c
+    raw_n = 0
+    if rep.raw is not None:
+        rep.raw, raw_n = clean_text(rep.raw)
+    rep.invalid_text = max(rep.invalid_text, n, raw_n)
+
+
+def _contexts(rep: TargetReply, value: Any, raw: str, *, strict: bool) -> None:
     """Contexts as texts; items that are mappings or objects (a LangChain ``Document``)
-    give their text, id and document id / URL too."""
+    give their text, id and document id / URL too. Items with ids and no text (sources that
+    cite documents without quoting them) keep their ids and give no contexts — unless the
+    config declared the contexts path (``strict``): then a missing text is the reply's
+    ``target_unmapped``."""
     if value is None:
         return
     items = value if isinstance(value, list) else [value]
     texts: list[str] = []
     ids: list[str] = []
     docs: list[str] = []
+    textless = 0
     for it in items:
         if isinstance(it, str):
             texts.append(it)
@@ -137,23 +262,27 @@ def _contexts(rep: TargetReply, value: Any, raw: str) -> None:
         get = (lambda k, it=it: it.get(k)) if isinstance(it, Mapping) else \
             (lambda k, it=it: getattr(it, k, None))
         text = next((get(k) for k in _TEXT_KEYS if isinstance(get(k), str)), None)
-        if text is None:
-            raise TargetCallError("target_unmapped", "contexts: an item has no text "
-                                  f"({'/'.join(_TEXT_KEYS)})", raw=raw)
-        texts.append(text)
         meta = get("metadata")
         look = [get, (lambda k, m=meta: m.get(k))] if isinstance(meta, Mapping) else [get]
         cid = next((str(f(k)) for f in look for k in _ID_KEYS if f(k) is not None), None)
         doc = next((str(f(k)) for f in look for k in _DOC_KEYS if f(k) is not None), None)
+        if text is None:
+            if strict or (cid is None and doc is None):
+                raise CallError("unmapped", "contexts: an item has no text "
+                                f"({'/'.join(_TEXT_KEYS)})", raw=raw)
+            textless += 1
+        else:
+            texts.append(text)
         if cid is not None:
             ids.append(cid)
         if doc is not None:
             docs.append(doc)
-    rep.contexts = texts
-    if ids and len(ids) == len(texts) and rep.context_ids is None:
+    rep.contexts = texts if not textless else None
+    if ids and len(ids) == len(items) and rep.context_ids is None:
         rep.context_ids = ids
-    if docs and len(docs) == len(texts) and rep.doc_ids is None:
+    if docs and len(docs) == len(items) and rep.doc_ids is None:
         rep.doc_ids = docs
 
 
-__all__ = ["DEFAULT_RESPONSE", "parse_json", "read_mapped", "read_plain"]
+__all__ = ["DEFAULT_RESPONSE", "clean_text", "clean_value", "parse_json", "read_mapped",
+           "read_plain", "reply_data", "stream_reply"]

@@ -14,13 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+from ragmeter.paths import default_cache_dir
 from ragmeter.secrets import mask
 from ragmeter.targets.base import TargetReply
 
 
 def default_path() -> Path:
-    from ragmeter.judges.config import default_cache_dir
-
     return default_cache_dir() / "targets.sqlite"
 
 

@@ -9,6 +9,7 @@ reason, instead of scoring a column of unscored samples.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,43 @@ from ragmeter.results.records import EvalResult
 from ragmeter.targets.base import KINDS, Target, TargetReply
 from ragmeter.targets.calls import TargetCaller, make_caller
 from ragmeter.targets.config import TargetConfig, load_target
+from ragmeter.targets.conformance import Conformance
 from ragmeter.targets.fill import apply_replies, build_requests
 from ragmeter.targets.latency import latency_result
 from ragmeter.targets.recorded import ReplyStore
 
 _DOWN = ("target_unreachable", "target_circuit_open")
+_logger = logging.getLogger("ragmeter.targets")
+
+
+def waves(samples: Sequence[Sample]) -> list[list[int]]:
+    """Sample indices in sending waves: wave *t* holds turn *t* of every conversation (the
+    samples sharing ``metadata["session_id"]``, in ``metadata["turn"]`` order, else in input
+    order); samples outside a conversation go in the first wave. One wave without
+    conversations."""
+    sessions: dict[str, list[int]] = {}
+    alone: list[int] = []
+    for i, s in enumerate(samples):
+        sid = s.metadata.get("session_id") if s.metadata else None
+        if sid is None:
+            alone.append(i)
+        else:
+            sessions.setdefault(str(sid), []).append(i)
+    if not sessions:
+        return [alone]
+    out: list[list[int]] = [list(alone)]
+    for turns in sessions.values():
+        order = sorted(turns, key=lambda i: _turn(samples[i], i))
+        for t, i in enumerate(order):
+            if t >= len(out):
+                out.append([])
+            out[t].append(i)
+    return [w for w in out if w]
+
+
+def _turn(sample: Sample, index: int) -> tuple[int, int]:
+    turn = sample.metadata.get("turn") if sample.metadata else None
+    return (turn if isinstance(turn, int) and not isinstance(turn, bool) else -1, index)
 
 
 class TargetUnreachableError(WorkFailedError):
@@ -38,6 +71,33 @@ def make_target(config: TargetConfig) -> Target:
     return target
 
 
+def ready(target: Target) -> None:
+    """A kind's own checks before it is called (a ``command`` target: its program is
+    installed); a ConfigError naming the key."""
+    check = getattr(target, "check", None)
+    if callable(check):
+        check()
+
+
+def check_targets(configs: Sequence[TargetConfig], *, key: str = "target",
+                  mode: str = "live") -> None:
+    """Build every target's client before any work starts, so a configuration mistake is a
+    :class:`~ragmeter.errors.ConfigError` (exit 2) naming its key — an unset
+    ``${env:NAME}``, a module or function that cannot be imported, a program that is not
+    installed — instead of a tier failing half-way through a run."""
+    for i, cfg in enumerate(configs):
+        where = key if len(configs) == 1 else f"targets[{i}]"
+        try:
+            target = make_target(cfg)
+            if mode != "replay":
+                ready(target)
+        except ConfigError as exc:
+            if exc.key.startswith("target.") and where != "target":
+                raise ConfigError(where + exc.key[len("target"):], str(exc).split(": ", 1)[-1]
+                                  ) from None
+            raise
+
+
 class TargetSession:
     """A target with its caller; ``mode``: live, replay or resume (see
     :mod:`ragmeter.targets.calls`). ``record``: keep replies in the recorded-replies store
@@ -47,12 +107,17 @@ class TargetSession:
                  record: bool = True, base_dir: str | Path = "."):
         self.config = load_target(spec, base_dir=base_dir)
         self.target = make_target(self.config)
+        if mode != "replay":
+            ready(self.target)
         if mode != "live" and not record:
             raise ConfigError("target mode", f"mode {mode!r} needs the recorded replies")
         self.store = ReplyStore(store) if record else None
         self.caller: TargetCaller = make_caller(self.target, self.config, mode=mode,
                                                 store=self.store)
         self.replies: dict[str, list[tuple[str, TargetReply]]] = {}
+        self.conformance = Conformance(self.config)
+        #: invalid characters replaced by U+FFFD in this session's replies
+        self.invalid_text = 0
 
     @property
     def name(self) -> str:
@@ -64,6 +129,14 @@ class TargetSession:
             sig["target_version"] = ",".join(sorted(self.caller.versions))
         return sig
 
+    def call_counts(self) -> dict[str, Any]:
+        """What the calls did (sent, recorded, retries, errors by reason, wall time) and the
+        invalid characters replaced in the replies."""
+        out = self.caller.counts.to_dict()
+        if self.invalid_text:
+            out["invalid_text"] = self.invalid_text
+        return out
+
     def _check_entry(self, entry: str) -> None:
         if entry not in self.target.entries():
             raise ConfigError(f"target.entries.{entry}",
@@ -71,18 +144,47 @@ class TargetSession:
                               list(self.target.entries()))
 
     def call(self, samples: Sequence[Sample], entry: str, *, k: int | None = None,
-             contexts: Sequence[Sequence[str]] | None = None) -> list[Sample]:
-        """Ask the target about every sample through ``entry``; the samples filled."""
+             contexts: Sequence[Sequence[str]] | None = None, final: bool = True,
+             known: set[str] | None = None) -> list[Sample]:
+        """Ask the target about every sample through ``entry``; the samples filled.
+
+        The turns of one conversation (samples sharing ``metadata["session_id"]``) are sent
+        in order, one at a time — turn *t* after turn *t-1* has its reply — while
+        conversations run in parallel (:func:`waves`). The replies then go through the
+        mapping checks of :class:`~ragmeter.targets.conformance.Conformance`: ``final`` says
+        this is the run's last call for the entry; ``known``: the ids a returned id may meet
+        (given where returned ids are scored) — a rule that meets none fails the run."""
         self._check_entry(entry)
         samples = list(samples)
         if not samples:
             return []
         reqs = build_requests(samples, entry, k=k, contexts=contexts)
-        replies = self.caller.call_many(reqs)
+        replies: list[TargetReply | None] = [None] * len(reqs)
+        for wave in waves(samples):
+            got = self.caller.call_many([reqs[i] for i in wave])
+            self._raise_if_down(got)       # a target that is down: no more waves
+            for i, rep in zip(wave, got, strict=True):
+                replies[i] = rep
+        done = [r for r in replies if r is not None]
+        assert len(done) == len(samples)
         self.replies.setdefault(entry, []).extend(
-            (s.id, r) for s, r in zip(samples, replies, strict=True))
-        self._raise_if_down(replies)
-        return apply_replies(samples, replies, entry, self.config)
+            (s.id, r) for s, r in zip(samples, done, strict=True))
+        self._raise_if_down(done)
+        self._count_invalid(done)
+        filled = apply_replies(samples, done, entry, self.config)
+        self.conformance.observe(entry, done)
+        if known is not None:
+            self.conformance.observe_ids(entry, samples, done, known)
+        self.conformance.check(final=final)
+        return filled
+
+    def _count_invalid(self, replies: Sequence[TargetReply]) -> None:
+        bad = [r.invalid_text for r in replies if r.invalid_text]
+        if bad:
+            self.invalid_text += sum(bad)
+            _logger.warning("target %s: %d invalid character(s) (lone surrogates, bytes that "
+                            "are not UTF-8) in %d repl%s replaced by U+FFFD", self.name,
+                            sum(bad), len(bad), "y" if len(bad) == 1 else "ies")
 
     def answer(self, samples: Sequence[Sample], k: int | None = None) -> list[Sample]:
         return self.call(samples, "answer", k=k)
@@ -116,4 +218,4 @@ class TargetSession:
             self.store.close()
 
 
-__all__ = ["TargetSession", "TargetUnreachableError", "make_target"]
+__all__ = ["TargetSession", "TargetUnreachableError", "check_targets", "make_target", "waves"]

@@ -21,6 +21,7 @@ from typing import Any
 
 from ragmeter.data.sample import Sample
 from ragmeter.results.records import EvalResult
+from ragmeter.targets.conformance import known_ids
 from ragmeter.targets.fill import mark_unscored
 from ragmeter.targets.latency import latency_result
 from ragmeter.targets.session import TargetSession
@@ -75,12 +76,30 @@ def has_targets(ctx: Any) -> bool:
     return bool(getattr(ctx.config, "targets", None))
 
 
+def _final(ctx: Any, samples: Sequence[Sample]) -> bool:
+    """Whether this batch is the tier's last (its samples end where the tier's do)."""
+    every = getattr(ctx, "all_samples", None)
+    return not every or not samples or samples[-1].id == every[-1].id
+
+
+def _known(ctx: Any, samples: Sequence[Sample]) -> set[str]:
+    """The ids a returned id may meet: the tier's gold ids and the configured corpus'."""
+    extra: list[str] = []
+    if getattr(ctx.config, "corpus", None) is not None:
+        for c in ctx.chunks():
+            extra += [c.chunk_id, c.doc_id]
+    return known_ids(getattr(ctx, "all_samples", None) or samples, extra)
+
+
 def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
-                k: int | None = None,
-                contexts: Sequence[Sequence[str]] | None = None) -> list[EvalResult]:
+                k: int | None = None, contexts: Sequence[Sequence[str]] | None = None,
+                scores_ids: bool = False) -> list[EvalResult]:
     """Ask every configured target through ``entry`` and score each (see the module doc);
-    targets without that entry are skipped (an empty list: none has it)."""
+    targets without that entry are skipped (an empty list: none has it). ``scores_ids``:
+    the returned ids are scored (Tier 1), so an id rule that maps none of them onto a known
+    id fails the tier (:mod:`ragmeter.targets.conformance`)."""
     out: list[EvalResult] = []
+    known = _known(ctx, samples) if scores_ids and _PLANNED.get() is None else None
     for name, session in target_sessions(ctx).items():
         entries = session.target.entries()
         use = entry if entry in entries else ("answer" if entry == "retrieve" and
@@ -93,13 +112,10 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
             out.append(score(_stand_ins(samples, use), name, session.signature_fields()))
             continue
         before = len(session.replies.get(use, []))
-        filled = session.call(samples, use, k=k, contexts=contexts)
-        for s in filled:
-            call = dict(s.metadata.get("target_call", {}))
-            call.pop("raw", None)
-            ctx.annotate(s.id, f"target:{name}:{use}", {
-                **call, "ids": list(s.retrieved_ids or [])[:10],
-                "answer": (s.response or "")[:500]})
+        filled = session.call(samples, use, k=k, contexts=contexts,
+                              final=_final(ctx, samples), known=known)
+        for asked, s in zip(samples, filled, strict=True):
+            ctx.annotate(s.id, f"target:{name}:{use}", shown_call(asked, s))
         res = score(filled, name, session.signature_fields())
         out.append(mark_unscored(res, filled))
         got = session.replies[use][before:]
@@ -107,6 +123,27 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
                                   session.target.signature, seed=ctx.seed,
                                   name=f"{name}:latency", entry=use))
     return out
+
+
+#: what a stored sample keeps of each target call, at most (the rest is in the recorded
+#: replies): contexts, characters of the answer and of each context
+SHOWN_CONTEXTS, ANSWER_CHARS, CONTEXT_CHARS = 20, 20_000, 4_000
+
+
+def shown_call(asked: Sample, filled: Sample) -> dict[str, Any]:
+    """What the stored sample keeps of one target call, for the pages that show it as scored
+    (``target:<name>:<entry>``): the target's answer, its contexts (None when the reply
+    returned none — ids alone are shown with "text not returned"), their ids, the call's
+    latency and time to first token, and the error of a failed call."""
+    call = dict(filled.metadata.get("target_call", {}))
+    call.pop("raw", None)
+    returned = (filled.retrieved_contexts
+                if filled.retrieved_contexts is not asked.retrieved_contexts else None)
+    return {**call, "ids": [str(x) for x in (filled.retrieved_ids or [])][:SHOWN_CONTEXTS],
+            "answer": None if filled.response is None else filled.response[:ANSWER_CHARS],
+            "contexts": None if returned is None else [
+                str(c)[:CONTEXT_CHARS] for c in list(returned)[:SHOWN_CONTEXTS]],
+            "error": filled.metadata.get("target_error")}
 
 
 def replay_sessions(ctx: Any, sessions: Sequence[Any]
@@ -130,10 +167,11 @@ def replay_sessions(ctx: Any, sessions: Sequence[Any]
             asked = [Sample(f"{s.id}#{turn + 1}", s.questions[turn],
                             history=list(history[s.id]) or None,
                             metadata={"session_id": s.id}) for s in live]
-            for s, got in zip(live, session.answer(asked), strict=True):
+            for s, got in zip(live, session.call(asked, "answer", final=False), strict=True):
                 answers[s.id][turn] = got.response
                 history[s.id] += [{"role": "user", "content": s.questions[turn]},
                                   {"role": "assistant", "content": got.response or ""}]
+        session.conformance.check(final=True)
         got_all = session.replies["answer"][before:]
         lat = latency_result([sid for sid, _ in got_all], [r for _, r in got_all],
                              session.target.signature, seed=ctx.seed,
@@ -171,8 +209,14 @@ def probe_cache(ctx: Any, cache: Sequence[Any], queries: Sequence[Any], emb: Any
         if "answer" not in session.target.entries():
             continue
         before = len(session.replies.get("answer", []))
-        warm = session.answer([Sample(f"cache:{c.id}", c.question) for c in cache])
-        probe = session.answer([Sample(f"probe:{q.id}", q.question) for q in queries])
+        # each question in a session of its own (its id): a server-side conversation
+        # memory cannot pass for a cache hit, and a service that needs a session id gets one
+        warm = session.call([Sample(f"cache:{c.id}", c.question,
+                                    metadata={"session_id": f"cache:{c.id}"})
+                             for c in cache], "answer", final=False)
+        probe = session.call([Sample(f"probe:{q.id}", q.question,
+                                     metadata={"session_id": f"probe:{q.id}"})
+                              for q in queries], "answer")
         pairs = [(i, int(near[i].argmax())) for i in range(len(queries))
                  if near[i].max() > threshold]
         ids = [queries[i].id for i, _ in pairs]

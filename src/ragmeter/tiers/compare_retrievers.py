@@ -1,7 +1,7 @@
 """Compare retrievers (bm25 / dense / hybrid) on one evalset at several k.
 
 Each retriever indexes the chunks once and searches once at ``max(ks)``; every metric at every
-k is computed from that single ranking by :func:`ragmeter.tiers.retrieval_eval.evaluate_retrieval`.
+k is computed from that single ranking by :func:`ragmeter.retrieval.evaluate.evaluate_retrieval`.
 The table gives the mean and a 95% bootstrap CI per (retriever, metric); the best retriever per
 metric is marked, and every other retriever is tested against it with a paired randomization
 test (``compare_metric``): ``†`` marks a significant difference (p < 0.05). Chunking parameters
@@ -189,34 +189,9 @@ class RetrieverComparison:
                          for k in self.ks}
         return out
 
-    def write_charts(self, out_dir: str | Path) -> list[Path]:
-        """Bars of hit@k and doc_hit@k per k, hit@k-vs-k lines, and box plots of the per-query
-        values (precision, recall, ndcg, mrr), each as SVG."""
-        from ragmeter.reports.charts import (
-            box_chart,
-            grouped_bar_chart,
-            line_chart_by_k,
-            per_query_panels,
-        )
-
-        panels = {"hit@k (chunk)": self.chart_series("hit_rate@{k}"),
-                  "doc_hit@k": self.chart_series("hit_rate@{k}(level=doc)")}
-        chunking = self.meta.get("chunking", {})
-        sub = (f"chunk_size={chunking.get('chunk_size')}, overlap={chunking.get('overlap')}"
-               if chunking else "")
-        out = Path(out_dir)
-        files = grouped_bar_chart(panels, out / "hit_at_k_bars", title=f"Hit rate by k  {sub}",
-                                  ylabel="hit rate")
-        files += line_chart_by_k(panels, out / "hit_vs_k", title=f"Hit rate vs k  {sub}",
-                                 ylabel="hit rate")
-        boxes = per_query_panels(self.results)
-        if boxes:
-            files += box_chart(boxes, out / "per_query_boxes",
-                               title=f"Per-query values  {sub}")
-        return files
-
-    def write(self, out_dir: str | Path, *, charts: bool = True) -> list[Path]:
-        """Write ``comparison.md``, ``comparison.csv``, ``comparison.json`` and the charts."""
+    def write(self, out_dir: str | Path) -> list[Path]:
+        """Write ``comparison.md``, ``comparison.csv`` and ``comparison.json`` (the charts are
+        the reports' :func:`~ragmeter.reports.charts.retriever_charts`)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         files = []
@@ -226,8 +201,6 @@ class RetrieverComparison:
             path = out / fname
             path.write_text(text, encoding="utf-8")
             files.append(path)
-        if charts:
-            files += self.write_charts(out)
         return files
 
 
@@ -295,7 +268,7 @@ def compare_retrievers(
     """
     from ragmeter.data.hashing import dataset_hash as _hash
     from ragmeter.data.hashing import gold_hash
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
 
     ks_t = tuple(sorted({int(k) for k in ks}))
     if not ks_t or ks_t[0] <= 0:

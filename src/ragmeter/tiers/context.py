@@ -11,14 +11,68 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.errors import RagmeterError
 
-if TYPE_CHECKING:  # the runner builds the context; tiers only read these config types
+if TYPE_CHECKING:
     from ragmeter.data.sample import Sample
     from ragmeter.generation.client import GeneratorClient
-    from ragmeter.runner.config import BenchConfig, TierConfig
+
+
+class TierSettings(Protocol):
+    """What a tier reads of its own entry in the benchmark config (the runner's
+    ``TierConfig`` is one): the tier floor declares what it needs, the runner provides it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def judge(self) -> str | None: ...
+
+    @property
+    def judges(self) -> tuple[str, ...]: ...
+
+    @property
+    def metrics(self) -> tuple[str, ...]: ...
+
+    @property
+    def retrievers(self) -> tuple[str, ...]: ...
+
+    @property
+    def options(self) -> Any: ...
+
+
+class BenchSettings(Protocol):
+    """What a tier reads of the benchmark config (the runner's ``BenchConfig`` is one): seed,
+    cutoffs, the config's folder, corpus, embeddings, retrievers, the answer generator and
+    the judges (``targets`` and ``target_mode`` are read when present)."""
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def k(self) -> tuple[int, ...]: ...
+
+    @property
+    def base_dir(self) -> Path: ...
+
+    @property
+    def corpus(self) -> Any: ...
+
+    @property
+    def embeddings(self) -> Sequence[Any]: ...
+
+    @property
+    def retrievers(self) -> Sequence[Any]: ...
+
+    @property
+    def generator(self) -> Any: ...
+
+    @property
+    def judges(self) -> Sequence[Any]: ...
+
+    def judge_config(self, name: str | None) -> Any: ...
 
 
 class TierNotRunnable(RagmeterError):
@@ -87,8 +141,8 @@ class CountingJudge:
 class TierContext:
     """Config, seed, judges, retrievers, counters and explorer notes of one tier's run."""
 
-    config: BenchConfig
-    tier: TierConfig
+    config: BenchSettings
+    tier: TierSettings
     dataset_hash: str
     all_samples: list[Sample]
     stats: TierStats = field(default_factory=TierStats)
@@ -204,6 +258,26 @@ class TierContext:
                 return e.model
         return None
 
+    def embedder(self, name: str | None = None) -> Any | None:
+        """The embedding named ``name`` (default: the first configured) built with its
+        ``options`` — an OpenAI-compatible endpoint's URL, dimensions and key variable —
+        once per tier; None without one."""
+        cfg = next((e for e in self.config.embeddings if name is None or e.name == name), None)
+        if cfg is None:
+            return None
+        key = f"embedder:{cfg.name}"
+        if key not in self.cache:
+            from ragmeter.retrieval.embedders import get_embedder
+
+            self.cache[key] = get_embedder(cfg.model, **dict(cfg.options))
+        return self.cache[key]
+
+    def embedders(self, default: str | None = None) -> ConfiguredEmbedders:
+        """The answer metrics' embedder factory (``semantic_similarity``): a configured
+        embedding — by its name or its model — is built with its options in every tier;
+        ``default`` (an embedding's name) is the model of a bare ``semantic_similarity``."""
+        return ConfiguredEmbedders(self, self.embedder_name(default))
+
     def chunks(self) -> list[Any]:
         if "chunks" not in self.cache:
             corpus = self.config.corpus
@@ -231,8 +305,7 @@ class TierContext:
 
                 emb = rc.embedding or (self.config.embeddings[0].name
                                        if self.config.embeddings else None)
-                emb_model = next((e.model for e in self.config.embeddings if e.name == emb),
-                                 None)
+                emb_model = self.embedder(emb) if rc.type != "bm25" and emb else None
                 corpus = self.config.corpus
                 chunking = None
                 if corpus is not None:
@@ -246,4 +319,22 @@ class TierContext:
         return out
 
 
-__all__ = ["CountingJudge", "TierContext", "TierNotRunnable", "TierStats"]
+class ConfiguredEmbedders:
+    """``name -> Embedder`` over a run's configured embeddings (see
+    :meth:`TierContext.embedders`); ``default_model`` names a bare metric's model."""
+
+    def __init__(self, ctx: TierContext, default_model: str | None):
+        self.ctx = ctx
+        self.default_model = default_model
+
+    def __call__(self, name: str) -> Any:
+        for e in self.ctx.config.embeddings:
+            if name in (e.name, e.model):
+                return self.ctx.embedder(e.name)
+        from ragmeter.retrieval.embedders import get_embedder
+
+        return get_embedder(name)
+
+
+__all__ = ["BenchSettings", "ConfiguredEmbedders", "CountingJudge", "TierContext",
+           "TierNotRunnable", "TierSettings", "TierStats"]

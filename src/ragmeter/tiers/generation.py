@@ -54,6 +54,32 @@ def gold_context(sample: Sample, texts: Mapping[str, str]) -> list[str] | None:
     return None
 
 
+def gold_contexts(samples: Sequence[Sample], texts: Mapping[str, str], *,
+                  hint: str) -> list[list[str]]:
+    """Every sample's gold context for Tier 2 (:func:`gold_context`; a negative question gets
+    an empty one: the generator should say it does not know). Samples with none raise one
+    :class:`DataError` listing all of them, with ``hint`` — never an empty context sent to a
+    generator that would then be scored on its refusals."""
+    problems: list[RecordProblem] = []
+    contexts: list[list[str]] = []
+    for s in samples:
+        gold = gold_context(s, texts)
+        if gold is not None:
+            contexts.append(gold)
+        elif s.is_negative:
+            contexts.append([])
+        else:
+            missing = [c for c in (s.gold_chunk_ids or []) if c not in texts]
+            problems.append(RecordProblem(
+                "samples", None, "reference_contexts",
+                f"sample {s.id!r}: no gold context (no reference_contexts"
+                + (f"; chunk ids not in the chunks: {missing[:3]}" if missing else "") + ")"))
+            contexts.append([])
+    if problems:
+        raise DataError(problems, hint=hint)
+    return contexts
+
+
 def _generate(client: GeneratorClient, samples: list[Sample],
               contexts: list[list[str]]) -> tuple[list[Sample], dict[str, int]]:
     todo = [i for i, s in enumerate(samples) if s.user_input]
@@ -104,25 +130,9 @@ def run_tier2(
     ``kwargs`` go to :func:`evaluate_generation` (``language``, ``keep_prompts``, ``name``).
     """
     cmap = _chunk_map(chunks)
-    texts = {cid: c.text for cid, c in cmap.items()}
-    problems: list[RecordProblem] = []
-    contexts: list[list[str]] = []
-    for s in samples:
-        gold = gold_context(s, texts)
-        if gold is not None:
-            contexts.append(gold)
-        elif s.is_negative:
-            contexts.append([])
-        else:
-            missing = [c for c in (s.gold_chunk_ids or []) if c not in cmap]
-            problems.append(RecordProblem(
-                "samples", None, "reference_contexts",
-                f"sample {s.id!r}: no gold context (no reference_contexts"
-                + (f"; chunk ids not in chunks: {missing[:3]}" if missing else "") + ")"))
-            contexts.append([])
-    if problems:
-        raise DataError(problems, hint="Tier 2 needs reference_contexts or gold_chunk_ids with "
-                        "chunks=...; use run_tier3 to answer from a retriever instead")
+    contexts = gold_contexts(samples, {cid: c.text for cid, c in cmap.items()},
+                             hint="Tier 2 needs reference_contexts or gold_chunk_ids with "
+                             "chunks=...; use run_tier3 to answer from a retriever instead")
     base = [replace(s, retrieved_contexts=ctx or None, retrieved_ids=None,
                     retrieved_scores=None) for s, ctx in zip(samples, contexts, strict=True)]
     generated, errors = _generate(client, base, contexts)
@@ -263,7 +273,7 @@ def run_generation(ctx: TierContext, samples: list[Sample],
     answers already in the dataset against their gold context. Without a judge only the
     metrics that need none are computed."""
     judge = tier_judge(ctx, options)
-    embedder = ctx.embedder_name(options.embedding)
+    embedder = ctx.embedders(options.embedding)   # configured options kept (URL, key)
     got = _on_targets(ctx, samples, options, "generate", judge, embedder)
     if got:
         return got
@@ -286,7 +296,7 @@ def run_e2e(ctx: TierContext, samples: list[Sample], options: E2EOptions) -> lis
     retriever); without a generator, score the bot's own answers in the dataset (samples
     without contexts get the first retriever's top-k)."""
     judge = tier_judge(ctx, options)
-    embedder = ctx.embedder_name(options.embedding)
+    embedder = ctx.embedders(options.embedding)   # configured options kept (URL, key)
     k = options.k if options.k is not None else min(5, max(ctx.k))
     got = _on_targets(ctx, samples, options, "answer", judge, embedder, k=k)
     if got:
@@ -324,7 +334,11 @@ def _on_targets(ctx: TierContext, samples: list[Sample], options: GenerationOpti
     contexts = None
     if entry == "generate":
         texts = {c.chunk_id: c.text for c in ctx.chunks()} if ctx.config.corpus else {}
-        contexts = [gold_context(s, texts) or [] for s in samples]
+        contexts = gold_contexts(samples, texts, hint=(
+            "a target's 'generate' entry answers from the gold context: give the samples "
+            "reference_contexts, or gold_chunk_ids and a 'corpus:' whose chunks carry them "
+            "(a pre-chunked corpus keeps its chunk ids); or measure the target end to end "
+            "with the 'e2e' tier"))
         samples = [replace(s, retrieved_contexts=c or None, retrieved_ids=None)
                    for s, c in zip(samples, contexts, strict=True)]
     tier = 2 if entry == "generate" else 3

@@ -37,7 +37,7 @@ import numpy as np
 
 from ragmeter.errors import ConfigError, DataError, RecordProblem
 from ragmeter.judges.base import JudgeRequest
-from ragmeter.judges.engine import TEXT_SCHEMA
+from ragmeter.judges.llm_judge import TEXT_SCHEMA
 from ragmeter.metrics.classification import Confusion, best_f1_threshold, threshold_sweep
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.stats import bootstrap_stat, f1_vec, roc_auc

@@ -5,6 +5,10 @@ Every key must be a field of the dataclass (an unknown or mistyped key is a
 field's type: ``bool``, ``int``, ``float`` (an integer is accepted), ``str``, ``Literal``,
 ``X | None``, ``list[X]`` / ``tuple[X, ...]`` / ``tuple[X, Y]``, ``dict[str, X]`` and nested
 dataclasses (validated the same way). ``Any`` accepts anything.
+
+The options the runner itself reads (``limit``, ``sample_ids``) are checked for every tier,
+a plug-in's unchecked mapping included: ``limit`` is an integer ≥ 1 (``0`` or ``-1`` would
+leave the tier nothing to run, in silence) and ``sample_ids`` a non-empty list.
 """
 
 from __future__ import annotations
@@ -34,9 +38,23 @@ def parse_options(cls: type, data: Any, path: str) -> Any:
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(path, f"must be a mapping, got {type(data).__name__}")
+    _check_runner_options(data, path)
     if cls is dict:
         return dict(data)
     return _dataclass(cls, data, path)
+
+
+def _check_runner_options(data: Mapping[str, Any], path: str) -> None:
+    """``limit`` and ``sample_ids``, which the runner reads from any tier's options."""
+    limit = data.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
+                              or limit < 1):
+        raise ConfigError(f"{path}.limit", f"must be an integer >= 1 (the first N samples), "
+                          f"got {limit!r}; leave it out for every sample")
+    ids = data.get("sample_ids")
+    if ids is not None and (not isinstance(ids, list) or not ids):
+        raise ConfigError(f"{path}.sample_ids", f"must be a non-empty list of sample ids, got "
+                          f"{ids!r}")
 
 
 def _dataclass(cls: type, data: Mapping[str, Any], path: str) -> Any:

@@ -3,7 +3,7 @@
 Logged questions come from SQL (:mod:`ragmeter.data.sql`); the logged URL is mapped to a
 corpus document through the corpus ``url`` field after :func:`normalize_url`, and becomes the
 single gold document of the question (doc level). Then the retriever under test is run and
-evaluated with :func:`ragmeter.tiers.retrieval_eval.evaluate_retrieval` (``level=doc``).
+evaluated with :func:`ragmeter.retrieval.evaluate.evaluate_retrieval` (``level=doc``).
 
 Exclusions are explicit and counted in ``meta["counts"]``: rows with a NULL/empty URL
 (``null_url``) or question (``null_question``), and URLs that match no corpus document
@@ -127,8 +127,8 @@ def evaluate_real_users(
     from ragmeter.data.hashing import dataset_hash
     from ragmeter.retrieval.chunking import chunk_documents
     from ragmeter.retrieval.corpus import load_corpus
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
     from ragmeter.retrieval.run import retrieve_samples
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
     docs = load_corpus(corpus) if isinstance(corpus, (str, Path)) else list(corpus)
     index, clashes = corpus_url_index(docs)
@@ -227,7 +227,7 @@ def run_real_users(ctx: TierContext, samples: list[Sample],
         res = evaluate_real_users(
             ctx.config.corpus.path, db_url=url, query=options.query, retriever=r,
             k=options.k if options.k is not None else max(ctx.k),
-            embedder=ctx.embedder_name(options.embedding), seed=ctx.seed)
+            embedder=ctx.embedder(options.embedding), seed=ctx.seed)
         out += r.finish(res) if not isinstance(r, str) else [res]
     return out
 

@@ -37,8 +37,8 @@ def evaluate_rewrites(samples: Sequence[Sample], retriever: Any, *, k: int,
                       name: str = "rewrites") -> dict[str, EvalResult]:
     """Retrieval metrics per arm (``raw`` always; a rewrite arm when any sample has one) with
     the indexed ``retriever``; each result is signed ``query:<arm>``."""
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
     from ragmeter.retrieval.run import retrieve_samples
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
 
     out: dict[str, EvalResult] = {}
     for arm in ARMS:

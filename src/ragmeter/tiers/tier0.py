@@ -234,7 +234,8 @@ def run_tier0(ctx: TierContext, samples: list[Any], options: Tier0Options) -> li
         chunks = ctx.chunks()
         data = LabelledTexts([c.text for c in chunks], [c.doc_id for c in chunks],
                              [c.chunk_id for c in chunks], "corpus")
-    models = [e.model for e in ctx.config.embeddings]
+    models = [m for e in ctx.config.embeddings   # built with their options (URL, key)
+              if (m := ctx.embedder(e.name)) is not None]
     if not models:
         raise TierNotRunnable("tier0 needs at least one entry under 'embeddings'")
     return evaluate_embedding_quality(data, models)

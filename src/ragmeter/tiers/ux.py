@@ -497,7 +497,7 @@ def run_ux(ctx: TierContext, samples: list[Any], options: UxOptions) -> list[Eva
     if cache is None and sessions is None:
         raise TierNotRunnable("ux needs options.cache + options.queries and/or "
                               "options.sessions")
-    emb = ctx.embedder_name(options.embedding)
+    emb = ctx.embedder(options.embedding)   # built with its options (URL, dimensions, key)
     if emb is None:
         raise TierNotRunnable("ux needs an embedding model (add one under 'embeddings')")
     judge = ctx.judge() if ctx.tier.judge and sessions else None

@@ -20,7 +20,8 @@ from ragmeter.reports.i18n import LANGS, t
 from ragmeter.results.store import ResultStore, StoredRun, mask_url
 from ragmeter.text import detect_language
 from ragmeter.view import pages
-from ragmeter.view.data import MAX_CACHED_CHARS, CorruptRun, StoreData
+from ragmeter.view.data import MAX_CACHED_CHARS, StoreData, Unreadable
+from ragmeter.view.errors import message
 from ragmeter.view.live import runs_version
 from ragmeter.view.params import BadQuery, check_names
 from ragmeter.view.table import PAGES, Page, PageRequest
@@ -37,15 +38,19 @@ class Viewer:
     cached per store version (a change to the store is seen at the next request)."""
 
     def __init__(self, store_url: str | None = None, lang: str | None = None,
-                 runs_dir: str | None = None):
+                 runs_dir: str | None = None, static: bool = False):
         self.store, self.note = ResultStore.open_readonly(store_url)
         self.shown_url = mask_url(self.store.url)
         self.lang = lang
         self.data = StoreData(self.store)
         self.runs_dir = runs_dir
+        #: pages written as static files (``view --export``): no control that needs the
+        #: server, no local path
+        self.static = static
 
-    def run(self, run_id: str, samples: bool = True) -> StoredRun:
-        return self.data.run(run_id, samples=samples)
+    def run(self, run_id: str) -> StoredRun:
+        """A run as the pages read it (see :meth:`StoreData.run`)."""
+        return self.data.run(run_id)
 
     def default_lang(self) -> str:
         """``--lang``, else the language of the latest run's questions (English when the
@@ -81,12 +86,14 @@ def host_is_local(host: str, target: str = "/") -> bool:
 
 
 def make_app(store_url: str | None = None, lang: str | None = None, *,
-             local_only: bool = False, runs_dir: str | None = None) -> web.Application:
+             local_only: bool = False, runs_dir: str | None = None,
+             static: bool = False) -> web.Application:
     """The aiohttp application for ``store_url`` (opened read-only; errors say why not).
 
     ``local_only`` refuses requests whose ``Host`` is not a loopback name, so a web page
     elsewhere cannot read the results through a DNS-rebinding trick."""
-    viewer = Viewer(store_url, lang, runs_dir)
+    viewer = Viewer(store_url, lang, runs_dir, static)
+    warm_up()
 
     @web.middleware
     async def only_local(request: web.Request, handler: Any) -> Any:
@@ -102,7 +109,8 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
     def respond(request: Any, title: str, body: str, active: str, *, status: int = 200,
                 data: dict[str, Any] | None = None) -> Any:
         lang = lang_of(request)
-        html = pages.layout(title, body, lang=lang, active=active, store=viewer.shown_url,
+        html = pages.layout(title, body, lang=lang, active=active,
+                            store=None if viewer.static else viewer.shown_url,
                             note=viewer.note if viewer.note != "schema 1" else "", data=data,
                             path=request.path, query=dict(request.query))
         return web.Response(text=html, content_type="text/html", charset="utf-8",
@@ -118,13 +126,14 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
                 check_names(request.query, page.params)
                 out = page.handler(PageRequest(viewer, request, lang))
             except BadQuery as exc:
-                return t("v_bad_query", lang), pages.error_body(str(exc), lang, "v_bad_query"), \
-                    400, None
-            except CorruptRun as exc:
-                return t("v_corrupt", lang), pages.error_body(str(exc), lang, "v_corrupt"), \
-                    500, None
+                return t("v_bad_query", lang), pages.error_body(
+                    message(exc, lang), lang, "v_bad_query"), 400, None
+            except Unreadable as exc:
+                return t("v_corrupt", lang), pages.error_body(
+                    message(exc, lang), lang, "v_corrupt"), 500, None
             except RagmeterError as exc:
-                return t("v_not_found", lang), pages.error_body(str(exc), lang), 404, None
+                return t("v_not_found", lang), pages.error_body(message(exc, lang), lang), \
+                    404, None
             return out.title or page.title_in(lang), out.body, out.status, out.data
 
         def cached(request: Any) -> tuple[str, str, int, dict[str, Any] | None]:
@@ -154,6 +163,15 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
     for page in PAGES:  # routes from the page table
         app.router.add_get(page.route, serve_page(page))
     return app
+
+
+def warm_up() -> None:
+    """Load what the first request of a page would otherwise load: the tier registry (every
+    tier module: the pages show tiers in its order) and the report modules."""
+    from ragmeter.reports import html  # noqa: F401
+    from ragmeter.reports.tiers_view import tier_names
+
+    tier_names()
 
 
 def is_loopback(host: str) -> bool:

@@ -23,31 +23,51 @@ from typing import Any, TypeVar
 from ragmeter.errors import RagmeterError
 from ragmeter.results.records import EvalResult
 from ragmeter.results.store import MetricSummary, ResultStore, RunRow, StoredRun, TierRecord
+from ragmeter.view.errors import NotFound, ViewError
 
 T = TypeVar("T")
-#: cached values (pages, runs, row lists) kept at most; the oldest go first
-CACHE_ENTRIES = 96
-#: full runs (with samples) kept at most — each can be tens of MB at 5,000 samples
-RUN_ENTRIES = 4
+#: cached values (pages, row lists, paired tests) kept at most; the oldest go first
+CACHE_ENTRIES = 256
+#: characters of rendered pages and other values kept at most, all together
+CACHE_CHARS = 48_000_000
+#: runs kept at most, each as a page reads it: aggregates and per-sample values, no text, no
+#: details (about 1 MB at 5,000 samples × 3 metrics)
+RUN_ENTRIES = 24
 #: a rendered page larger than this is not cached (memory stays bounded)
 MAX_CACHED_CHARS = 4_000_000
 
 
-class CorruptRun(RagmeterError):
+class Unreadable(ViewError):
+    """An item the viewer cannot read (a stored run, a running run's folder); its page is an
+    error page, the lists that show it mark it unreadable with the message."""
+
+
+class CorruptRun(Unreadable):
     """A stored run that cannot be read; the message names the run and the cause."""
 
     def __init__(self, run_id: str, cause: BaseException):
         self.run_id = run_id
-        super().__init__(f"run {run_id} cannot be read from the store: "
-                         f"{type(cause).__name__}: {str(cause).splitlines()[0][:300] if str(cause) else ''}")
+        first = str(cause).splitlines()[0][:300] if str(cause) else ""
+        super().__init__("v_e_corrupt", run=run_id, error=f"{type(cause).__name__}: {first}")
+
+
+def _weight(value: Any) -> int:
+    """What a cached value costs, roughly in characters (rendered pages dominate)."""
+    if isinstance(value, tuple) and len(value) >= 2 and isinstance(value[1], str):
+        return len(value[1]) + 1000
+    return 1000
 
 
 class _LRU:
-    """A small thread-safe LRU of computed values with one computation per missing key."""
+    """A small thread-safe LRU of computed values with one computation per missing key,
+    bounded in entries and in total weight (:func:`_weight`)."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, chars: int = 1 << 62):
         self.size = size
+        self.chars = chars
         self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._weights: dict[Any, int] = {}
+        self._total = 0
         self._lock = threading.Lock()
         self._busy: dict[Any, threading.Lock] = {}
 
@@ -71,14 +91,19 @@ class _LRU:
 
     def put(self, key: Any, value: Any) -> None:
         with self._lock:
+            self._total -= self._weights.pop(key, 0)
             self._items[key] = value
             self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            self._weights[key] = w = _weight(value)
+            self._total += w
+            while self._items and (len(self._items) > self.size or self._total > self.chars):
+                old, _ = self._items.popitem(last=False)
+                self._total -= self._weights.pop(old, 0)
 
     def drop(self, key: Any) -> None:
         with self._lock:
             self._items.pop(key, None)
+            self._total -= self._weights.pop(key, 0)
 
 
 def _sqlite_path(url: str) -> Path | None:
@@ -93,7 +118,7 @@ class StoreData:
     def __init__(self, store: ResultStore):
         self.store = store
         self._path = _sqlite_path(store.url)
-        self._cache = _LRU(CACHE_ENTRIES)
+        self._cache = _LRU(CACHE_ENTRIES, CACHE_CHARS)
         self._runs = _LRU(RUN_ENTRIES)
 
     # ------------------------------------------------------------------ version
@@ -141,29 +166,82 @@ class StoreData:
             return []
         return self.cached(("summaries", ids), lambda: self.store.metric_summaries(ids))
 
-    def run(self, run_id: str, samples: bool = True) -> StoredRun:
-        """The run (cached per version); :class:`CorruptRun` when its rows cannot be read."""
+    def run(self, run_id: str) -> StoredRun:
+        """The run as the pages read it (cached per version): each metric's stored aggregate
+        and its per-sample values, without the samples' text or the judge's details (read
+        for the samples a page shows: :meth:`sample_data`, :meth:`sample_details`).
+        :class:`CorruptRun` when its rows cannot be read."""
         version = self.version()
 
         def load() -> StoredRun:
             try:
-                return self.store.load_run(run_id, samples=samples)
+                run = self.store.load_run(run_id, samples=False, details=False,
+                                          stored_aggregates=True)
             except RagmeterError:
+                if not self.store.has_run(run_id):
+                    raise NotFound("v_e_no_run", run=run_id[:200]) from None
                 raise
             except Exception as exc:  # a broken row of this run: this run's error alone
                 raise CorruptRun(run_id, exc) from None
-        return self._runs.get((version, run_id, samples), load)
+            for tier, rec in run.tiers.items():  # where each metric comes from (the memo key)
+                for res in rec.results:
+                    for mr in res:
+                        mr.__dict__["store_key"] = (run.id, tier, res.name)
+            return run
+        return self._runs.get((version, run_id), load)
 
-    def runs(self, run_ids: Sequence[str], samples: bool = False
-             ) -> tuple[list[StoredRun], list[CorruptRun]]:
+    def runs(self, run_ids: Sequence[str]) -> tuple[list[StoredRun], list[CorruptRun]]:
         """The runs that can be read, and an error for each that cannot."""
         good, bad = [], []
         for rid in run_ids:
             try:
-                good.append(self.run(rid, samples=samples))
+                good.append(self.run(rid))
             except CorruptRun as exc:
                 bad.append(exc)
         return good, bad
+
+    def _read(self, run_id: str, read: Callable[[], T]) -> T:
+        try:
+            return read()
+        except RagmeterError:
+            raise
+        except Exception as exc:
+            raise CorruptRun(run_id, exc) from None
+
+    def dataset_ids(self, run_id: str) -> list[str]:
+        """A run's sample ids in dataset order (cached per version)."""
+        return self.cached(("ids", run_id), lambda: self._read(
+            run_id, lambda: self.store.sample_ids(run_id)))
+
+    def sample_data(self, run_id: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The stored text of the chosen samples of a run."""
+        return self._read(run_id, lambda: self.store.sample_data(run_id, ids))
+
+    def sample_details(self, run_id: str, ids: Sequence[str]
+                       ) -> dict[tuple[str, str, str, str], Any]:
+        """The judge's details of the chosen samples of a run (by their index)."""
+        return self._read(run_id, lambda: self.store.sample_details(run_id, ids))
+
+    def compare(self) -> Callable[..., Any]:
+        """The paired test of two stored metrics, each pair computed once per store version
+        (shared by the diff, the compare page and the run pages' decisions)."""
+        from ragmeter.results.projections import paired_projected
+        from ragmeter.results.records import compare_metric
+
+        version = self.version()
+
+        def test(a: Any, b: Any, **kw: Any) -> Any:
+            # two large runs on the same samples: from the projections stored with them
+            return paired_projected(a, b, **kw) or compare_metric(a, b, **kw)
+
+        def paired(a: Any, b: Any, **kw: Any) -> Any:
+            ka, kb = a.__dict__.get("store_key"), b.__dict__.get("store_key")
+            if ka is None or kb is None:
+                return test(a, b, **kw)
+            key = ("paired", ka, a.metric, kb, b.metric, tuple(sorted(kw.items())))
+            return self.cached(key, lambda: test(a, b, **kw), version)
+        return paired
+
 
     def sample_texts(self, run_id: str, n: int = 50) -> list[str]:
         """The first ``n`` questions of a run (to tell the language of its data)."""
@@ -256,3 +334,20 @@ class StoreData:
                     continue  # a broken card row: skipped, the others are shown
                 results.append(EvalResult(row.system, meta=meta))
         return list(out.values())
+
+
+class RunSamples:
+    """The explorer's samples of a stored run: ids of the whole dataset, text and the judge's
+    details of the shown rows only (:class:`ragmeter.reports.explorer.SampleSource`)."""
+
+    def __init__(self, data: StoreData, run: StoredRun):
+        self.data, self.run = data, run
+
+    def dataset_ids(self) -> list[str]:
+        return self.data.dataset_ids(self.run.id)
+
+    def texts(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return self.data.sample_data(self.run.id, ids)
+
+    def details(self, ids: Sequence[str]) -> dict[tuple[str, str, str, str], Any]:
+        return self.data.sample_details(self.run.id, ids)

@@ -9,7 +9,8 @@ from html import escape
 from typing import Any
 
 from ragmeter.reports import svg
-from ragmeter.reports.html import _fmt_value, comparison_body
+from ragmeter.reports.comparison import comparison_body
+from ragmeter.reports.html import _fmt_value
 from ragmeter.reports.i18n import t
 from ragmeter.results.store import RunRow, StoredRun
 from ragmeter.view.links import href, run_href, sample_href
@@ -22,12 +23,16 @@ def sample_changes(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per-sample changes B − A on every shared tier/system/metric, signed in the metric's
     direction: regressions (worst first) and improvements (best first); only samples both
-    runs scored."""
+    runs scored. A target's latency is not a per-sample quality: its percentiles are compared
+    once, in the latency block, never sample by sample."""
+    from ragmeter.results.statistic import is_latency
     from ragmeter.runner.comparing import pair_results
 
     worse: list[dict[str, Any]] = []
     better: list[dict[str, Any]] = []
     for key, ra, rb in pair_results(a.results(), b.results()):
+        if is_latency(ra):
+            continue
         for metric, ma in ra.results.items():
             mb = rb.results.get(metric)
             if mb is None:
@@ -66,12 +71,14 @@ def _test_cell(row: Any, lang: str) -> str:
 
 
 def changes_table(rows: Sequence[Mapping[str, Any]], a: StoredRun, b: StoredRun,
-                  tests: Mapping[tuple[str, str], Any], lang: str, kind: str) -> str:
-    """One table of per-sample changes (``kind``: regression | improvement)."""
+                  tests: Mapping[tuple[str, str], Any], lang: str, kind: str,
+                  texts: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """One table of per-sample changes (``kind``: regression | improvement); ``texts``: the
+    samples' stored text (default: the runs')."""
+    texts = texts if texts is not None else {**a.samples, **b.samples}
     trs = []
     for r in rows:
-        q = str(b.samples.get(r["sample"], a.samples.get(r["sample"], {})).get(
-            "user_input") or "")
+        q = str(texts.get(r["sample"], {}).get("user_input") or "")
         side = href("/side", run=[a.id, b.id], sample=r["sample"], lang=lang)
         cls = "delta-bad" if kind == "regression" else "delta-good"
         trs.append(f'<tr class=sample-{kind} data-sample="{escape(r["sample"])}">'
@@ -92,7 +99,11 @@ def changes_table(rows: Sequence[Mapping[str, Any]], a: StoredRun, b: StoredRun,
 
 def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
               changes: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]],
-              all_rows: Sequence[RunRow], lang: str) -> str:
+              all_rows: Sequence[RunRow], lang: str,
+              texts: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The diff page; ``texts``: the shown samples' stored text (default: the runs')."""
+    if texts is None and a is not None and b is not None:
+        texts = {**a.samples, **b.samples}
     def select(name: str, chosen: str | None) -> str:
         return (f"<select name={name} id=diff-{name}>" + "".join(
             f'<option value="{escape(r.id)}"{" selected" if r.id == chosen else ""}>'
@@ -121,7 +132,7 @@ def diff_page(a: StoredRun | None, b: StoredRun | None, rows: Sequence[Any],
             ("regression", worse, "v_sample_regressions", "v_no_sample_regressions"),
             ("improvement", better, "v_sample_improvements", "v_no_sample_improvements")):
         parts.append(f"<h2>{t(title, lang)}</h2>")
-        parts.append(changes_table(shown, a, b, tests, lang, kind) if shown
+        parts.append(changes_table(shown, a, b, tests, lang, kind, texts) if shown
                      else f"<p class=note>{t(empty, lang)}</p>")
     parts.append(f"<h2>{t('comparison', lang)}</h2>")
     parts.append(comparison_body(_Src(a), _Src(b), rows, lang))

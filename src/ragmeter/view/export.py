@@ -124,7 +124,7 @@ def export_site(store_url: str | None, folder: str | os.PathLike[str], *,
     """Write the dashboard of ``store_url`` under ``folder`` (created; ``index.html`` first)."""
     from ragmeter.view.app import VIEWER, make_app
 
-    app = make_app(store_url, lang)
+    app = make_app(store_url, lang, static=True)
     lang = lang or app[VIEWER].default_lang()
     pages = asyncio.run(_crawl(app, lang, max_samples, max_pages))
     files = {key: file_for(key) for key in pages}

@@ -96,6 +96,9 @@ def history_page(rows: Sequence[RunRow], summaries: Sequence[MetricSummary],
             m = lookup.get((rid, s))
             if m is None:
                 tds.append("<td></td>")
+            elif m.error:
+                tds.append(f'<td class="num bad-text unreadable" title="{escape(m.error)}">'
+                           f'{t("st_unreadable", lang)}: {escape(m.error)}</td>')
             elif m.n == 0 or m.mean is None:
                 tds.append(f'<td class="num nodata">{t("no_scored", lang)}</td>')
             else:

@@ -21,6 +21,7 @@ from ragmeter.reports.html import (
     decision_charts,
     decision_table,
     json_for_script,
+    latency_block,
     render_run_body,
 )
 from ragmeter.reports.i18n import t
@@ -32,7 +33,7 @@ from ragmeter.view.diff import diff_page, sample_changes, sample_regressions
 from ragmeter.view.history import headline, history_page, metric_choices
 from ragmeter.view.links import href, run_href
 from ragmeter.view.registry import PAGE_SIZE, default_columns, filter_runs, registry_page
-from ragmeter.view.side import reasoning_html
+from ragmeter.view.side import calls_html, reasoning_html, shown_scores
 from ragmeter.view.table import nav_entries
 
 __all__ = ["CSP", "CSP_HEADER", "JUDGES_RUNS", "PAGE_SIZE", "broken_note", "compare_page",
@@ -48,7 +49,8 @@ CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a
 JUDGES_RUNS = 50
 
 
-def layout(title: str, body: str, *, lang: str, active: str, store: str, note: str = "",
+def layout(title: str, body: str, *, lang: str, active: str, store: str | None,
+           note: str = "",
            data: Mapping[str, Any] | None = None, path: str = "/",
            query: Mapping[str, str] | None = None) -> str:
     """The frame of every page: navigation (from the page table), language switch, store line,
@@ -61,7 +63,9 @@ def layout(title: str, body: str, *, lang: str, active: str, store: str, note: s
     q = {k: v for k, v in (query or {}).items() if k != "lang"}
     switch = f'<a href="{escape(href(path, **q, lang=other))}" id=lang-switch>{other.upper()}</a>'
     store_line = (f'<span class=store>{t("v_store", lang)}: <code>{escape(store)}</code> · '
-                  f'{t("v_readonly", lang)}{" · " + escape(note) if note else ""}</span>')
+                  f'{t("v_readonly", lang)}{" · " + escape(note) if note else ""}</span>'
+                  if store is not None else  # an exported page: no local path
+                  f'<span class=store>{t("v_exported", lang)}</span>')
     payload = json_for_script(dict(data or {"kind": "view", "samples": []}))
     return (
         f"<!DOCTYPE html>\n<html lang={lang}><head><meta charset=utf-8>"
@@ -85,56 +89,62 @@ def broken_note(broken: Sequence[Exception], lang: str) -> str:
 
 
 # ------------------------------------------------------------------------- run / sample
-def run_page(run: StoredRun, lang: str) -> tuple[str, dict[str, Any]]:
+def run_page(run: StoredRun, lang: str, *, source: Any = None, compare: Any = None,
+             static: bool = False) -> tuple[str, dict[str, Any]]:
+    """The run's report; ``source``: where the explorer reads its shown rows' text and
+    details, ``compare``: the decisions' paired test (both from the viewer's store reads);
+    ``static``: an exported page (local paths of the config shortened)."""
     sample_href = f"/run/{quote(run.id, safe='')}/sample/{{id}}?lang={lang}"
-    body, data, _ = render_run_body(run, lang, sample_href=sample_href)
+    body, data, _ = render_run_body(run, lang, sample_href=sample_href, source=source,
+                                    compare=compare, hide_paths=static)
     return body, data
 
 
-def sample_page(run: StoredRun, sample_id: str, lang: str) -> str:
-    sample = run.samples.get(sample_id, {})
+def sample_page(row: RunRow, sample_id: str, sample: Mapping[str, Any],
+                scores: Sequence[tuple[str, str, str, Any, Any, Any]], lang: str) -> str:
+    """One sample of one run, read alone: question, reference, each target's answer,
+    contexts and latency (or the dataset's answer and contexts), and every score."""
     rows = []
-    found = bool(sample)
-    for tier, rec in run.tiers.items():
-        for res in rec.results:
-            for key, mr in res.results.items():
-                for s in mr.records():
-                    if s.sample_id != sample_id:
-                        continue
-                    found = True
-                    value = (_fmt_value(s.value) if s.value is not None else
-                             f'<span class=bad-text>{t("unscored", lang)}</span>')
-                    readable = reasoning_html(s.details, lang)  # claims with verdicts
-                    detail = ""
-                    if s.details:
-                        detail = (f"<details><summary>{t('v_raw_details', lang)}</summary><pre>"
-                                  + escape(json.dumps(dict(s.details), ensure_ascii=False,
-                                                      indent=1, default=str)[:20000])
-                                  + "</pre></details>")
-                    rows.append(
-                        f"<tr><td>{escape(tier_title(tier, lang))}</td><td>{escape(res.name)}"
-                        f"</td><td><code>{escape(key)}</code></td><td class=num>{value}</td>"
-                        f"<td>{escape(s.reason or '')}</td><td>{readable}{detail}</td></tr>")
-    if not found:
-        return error_body(f"no sample '{sample_id}' in run {run.id}", lang)
+    for tier, system, key, value, reason, details in shown_scores(scores):
+        shown = (_fmt_value(value) if value is not None else
+                 f'<span class=bad-text>{t("unscored", lang)}</span>')
+        readable = reasoning_html(details, lang)  # claims with verdicts
+        detail = ""
+        if details:
+            detail = (f"<details><summary>{t('v_raw_details', lang)}</summary><pre>"
+                      + escape(json.dumps(dict(details), ensure_ascii=False, indent=1,
+                                          default=str)[:20000])
+                      + "</pre></details>")
+        rows.append(
+            f"<tr><td>{escape(tier_title(tier, lang))}</td><td>{escape(system)}"
+            f"</td><td><code>{escape(key)}</code></td><td class=num>{shown}</td>"
+            f"<td>{escape(str(reason or ''))}</td><td>{readable}{detail}</td></tr>")
     parts = [f"<h1>{t('v_sample', lang)} <code>{escape(sample_id)}</code></h1>",
-             f'<p><a href="{escape(run_href(run.id, lang))}">← {t("v_back_run", lang)} '
-             f"<code>{escape(run.id)}</code></a></p>"]
+             f'<p><a href="{escape(run_href(row.id, lang))}">← {t("v_back_run", lang)} '
+             f"<code>{escape(row.id)}</code></a> {escape(row.name)}</p>"]
     q = str(sample.get("user_input") or "")
     if q:
         parts.append(f"<h2>{t('question', lang).capitalize()}</h2><p class=question>"
                      f"{escape(q)}</p>")
-    for key, label in (("reference", "reference"), ("response", "answer")):
-        if sample.get(key):
-            parts.append(f"<h3>{t(label, lang).capitalize()}</h3><p>{escape(str(sample[key]))}"
-                         "</p>")
+    if sample.get("reference"):
+        parts.append(f"<h3>{t('reference', lang).capitalize()}</h3><p>"
+                     f"{escape(str(sample['reference']))}</p>")
+    calls = calls_html(sample, lang)
+    if calls:
+        parts.append(f"<section id=target-calls>{calls}</section>")
+        if sample.get("response"):
+            parts.append(f"<details><summary>{t('v_dataset_answer', lang)}</summary><p>"
+                         f"{escape(str(sample['response']))}</p></details>")
+    elif sample.get("response"):
+        parts.append(f"<h3>{t('answer', lang).capitalize()}</h3><p>"
+                     f"{escape(str(sample['response']))}</p>")
     parts.append(f"<h2>{t('scores', lang).capitalize()}</h2><table id=sample-scores><thead><tr>"
                  f"<th>{t('tier', lang)}</th><th>{t('system', lang)}</th>"
                  f"<th>{t('metric', lang)}</th><th class=num>{t('value', lang)}</th>"
                  f"<th>{t('unscored_reasons', lang)}</th><th>{t('judge_reasons', lang)}</th>"
                  f"</tr></thead><tbody>{''.join(rows)}</tbody></table>")
     ctxs = [str(c) for c in sample.get("retrieved_contexts") or []]
-    if ctxs:
+    if ctxs and not calls:
         parts.append(f"<details open><summary>{t('contexts', lang)} ({len(ctxs)})</summary><ol>"
                      + "".join(f"<li>{escape(c)}</li>" for c in ctxs) + "</ol></details>")
     for key, v in sample.items():
@@ -180,7 +190,8 @@ def labelled_systems(runs: Sequence[StoredRun], tier: str) -> list[tuple[str, Ev
 
 
 def compare_page(runs: Sequence[StoredRun], tiers: Sequence[str], tier: str,
-                 all_rows: Sequence[RunRow], chosen: Sequence[str], lang: str) -> str:
+                 all_rows: Sequence[RunRow], chosen: Sequence[str], lang: str,
+                 compare: Any = None) -> str:
     opts = "".join(f'<option value="{escape(x)}"{" selected" if x == tier else ""}>'
                    f"{escape(tier_title(x, lang))}</option>" for x in tiers)
     run_opts = "".join(
@@ -195,15 +206,17 @@ def compare_page(runs: Sequence[StoredRun], tiers: Sequence[str], tier: str,
     systems = labelled_systems(runs, tier)
     if not systems:
         return "".join([*parts, f"<p class=note>{t('v_no_runs', lang)}</p>"])
-    dec: TierDecision = decide(tier, systems, lang=lang)
+    dec: TierDecision = decide(tier, systems, lang=lang, compare=compare)
     by_system = svg.system_colors(res.name for _, res in systems)
     colors = {label: by_system[res.name] for label, res in systems}  # one colour per system
     parts.append(f"<h2>{escape(tier_title(tier, lang))}</h2><p class=verdict>"
                  f"{escape(dec.verdict(lang))}</p>")
-    parts.append(decision_table(dec, lang, results=dict(systems)))
+    if dec.systems:
+        parts.append(decision_table(dec, lang, results=dict(systems)))
     parts.append(decision_slices_html(dec))
+    parts.append(latency_block(dec, lang, results=dict(systems)))
     parts.append(f'<p class="muted test-note">{escape(t("test_note", lang, method=t("method_randomization", lang), n=dec.n_resamples, seed=dec.seed))}</p>')
-    charts = decision_charts(dec, systems, colors, lang)
+    charts = decision_charts(dec, [x for x in systems if x[0] in dec.systems], colors, lang)
     parts.append("<div class=charts>" + "".join(f"<figure>{c}</figure>" for c in charts)
                  + "</div>")
     return "".join(parts)
@@ -217,6 +230,7 @@ def judges_page(runs: Sequence[StoredRun], lang: str, stat: str = "kappa") -> st
     full = "".join(f'<h3><a href="{escape(run_href(r.id, lang))}">{escape(r.name)} · '
                    f"<code>{escape(r.id)}</code></a></h3>"
                    + "".join(card_html(c, p, lang) for c, p in stored_cards(r)) for r in runs)
-    return (f"<h1>{escape(t('judges', lang))}</h1>" + judges_table(runs, lang, stat)
+    return (f"<h1>{escape(t('judges', lang))}</h1>"
+            + judges_table(runs, lang, stat, run_link=lambda rid: run_href(rid, lang))
             + (f"<section id=judge-card><h2>{escape(t('jc_title', lang))}</h2>{full}</section>"
                if runs else ""))

@@ -12,21 +12,28 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ragmeter.errors import RagmeterError
+from ragmeter.reports.i18n import t
+from ragmeter.view.errors import ViewError
 
 #: parameters every page accepts
 COMMON = ("lang",)
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
-class BadQuery(RagmeterError):
-    """A query parameter the page cannot use (answered with HTTP 400)."""
+class BadQuery(ViewError):
+    """A query parameter the page cannot use (answered with HTTP 400): ``problem`` is an
+    i18n key (``v_q_*``) formatted with ``fields``."""
 
-    def __init__(self, name: str, problem: str, expected: Iterable[str] = ()):
-        self.name = name
-        shown = list(expected)[:12]
-        hint = f" (expected: {', '.join(shown)})" if shown else ""
-        super().__init__(f"query parameter '{name}': {problem}{hint}")
+    def __init__(self, name: str, problem: str, expected: Iterable[str] = (), **fields: Any):
+        self.name, self.problem = name, problem
+        self.expected = list(expected)[:12]
+        super().__init__("v_q_bad", name=name, **fields)
+
+    def text(self, lang: str) -> str:
+        hint = (t("v_q_expected", lang, values=", ".join(self.expected))
+                if self.expected else "")
+        return t("v_q_bad", lang, name=self.name,
+                 problem=t(self.problem, lang, **self.fields), hint=hint)
 
 
 def check_names(query: Mapping[str, Any], allowed: Sequence[str] | None) -> None:
@@ -35,26 +42,26 @@ def check_names(query: Mapping[str, Any], allowed: Sequence[str] | None) -> None
         return
     for name in query:
         if name not in allowed and name not in COMMON:
-            raise BadQuery(name, "not a parameter of this page",
-                           [*allowed, *COMMON])
+            raise BadQuery(name, "v_q_not_param", [*allowed, *COMMON])
 
 
 def check_choice(name: str, value: str, choices: Sequence[str]) -> str:
     if value and value not in choices:
-        raise BadQuery(name, f"unknown value {value[:80]!r}", choices)
+        raise BadQuery(name, "v_q_unknown", choices, value=repr(value[:80]))
     return value
 
 
 def check_date(name: str, value: str) -> str:
     if value and not _DATE.match(value):
-        raise BadQuery(name, f"{value[:40]!r} is not a date", ["YYYY", "YYYY-MM", "YYYY-MM-DD"])
+        raise BadQuery(name, "v_q_not_date", ["YYYY", "YYYY-MM", "YYYY-MM-DD"],
+                       value=repr(value[:40]))
     return value
 
 
 def check_column(value: str) -> str:
     parts = value.split("|")
     if len(parts) != 3 or not all(p.strip() for p in parts):
-        raise BadQuery("col", f"{value[:80]!r} is not a column", ["tier|system|metric"])
+        raise BadQuery("col", "v_q_not_column", ["tier|system|metric"], value=repr(value[:80]))
     return value
 
 
@@ -64,7 +71,7 @@ def check_int(name: str, value: str, default: int, low: int, high: int) -> int:
     try:
         n = int(value)
     except ValueError:
-        raise BadQuery(name, f"{value[:40]!r} is not a whole number") from None
+        raise BadQuery(name, "v_q_not_int", value=repr(value[:40])) from None
     if not low <= n <= high:
-        raise BadQuery(name, f"{n} is out of range {low}..{high}")
+        raise BadQuery(name, "v_q_range", value=n, low=low, high=high)
     return n

@@ -62,7 +62,9 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
                   summaries: Sequence[MetricSummary], columns: Sequence[str],
                   params: Mapping[str, Any], lang: str, *,
                   paging: tuple[int, int, int] = (1, 1, 0),
-                  live: Sequence[Any] = ()) -> str:
+                  live: Sequence[Any] = (), static: bool = False) -> str:
+    """The runs page; ``static``: written as a file (no ticks and Diff / Side by side
+    buttons: they need the server)."""
     cells: dict[tuple[str, str], MetricSummary] = {
         (m.run_id, f"{m.tier}|{m.system}|{m.metric}"): m for m in summaries}
     head = "".join(
@@ -76,6 +78,9 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
             m = cells.get((r.id, c))
             if m is None:
                 tds.append("<td class=num></td>")
+            elif m.error:
+                tds.append(f'<td class="num bad-text unreadable" title="{escape(m.error)}">'
+                           f'{t("st_unreadable", lang)}: {escape(m.error)}</td>')
             elif m.n == 0 or m.mean is None:
                 tds.append(f'<td class="num nodata">{t("no_scored", lang)}</td>')
             else:
@@ -84,8 +89,9 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
                 tds.append(f"<td class=num>{_fmt_value(m.mean)}{ci}</td>")
         tags = tags_html(r.tags)
         body.append(
-            f'<tr class=run-row data-run="{escape(r.id)}"><td><input type=checkbox '
-            f'name=pick value="{escape(r.id)}" aria-label="pick {escape(r.id)}"></td>'
+            f'<tr class=run-row data-run="{escape(r.id)}">'
+            + ("" if static else f'<td><input type=checkbox name=pick value="{escape(r.id)}" '
+                                 f'aria-label="pick {escape(r.id)}"></td>') +
             f'<td><a href="{escape(run_href(r.id, lang))}"><code>{escape(r.id)}</code></a></td>'
             f"<td>{escape(r.created_at[:16].replace('T', ' '))}</td><td>{escape(r.name)} {tags}</td>"
             + _status_cells(r, lang)
@@ -106,11 +112,14 @@ def registry_page(rows: Sequence[RunRow], all_rows: int,
     elif not rows:
         table = f"<p class=note>{t('v_no_runs', lang)}</p>"
     else:
+        pick = ("" if static else
+                f'<p class=muted>{t("v_pick_two", lang)} <button '
+                f'id=diff-btn>{t("v_diff_btn", lang)}</button> <button formaction="/side" '
+                f'id=side-btn>{t("v_side_btn", lang)}</button></p>')
         table = (f'<form method=get action="/diff" id=pick-form><input type=hidden name=lang '
-                 f'value="{lang}"><p class=muted>{t("v_pick_two", lang)} <button '
-                 f'id=diff-btn>{t("v_diff_btn", lang)}</button> <button formaction="/side" '
-                 f'id=side-btn>{t("v_side_btn", lang)}</button></p>'
-                 f"<div class=scroll><table class=runs id=runs><thead><tr><th></th><th>id</th>"
+                 f'value="{lang}">{pick}'
+                 f"<div class=scroll><table class=runs id=runs><thead><tr>"
+                 f"{'' if static else '<th></th>'}<th>id</th>"
                  f"<th>{t('created', lang)}</th><th>{t('name', lang)}</th>"
                  f"<th>{t('status', lang)}</th><th class=num>{t('v_tiers_ok', lang)}</th>"
                  f"<th>git</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></form>")
@@ -142,12 +151,18 @@ def live_table(live: Sequence[Any], lang: str) -> str:
     """The runs still running (from their progress logs), each linked to its live page."""
     if not live:
         return ""
+    def state(x: Any) -> str:
+        if x.error:
+            return (f'<td class="bad-text unreadable" title="{escape(x.error)}">'
+                    f"{escape(x.state_text(lang))}: {escape(x.error)}</td>")
+        return f"<td>{escape(x.state_text(lang))}</td>"
     trs = "".join(
         f'<tr class=live-row data-run="{escape(x.run_id)}"><td><a href="'
         f'{escape(href("/live/" + x.run_id, lang=lang))}"><code>{escape(x.run_id)}</code></a>'
-        f"</td><td>{escape(x.name)} {tags_html(x.tags)}</td><td>{escape(x.state_text(lang))}"
-        f"</td><td class=num>{x.done}/{x.total if x.total else '?'}</td></tr>" for x in live)
-    words = escape(json.dumps({k: t(k, lang) for k in ("st_running", "st_stalled", "st_stored")},
+        f"</td><td>{escape(x.name)} {tags_html(x.tags)}</td>{state(x)}"
+        f"<td class=num>{x.done}/{x.total if x.total else '?'}</td></tr>" for x in live)
+    words = escape(json.dumps({k: t(k, lang) for k in ("st_running", "st_stalled", "st_stored",
+                                                       "st_unreadable")},
                               ensure_ascii=False))
     return (f"<h2>{t('v_live', lang)}</h2><table id=live-runs data-src=\"/api/live?lang={lang}\" "
             f"data-words='{words}'><thead><tr><th>id</th>"

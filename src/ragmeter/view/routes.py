@@ -4,9 +4,10 @@ Order here is the navigation order."""
 
 from __future__ import annotations
 
-from ragmeter.errors import RagmeterError
+from ragmeter.reports.i18n import t
 from ragmeter.view import pages
-from ragmeter.view.data import CorruptRun
+from ragmeter.view.data import CorruptRun, Unreadable
+from ragmeter.view.errors import NotFound
 from ragmeter.view.live import LiveRun, find_live, live_page, live_rows
 from ragmeter.view.params import (
     BadQuery,
@@ -40,7 +41,8 @@ def runs(req: PageRequest) -> PageOut:
     live = live_rows(req.viewer.runs_dir, {r.id for r in rows}) if number == 1 else []
     return PageOut(pages.registry_page(on_page, len(rows), summaries, columns,
                                        {**params, "col_list": cols}, req.lang,
-                                       paging=(number, n_pages, len(shown)), live=live))
+                                       paging=(number, n_pages, len(shown)), live=live,
+                                       static=req.viewer.static))
 
 
 @page("/history", title="v_history", nav=True, params=("bench", "name", "metric"),
@@ -72,10 +74,10 @@ def compare(req: PageRequest) -> PageOut:
     chosen = list(req.query.getall("run", []))
     for rid in chosen:
         if rid not in known:
-            raise BadQuery("run", f"no run {rid[:80]!r} in this store")
+            raise BadQuery("run", "v_q_no_run", value=repr(rid[:80]))
     if not chosen and rows:  # the latest runs of the latest benchmark (same data)
         chosen = [r.id for r in rows if r.name == rows[0].name][:5]
-    runs, broken = viewer.data.runs(chosen, samples=False)
+    runs, broken = viewer.data.runs(chosen)
     runs.sort(key=lambda r: (r.created_at, r.id))
     tiers: list[str] = []
     for run in runs:
@@ -83,7 +85,8 @@ def compare(req: PageRequest) -> PageOut:
                   and x not in tiers]
     tier = check_choice("tier", req.param("tier"), tiers) or (
         "retrieval" if "retrieval" in tiers else (tiers[0] if tiers else ""))
-    body = pages.compare_page(runs, tiers, tier, rows, [r.id for r in runs], req.lang)
+    body = pages.compare_page(runs, tiers, tier, rows, [r.id for r in runs], req.lang,
+                              compare=viewer.data.compare())
     return PageOut(pages.broken_note(broken, req.lang) + body)
 
 
@@ -103,11 +106,15 @@ def diff(req: PageRequest) -> PageOut:
         a_id, b_id = rows[1].id, rows[0].id
     if not (a_id and b_id):
         return PageOut(pages.diff_page(None, None, [], ([], []), rows, lang))
-    a, b = viewer.run(a_id), viewer.run(b_id)
+    data = viewer.data
+    a, b = data.run(a_id), data.run(b_id)
     if b.created_at < a.created_at and picks:  # ticked boxes: older one is A
         a, b = b, a
-    cmp_rows = compare_runs(a.results(), b.results())
-    return PageOut(pages.diff_page(a, b, cmp_rows, pages.sample_changes(a, b), rows, lang))
+    cmp_rows = compare_runs(a.results(), b.results(), compare=data.compare())
+    changes = pages.sample_changes(a, b)
+    shown = [r["sample"] for part in changes for r in part]
+    texts = {**data.sample_data(a.id, shown), **data.sample_data(b.id, shown)}
+    return PageOut(pages.diff_page(a, b, cmp_rows, changes, rows, lang, texts))
 
 
 @page("/side", title="v_side", nav=True, params=("run", "pick", "sample"),
@@ -116,7 +123,7 @@ def diff(req: PageRequest) -> PageOut:
           "marked) and scores with the judge's reasoning claim by claim (read per sample, "
           "without loading the runs)")
 def side(req: PageRequest) -> PageOut:
-    from ragmeter.view.side import SideColumn, side_page
+    from ragmeter.view.side import SideColumn, columns_of, side_page
 
     data = req.viewer.data
     rows = data.rows()
@@ -124,7 +131,7 @@ def side(req: PageRequest) -> PageOut:
     chosen = list(req.query.getall("run", [])) + list(req.query.getall("pick", []))
     for rid in chosen:
         if rid not in by_id:
-            raise BadQuery("run", f"no run {rid[:80]!r} in this store")
+            raise BadQuery("run", "v_q_no_run", value=repr(rid[:80]))
     if not chosen and rows:  # the two latest runs of the latest benchmark
         chosen = [r.id for r in rows if r.name == rows[0].name][:2][::-1]
     chosen = list(dict.fromkeys(chosen))
@@ -134,9 +141,13 @@ def side(req: PageRequest) -> PageOut:
     for rid in chosen:
         try:
             sample, scores = data.sample_of(rid, sample_id)
-            columns.append(SideColumn(by_id[rid], sample, scores))
+            columns += columns_of(by_id[rid], sample, scores)  # one per target of the run
         except CorruptRun as exc:
             columns.append(SideColumn(by_id[rid], {}, [], str(exc)))
+    if req.param("sample") and columns and not any(c.sample or c.scores or c.error
+                                                   for c in columns):
+        raise NotFound("v_e_no_sample_runs", sample=sample_id[:200],
+                       runs=", ".join(chosen)[:400])
     return PageOut(side_page(columns, sample_id, rows, choices, req.lang))
 
 
@@ -178,27 +189,46 @@ def _live_run(req: PageRequest) -> LiveRun:
     rid = req.match("run_id")
     run = find_live(req.viewer.runs_dir, rid, [r.id for r in req.viewer.data.rows()])
     if run is None:
-        raise RagmeterError(f"no running run '{rid}' in the runs folder "
-                            f"{req.viewer.runs_dir or '(none given: view --runs DIR)'}")
+        raise NotFound("v_e_no_live", run=rid[:200],
+                       where="" if req.viewer.runs_dir else t("v_e_no_runs_dir", req.lang))
+    if run.error:
+        raise Unreadable("v_e_live_unreadable", run=rid[:200], error=run.error)
     return run
 
 
 @page("/run/{run_id}", title=("Run details", "Запуск"), name="run", section="runs",
       shown_route="/run/ID", params=(),
-      doc="the report above, with a link from each explorer row to its sample")
+      doc="the report above (read from the stored aggregates and per-sample values; the "
+          "explorer's text and judge's details for its shown rows only), with a link from "
+          "each explorer row to its sample")
 def run_details(req: PageRequest) -> PageOut:
-    run = req.viewer.run(req.match("run_id"))
-    body, data = pages.run_page(run, req.lang)
-    return PageOut(body, title=f"{run.name} · {run.id}", data=data)
+    from ragmeter.view.data import RunSamples
+
+    data = req.viewer.data
+    run = data.run(req.match("run_id"))
+    body, payload = pages.run_page(run, req.lang, source=RunSamples(data, run),
+                                   compare=data.compare(), static=req.viewer.static)
+    return PageOut(body, title=f"{run.name} · {run.id}", data=payload)
 
 
 @page("/run/{run_id}/sample/{sample_id:.+}", title="v_sample", name="sample",
       section="runs", shown_route="/run/ID/sample/SID", params=(),
-      doc="one sample: question, reference, answer, contexts, every score with its reason "
-          "and the judge's details")
+      doc="one sample, read alone: question, reference, each target's answer, contexts and "
+          "latency (or the dataset's answer), every score with its reason and the judge's "
+          "details; an unknown sample is a 404 page")
 def sample(req: PageRequest) -> PageOut:
-    run = req.viewer.run(req.match("run_id"))
+    data = req.viewer.data
+    rid = req.match("run_id")
+    rows = data.rows()
+    row = next((r for r in rows if r.id == rid), None)
+    if row is None:  # an unambiguous prefix of a run id, as elsewhere
+        starts = [r for r in rows if r.id.startswith(rid)]
+        if len(starts) != 1:
+            raise NotFound("v_e_no_run", run=rid[:200])
+        row, rid = starts[0], starts[0].id
     sid = req.match("sample_id")
-    body = pages.sample_page(run, sid, req.lang)
-    status = 404 if "class=error" in body[:400] else 200
-    return PageOut(body, title=f"{sid} · {run.id}", status=status)
+    sample_data, scores = data.sample_of(rid, sid)
+    if not sample_data and not scores:
+        raise NotFound("v_e_no_sample", sample=sid[:200], run=rid)
+    body = pages.sample_page(row, sid, sample_data, scores, req.lang)
+    return PageOut(body, title=f"{sid} · {rid}")

@@ -10,7 +10,9 @@ from typing import Any
 
 from ragmeter.reports.html import _fmt_value, _reasons_from_details
 from ragmeter.reports.i18n import t
+from ragmeter.results.statistic import LATENCY_METRICS, per_call_name
 from ragmeter.results.store import RunRow
+from ragmeter.results.target_calls import target_calls
 from ragmeter.view.links import href, run_href, sample_href, tags_html
 
 #: claim lists and the verdict checks on them (``details`` of the judged metrics)
@@ -21,12 +23,84 @@ CLAIM_SIDES = (("answer_claims", "answer", ("answer_in_context", "answer_in_refe
 
 @dataclass
 class SideColumn:
-    """One run's view of the sample."""
+    """One run's view of the sample; ``target``: one target of the run (its own calls and
+    scores), so an A/B of two targets in one run shows as two columns."""
 
     row: RunRow
     sample: dict[str, Any]
     scores: list[tuple[str, str, str, Any, Any, Any]] = field(default_factory=list)
     error: str | None = None
+    target: str | None = None
+
+
+def of_target(system: str, target: str) -> bool:
+    """Whether a result (system) belongs to a target: ``bot``, ``bot:latency``, ``ux:bot``."""
+    return system == target or system.startswith(target + ":") or system.endswith(":" + target)
+
+
+def columns_of(row: RunRow, sample: dict[str, Any],
+               scores: list[tuple[str, str, str, Any, Any, Any]]) -> list[SideColumn]:
+    """One column per target of the run (each with its own calls and scores), or one column
+    for a run without targets."""
+    names = list(dict.fromkeys(c.target for c in target_calls(sample)))
+    if not names:
+        return [SideColumn(row, sample, scores)]
+    return [SideColumn(row, sample, [x for x in scores if of_target(x[1], name)], target=name)
+            for name in names]
+
+
+def shown_scores(scores: Sequence[tuple[str, str, str, Any, Any, Any]]
+                 ) -> list[tuple[str, str, str, Any, Any, Any]]:
+    """A sample's scores as shown: a target's latency once (the call's seconds and time to
+    first token), not once per percentile."""
+    out = []
+    for tier, system, metric, value, reason, details in scores:
+        if metric in LATENCY_METRICS:
+            name = per_call_name(metric)
+            if name is None:
+                continue
+            metric = name
+        out.append((tier, system, metric, value, reason, details))
+    return out
+
+
+def calls_html(sample: Mapping[str, Any], lang: str, target: str | None = None) -> str:
+    """Each target call of the sample (or of one target): the target's answer, the contexts
+    it returned (ids with "text not returned" when it returned ids alone; gold marked) and
+    the call's latency, labelled with the target's name."""
+    parts = []
+    for call in target_calls(sample, target):
+        head = (f'<h4 class=target-name>{escape(t("target", lang))} <b>{escape(call.target)}'
+                f"</b> · <code>{escape(call.entry)}</code></h4>")
+        timing = " · ".join(x for x in (
+            f"{t('latency', lang)} {call.latency_s:.3f} {t('unit_s', lang)}"
+            if call.latency_s is not None else "",
+            f"ttft {call.ttft_s:.3f} {t('unit_s', lang)}" if call.ttft_s is not None else "")
+            if x)
+        body = []
+        if call.error:
+            body.append(f"<p class=error>{escape(call.error)}</p>")
+        if call.answer is not None:
+            body.append(f"<p class=answer>{escape(call.answer)}</p>")
+        if call.contexts or call.ids:
+            flags = gold_flags(sample, call.ids, call.contexts or [])
+            items = []
+            for i, gold in enumerate(flags):
+                rid = f"<code>{escape(call.ids[i])}</code> " if i < len(call.ids) else ""
+                text = (escape(call.contexts[i]) if call.contexts and i < len(call.contexts)
+                        else f'<span class=muted>({escape(t("v_text_not_returned", lang))})'
+                             "</span>")
+                mark = f"<b class=gold-mark>★ {t('v_gold', lang)}</b> " if gold else ""
+                items.append(f"<li{' class=gold' if gold else ''}>{mark}{rid}{text}</li>")
+            body.append(f"<h5>{t('contexts', lang)} ({len(flags)}, {t('v_gold', lang)}: "
+                        f"{sum(flags)})</h5><ol class=contexts>{''.join(items)}</ol>")
+        elif call.answer is not None:
+            body.append(f"<p class=muted>{t('v_no_contexts', lang)}</p>")
+        if timing:
+            body.append(f"<p class=latency>{escape(timing)}</p>")
+        parts.append(f'<div class=target-call data-target="{escape(call.target)}" '
+                     f'data-entry="{escape(call.entry)}">{head}{"".join(body)}</div>')
+    return "".join(parts)
 
 
 def gold_flags(sample: Mapping[str, Any], ids: Sequence[Any], texts: Sequence[Any]
@@ -118,7 +192,9 @@ def reasoning_html(details: Mapping[str, Any] | None, lang: str) -> str:
 
 def column_html(col: SideColumn, sample_id: str, lang: str) -> str:
     r = col.row
-    head = (f'<h3><a href="{escape(run_href(r.id, lang))}">{escape(r.name)}</a> '
+    who = (f' · {escape(t("target", lang))} <b class=target-name>{escape(col.target)}</b>'
+           if col.target else "")
+    head = (f'<h3><a href="{escape(run_href(r.id, lang))}">{escape(r.name)}</a>{who} '
             f"{tags_html(r.tags)}<div class=muted><code>{escape(r.id)}</code> · "
             f"{escape(r.created_at[:16].replace('T', ' '))}</div></h3>")
     if col.error:
@@ -127,10 +203,14 @@ def column_html(col: SideColumn, sample_id: str, lang: str) -> str:
         return (f"<section class=side-col>{head}<p class=note>"
                 f"{t('v_no_sample_in_run', lang)}</p></section>")
     s = col.sample
-    answer = (f"<h4>{t('answer', lang).capitalize()}</h4><p class=answer>"
-              f"{escape(str(s.get('response') or '–'))}</p>")
+    if target_calls(s, col.target):
+        answer, contexts = calls_html(s, lang, col.target), ""
+    else:
+        answer = (f"<h4>{t('answer', lang).capitalize()}</h4><p class=answer>"
+                  f"{escape(str(s.get('response') or '–'))}</p>")
+        contexts = contexts_html(s, lang)
     scores = []
-    for tier, system, metric, value, reason, details in col.scores:
+    for tier, system, metric, value, reason, details in shown_scores(col.scores):
         shown = (_fmt_value(value) if value is not None else
                  f'<span class=bad-text>{t("unscored", lang)}</span>')
         why = reasoning_html(details, lang)
@@ -143,8 +223,9 @@ def column_html(col: SideColumn, sample_id: str, lang: str) -> str:
              "</table>" if scores else "")
     link = (f'<p><a href="{escape(sample_href(r.id, sample_id, lang))}">'
             f"{t('v_sample', lang)} →</a></p>")
-    return (f'<section class=side-col data-run="{escape(r.id)}">{head}{answer}'
-            f"{contexts_html(s, lang)}<h4>{t('scores', lang).capitalize()}</h4>{table}{link}"
+    target = f' data-target="{escape(col.target)}"' if col.target else ""
+    return (f'<section class=side-col data-run="{escape(r.id)}"{target}>{head}{answer}'
+            f"{contexts}<h4>{t('scores', lang).capitalize()}</h4>{table}{link}"
             "</section>")
 
 
@@ -172,6 +253,7 @@ def side_page(columns: Sequence[SideColumn], sample_id: str, all_rows: Sequence[
                      f"{escape(str(first['reference']))}</p>")
     parts.append("<div class=side>" + "".join(column_html(c, sample_id, lang) for c in columns)
                  + "</div>")
-    diff = href("/diff", a=columns[0].row.id, b=columns[1].row.id, lang=lang)
-    parts.append(f'<p><a href="{escape(diff)}">{t("v_diff", lang)} →</a></p>')
+    if columns[0].row.id != columns[1].row.id:
+        diff = href("/diff", a=columns[0].row.id, b=columns[1].row.id, lang=lang)
+        parts.append(f'<p><a href="{escape(diff)}">{t("v_diff", lang)} →</a></p>')
     return "".join(parts)

@@ -20,7 +20,7 @@ _DIR_HELP = "Cache directory (default: $RAGMETER_CACHE_DIR, else ~/.cache/ragmet
 
 def _open(cache_dir: str | None) -> object:
     from ragmeter.judges.cache import JudgeCache
-    from ragmeter.judges.config import default_cache_dir
+    from ragmeter.paths import default_cache_dir
 
     path = default_cache_dir(cache_dir)
     if not (path / "judge_cache.sqlite").exists():

@@ -58,19 +58,16 @@ def register(app: typer.Typer) -> None:
         if not rows:
             raise RagmeterError(f"'{a}' and '{b}' share no result/metric to compare "
                                 f"(A has {sorted(sa.results)}, B has {sorted(sb.results)})")
-        t = Table(title=f"B = {sb.label}  vs  A = {sa.label}   (B − A, paired {method}, "
-                        f"{n_resamples} resamples)")
-        for col in ("result", "metric", "A", "B", "B − A", "95% CI of diff", "p", "n",
-                    "verdict"):
-            t.add_column(col)
-        for r in rows:
-            c = r.comparison
-            style = {"regression": "bold red", "improvement": "green"}.get(r.verdict, "")
-            t.add_row(r.result, c.metric, f"{c.mean_a:.4f}", f"{c.mean_b:.4f}",
-                      f"{c.diff:+.4f}", f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
-                      f"{c.p_value:.4f}", str(c.n), r.verdict, style=style)
         console = common.human_console()
-        console.print(t)
+        timing = [r for r in rows if r.block == "latency"]
+        quality = [r for r in rows if r.block != "latency"]
+        if quality:
+            console.print(_table(f"B = {sb.label}  vs  A = {sa.label}   (B − A, paired "
+                                 f"{method}, {n_resamples} resamples)", quality))
+        if timing:
+            c0 = timing[0].comparison
+            console.print(_table(f"latency and throughput (B − A, {c0.method}, "
+                                 f"{c0.n_resamples} resamples)", timing, units=True))
         tables = (_slices(sa, sb, by, min_n, correction, samples, n_resamples, seed, console)
                   if by is not None or samples is not None else [])
         if common.state().json:
@@ -83,7 +80,7 @@ def register(app: typer.Typer) -> None:
                               **({"slices": [tb.to_dict() for tb in tables]} if tables
                                  else {})})
         if html is not None:
-            from ragmeter.reports.html import write_comparison_html
+            from ragmeter.reports.comparison import write_comparison_html
 
             with common.writing_out(html) as path:
                 write_comparison_html(sa, sb, rows, path)
@@ -102,6 +99,27 @@ def register(app: typer.Typer) -> None:
                                       for r in regressions))
         if fail_on_regression and regressions:
             raise typer.Exit(1)
+
+
+def _table(title: str, rows: list[Any], units: bool = False) -> Table:
+    """One table of paired tests; ``units``: the latency block (unit and direction shown)."""
+    from ragmeter.results.statistic import UNITS
+
+    t = Table(title=title)
+    for col in ("result", "metric", "A", "B", "B − A", "95% CI of diff", "p", "n",
+                "verdict"):
+        t.add_column(col)
+    for r in rows:
+        c = r.comparison
+        style = {"regression": "bold red", "improvement": "green"}.get(r.verdict, "")
+        metric = c.metric
+        if units and c.metric in UNITS:
+            metric += (f" ({UNITS[c.metric]}, "
+                       f"{'higher' if c.higher_is_better else 'lower'} is better)")
+        t.add_row(r.result, metric, f"{c.mean_a:.4f}", f"{c.mean_b:.4f}",
+                  f"{c.diff:+.4f}", f"[{c.ci_low:+.4f}, {c.ci_high:+.4f}]",
+                  f"{c.p_value:.4f}", str(c.n), r.verdict, style=style)
+    return t
 
 
 def _slices(sa: Any, sb: Any, by: str | None, min_n: int, correction: str,

@@ -69,7 +69,11 @@ def register(app: typer.Typer) -> None:
                 if plain is not None:
                     plain.hook(tier, event, info)
 
-            res = run_demo(out, judge=not no_judge, limit=limit, hook=hook)
+            try:
+                res = run_demo(out, judge=not no_judge, limit=limit, hook=hook)
+            finally:
+                if plain is not None:
+                    plain.close()
         stored = res.run
         for key, result in stored.results().items():
             console.rule(f"[bold]{key}")

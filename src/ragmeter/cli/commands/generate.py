@@ -158,8 +158,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Generate a synthetic evalset (questions with gold ids, reference answers and
         contexts) from a knowledge base, filter it and print its quality report."""
-        from rich.console import Console
-
+        from ragmeter.cli.common import human_console
         from ragmeter.cli.cost_options import CostOptions, run_costed
         from ragmeter.retrieval.chunking import ChunkingParams
         from ragmeter.synth.filters import FilterSettings
@@ -167,7 +166,7 @@ def register(app: typer.Typer) -> None:
         from ragmeter.synth.pipeline import estimate_testset, generate_testset
         from ragmeter.synth.report import render_estimate, render_report
 
-        console = Console()
+        console = human_console()  # control characters in model replies are escaped
         if language not in ("auto", "ru", "en"):
             raise ConfigError("language", f"unknown language {language!r}", ["auto", "ru", "en"])
         if not estimate and out is None:

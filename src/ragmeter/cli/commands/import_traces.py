@@ -107,8 +107,8 @@ def _with_hops(imported: Imported, meta: dict[str, Any], hop_metrics: str | None
     """``--hop-metrics``: Tier 1 metrics per retrieval hop of the requests that have gold."""
     if not hop_metrics:
         return meta
-    from ragmeter.data.traces.hops import hop_results
-    from ragmeter.tiers.retrieval_eval import evaluate_retrieval
+    from ragmeter.retrieval.evaluate import evaluate_retrieval
+    from ragmeter.retrieval.hops import hop_results
 
     metrics = [m.strip() for m in hop_metrics.split(",") if m.strip()]
     with_gold = [s for s in imported.iter_samples() if s.gold_doc_ids or s.gold_chunk_ids]

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.data.formats import parse_map
 from ragmeter.data.trec import load_qrels, load_run
 from ragmeter.errors import DataError, RecordProblem, UsageError
@@ -26,7 +27,7 @@ from ragmeter.metrics.retrieval import RANKING_METRICS
 from ragmeter.reports.console import render_eval_result, render_per_query
 from ragmeter.results.records import EvalResult, MetricResult
 from ragmeter.results.streaming import write_per_query_csv, write_result_json
-from ragmeter.tiers.retrieval_eval import DEFAULT_METRICS, evaluate_retrieval
+from ragmeter.retrieval.evaluate import DEFAULT_METRICS, evaluate_retrieval
 
 if TYPE_CHECKING:  # the evalset loaders are imported by the branches that read samples
     from ragmeter.data.loaders import LoadResult
@@ -82,11 +83,13 @@ def _parse_ks(k: str | None) -> list[int] | None:
 
 
 def _load_doc_map(path: Path) -> dict[str, str]:
-    """A ``{chunk_id: doc_id}`` JSON object, validated."""
+    """A ``{chunk_id: doc_id}`` JSON object, validated (read as every text input is: UTF-8
+    with or without a byte-order mark)."""
+    from ragmeter.data import jsontext
+    from ragmeter.data.reading import read_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(RecordProblem(str(path), None, None, "file not found")) from None
+        data = jsontext.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise DataError(RecordProblem(str(path), exc.lineno, None,
                                       f"invalid JSON: {exc.msg}")) from None
@@ -208,6 +211,7 @@ def retrieval(
     replay: Annotated[bool, typer.Option(
         "--replay", help="With --target: re-score the recorded replies, calling nothing.")
     ] = False,
+    max_lost: MaxLostOpt = None,
 ) -> None:
     """Retrieval metrics (hit rate, MRR, recall, precision, F1, NDCG, MAP) with 95% CIs.
 
@@ -276,6 +280,8 @@ def retrieval(
     _write_outputs(result, out, csv_path, console)
     for line in common.check_scored(common.results_of(result), max_unscored):
         common.err_console().print(f"partly unscored: {line}", highlight=False, markup=False)
+    if filled is not None:   # the target's lost replies (HTML, 5xx, timeouts) fail the command
+        report_lost(common.results_of(result), max_lost)
 
 
 def _qrels_result(beir: Path | None, split: str, qrels: Path | None, run: Path | None, *,
@@ -317,7 +323,7 @@ def _with_target(target: str | None, replay: bool, path: Path | None, run: Path 
     loaded = load_samples(path, format="auto" if strict else fmt, column_map=cmap,
                           validate=check_evalset_sample if strict else None)
     filled = fill_from_target(loaded.samples, target, entry=None, default_entry="retrieve",
-                              k=max(ks) if ks else 10, replay=replay)
+                              k=max(ks) if ks else 10, replay=replay, scores_ids=True)
     result = evaluate_retrieval(filled.samples, metrics=metric_list, name=name or
                                 (filled.session.name if filled.session else "target"), **kw)
     return result, filled

@@ -110,7 +110,11 @@ def retrievers_command(
                             "evalset_path": str(beir if beir else evalset),
                             "n_skipped": len(skipped)})
     with common.writing_out(out) as out_path:
-        files = comparison.write(out_path, charts=not no_charts)
+        files = comparison.write(out_path)
+        if not no_charts:
+            from ragmeter.reports.charts import retriever_charts
+
+            files += retriever_charts(comparison, out_path)
     console.print(comparison.rich_table())
     for warning in comparison.warnings():
         console.print(f"[yellow]{warning}[/yellow]")

@@ -69,9 +69,14 @@ def _run(cfg: Any, url: str, tier: list[str] | None, limit: int | None, resume: 
         ids.append(rid)
         err.print(f"run id: [bold]{rid}[/]", highlight=False)
 
-    with prog, _store_write_errors(url):
-        return run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
-                             run_id=run_id, store=url, hook=hook, on_plan=on_plan, tags=tags)
+    try:
+        with prog, _store_write_errors(url):
+            return run_benchmark(cfg, tiers=tier or None, limit=limit, resume=resume,
+                                 run_id=run_id, store=url, hook=hook, on_plan=on_plan,
+                                 tags=tags)
+    finally:
+        if plain is not None:
+            plain.close()
 
 
 def _judge_batch(cfg: Any, batch: tuple[str, Path], tier: list[str] | None,
@@ -107,7 +112,8 @@ def register(app: typer.Typer) -> None:
         resume: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--resume", help="Continue an interrupted run with this id.")] = None,
         run_id: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--run-id", help="Id for a new run (default: timestamp).")] = None,
+            "--run-id", help="Id for a new run: letters, digits, '.', '_', '-' (a folder "
+                        "name; default: timestamp).")] = None,
         store: Annotated[Optional[str], typer.Option(  # noqa: UP045
             "--store", help="Results store URL (default: config, $RAGMETER_STORE_URL, "
                             "./ragmeter-results.sqlite).")] = None,

@@ -102,7 +102,8 @@ def register(app: typer.Typer) -> None:
             common.emit_json(out)
             return
         t = Table(title="ragmeter runs")
-        for col in ("id", "created", "name", "status", "tiers ok", "errored", "not run", "git"):
+        for col in ("id", "created", "name", "tags", "status", "tiers ok", "errored",
+                    "not run", "git"):
             t.add_column(col, overflow="fold")
         for c in cols:
             _tier, system, metric_name = c.split("|", 2)
@@ -116,13 +117,19 @@ def register(app: typer.Typer) -> None:
             errored = str(r.n_tiers_error) + (f" (+{r.n_tiers_partial} partial)"
                                               if r.n_tiers_partial else "")
             t.add_row(r.id, r.created_at[:16].replace("T", " "), r.name,
-                      r.effective_status,
+                      ", ".join(r.tags) or "-", r.effective_status,
                       str(r.n_tiers_ok), errored if r.n_tiers_error or r.n_tiers_partial else "0",
                       str(r.n_tiers_not_run), (r.git_commit or "-")[:10], *vals)
         console = common.human_console()
         console.print(t)
         if not rows:
-            console.print("no runs yet — start one with `ragmeter run bench.yaml`")
+            if tag or name is not None:
+                what = [f"tag {', '.join(repr(x) for x in tag or [])}" if tag else "",
+                        f"name {name!r}" if name is not None else ""]
+                console.print(f"no runs with {' and '.join(x for x in what if x)} "
+                              "(`ragmeter runs list` shows them all)")
+            else:
+                console.print("no runs yet — start one with `ragmeter run bench.yaml`")
 
     @runs.command("show")
     def show(

@@ -21,6 +21,13 @@ def serve_example_command(
     retriever: str = typer.Option("auto", "--retriever", help="auto (BM25 when installed), "
                                   "bm25 or overlap."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fault draws."),
+    memory: bool = typer.Option(False, "--memory", help="A conversation memory per "
+                                "session_id: a follow-up is retrieved with the question asked "
+                                "before it."),
+    cache: bool = typer.Option(False, "--cache", help="Answer repeated questions from a cache "
+                               "(\"cache\": {\"hit\": true}, no --latency-s)."),
+    source_text: bool = typer.Option(True, "--source-text/--no-source-text", help="Whether "
+                                     "the chat endpoint's sources carry their text."),
 ) -> None:
     """Serve the demo knowledge base as a RAG system until Ctrl+C, to try targets on.
 
@@ -47,7 +54,8 @@ def serve_example_command(
                          ["auto", "bm25", "overlap"])
     cfg = ServiceConfig(latency_s=latency_s, fault_rate=fault_rate, fault_kinds=kinds or ("500",),
                         retry_after_s=retry_after_s, malformed_rate=malformed_rate, seed=seed,
-                        retriever=retriever)
+                        retriever=retriever, memory=memory, cache=cache,
+                        source_text=source_text)
     service = ExampleService(cfg, port=port).start()
     typer.echo(f"example RAG service on {service.url}  (POST /answer, /retrieve, /generate, "
                "/v1/chat/completions; Ctrl+C stops)", err=True)

@@ -1,6 +1,6 @@
 """Production traces as evaluation samples: OTLP JSON (GenAI conventions), Langfuse, Phoenix
-and MLflow exports, each one declaration in the format table (:mod:`.formats`), and the
-per-hop view of a request's retrievals (:mod:`.hops`)."""
+and MLflow exports, each one declaration in the format table (:mod:`.formats`); the per-hop
+scores of a request's retrievals are :mod:`ragmeter.retrieval.hops`'."""
 
 from __future__ import annotations
 

@@ -207,9 +207,9 @@ def reply_of(engine: Any, request: JudgeRequest, dig: RequestDigest, lines: list
         ex.payload()
         rec.attempts += 1
         if err.reason == "schema_unsupported":
-            from ragmeter.judges.backend import BackendError
+            from ragmeter.calls.errors import CallError
 
-            err = BackendError("http_4xx", f"{err.detail} (the server rejects structured "
+            err = CallError("http_4xx", f"{err.detail} (the server rejects structured "
                                "output: set structured_output: false for this judge)",
                                status=err.status)
         rep = ex.failed(err, line.error or err.detail, rec)

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from ragmeter.judges.backend import BackendError, Completion
+from ragmeter.calls.errors import CallError
+from ragmeter.judges.backend import Completion
 
 #: the endpoint every request line names
 CHAT_URL = "/v1/chat/completions"
@@ -172,7 +173,7 @@ class ResultLine:
     completion: Completion | None = None
     error: str | None = None
     #: the error as a judge engine error (reason, retryable, ...) when the request failed
-    failure: BackendError | None = None
+    failure: CallError | None = None
 
 
 @dataclass(slots=True)
@@ -200,7 +201,7 @@ def _error_text(error: Any, body: Any) -> str:
 
 def parse_result(obj: Any, where: str, model: str) -> ResultLine | Malformed:
     """One decoded result line (any shape of the module doc)."""
-    from ragmeter.judges.openai_http import read_completion, status_error
+    from ragmeter.judges.openai_http import chat_status_error, read_completion
     from ragmeter.secrets import mask
 
     if not isinstance(obj, dict):
@@ -217,7 +218,7 @@ def parse_result(obj: Any, where: str, model: str) -> ResultLine | Malformed:
             return Malformed(where, "neither a response nor an error", cid)
         text = mask(_error_text(error, None))
         return ResultLine(cid, where, None, error=text,
-                          failure=BackendError("backend_error", text))
+                          failure=CallError("backend_error", text))
     status = resp.get("status_code")
     if isinstance(status, bool) or not isinstance(status, int):
         return Malformed(where, "response.status_code is not an integer", cid)
@@ -227,18 +228,18 @@ def parse_result(obj: Any, where: str, model: str) -> ResultLine | Malformed:
     mock = any(str(k).lower() == MOCK_MARK and str(v) == "1" for k, v in headers.items())
     if status != 200:
         text = _error_text(error, body)
-        err = status_error(status, text, schema_sent=True)
+        err = chat_status_error(status, text, schema_sent=True)
         return ResultLine(cid, where, status, error=mask(f"HTTP {status}: {text}")[:300],
                           failure=err)
     if error not in (None, "", {}):
         text = mask(_error_text(error, body))
         return ResultLine(cid, where, status, error=text,
-                          failure=BackendError("backend_error", text))
+                          failure=CallError("backend_error", text))
     if not isinstance(body, dict):
         return Malformed(where, "a 200 response without a body", cid)
     try:
         comp = read_completion(body, model, mock=mock)
-    except BackendError as exc:
+    except CallError as exc:
         return Malformed(where, exc.detail or exc.reason, cid)
     except (TypeError, ValueError, AttributeError) as exc:
         return Malformed(where, f"unreadable completion ({type(exc).__name__})", cid)

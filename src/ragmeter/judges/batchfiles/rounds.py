@@ -55,6 +55,7 @@ from ragmeter.judges.batchfiles.manifest import (
     save_schemas,
 )
 from ragmeter.judges.cache import RequestDigest, digest_and_messages
+from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
 
 Mode = Literal["write", "collect"]
 MODES: tuple[str, ...] = ("write", "collect")
@@ -76,8 +77,8 @@ def conversation(engine: Any, request: JudgeRequest, dig: RequestDigest,
     """The online exchange of ``request`` with the kept ``turns`` replayed: ``(exchange,
     call record, fits)``; ``fits`` is False (and a fresh exchange returned) when a kept turn
     would have ended the conversation, so the turns no longer belong to this request."""
+    from ragmeter.calls.record import CallRecord
     from ragmeter.judges.exchange import Session
-    from ragmeter.judges.runner import CallRecord
 
     def fresh() -> tuple[Any, Any]:
         return (engine.exchange(request, dig, Session(engine._schema_ok, Counter())),
@@ -170,7 +171,7 @@ class BatchJudge:
     """Stands in for an engine judge inside :func:`batch_scope` (see the module doc); every
     other attribute is the engine judge's."""
 
-    #: asked phase by phase (:func:`~ragmeter.judges.engine.ask_chained`), round by round
+    #: asked phase by phase (:func:`~ragmeter.judges.llm_judge.ask_chained`), round by round
     chains = False
 
     def __init__(self, engine: Any, session: BatchSession):
@@ -432,6 +433,11 @@ def batched(judge: Any, config: Any = None) -> Any:
     if session is None or judge is None:
         return judge
     return session.judge(judge, config)
+
+
+# inside pseudonymisation (order 10), so the files carry pseudonymised text; the budget (20)
+# sees a written round as sending nothing
+WRAPPERS.register("batch_files", JudgeWrapper(order=5, wrap=batched))
 
 
 @contextlib.contextmanager

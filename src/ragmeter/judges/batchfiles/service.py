@@ -21,9 +21,12 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ragmeter.calls import RetryPolicy, http, run_sync
+from ragmeter.calls.retry import retry_delay
 from ragmeter.errors import ConfigError, UsageError, WorkFailedError
 from ragmeter.judges.batchfiles.lines import CHAT_URL, FileEntry
 from ragmeter.judges.batchfiles.manifest import RESULTS, Manifest, now_iso
@@ -31,7 +34,6 @@ from ragmeter.secrets import mask, register_secret, split_url_credentials
 
 #: batch statuses after which nothing changes
 FINAL = ("completed", "failed", "expired", "cancelled")
-RETRY_STATUSES = (408, 409, 429, 500, 502, 503, 504)
 
 
 class BatchAPIError(WorkFailedError):
@@ -40,18 +42,23 @@ class BatchAPIError(WorkFailedError):
 
 @dataclass
 class BatchAPI:
-    """A client of one OpenAI-compatible files + batches API."""
+    """A client of one OpenAI-compatible files + batches API. Transport, error maps and
+    backoff are :mod:`ragmeter.calls`' (a 429, 5xx, 408 or a lost connection is retried,
+    waiting the server's ``Retry-After`` when it sent one; any other status is not)."""
 
     base_url: str
     key_env: str | None = None
     timeout_s: float = 120.0
-    retries: int = 4
-    backoff_s: float = 1.0
+    policy: RetryPolicy = field(default_factory=lambda: RetryPolicy(initial=1.0, max=30.0,
+                                                                    max_retries=4))
     _basic: str | None = field(default=None, init=False, repr=False)
+    _http: http.LoopSessions | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         url, basic = split_url_credentials(self.base_url.rstrip("/"))
         self.base_url, self._basic = url, basic
+        self._http = http.LoopSessions(timeout_s=self.timeout_s,
+                                       connect_s=min(10.0, self.timeout_s))
 
     def _headers(self) -> dict[str, str]:
         key = os.environ.get(self.key_env) if self.key_env else None
@@ -62,31 +69,28 @@ class BatchAPI:
 
     async def _call(self, method: str, path: str, *, body: Any = None,
                     form: Callable[[], Any] | None = None) -> bytes:
-        import aiohttp
-
+        assert self._http is not None
         url = self.base_url + path
-        last = ""
-        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-        for attempt in range(self.retries + 1):
-            try:
-                async with aiohttp.ClientSession(timeout=timeout) as session, session.request(
-                        method, url, json=body, data=form() if form else None,
-                        headers=self._headers()) as resp:
-                    data = await resp.read()
-                    if resp.status == 200:
-                        return data
-                    last = f"HTTP {resp.status}: {data[:300].decode('utf-8', 'replace')}"
-                    if resp.status in (401, 403):
-                        last += " (check the API key variable)"
-                    if resp.status not in RETRY_STATUSES:
-                        break
-            except asyncio.TimeoutError:
-                last = f"no reply within {self.timeout_s:g} s"
-            except aiohttp.ClientError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            if attempt < self.retries:
-                await asyncio.sleep(self.backoff_s * 2 ** attempt)
-        raise BatchAPIError(mask(f"{method} {url} failed: {last}"))
+        await self._http.enter()
+        try:
+            for attempt in range(self.policy.max_retries + 1):
+                try:
+                    async with self._http.get().request(
+                            method, url, json=body, data=form() if form else None,
+                            headers=self._headers()) as resp:
+                        data = await resp.read()
+                        if resp.status == 200:
+                            return data
+                        err = http.status_error(resp.status, data.decode("utf-8", "replace"),
+                                                resp.headers)
+                except http.transport_exceptions() as exc:
+                    err = http.transport_error(exc, url)
+                if not err.retryable or attempt >= self.policy.max_retries:
+                    break
+                await asyncio.sleep(retry_delay(self.policy, attempt + 1, err.retry_after))
+        finally:
+            await self._http.exit()
+        raise BatchAPIError(mask(f"{method} {url} failed: {err.detail}"))
 
     async def _json(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
         data = await self._call(method, path, **kw)
@@ -161,8 +165,8 @@ def submit(folder: Path, *, url: str | None = None, key_env: str | None = None,
             echo(f"{entry.path}: already submitted as {entry.submitted['batch_id']}")
             continue
         api = _api_for(manifest, entry, url, key_env)
-        uploaded = asyncio.run(api.upload(folder / entry.path))
-        batch = asyncio.run(api.create(str(uploaded["id"]), {
+        uploaded = run_sync(partial(api.upload, folder / entry.path))
+        batch = run_sync(partial(api.create, str(uploaded["id"]), {
             "ragmeter_round": str(rnd.number), "ragmeter_file": entry.path}))
         entry.submitted = {"url": api.base_url, "file_id": uploaded["id"],
                            "batch_id": batch["id"], "status": batch.get("status"),
@@ -190,7 +194,7 @@ def status(folder: Path, *, url: str | None = None, key_env: str | None = None,
         sub = entry.submitted
         if sub.get("status") not in FINAL:
             api = _api_for(manifest, entry, url, key_env)
-            b = asyncio.run(api.batch(str(sub["batch_id"])))
+            b = run_sync(partial(api.batch, str(sub["batch_id"])))
             sub.update(status=b.get("status"), request_counts=b.get("request_counts"),
                        output_file_id=b.get("output_file_id"),
                        error_file_id=b.get("error_file_id"), errors=b.get("errors"))
@@ -241,7 +245,7 @@ def fetch(folder: Path, *, url: str | None = None, key_env: str | None = None,
                 continue
             out.mkdir(parents=True, exist_ok=True)
             target = out / f"{stem}.{sub['batch_id']}.{kind}.jsonl"
-            target.write_bytes(asyncio.run(api.content(str(fid))))
+            target.write_bytes(run_sync(partial(api.content, str(fid))))
             sub.setdefault("fetched", {})[kind] = fid
             got.append(target.relative_to(folder).as_posix())
             echo(f"{entry.path}: {kind} file saved as {target.relative_to(folder)}")

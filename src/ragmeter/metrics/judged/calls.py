@@ -127,9 +127,10 @@ def register_call(call: Call, *questions: Question) -> Call:
 
 
 def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sample_id: str,
-                 metric: str) -> JudgeRequest:
+                 kind: str) -> JudgeRequest:
     """A judge request: system prompt with the schema instruction, the user text, the schema
-    titled with the prompt version; ``metric`` is the call kind."""
+    titled with the prompt version; ``kind`` is the call kind (the planner adds the metrics
+    the call is asked for)."""
     from ragmeter.judges.base import JudgeRequest
     from ragmeter.judges.prompts import schema_instruction
 
@@ -137,7 +138,7 @@ def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sam
     system = _SYSTEM[lang] + "\n" + schema_instruction(schema, lang)
     return JudgeRequest(
         messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
-        schema=schema, prompt_version=version, metric=metric, sample_id=sample_id)
+        schema=schema, prompt_version=version, sample_id=sample_id, kind=kind)
 
 
 def fence(text: str | None, tag: str = "text") -> str:

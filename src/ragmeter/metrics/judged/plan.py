@@ -27,7 +27,7 @@ benchmark uses it too, on its items); :func:`run_plan` applies it to a run's sam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -36,7 +36,7 @@ from ragmeter.errors import ConfigError, MetricSpecError
 from ragmeter.metrics.inputs import missing_field
 from ragmeter.metrics.judged import calls as C
 from ragmeter.metrics.judged.jury import is_jury_reply, read_jury
-from ragmeter.metrics.judged.state import CallRecord, JudgedContext, JudgePlan, SampleJudgement
+from ragmeter.metrics.judged.state import AskedCall, JudgedContext, JudgePlan, SampleJudgement
 from ragmeter.text import detect_language
 
 if TYPE_CHECKING:
@@ -71,8 +71,10 @@ def calls_of(questions: Iterable[str]) -> tuple[str, ...]:
 class _Chain:
     """One sample on its way through its calls: which are settled, which are in flight."""
 
-    def __init__(self, sample: Sample, judgement: SampleJudgement, lang: str) -> None:
+    def __init__(self, sample: Sample, judgement: SampleJudgement, lang: str,
+                 asked_by: dict[str, Iterable[str]]) -> None:
         self.sample, self.judgement, self.lang = sample, judgement, lang
+        self.asked_by = asked_by    # question -> the metrics that need it
         self.settled: set[str] = set()
         self.issued: set[str] = set()
 
@@ -82,7 +84,7 @@ class Asking:
 
     :meth:`add` each sample with its questions; :meth:`requests` gives every sample's first
     calls, each chained (``JudgeRequest.then``) to the calls that need its answers. Send them
-    with :func:`ragmeter.judges.engine.ask_chained` (alone or in a larger batch): the replies
+    with :func:`ragmeter.judges.llm_judge.ask_chained` (alone or in a larger batch): the replies
     are read into the judgements as they arrive; :meth:`finish` orders each sample's call
     records. ``binary``: the yes/no prompt variants (demo judges); ``claims``: where claims
     come from (default: sentences for binary prompts, else the judge); ``send``: applied to
@@ -104,12 +106,15 @@ class Asking:
         self.mock = False
         self._chains: list[_Chain] = []
 
-    def add(self, sample: Sample, needs: Iterable[str], lang: str) -> SampleJudgement:
-        """Ask ``sample`` the questions ``needs`` in language ``lang``; its judgement."""
+    def add(self, sample: Sample, needs: Iterable[str], lang: str,
+            asked_by: Mapping[str, Iterable[str]] | None = None) -> SampleJudgement:
+        """Ask ``sample`` the questions ``needs`` in language ``lang``; its judgement.
+        ``asked_by``: the metrics that need each question (each request names those of its
+        questions in ``JudgeRequest.metric``)."""
         j = SampleJudgement(sample.id)
         j.needs |= set(needs)
         self.judgements.append(j)
-        self._chains.append(_Chain(sample, j, lang))
+        self._chains.append(_Chain(sample, j, lang, dict(asked_by or {})))
         return j
 
     def requests(self) -> list[JudgeRequest]:
@@ -137,6 +142,9 @@ class Asking:
                     progress = True
                     continue
                 ch.issued.add(call.kind)
+                metrics = sorted({m for q in questions for m in ch.asked_by.get(q, ())})
+                req = replace(req, metric=",".join(metrics) or req.metric,
+                              kind=req.kind or call.kind)
                 sent = self.send(req) if self.send is not None else req
                 out.append(replace(sent, then=self._then(ch, call, req)))
         self.n_requests += len(out)
@@ -156,7 +164,7 @@ class Asking:
         self.versions.setdefault(call.kind, set()).add(req.prompt_version)
         msgs = rep.extra.get("messages") if rep.extra else None
         self.mock = self.mock or bool(rep.extra and rep.extra.get("mock"))
-        j.calls.append(CallRecord(call.kind, req.prompt_version, rep.ok, rep.reason,
+        j.calls.append(AskedCall(call.kind, req.prompt_version, rep.ok, rep.reason,
                                   rep.detail, rep.raw, msgs if msgs is not None
                                   else [dict(m) for m in req.messages]))
         if not rep.ok:
@@ -186,7 +194,7 @@ class Asking:
 def ask(judge: object, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
     """Send ``requests`` with their chains (one batch; a follow-up goes out as soon as its
     own earlier call returned, never after the slowest call of all)."""
-    from ragmeter.judges.engine import ask_chained
+    from ragmeter.judges.llm_judge import ask_chained
 
     return ask_chained(judge, requests) if requests else []
 
@@ -207,16 +215,19 @@ def run_plan(ctx: JudgedContext, metrics: Sequence[tuple[JudgedMetric, Metric]])
         raise ConfigError("judge", "judged metrics need a judge: pass judge=make_judge("
                           "JudgeConfig(...)) or --judge-url/--judge-model on the command line")
     binary = bool(getattr(judge, "demo", False))
-    asked = [(row.fields, questions_of(row, m)) for row, m in metrics]
+    asked = [(row.fields, questions_of(row, m), str(m)) for row, m in metrics]
     asking = Asking(binary=binary)
     langs: list[str] = []
     for s in ctx.samples:
         needs: set[str] = set()
-        for fields, questions in asked:
+        asked_by: dict[str, list[str]] = {}
+        for fields, questions, name in asked:
             if missing_field(s, fields) is None:
                 needs |= questions
+                for q in questions:
+                    asked_by.setdefault(q, []).append(name)
         langs.append(_lang(ctx, s, binary))
-        asking.add(s, needs, langs[-1])
+        asking.add(s, needs, langs[-1], asked_by)
     ask(judge, asking.requests())
     return JudgePlan(asking.finish(), asking.n_requests, asking.by_prompt, binary,
                      ",".join(sorted(set(langs))) or "-", getattr(judge, "name", "judge"),

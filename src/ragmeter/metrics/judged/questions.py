@@ -155,7 +155,15 @@ def _build_answer(a: Ask) -> JudgeRequest | None:
                           relevance="answer_relevance" in a.questions, e2e="e2e" in a.questions)
 
 
+def _keep_reason(j: SampleJudgement, kind: str, data: dict[str, Any]) -> None:
+    """The judge's reason of a graded call, kept with its grades (a blank one is not)."""
+    why = data.get("reason")
+    if isinstance(why, str) and why.strip():
+        j.call_reasons[kind] = why.strip()
+
+
 def _read_answer(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) -> str | None:
+    _keep_reason(j, "answer", data)
     for key, attr, binary in (("answer_relevance", "answer_relevance", False),
                               ("answers_question", "answer_relevance", True),
                               ("e2e", "e2e", False), ("matches_reference", "e2e", True)):
@@ -180,6 +188,7 @@ def _direct(question: str, faithful: bool) -> tuple[Call, Question]:
                               contexts=s.retrieved_contexts)
 
     def read(j: SampleJudgement, req: JudgeRequest, data: dict[str, Any]) -> str | None:
+        _keep_reason(j, kind, data)
         if "verdict" in req.schema["properties"]:
             j.answers[question] = 2 * yes(data.get("verdict"))
             return None

@@ -62,7 +62,10 @@ class JudgedMetric:
     ``label_scale``: what a human label looks like — ``binary`` (yes/no), ``ordinal`` (a grade
     0/1/2) or ``continuous`` (a number in 0–1); judge cards and the judge benchmark compare on
     it; ``bench_metric``: the metric string the judge benchmark grades for items of this
-    metric (default: the row with its default parameters).
+    metric (default: the row with its default parameters); ``default``: a built-in row (in
+    :data:`~ragmeter.metrics.judged.rows.ROWS`) that joins the default judged set
+    (:data:`~ragmeter.metrics.judged.rows.JUDGED_DEFAULT`, scored when no metrics are named):
+    only by this declaration, never by being in the table.
     """
 
     name: str
@@ -76,6 +79,7 @@ class JudgedMetric:
     prepare: Callable[[Metric, JudgedContext], Prepared] | None = None
     label_scale: LabelScale = "continuous"
     bench_metric: str | None = None
+    default: bool = False
 
     def __post_init__(self) -> None:
         if self.label_scale not in LABEL_SCALES:
@@ -150,6 +154,9 @@ def score_sample(row: JudgedMetric, metric: Metric, sample: Sample, j: SampleJud
         details.update(_claims_details(j))
     score = row.score(metric, j, extra)
     details.update(score.details)
+    why = [j.call_reasons[c] for c in calls if c in j.call_reasons]
+    if why and "reason" not in details:  # a graded call's own words, kept with its value
+        details["reason"] = "; ".join(why)
     return SampleScore(sample.id, score.value, score.reason, details)
 
 

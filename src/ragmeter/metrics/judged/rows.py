@@ -8,6 +8,8 @@ questions the requested metrics need, in ≤ 4 calls per sample for the full set
 Adding a metric that reuses the existing questions is one row in :data:`ROWS`; one that needs a
 new question is that row plus the question and its call (:func:`~ragmeter.metrics.judged.
 calls.register_call`, beside the built-in calls in :mod:`ragmeter.metrics.judged.questions`).
+A row joins the default set (:data:`JUDGED_DEFAULT`) only when it says ``default=True``; any
+other row is scored when it is named.
 
 Scales: every value is in [0, 1]. Graded judge outputs (0/1/2) are divided by 2; with a demo
 judge (``judge.demo``) the graded questions become yes/no (``scale:binary`` in the signature).
@@ -237,32 +239,32 @@ ROWS: tuple[JudgedMetric, ...] = (
         params=(Param("method", str, "claims", ("claims", "direct"),
                       "claims = share of supported claims; direct = one 0/0.5/1 grade"),
                 VERDICTS),
-        label_scale="binary"),
+        label_scale="binary", default=True),
     JudgedMetric(
         "answer_relevance", _RELEVANCE_DOC,
         ("user_input", "response"), _needs("answer_relevance", "answer_relevance_direct"),
         _direct_or("answer_relevance_direct", _grade("answer_relevance")),
         params=(Param("method", str, "grade", ("grade", "direct"),
                       "grade = 0/1/2 asked with e2e_score; direct = own call, 0/0.5/1"),),
-        label_scale="ordinal"),
+        label_scale="ordinal", default=True),
     JudgedMetric(
         "context_relevance",
         "NVIDIA style: (1/N) Σ_i s_i/2, s_i ∈ {0,1,2} per retrieved context, all contexts in one "
         "call (call: contexts)",
         ("user_input", "retrieved_contexts"), frozenset({"ctx_relevance"}), _context_relevance,
-        label_scale="ordinal"),
+        label_scale="ordinal", default=True),
     JudgedMetric(
         "context_precision",
         "Σ_k precision@k·v_k / Σ_k v_k, v_k = context k useful for the reference (ranked); 0 if "
         "none useful (call: contexts)",
         ("user_input", "retrieved_contexts", "reference"), frozenset({"ctx_useful"}),
-        _context_precision),
+        _context_precision, default=True),
     JudgedMetric(
         "context_recall",
         "|reference claims supported by the contexts| / |reference claims| (calls: claims, "
         "verify)",
         ("reference", "retrieved_contexts"), _nli(frozenset({"reference_in_context"})),
-        verdict_share("reference_in_context"), params=(VERDICTS,)),
+        verdict_share("reference_in_context"), params=(VERDICTS,), default=True),
     JudgedMetric(
         "factual_correctness",
         "P = |answer claims supported by reference|/|answer claims|, R = |reference claims "
@@ -271,7 +273,8 @@ ROWS: tuple[JudgedMetric, ...] = (
         params=(Param("mode", str, "f1", ("f1", "precision", "recall"), "which of P, R, F1"),
                 VERDICTS),
         # a benchmark item is one answer claim checked against the reference answer
-        label_scale="binary", bench_metric="factual_correctness(mode=precision)"),
+        label_scale="binary", bench_metric="factual_correctness(mode=precision)",
+        default=True),
     JudgedMetric(
         "answer_correctness",
         "w·factual_F1 + (1−w)·semantic_similarity; presets default 0.75, equal 0.5, "
@@ -295,14 +298,25 @@ ROWS: tuple[JudgedMetric, ...] = (
                 Param("url", str, "", None, "OpenAI-compatible embeddings URL (openai:MODEL)"),
                 Param("key_env", str, "", None, "variable holding that endpoint's API key"),
                 VERDICTS),
-        prepare=_semantic_part),
+        prepare=_semantic_part, default=True),
     JudgedMetric(
         "e2e_score",
         "judge grade s ∈ {0,1,2}: is the answer as useful as the reference answer, s/2 "
         "(call: answer)",
         ("user_input", "response", "reference"), frozenset({"e2e"}), _grade("e2e"),
-        label_scale="ordinal"),
+        label_scale="ordinal", default=True),
 )
+
+
+def default_set(rows: Sequence[JudgedMetric]) -> tuple[str, ...]:
+    """The names of the rows declared ``default=True``, in table order."""
+    return tuple(row.name for row in rows if row.default)
+
+
+#: the judged metrics scored when none are named (``evaluate_generation`` with a judge,
+#: ``ragmeter generation``): the rows above declared ``default=True``, and only those (≤ 4
+#: judge calls per sample together)
+JUDGED_DEFAULT: tuple[str, ...] = default_set(ROWS)
 
 for _row in ROWS:
     register(_row.spec())

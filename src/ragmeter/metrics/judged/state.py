@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class CallRecord:
+class AskedCall:
     """One judge call of one sample: its call kind, prompt version, outcome and texts."""
 
     kind: str
@@ -74,9 +74,12 @@ class SampleJudgement:
     answer_relevance: int | None = None
     e2e: int | None = None
     answers: dict[str, Any] = field(default_factory=dict)
+    #: call kind -> the judge's own reason for a graded call's grades (answer relevance, the
+    #: direct grades), kept with the values it explains
+    call_reasons: dict[str, str] = field(default_factory=dict)
     #: call kind -> (reason, detail) of a call that failed
     failed: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    calls: list[CallRecord] = field(default_factory=list)
+    calls: list[AskedCall] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)  # replies read by position, not id
     #: a jury's vote: members, ties and splits per check (item indices), unread members
     jury: dict[str, Any] = field(default_factory=dict)

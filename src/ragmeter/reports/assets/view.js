@@ -46,6 +46,13 @@
      "/" goes to the first filter field, [ and ] to the previous / next page */
   var current = -1;
   function mainRows() {
+    /* the run page: the sample explorer's rows still shown by its filters */
+    var explorer = document.querySelector("#rm-samples tbody");
+    if (explorer) {
+      return Array.prototype.filter.call(explorer.rows, function (r) {
+        return r.classList.contains("rm-sample") && r.style.display !== "none" && !r.hidden;
+      });
+    }
     var t = document.querySelector("main table tbody, body > table tbody, .scroll table tbody");
     return t ? Array.prototype.slice.call(t.rows) : [];
   }
@@ -89,7 +96,7 @@
         Array.prototype.forEach.call(liveRuns.tBodies[0].rows, function (tr) {
           var x = byId[tr.getAttribute("data-run")];
           tr.cells[2].textContent = x ? (runWords["st_" + x.state] || x.state)
-            : (runWords.st_stored || "finished");
+            + (x.error ? ": " + x.error : "") : (runWords.st_stored || "finished");
           if (x) { tr.cells[3].textContent = x.done + "/" + (x.total === null ? "?" : x.total); }
         });
         body.setAttribute("data-live-polls",
@@ -111,6 +118,14 @@
     if (cls) { x.className = cls; }
     return x;
   }
+  /* the form of a counted word: English (one, many), Russian (one, few, many) */
+  function plural(n, forms, lang) {
+    if (forms.length < 3 || lang !== "ru") { return n === 1 ? forms[0] : forms[forms.length - 1]; }
+    var a = Math.abs(n) % 100, b = a % 10;
+    if (b === 1 && a !== 11) { return forms[0]; }
+    if (b >= 2 && b <= 4 && (a < 12 || a > 14)) { return forms[1]; }
+    return forms[2];
+  }
   function fmt(v) { return v === null || v === undefined ? "–" : Number(v).toFixed(3); }
   function draw(run) {
     var words = JSON.parse(live.getAttribute("data-words") || "{}");
@@ -127,7 +142,8 @@
       bar.value = tier.done;
       sec.appendChild(bar);
       sec.appendChild(el("span", " " + tier.done + " / " + (tier.total === null ? "?" : tier.total)
-        + " · " + tier.batches + " " + (words.batches || "batches")
+        + " · " + tier.batches + " " + plural(tier.batches, (words.batches || "batches")
+          .split("|"), words.lang)
         + (tier.status ? " · " + (words["st_" + tier.status] || tier.status) : ""), "count"));
       if (tier.values.length) {
         var table = el("table", null, "live-values");
@@ -145,6 +161,27 @@
           tr.appendChild(el("td", v.n_unscored, "num"));
         });
         sec.appendChild(table);
+      }
+      if (tier.latency && tier.latency.length) {
+        sec.appendChild(el("h3", words.latency_block || "Latency and throughput"));
+        var lt = el("table", null, "live-latency");
+        var lh = lt.createTHead().insertRow();
+        [words.target, words.metric, words.value, "n", words.direction].forEach(function (h, i) {
+          lh.appendChild(el("th", h, i === 2 || i === 3 ? "num" : ""));
+        });
+        var lb = lt.createTBody();
+        tier.latency.forEach(function (v) {
+          var tr = lb.insertRow();
+          tr.setAttribute("data-metric", v.metric);
+          tr.appendChild(el("td", v.system));
+          tr.appendChild(el("td", v.metric));
+          tr.appendChild(el("td", fmt(v.value) + " " + (words["unit_" + v.unit] || v.unit),
+            "num"));
+          tr.appendChild(el("td", v.n, "num"));
+          tr.appendChild(el("td", v.higher_is_better ? words.higher_better
+            : words.lower_better));
+        });
+        sec.appendChild(lt);
       }
       box.appendChild(sec);
     });

@@ -1,0 +1,204 @@
+"""Whether a target's mapping can be right at all, judged over a whole run of its replies.
+
+One reply cannot show a mapping mistake that gives every reply a plausible value: a ``[*]``
+path whose field no item has, a declared path that is empty in every reply, an id rule that
+maps no returned id onto any id the evalset or the corpus knows. Each gives a column of
+zeros — hit@5 = 0.000 — with exit 0. :class:`Conformance` counts, per entry point, what every
+reply gave for each declared response path and how many replies returned an id that meets a
+known one; :meth:`Conformance.check` raises :class:`TargetMappingError` (exit 3) naming the
+path or the rule with three example raw values once the evidence is conclusive: nothing
+useful in any reply of the run (checked after its last call), or in the first
+:data:`CONCLUSIVE` replies. A single reply that lacks a declared path stays that sample's
+``target_unmapped`` reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.data.sample import Sample
+from ragmeter.errors import WorkFailedError
+from ragmeter.targets.base import TargetReply
+from ragmeter.targets.config import TargetConfig
+from ragmeter.targets.mapping import MISSING, extract, extract_steps, parse_path
+from ragmeter.targets.reading import reply_data
+
+#: replies after which "nothing in any of them" is conclusive before the run ends
+CONCLUSIVE = 20
+_CHUNK_N = re.compile(r"(.+)_chunk_\d+")
+
+
+class TargetMappingError(WorkFailedError):
+    """The target's response mapping or id rule gives nothing usable across the run (exit 3);
+    the message names the path or rule, shows three raw values and says how to fix it."""
+
+
+@dataclass
+class _PathStats:
+    path: str
+    seen: int = 0        # replies that could be read (JSON, or a joined stream)
+    useful: int = 0      # replies in which the path gave a non-empty value
+    examples: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _IdStats:
+    seen: int = 0        # successful replies that returned ids, for samples with gold
+    matched: int = 0     # ... of which at least one id met a known id
+    examples: list[tuple[str, str]] = field(default_factory=list)
+    known: list[str] = field(default_factory=list)
+
+
+def doc_part(item_id: str) -> str:
+    """The document of a chunk id by the default rules (``doc#n``, ``doc_chunk_n``)."""
+    base = item_id.rsplit("#", 1)[0]
+    m = _CHUNK_N.fullmatch(base)
+    return m.group(1) if m else base
+
+
+def known_ids(samples: Iterable[Sample], extra: Iterable[str] = ()) -> set[str]:
+    """Every id a returned id may meet: the samples' gold chunk and document ids, the
+    documents of the gold chunks, and ``extra`` (the corpus' chunk and document ids)."""
+    out: set[str] = set(extra)
+    for s in samples:
+        for g in s.gold_chunk_ids or ():
+            out.update((str(g), doc_part(str(g))))
+        out.update(str(g) for g in s.gold_doc_ids or ())
+    return out
+
+
+def _useful(value: Any) -> bool:
+    if value is MISSING or value is None:
+        return False
+    if isinstance(value, (str, list, dict, tuple)):
+        return len(value) > 0
+    return True
+
+
+def _show(value: Any, width: int = 140) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[:width] + "…"
+
+
+def _where(data: Any, path: str) -> str:
+    """What the reply has where ``path`` leads: the value at its longest existing prefix (a
+    list's first item, a mapping's keys)."""
+    steps = parse_path(path)
+    for j in range(len(steps), -1, -1):
+        prefix = steps[:j]
+        value = extract_steps(data, prefix)
+        if value is MISSING:
+            continue
+        shown = _dotted(prefix) or "(the reply)"
+        if j == len(steps):
+            return f"{shown} = {_show(value)}"
+        if isinstance(value, list) and value and prefix and prefix[-1] == "*":
+            return f"{shown} = {_show(value[0])}"
+        if isinstance(value, Mapping):
+            return f"{shown} has keys {sorted(map(str, value))[:8]}"
+        return f"{shown} = {_show(value)}"
+    return _show(data)
+
+
+def _dotted(steps: Sequence[str]) -> str:
+    out = ""
+    for s in steps:
+        out += "[*]" if s == "*" else f"[{s}]" if s.lstrip("-").isdigit() else (
+            f".{s}" if out else s)
+    return out
+
+
+class Conformance:
+    """What a target's replies gave across a run (see the module doc)."""
+
+    def __init__(self, config: TargetConfig):
+        self.config = config
+        self.paths: dict[tuple[str, str], _PathStats] = {}
+        self.ids: dict[str, _IdStats] = {}
+
+    def observe(self, entry: str, replies: Sequence[TargetReply]) -> None:
+        """Count each declared response path of ``entry`` over ``replies``."""
+        ec = self.config.entries.get(entry)
+        mapping = dict(ec.response) if ec is not None else {}
+        if not mapping:
+            return
+        for rep in replies:
+            if rep.reason not in (None, "target_unmapped"):
+                continue              # no reply to read: the call's own reason says why
+            data = reply_data(rep.raw)
+            if data is MISSING:
+                continue
+            for name, path in mapping.items():
+                st = self.paths.setdefault((entry, name), _PathStats(path))
+                st.seen += 1
+                if _useful(extract(data, path)):
+                    st.useful += 1
+                elif len(st.examples) < 3:
+                    st.examples.append(_where(data, path))
+
+    def observe_ids(self, entry: str, samples: Sequence[Sample],
+                    replies: Sequence[TargetReply], known: set[str]) -> None:
+        """Count the replies whose returned ids (under the config's id rule) meet ``known``."""
+        if not known:
+            return
+        st = self.ids.setdefault(entry, _IdStats())
+        if not st.known:
+            st.known = sorted(known)[:3]
+        rule = self.config.ids
+        for s, rep in zip(samples, replies, strict=True):
+            if not rep.ok or not (s.gold_chunk_ids or s.gold_doc_ids):
+                continue
+            returned = self._returned(rep)
+            if not returned:
+                continue
+            st.seen += 1
+            mapped = [rule.apply(v) for v in returned]
+            if any(m in known or doc_part(m) in known for m in mapped):
+                st.matched += 1
+            elif len(st.examples) < 3:
+                st.examples.append((returned[0], mapped[0]))
+
+    def _returned(self, rep: TargetReply) -> list[str]:
+        src = self.config.ids_from
+        values = rep.context_ids if src in ("auto", "context_ids") else rep.doc_ids
+        if values is None and src == "auto":
+            values = rep.doc_ids
+        return [str(v) for v in values or ()]
+
+    def check(self, *, final: bool) -> None:
+        """:class:`TargetMappingError` when a declared path or the id rule gave nothing in
+        every reply so far and the evidence is conclusive (``final``: the run's last call)."""
+        problems: list[str] = []
+        for (entry, name), st in self.paths.items():
+            if st.seen and not st.useful and (final or st.seen >= CONCLUSIVE):
+                key = "response" if entry == "answer" else f"entries.{entry}.response"
+                problems.append(
+                    f"the response path {name}: {st.path!r} (target.{key}.{name}) is absent "
+                    f"or empty in every one of the {st.seen} replies of this run ({entry}); "
+                    "what the replies have there: " + "; ".join(st.examples)
+                    + ". Fix the path (dotted, [*] for every item of a list, or a JSON "
+                      "pointer), or drop it from the mapping")
+        for entry, ids in self.ids.items():
+            if ids.seen and not ids.matched and (final or ids.seen >= CONCLUSIVE):
+                shown = ", ".join(f"{a!r} -> {b!r}" for a, b in ids.examples)
+                problems.append(
+                    f"the id rule {self.config.ids.describe()} (ids from "
+                    f"{self.config.ids_from}) maps no returned id onto a known id (the "
+                    f"samples' gold ids, the corpus' ids) in any of the {ids.seen} replies of "
+                    f"this run ({entry}): e.g. {shown}; known ids look like "
+                    f"{', '.join(map(repr, ids.known))}. Fix target.ids: 'from' (context_ids "
+                    "or doc_ids), 'rule' (last_segment, regex with the id as the pattern's "
+                    "first group, or a map table {returned: gold id}); when the returned ids "
+                    "are documents, score with level=doc metrics (hit_rate@5(level=doc))")
+        if problems:
+            raise TargetMappingError(
+                f"target {self.config.name!r}: its mapping gives nothing usable, so its "
+                "metrics would be computed from a configuration mistake:\n  "
+                + "\n  ".join(problems))
+
+
+__all__ = ["CONCLUSIVE", "Conformance", "TargetMappingError", "doc_part", "known_ids"]
