@@ -177,3 +177,50 @@ def test_estimate_counts_rounds_and_prices_the_batch(tmp_path: Path) -> None:
     assert [summarise(j).rounds for j in planned] == [2, 2]
     with pytest.raises(ConfigError, match="batch_discount"):
         JudgeConfig(name="j", backend="mock", batch_discount=1.0)
+
+
+# -- the Batch API client on the calls layer -----------------------------------------------------
+def test_the_batch_api_client_retries_what_calls_retries_and_masks_the_rest() -> None:
+    """A 503 with Retry-After and a broken connection are retried (calls' maps and backoff);
+    a 400 is not, and its error names the request without the key."""
+    from aiohttp import web
+
+    from ragmeter.calls import RetryPolicy, run_sync
+    from ragmeter.judges.batchfiles.service import BatchAPI, BatchAPIError
+    from ragmeter.serving import BackgroundServer
+
+    seen: list[str] = []
+
+    class Flaky(BackgroundServer):
+        what = "flaky batch api"
+
+        def app(self) -> web.Application:
+            async def batch(request: web.Request) -> web.StreamResponse:
+                seen.append(request.match_info["bid"])
+                n = seen.count(request.match_info["bid"])
+                if request.match_info["bid"] == "bad":
+                    return web.json_response({"error": {"message": "no such batch"}},
+                                             status=400)
+                if n == 1:
+                    return web.json_response({"error": {"message": "busy"}}, status=503,
+                                             headers={"Retry-After": "0"})
+                return web.json_response({"id": request.match_info["bid"],
+                                          "status": "completed"})
+
+            app = web.Application()
+            app.router.add_get("/v1/batches/{bid}", batch)
+            return app
+
+    fast = RetryPolicy(initial=0.01, max=0.05, max_retries=3)
+    with Flaky() as srv:
+        base = f"http://127.0.0.1:{srv.port}/v1"
+        api = BatchAPI(base, policy=fast)
+        got = run_sync(lambda: api.batch("b1"))
+        assert got["status"] == "completed" and seen == ["b1", "b1"]
+        with pytest.raises(BatchAPIError, match=r"GET .*/batches/bad failed: HTTP 400: .*no "
+                                                r"such batch"):
+            run_sync(lambda: api.batch("bad"))
+        assert seen.count("bad") == 1                   # a 400 is not retried
+    dead = BatchAPI("http://127.0.0.1:9/v1", policy=fast)
+    with pytest.raises(BatchAPIError, match=r"GET http://127\.0\.0\.1:9/v1/batches/b1 failed"):
+        run_sync(lambda: dead.batch("b1"))
