@@ -25,6 +25,7 @@ from ragmeter.targets import TargetSession
 ROOT = Path(__file__).resolve().parent.parent
 KEY = "rm-redirect-secret-7c41d9e2"
 BEARER = "rm-bearer-secret-0b5a6f13"
+COOKIE = "rm-cookie-secret-5d2e8a90"
 REPLY = {"answer": "Плата — 950 рублей.", "contexts": ["Плата составляет 950 рублей."],
          "choices": [{"index": 0, "message": {"role": "assistant",
                                               "content": "Плата — 950 рублей."}}],
@@ -42,6 +43,7 @@ class _Recorder(BackgroundServer):
         super().__init__()
         self.seen: list[dict[str, Any]] = []
         self.redirect: tuple[int, str] = (302, "/")
+        self.cookie = ""
 
     def app(self) -> Any:
         from aiohttp import web
@@ -53,7 +55,10 @@ class _Recorder(BackgroundServer):
                               "body": body.decode("utf-8", "replace")})
             if request.path.startswith("/r/"):
                 status, to = self.redirect
-                return web.Response(status=status, headers={"Location": to})
+                resp = web.Response(status=status, headers={"Location": to})
+                if self.cookie:          # a session cookie, set with the redirect
+                    resp.set_cookie("sid", self.cookie, path="/")
+                return resp
             return web.json_response(REPLY)
 
         app = web.Application()
@@ -61,7 +66,8 @@ class _Recorder(BackgroundServer):
         return app
 
     def secrets_seen(self) -> list[str]:
-        return [v for r in self.seen for v in r["headers"].values() if KEY in v or BEARER in v]
+        return [v for r in self.seen for v in r["headers"].values()
+                if KEY in v or BEARER in v or COOKIE in v]
 
 
 @pytest.fixture()
@@ -128,6 +134,27 @@ def test_always_follows_but_never_sends_the_configured_headers_elsewhere(
         assert other.secrets_seen() == []
         # 307 repeats the method and the body; 302 after a POST continues as a GET
         assert other.seen[0]["method"] == ("POST" if status == 307 else "GET")
+
+
+def test_cookies_never_reach_another_origin(servers: tuple[_Recorder, _Recorder],
+                                           tmp_path: Path) -> None:
+    """Neither a configured ``Cookie`` header nor a cookie the configured origin sets goes
+    to another origin — not even to another port of the same host name, which a cookie jar
+    would count as the same site — and no cookie is carried from one call to the next."""
+    home, other = servers
+    home.cookie = COOKIE
+    home.redirect = (307, f"http://localhost:{other.port}/elsewhere")
+    session = TargetSession({"kind": "http", "url": f"http://localhost:{home.port}/r/api",
+                             "headers": {"Cookie": "auth=${env:RM_REDIRECT_KEY}"},
+                             "follow_redirects": "always", "max_retries": 0,
+                             "max_concurrency": 1}, store=tmp_path / "r.sqlite")
+    out = session.answer([Sample(f"q{i}", f"вопрос {i}") for i in range(2)])
+    assert [s.response for s in out] == [REPLY["answer"]] * 2
+    assert len(other.seen) == 2
+    assert all("cookie" not in r["headers"] for r in other.seen), other.seen
+    assert other.secrets_seen() == []
+    # the configured cookie goes to its own origin; the one it set is not sent back
+    assert [r["headers"].get("cookie") for r in home.seen] == [f"auth={KEY}"] * 2
 
 
 def test_same_origin_redirects_are_followed_with_the_headers(

@@ -172,8 +172,10 @@ class LoopSessions:
             weakref.WeakKeyDictionary())
 
     def get(self) -> Any:
-        """The running loop's session (opened now if there is none). It decodes nothing
-        and follows no redirect by itself: send with :meth:`request`."""
+        """The running loop's session (opened now if there is none). It decodes nothing,
+        follows no redirect and keeps no cookie by itself (a jar would send the cookies one
+        origin set to every port of its host name, and tie one call to the next): send with
+        :meth:`request`; a cookie the service needs is a configured ``Cookie`` header."""
         import aiohttp
 
         loop = asyncio.get_running_loop()
@@ -182,7 +184,7 @@ class LoopSessions:
             session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.limit, ttl_dns_cache=300),
                 timeout=aiohttp.ClientTimeout(total=self.timeout_s, connect=self.connect_s),
-                auto_decompress=False)
+                auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar())
             self._sessions[loop] = session
         return session
 

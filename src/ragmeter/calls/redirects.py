@@ -12,7 +12,9 @@ the request. So every request of :mod:`ragmeter.calls.http` is sent with redirec
 * ``always``: followed anywhere, the configured headers sent only to the configured origin
   (:func:`origin` of the hop equal to the first one's).
 
-At most :data:`MAX_REDIRECTS` hops. 303 (and 301 / 302 after a POST) continue as a GET
+No cookie jar is kept (:meth:`~ragmeter.calls.http.LoopSessions.get`): a cookie an
+origin sets is never sent anywhere, so it cannot follow a redirect to another port of the
+same host either. At most :data:`MAX_REDIRECTS` hops. 303 (and 301 / 302 after a POST) continue as a GET
 without a body, as browsers do; 307 / 308 repeat the method and the body.
 """
 
