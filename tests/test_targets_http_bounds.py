@@ -8,6 +8,7 @@ the client in a process of its own, whose peak RSS is measured."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import os
@@ -15,6 +16,7 @@ import resource
 import subprocess
 import sys
 import textwrap
+import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,7 +98,28 @@ class _Hostile(BackgroundServer):
                     b'"contexts": ["c \\udfff", "d \xc3"]}')
             return web.Response(body=body, content_type="application/json")
 
+        async def mixed(request: web.Request) -> web.StreamResponse:
+            """One hostile reply chosen by the question's first word, else a good one."""
+            kind = (await request.json())["question"].split()[0]
+            if kind == "drip":          # one byte every 0.2 s for two minutes
+                resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+                await resp.prepare(request)
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    for _ in range(600):
+                        await resp.write(b" ")
+                        await asyncio.sleep(0.2)
+                return resp
+            if kind == "big":
+                return web.Response(body=b'{"answer": "' + b"x" * (20 * MB) + b'"}',
+                                    content_type="application/json")
+            if kind == "bomb":
+                return await bomb(request)
+            if kind == "bad":
+                return await bad_text(request)
+            return web.json_response({"answer": "Плата — 950 рублей."})
+
         app = web.Application()
+        app.router.add_post("/mixed", mixed)
         app.router.add_post("/bomb", bomb)
         app.router.add_post("/big", big)
         app.router.add_post("/v1/chat/completions", sse)
@@ -237,3 +260,42 @@ def test_a_body_decoded_in_pieces_is_the_body() -> None:
     with Server() as srv:
         for kind in bodies:
             assert asyncio.run(read(_url(srv, f"/{kind}"))) == text, kind
+
+
+def test_hostile_replies_are_lost_values_counted_toward_max_lost(
+        hostile: _Hostile, tmp_path: Path) -> None:
+    """``ragmeter generation --target`` on a service whose replies drip a byte at a time,
+    run over the bound (on the wire, or inflated from gzip) or hold invalid Unicode: each
+    hostile reply is that sample's lost value with its reason — the drip ended by the call's
+    total timeout, not waited on for two minutes —, the invalid text is replaced and scored,
+    and the losses count toward ``--max-lost`` (exit 3 with the counts per reason; exit 0
+    when the limit allows them)."""
+    target = tmp_path / "target.json"
+    target.write_text(json.dumps({"kind": "http", "url": _url(hostile, "/mixed"),
+                                  "timeout_s": 2, "max_retries": 0}))
+    kinds = ["good", "drip", "big", "good", "bomb", "bad", "drip", "big"]
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("".join(json.dumps({"id": f"q{i}", "user_input": f"{k} вопрос {i}",
+                                           "reference": "Плата — 950 рублей."}) + "\n"
+                               for i, k in enumerate(kinds)), encoding="utf-8")
+
+    def run(*extra: str) -> tuple[subprocess.CompletedProcess[str], float]:
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-m", "ragmeter", "generation", "--samples", str(samples),
+             "--metrics", "rouge_l", "--target", str(target), "--json", *extra],
+            capture_output=True, text=True, timeout=150, preexec_fn=_limit_memory,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src"),
+                 "RAGMETER_CACHE_DIR": str(tmp_path / "cache")})
+        return proc, time.perf_counter() - t0
+
+    proc, took = run()
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out[-3000:]
+    assert "Traceback" not in out
+    line = next(x for x in out.splitlines() if "rouge_l" in x and "values lost" in x)
+    assert "5 of 8 values lost" in line, line
+    assert "target_timeout×2" in line and "target_reply_too_large×3" in line, line
+    assert took < 100, took                      # the drips last 120 s each
+    proc, _ = run("--max-lost", "0.75")   # 5 of 7 latency values: the warm-up is apart
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
