@@ -13,8 +13,8 @@
 
 from __future__ import annotations
 
-import os
 import functools
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
