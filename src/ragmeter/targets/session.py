@@ -125,7 +125,7 @@ class TargetSession:
         #: invalid characters replaced by U+FFFD in this session's replies
         self.invalid_text = 0
         #: per entry, the requests sent ahead and their future (see :meth:`call`)
-        self._ahead: dict[str, tuple[list[TargetRequest], Future[list[TargetReply]]]] = {}
+        self._ahead: dict[str, list[tuple[list[TargetRequest], Future[list[TargetReply]]]]] = {}
 
     @property
     def name(self) -> str:
@@ -163,9 +163,10 @@ class TargetSession:
         this is the run's last call for the entry; ``known``: the ids a returned id may meet
         (given where returned ids are scored) — a rule that meets none fails the run.
 
-        ``ahead``: the samples the next call will ask about (the runner's next batch): their
-        requests are sent now, behind these, and their replies are ready — or on their way
-        — when that call comes, instead of the target idling while this batch is scored.
+        ``ahead``: the samples the next calls will ask about (the runner's next batches, in
+        batches the size of this one): their requests are sent now, behind these, and their
+        replies are ready — or on their way — when those calls come, instead of the target
+        idling while this batch is scored and saved.
         Only for kinds that keep their connections, and never for conversations (their
         turns wait for each other) or given contexts."""
         self._check_entry(entry)
@@ -199,17 +200,19 @@ class TargetSession:
         """The replies to ``samples`` (those sent ahead when they are these), sending
         ``ahead`` behind them."""
         reqs = build_requests(samples, entry, k=k, contexts=contexts)
-        pending = self._ahead.pop(entry, None)
-        sent = pending[1] if pending is not None and pending[0] == reqs else None
-        if pending is not None and sent is None:
-            pending[1].cancel()           # the runner asked for other samples
+        queue = self._ahead.pop(entry, [])
+        sent = queue.pop(0)[1] if queue and queue[0][0] == reqs else None
+        if sent is None:                  # the runner asked for other samples
+            _cancel(queue)
+            queue = []
         if sent is None and not _conversations(samples):
             sent = self.caller.start(reqs)
         if sent is not None and ahead and contexts is None and not _conversations(ahead):
-            later = build_requests(list(ahead), entry, k=k)
-            future = self.caller.start(later)
-            if future is not None:
-                self._ahead[entry] = (later, future)
+            queue = self._send_ahead(queue, list(ahead), len(samples), entry, k)
+            if queue:
+                self._ahead[entry] = queue
+        else:
+            _cancel(queue)
         if sent is not None:
             return self.caller.wait(sent)
         replies: list[TargetReply | None] = [None] * len(reqs)
@@ -220,10 +223,30 @@ class TargetSession:
                 replies[i] = rep
         return [r for r in replies if r is not None]
 
+    def _send_ahead(self, queue: list[tuple[list[TargetRequest], Future[list[TargetReply]]]],
+                    ahead: list[Sample], size: int, entry: str, k: int | None
+                    ) -> list[tuple[list[TargetRequest], Future[list[TargetReply]]]]:
+        """``ahead`` in batches of ``size``, each sent unless ``queue`` (what was sent ahead
+        before, in order) already holds it; what no longer fits is cancelled."""
+        out: list[tuple[list[TargetRequest], Future[list[TargetReply]]]] = []
+        for start in range(0, len(ahead), size):
+            later = build_requests(ahead[start:start + size], entry, k=k)
+            if queue and queue[0][0] == later:
+                out.append(queue.pop(0))
+                continue
+            _cancel(queue)
+            queue = []
+            future = self.caller.start(later)
+            if future is None:
+                break
+            out.append((later, future))
+        _cancel(queue)
+        return out
+
     def _drop_ahead(self) -> None:
         """Cancel the calls sent ahead (the run stops, or asked for something else)."""
-        for _, future in self._ahead.values():
-            future.cancel()
+        for queue in self._ahead.values():
+            _cancel(queue)
         self._ahead.clear()
 
     def _count_invalid(self, replies: Sequence[TargetReply]) -> None:
@@ -271,6 +294,11 @@ class TargetSession:
         self.release()
         if self.store is not None:
             self.store.close()
+
+
+def _cancel(queue: Sequence[tuple[Any, Future[list[TargetReply]]]]) -> None:
+    for _, future in queue:
+        future.cancel()
 
 
 __all__ = ["TargetSession", "TargetUnreachableError", "check_targets", "make_target", "waves"]

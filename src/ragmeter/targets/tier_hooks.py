@@ -82,15 +82,21 @@ def _final(ctx: Any, samples: Sequence[Sample]) -> bool:
     return not every or not samples or samples[-1].id == every[-1].id
 
 
+#: batches of a target's calls sent ahead of the one being scored: two keep the target
+#: busy through a slow save or scoring of one batch (a journal's fsync on a loaded disk)
+AHEAD_BATCHES = 2
+
+
 def _next(ctx: Any, samples: Sequence[Sample]) -> list[Sample]:
-    """The samples of the runner's next batch, as far as the tier's samples tell: as many
-    as this batch has, after its last one (sent ahead: see ``TargetSession.call``)."""
+    """The samples of the runner's next :data:`AHEAD_BATCHES` batches, as far as the tier's
+    samples tell: as many per batch as this batch has, after its last one (sent ahead: see
+    ``TargetSession.call``)."""
     every = getattr(ctx, "all_samples", None)
     if not every or not samples:
         return []
     last = samples[-1].id
     pos = next((i for i, s in enumerate(every) if s.id == last), None)
-    return [] if pos is None else list(every[pos + 1:pos + 1 + len(samples)])
+    return [] if pos is None else list(every[pos + 1:pos + 1 + AHEAD_BATCHES * len(samples)])
 
 
 def _known(ctx: Any, samples: Sequence[Sample]) -> set[str]:
