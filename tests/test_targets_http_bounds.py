@@ -98,6 +98,16 @@ class _Hostile(BackgroundServer):
                     b'"contexts": ["c \\udfff", "d \xc3"]}')
             return web.Response(body=body, content_type="application/json")
 
+        async def sse_bad_text(request: web.Request) -> web.StreamResponse:
+            await request.read()
+            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await resp.prepare(request)
+            for piece in (b'"one \\ud800 "', b'"two \xff\xfe "', b'"three"'):
+                await resp.write(b'data: {"choices": [{"index": 0, "delta": {"content": '
+                                 + piece + b'}}]}\n\n')
+            await resp.write(b"data: [DONE]\n\n")
+            return resp
+
         async def mixed(request: web.Request) -> web.StreamResponse:
             """One hostile reply chosen by the question's first word, else a good one."""
             kind = (await request.json())["question"].split()[0]
@@ -123,6 +133,7 @@ class _Hostile(BackgroundServer):
         app.router.add_post("/bomb", bomb)
         app.router.add_post("/big", big)
         app.router.add_post("/v1/chat/completions", sse)
+        app.router.add_post("/bad/v1/chat/completions", sse_bad_text)
         app.router.add_post("/bad-text", bad_text)
         return app
 
@@ -224,6 +235,15 @@ def test_invalid_text_in_an_http_reply_is_replaced_and_counted(hostile: _Hostile
     assert got["errors"] == [None], got
     assert got["answers"][0] == "one \ufffd two \ufffd\ufffd three"
     assert got["invalid"] == [5]          # two lone surrogates, three bytes that are not UTF-8
+
+
+def test_invalid_text_in_a_streamed_openai_reply_is_replaced_and_counted(
+        hostile: _Hostile, tmp_path: Path) -> None:
+    got = _client({"kind": "openai", "url": _url(hostile, "/bad/v1"), "max_retries": 0},
+                  tmp_path)
+    assert got["errors"] == [None], got
+    assert got["answers"][0] == "one \ufffd two \ufffd\ufffd three"
+    assert got["invalid"] == [3]          # a lone surrogate, two bytes that are not UTF-8
 
 
 def test_a_body_decoded_in_pieces_is_the_body() -> None:
