@@ -46,6 +46,34 @@ def _bomb(members: int = 128, member_mb: int = 16) -> bytes:
     return member * members
 
 
+async def _drip(request: Any) -> Any:
+    """A reply of one byte every 0.2 s for two minutes."""
+    from aiohttp import web
+
+    resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+    await resp.prepare(request)
+    with contextlib.suppress(ConnectionError, RuntimeError):
+        for _ in range(600):
+            await resp.write(b" ")
+            await asyncio.sleep(0.2)
+    return resp
+
+
+async def _sse_bad_text(request: Any) -> Any:
+    """A streamed chat reply whose content deltas hold a lone surrogate escape and bytes
+    that are not UTF-8."""
+    from aiohttp import web
+
+    await request.read()
+    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await resp.prepare(request)
+    for piece in (b'"one \\ud800 "', b'"two \xff\xfe "', b'"three"'):
+        await resp.write(b'data: {"choices": [{"index": 0, "delta": {"content": '
+                         + piece + b'}}]}\n\n')
+    await resp.write(b"data: [DONE]\n\n")
+    return resp
+
+
 class _Hostile(BackgroundServer):
     """The hostile replies, one route each (see the module doc)."""
 
@@ -98,27 +126,11 @@ class _Hostile(BackgroundServer):
                     b'"contexts": ["c \\udfff", "d \xc3"]}')
             return web.Response(body=body, content_type="application/json")
 
-        async def sse_bad_text(request: web.Request) -> web.StreamResponse:
-            await request.read()
-            resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await resp.prepare(request)
-            for piece in (b'"one \\ud800 "', b'"two \xff\xfe "', b'"three"'):
-                await resp.write(b'data: {"choices": [{"index": 0, "delta": {"content": '
-                                 + piece + b'}}]}\n\n')
-            await resp.write(b"data: [DONE]\n\n")
-            return resp
-
         async def mixed(request: web.Request) -> web.StreamResponse:
             """One hostile reply chosen by the question's first word, else a good one."""
             kind = (await request.json())["question"].split()[0]
-            if kind == "drip":          # one byte every 0.2 s for two minutes
-                resp = web.StreamResponse(headers={"Content-Type": "application/json"})
-                await resp.prepare(request)
-                with contextlib.suppress(ConnectionError, RuntimeError):
-                    for _ in range(600):
-                        await resp.write(b" ")
-                        await asyncio.sleep(0.2)
-                return resp
+            if kind == "drip":
+                return await _drip(request)
             if kind == "big":
                 return web.Response(body=b'{"answer": "' + b"x" * (20 * MB) + b'"}',
                                     content_type="application/json")
@@ -133,7 +145,7 @@ class _Hostile(BackgroundServer):
         app.router.add_post("/bomb", bomb)
         app.router.add_post("/big", big)
         app.router.add_post("/v1/chat/completions", sse)
-        app.router.add_post("/bad/v1/chat/completions", sse_bad_text)
+        app.router.add_post("/bad/v1/chat/completions", _sse_bad_text)
         app.router.add_post("/bad-text", bad_text)
         return app
 
@@ -149,6 +161,15 @@ _CLIENT = textwrap.dedent("""
     from ragmeter.data.sample import Sample
     from ragmeter.targets import TargetSession
 
+    def peak_mb():
+        # VmHWM: this program's own peak (ru_maxrss would keep the forking parent's, since
+        # a fork with preexec_fn copies the test process's pages before exec)
+        try:
+            with open("/proc/self/status") as f:
+                return next(int(x.split()[1]) for x in f if x.startswith("VmHWM:")) / 1024
+        except (OSError, StopIteration):
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
     cfg, n, store = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     session = TargetSession(cfg, store=store)
     out = session.answer([Sample(f"q{i}", f"question {i}") for i in range(n)])
@@ -157,7 +178,7 @@ _CLIENT = textwrap.dedent("""
         "errors": [s.metadata.get("target_error") for s in out],
         "answers": [s.response for s in out],
         "invalid": [c.get("invalid_text", 0) for c in calls],
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": peak_mb(),
         "store_bytes": sum(os.path.getsize(store + x) for x in ("", "-wal")
                            if os.path.exists(store + x))}))
 """)
