@@ -20,7 +20,7 @@ from typing import Any
 
 from ragmeter.calls.endpoints import Endpoint, mask_url_credentials
 from ragmeter.calls.errors import CallError
-from ragmeter.calls.http import LoopSessions, status_error, transport_error, transport_exceptions
+from ragmeter.calls.http import LoopSessions, status_error
 from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.secrets import mask, register_secret
@@ -154,15 +154,11 @@ class OpenAIBackend(BackendBase):
                               seed=seed)
         for secret in (self._key(), *self._secrets):
             register_secret(secret)  # masked by ragmeter.secrets.mask in every message from now on
-        try:
-            async with self._http.get().post(self.url, json=body,
-                                             headers=self._headers()) as resp:
-                status = resp.status
-                raw = await resp.read()
-                headers = resp.headers
-                mock = resp.headers.get(MOCK_HEADER) == "1"
-        except transport_exceptions() as exc:
-            raise transport_error(exc, self.url) from None
+        async with self._http.request("POST", self.url, json=body,
+                                      headers=self._headers()) as reply:
+            status, headers = reply.status, reply.headers
+            raw = await (reply.read() if status == 200 else reply.prefix(64 * 1024))
+            mock = headers.get(MOCK_HEADER) == "1"
         text_all = raw.decode("utf-8", errors="replace")
         if status != 200:
             raise chat_status_error(status, text_all, headers, schema_sent=schema is not None)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.calls.redirects import DEFAULT_REDIRECTS, REDIRECT_MODES
 from ragmeter.errors import ConfigError
 from ragmeter.targets.base import ENTRIES, MAX_REPLY_BYTES
 from ragmeter.targets.mapping import ID_RULES, IdRule, check_template, env_names, parse_path
@@ -27,9 +28,11 @@ RESPONSE_FIELDS = ("answer", "contexts", "context_ids", "doc_ids", "scores", "me
 _COMMON = ("name", "kind", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
            "max_calls", "ids", "entries")
 KEYS = {
-    "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header"),
+    "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header",
+             "follow_redirects", "max_reply_bytes"),
     "openai": (*_COMMON, "url", "model", "headers", "api_key_env", "sources_field",
-               "system_prompt", "version_header", "stream", "response"),
+               "system_prompt", "version_header", "stream", "response", "follow_redirects",
+               "max_reply_bytes"),
     "python": (*_COMMON, "function", "max_reply_bytes"),
     "command": (*_COMMON, "command", "jsonl", "cwd", "max_reply_bytes"),
 }
@@ -69,6 +72,9 @@ class TargetConfig:
     max_calls: int | None = None
     #: the largest reply kept (bytes); a larger one is the sample's target_reply_too_large
     max_reply_bytes: int = MAX_REPLY_BYTES
+    #: redirects of an http / openai target: never, same-origin (default) or always; the
+    #: configured headers never reach another origin (ragmeter.calls.redirects)
+    follow_redirects: str = DEFAULT_REDIRECTS
     ids: IdRule = field(default_factory=IdRule)
     ids_from: str = "auto"
     url: str | None = None
@@ -254,6 +260,10 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(f"{path}.name", f"must be a non-empty string, got {name!r}")
     cwd = data.get("cwd")
+    follow = data.get("follow_redirects", DEFAULT_REDIRECTS)
+    if follow not in REDIRECT_MODES:
+        raise ConfigError(f"{path}.follow_redirects", f"unknown mode {follow!r}",
+                          list(REDIRECT_MODES))
     return TargetConfig(
         kind=kind, name=name, entries=entries, headers={str(k): v for k, v in headers.items()},
         timeout_s=_num(data, "timeout_s", path, 60.0, 0.001),
@@ -262,7 +272,7 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
         retry_initial_s=_num(data, "retry_initial_s", path, 0.5, 0.0),
         max_calls=_int(data, "max_calls", path, None, 0), ids=ids, ids_from=ids_from,
         max_reply_bytes=int(_int(data, "max_reply_bytes", path, MAX_REPLY_BYTES, 1)
-                            or MAX_REPLY_BYTES),
+                            or MAX_REPLY_BYTES), follow_redirects=str(follow),
         url=main.url, model=str(data.get("model", "rag")),
         api_key_env=data.get("api_key_env"), sources_field=data.get("sources_field", "sources"),
         system_prompt=data.get("system_prompt"), version_header=data.get("version_header"),
