@@ -33,11 +33,15 @@ WALL_MS = "wall_ms"
 LATENCY_BLOCK = "latency"
 PERCENTILES = (50, 95, 99)
 #: the metrics of a target's latency result, in the order they are shown
+#: (the system's cost per answer rides in the same block when the target has a price:
+#: ``ragmeter.cost.pricing``)
 LATENCY_METRICS = (*(f"latency_p{p}" for p in PERCENTILES),
-                   *(f"ttft_p{p}" for p in PERCENTILES), "throughput", "error_rate")
+                   *(f"ttft_p{p}" for p in PERCENTILES), "throughput", "error_rate",
+                   "cost_per_answer")
 #: the unit of each latency metric as shown
 UNITS = {**{m: "s" for m in LATENCY_METRICS if m.startswith(("latency_", "ttft_"))},
-         "throughput": "requests/s", "error_rate": "share"}
+         "throughput": "requests/s", "error_rate": "share", "cost_per_answer": "price/answer",
+         "judge_cost_per_sample": "price/sample"}
 #: bootstrap cells gathered at a time (bounded memory at any number of calls)
 _CHUNK_CELLS = 2_000_000
 

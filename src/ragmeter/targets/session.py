@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmeter.cost.pricing import Price
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, WorkFailedError
 from ragmeter.results.records import EvalResult
@@ -211,7 +212,8 @@ class TargetSession:
         ids = [sid for sid, _ in got]
         reps = [r for _, r in got]
         return latency_result(ids, reps, self.target.signature, seed=seed,
-                              name=f"{self.name}:latency", entry=entry)
+                              name=f"{self.name}:latency", entry=entry,
+                              price=Price.of(self.config))
 
     def close(self) -> None:
         if self.store is not None:
