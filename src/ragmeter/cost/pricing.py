@@ -122,6 +122,8 @@ class UsageEstimate:
     price: Price | None
     #: recorded calls with known usage the per-call means come from (0: a rough guess)
     basis: int
+    #: planned calls whose very request was recorded before: priced at its own usage
+    same: int = 0
 
     @property
     def cost(self) -> float | None:
@@ -137,6 +139,8 @@ class UsageEstimate:
         how = (f"mean usage of {self.basis} recorded call(s)" if self.basis else
                "no recorded usage yet: input from the questions' length, output "
                f"{TEXT_REPLY_TOKENS} tokens per answer (a rough guess)")
+        if self.same:
+            how = f"{self.same} call(s) at their own recorded usage, the rest at the " + how
         cost = self.cost
         priced = (f"cost ~{money(cost)} at {self.price.price_in:g}/{self.price.price_out:g} "
                   "per 1M tokens in/out" if cost is not None and self.price is not None else
@@ -147,28 +151,40 @@ class UsageEstimate:
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "calls": self.calls, "tokens_in": self.tokens_in,
                 "tokens_out": self.tokens_out, "cost": self.cost, "basis": self.basis,
+                "same": self.same,
                 "price_in": self.price.price_in if self.price else None,
                 "price_out": self.price.price_out if self.price else None}
 
 
 def estimate_usage(target: str, question_tokens: Sequence[int],
                    recorded: Iterable[tuple[int | None, int | None]],
-                   price: Price | None) -> UsageEstimate:
-    """The usage of calls with questions of ``question_tokens`` estimated tokens each:
-    ``recorded`` — the usage the target's earlier calls reported — gives the mean input and
-    output tokens per call; with none known, input is the question (plus the message
-    overhead) and output :data:`~ragmeter.cost.tokens.TEXT_REPLY_TOKENS`."""
+                   price: Price | None,
+                   exact: Sequence[tuple[int | None, int | None] | None] | None = None
+                   ) -> UsageEstimate:
+    """The usage of calls with questions of ``question_tokens`` estimated tokens each.
+    ``exact[i]``: the usage recorded for that very request (a question asked before), used
+    as it is; the others get the mean input and output tokens per call of ``recorded`` —
+    the usage the target's earlier calls reported — or, with none known, the question (plus
+    the message overhead) as input and :data:`~ragmeter.cost.tokens.TEXT_REPLY_TOKENS` as
+    output."""
     from ragmeter.cost.tokens import MESSAGE_OVERHEAD
 
     known = [(int(a or 0), int(b or 0)) for a, b in recorded if known_usage(a, b)]
-    n = len(question_tokens)
-    if known:
-        t_in = round(n * sum(a for a, _ in known) / len(known))
-        t_out = round(n * sum(b for _, b in known) / len(known))
-    else:
-        t_in = sum(question_tokens) + n * MESSAGE_OVERHEAD
-        t_out = n * TEXT_REPLY_TOKENS
-    return UsageEstimate(target, n, t_in, t_out, price, len(known))
+    mean_in = sum(a for a, _ in known) / len(known) if known else None
+    mean_out = sum(b for _, b in known) / len(known) if known else float(TEXT_REPLY_TOKENS)
+    t_in = t_out = 0.0
+    same = 0
+    for i, q in enumerate(question_tokens):
+        got = exact[i] if exact is not None and i < len(exact) else None
+        if got is not None and known_usage(*got):
+            t_in += int(got[0] or 0)
+            t_out += int(got[1] or 0)
+            same += 1
+            continue
+        t_in += mean_in if mean_in is not None else q + MESSAGE_OVERHEAD
+        t_out += mean_out
+    return UsageEstimate(target, len(question_tokens), round(t_in), round(t_out), price,
+                         len(known), same)
 
 
 # -- the evaluation's cost: judge usage per sample ------------------------------------------

@@ -35,23 +35,31 @@ _PLANNED: ContextVar[TargetPlan | None] = ContextVar("ragmeter_target_plan", def
 
 
 class TargetPlan(Counter[str]):
-    """The calls a run would make, per ``"<target> (<entry>)"``; ``questions`` keeps each
-    target's planned questions' estimated tokens and ``sessions`` the target itself, so the
-    plan is priced (:meth:`estimates`)."""
+    """The calls a run would make, per ``"<target> (<entry>)"``; per target, each planned
+    call's question tokens and, when the very request was recorded before, its recorded
+    usage, so the plan is priced (:meth:`estimates`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.questions: dict[str, list[int]] = {}
+        self.exact: dict[str, list[tuple[int | None, int | None] | None]] = {}
         self.sessions: dict[str, TargetSession] = {}
 
-    def add(self, name: str, session: TargetSession, samples: Sequence[Sample]) -> None:
+    def add(self, name: str, session: TargetSession, samples: Sequence[Sample], entry: str,
+            *, k: int | None = None, contexts: Sequence[Sequence[str]] | None = None) -> None:
         from ragmeter.cost.tokens import count_tokens
+        from ragmeter.targets.fill import build_requests
 
         self.sessions[name] = session
         self.questions.setdefault(name, []).extend(
             count_tokens(s.user_input or "") + sum(count_tokens(str(h.get("content", "")))
                                                    for h in (s.history or ()))
             for s in samples)
+        exact = self.exact.setdefault(name, [])
+        sig = session.target.signature
+        for req in build_requests(samples, entry, k=k, contexts=contexts):
+            got = session.store.get(req.key(sig)) if session.store is not None else None
+            exact.append(None if got is None else (got.tokens_in, got.tokens_out))
 
     def estimates(self) -> list[UsageEstimate]:
         """Each target's planned calls priced from the usage of its recorded replies."""
@@ -60,7 +68,8 @@ class TargetPlan(Counter[str]):
             session = self.sessions[name]
             recorded = (session.store.usage(session.target.signature.identity())
                         if session.store is not None else [])
-            out.append(estimate_usage(name, tokens, recorded, Price.of(session.config)))
+            out.append(estimate_usage(name, tokens, recorded, Price.of(session.config),
+                                      exact=self.exact.get(name)))
         return out
 
 
@@ -143,7 +152,8 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
         planned = _PLANNED.get()
         if planned is not None:
             planned[f"{name} ({use})"] += len(samples)
-            planned.add(name, session, samples)
+            planned.add(name, session, samples, use, k=k,
+                        contexts=contexts)
             out.append(score(_stand_ins(samples, use), name, session.signature_fields()))
             continue
         before = len(session.replies.get(use, []))
