@@ -224,7 +224,7 @@ def is_latency_metric(metric: str) -> bool:
 
 #: what one call's value is called on a sample's own page (each percentile metric holds the
 #: same per-call seconds; a sample shows them once)
-PER_CALL = {"latency_p50": "latency_s", "ttft_p50": "ttft_s"}
+PER_CALL = {"latency_p50": "latency_s", "ttft_p50": "ttft_s", "cost_per_answer": "cost_per_answer"}
 
 
 def per_call_name(metric: str) -> str | None:
