@@ -31,16 +31,18 @@ import numpy as np
 
 from ragmeter.cost.tokens import TEXT_REPLY_TOKENS
 from ragmeter.results.records import EvalResult, MetricResult, Signature
+from ragmeter.results.statistic import (
+    COST_BLOCK,
+    COST_METRICS,
+    USAGE_UNKNOWN,
+    is_cost_block,
+    unknown_count,
+)
 from ragmeter.stats import DEFAULT_N_BOOT, DEFAULT_SEED
 
-#: the reason of a call (or a sample) whose token usage is not known
-USAGE_UNKNOWN = "usage_unknown"
-#: the metric names (declared once, in ragmeter.metrics.cost)
-COST_PER_ANSWER = "cost_per_answer"
-JUDGE_COST = "judge_cost_per_sample"
-COST_METRICS = (COST_PER_ANSWER, JUDGE_COST)
-#: ``EvalResult.meta["block"]`` of the evaluation's judge cost (shown apart from quality)
-COST_BLOCK = "cost"
+#: the metric names (declared once, in ragmeter.metrics.cost; COST_METRICS, COST_BLOCK and
+#: USAGE_UNKNOWN live with the latency block in ragmeter.results.statistic)
+COST_PER_ANSWER, JUDGE_COST = COST_METRICS
 #: the unit a cost is shown in: the currency of the price table, per answer or sample
 UNIT = "price units"
 
@@ -95,17 +97,6 @@ def cost_per_answer(ids: Sequence[str], usage: Sequence[tuple[int | None, int | 
     sig = signature.with_fields(metric=COST_PER_ANSWER, unit=UNIT, **price.fields())
     return MetricResult(COST_PER_ANSWER, list(ids), values, sig, reasons=reasons,
                         higher_is_better=False, seed=seed, n_boot=n_boot)
-
-
-def is_cost_block(result: Any) -> bool:
-    """Whether an :class:`EvalResult` is the evaluation's judge cost (not a system)."""
-    return (getattr(result, "meta", None) or {}).get("block") == COST_BLOCK
-
-
-def unknown_count(mr: Any) -> int:
-    """How many calls (or samples) of a cost metric had no known usage."""
-    agg = getattr(mr, "aggregate", None)
-    return int((getattr(agg, "unscored_by_reason", None) or {}).get(USAGE_UNKNOWN, 0))
 
 
 # -- a target's cost before it is called (``--estimate``) ----------------------------------

@@ -14,8 +14,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ragmeter.cost.pricing import COST_METRICS
 from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.statistic import COST_METRICS
 from ragmeter.stats import PairedComparison
 
 _VARYING = ("metric", "k", "level", "gain", "threshold")

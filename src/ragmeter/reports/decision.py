@@ -22,7 +22,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.cost.pricing import is_cost_block
 from ragmeter.metrics.registry import metric_base, split_metric_key
 from ragmeter.reports.bands import find_band
 from ragmeter.reports.i18n import join_names, t
@@ -35,7 +34,12 @@ from ragmeter.results.slices import (
     slice_results,
     stored_slices,
 )
-from ragmeter.results.statistic import LATENCY_METRICS, is_latency, latency_order
+from ragmeter.results.statistic import (
+    LATENCY_METRICS,
+    is_cost_block,
+    is_latency,
+    latency_order,
+)
 from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED
 
 METHOD = "randomization"

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter._version import __version__
-from ragmeter.cost.pricing import COST_METRICS
 from ragmeter.judge_trust.runs import TIER as JUDGE_TRUST_TIER
 from ragmeter.metrics.registry import split_metric_key
 from ragmeter.reports import svg
@@ -47,7 +46,7 @@ from ragmeter.reports.judge_labels import is_demo, mock_banner
 from ragmeter.reports.slices import decision_slices_html
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
-from ragmeter.results.statistic import UNITS, is_latency
+from ragmeter.results.statistic import COST_METRICS, UNITS, is_latency
 from ragmeter.results.store import StoredRun
 from ragmeter.text import detect_language
 

@@ -146,7 +146,7 @@ def _decision_rows(dec: TierDecision, lang: str, block: bool = False,
 
 
 def _decision_cell(c: Any, multi: bool, lang: str, metric: str = "") -> str:
-    from ragmeter.cost.pricing import COST_METRICS
+    from ragmeter.results.statistic import COST_METRICS
 
     cost = metric in COST_METRICS
     unknown = f" ({t('cost_unknown', lang)}: {c.n_unscored})" if cost else ""

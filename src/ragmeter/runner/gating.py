@@ -14,9 +14,9 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ragmeter.cost.pricing import COST_METRICS, USAGE_UNKNOWN, unknown_count
 from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.statistic import COST_METRICS, USAGE_UNKNOWN, unknown_count
 from ragmeter.results.unscored import describe_unscored
 
 
