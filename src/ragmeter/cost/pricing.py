@@ -1,10 +1,15 @@
 """What calls cost: token usage priced per million tokens, and the cost metrics built on it.
 
-A price is a pair ``(price_in, price_out)`` per 1M input / output tokens, set on a target or
-a judge config. A call is priced only from the usage it reported: a call whose usage is not
-known (the endpoint returned no ``usage``, a failed call, a reply without token fields) is
-*unknown* — unscored with the reason :data:`USAGE_UNKNOWN`, never 0 — so a cost's mean is
-over the calls that reported usage and its unknown count is shown beside it.
+:class:`Price` holds the prices per 1M input / output tokens and the share a batch API takes
+off, read from any config that carries ``price_in`` / ``price_out`` / ``batch_discount`` (a
+judge's, a target's). A call's price is ``(tokens_in × price_in + tokens_out × price_out) /
+1e6``; sent through a batch API (OpenAI Batch: half price) it is that times
+``1 − batch_discount``.
+
+A call is priced only from the usage it reported: a call whose usage is not known (the
+endpoint returned no ``usage``, a failed call, a reply without token fields) is *unknown* —
+unscored with the reason ``usage_unknown``, never 0 — so a cost's mean is over the calls that
+reported usage and its unknown count is shown beside it.
 
 Two metrics (declared in :mod:`ragmeter.metrics.cost`):
 
@@ -47,26 +52,51 @@ COST_PER_ANSWER, JUDGE_COST = COST_METRICS
 UNIT = "price units"
 
 
+#: the share of the price a batch API takes off when a config does not say (OpenAI Batch: 50 %)
+DEFAULT_BATCH_DISCOUNT = 0.5
+
+
 @dataclass(frozen=True)
 class Price:
-    """Prices per 1M input and output tokens (the currency is whatever the prices are in)."""
+    """Prices per 1M tokens and the batch discount (a share of the price, ``0 <= d < 1``);
+    the currency is whatever the prices are in."""
 
     price_in: float = 0.0
     price_out: float = 0.0
+    batch_discount: float = DEFAULT_BATCH_DISCOUNT
 
     @classmethod
-    def of(cls, config: Any) -> Price | None:
-        """The price of a target or judge config, or None when it sets none."""
-        pin = float(getattr(config, "price_in", 0.0) or 0.0)
-        pout = float(getattr(config, "price_out", 0.0) or 0.0)
-        return cls(pin, pout) if (pin or pout) else None
+    def of(cls, config: Any) -> Price:
+        """The price of ``config`` (any object with ``price_in`` / ``price_out`` and,
+        optionally, ``batch_discount``); no config: unpriced."""
+        if config is None:
+            return cls()
+        discount = getattr(config, "batch_discount", None)
+        return cls(float(getattr(config, "price_in", 0.0) or 0.0),
+                   float(getattr(config, "price_out", 0.0) or 0.0),
+                   DEFAULT_BATCH_DISCOUNT if discount is None else float(discount))
+
+    @classmethod
+    def set_on(cls, config: Any) -> Price | None:
+        """The price of ``config`` when it sets one, else None (unpriced: no cost figure)."""
+        price = cls.of(config)
+        return price if price.priced else None
+
+    @property
+    def priced(self) -> bool:
+        """Whether a price is set at all (an unpriced model costs *unknown*, not 0)."""
+        return bool(self.price_in or self.price_out)
+
+    def cost(self, tokens_in: int, tokens_out: int, *, batch: bool = False) -> float:
+        """The price of ``tokens_in`` + ``tokens_out``; ``batch``: through a batch API."""
+        full = (tokens_in * self.price_in + tokens_out * self.price_out) / 1_000_000.0
+        return full * (1.0 - self.batch_discount) if batch else full
 
     def of_usage(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
-        """The cost of one call's usage; None when the usage is unknown."""
+        """The cost of one call's reported usage; None when the usage is unknown."""
         if not known_usage(tokens_in, tokens_out):
             return None
-        return (int(tokens_in or 0) * self.price_in
-                + int(tokens_out or 0) * self.price_out) / 1_000_000.0
+        return self.cost(int(tokens_in or 0), int(tokens_out or 0))
 
     def fields(self) -> dict[str, str]:
         """The price as signature fields (a different price is a different measurement)."""
@@ -249,7 +279,7 @@ def record_judge_call(request: Any, reply: Any, config: Any) -> None:
     if not getattr(reply, "cached", False) and int(getattr(reply, "attempts", 1) or 0) == 0:
         return   # answered without a call (empty input, a missing field)
     ledger.add(str(getattr(request, "sample_id", "") or ""), getattr(reply, "tokens_in", None),
-               getattr(reply, "tokens_out", None), Price.of(config))
+               getattr(reply, "tokens_out", None), Price.set_on(config))
 
 
 def judge_cost_result(usage: dict[str, SampleUsage], signature: Signature, *,
@@ -273,7 +303,24 @@ def judge_cost_result(usage: dict[str, SampleUsage], signature: Signature, *,
     return out
 
 
-__all__ = ["COST_BLOCK", "COST_METRICS", "COST_PER_ANSWER", "JUDGE_COST", "UNIT",
-           "USAGE_UNKNOWN", "Price", "SampleUsage", "UsageEstimate", "UsageLedger",
-           "cost_per_answer", "estimate_usage", "is_cost_block", "judge_cost_result",
-           "known_usage", "record_judge_call", "unknown_count", "usage_scope"]
+__all__ = [
+    "COST_BLOCK",
+    "COST_METRICS",
+    "COST_PER_ANSWER",
+    "DEFAULT_BATCH_DISCOUNT",
+    "JUDGE_COST",
+    "UNIT",
+    "USAGE_UNKNOWN",
+    "Price",
+    "SampleUsage",
+    "UsageEstimate",
+    "UsageLedger",
+    "cost_per_answer",
+    "estimate_usage",
+    "is_cost_block",
+    "judge_cost_result",
+    "known_usage",
+    "record_judge_call",
+    "unknown_count",
+    "usage_scope",
+]

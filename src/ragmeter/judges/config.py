@@ -43,6 +43,8 @@ class JudgeConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     price_in: float = 0.0
     price_out: float = 0.0
+    #: the share of the price a batch API takes off (OpenAI Batch: 0.5), for batch estimates
+    batch_discount: float = 0.5
     cache_dir: str | None = None
     no_cache: bool = False
     language: str = "auto"
@@ -130,6 +132,7 @@ class JudgeConfig:
         _check_int("max_concurrency", self.max_concurrency, 1)
         _check_number("price_in", self.price_in, 0.0, None)
         _check_number("price_out", self.price_out, 0.0, None)
+        _check_number("batch_discount", self.batch_discount, 0.0, 0.99)
         _check_int("n_ctx", self.n_ctx, 256)
         if self.threads is not None:
             _check_int("threads", self.threads, 1)

@@ -213,7 +213,7 @@ class TargetSession:
         reps = [r for _, r in got]
         return latency_result(ids, reps, self.target.signature, seed=seed,
                               name=f"{self.name}:latency", entry=entry,
-                              price=Price.of(self.config))
+                              price=Price.set_on(self.config))
 
     def close(self) -> None:
         if self.store is not None:

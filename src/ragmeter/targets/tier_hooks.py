@@ -68,7 +68,7 @@ class TargetPlan(Counter[str]):
             session = self.sessions[name]
             recorded = (session.store.usage(session.target.signature.identity())
                         if session.store is not None else [])
-            out.append(estimate_usage(name, tokens, recorded, Price.of(session.config),
+            out.append(estimate_usage(name, tokens, recorded, Price.set_on(session.config),
                                       exact=self.exact.get(name)))
         return out
 
@@ -167,7 +167,7 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
         out.append(latency_result([sid for sid, _ in got], [r for _, r in got],
                                   session.target.signature, seed=ctx.seed,
                                   name=f"{name}:latency", entry=use,
-                                  price=Price.of(session.config)))
+                                  price=Price.set_on(session.config)))
     return out
 
 
@@ -222,7 +222,7 @@ def replay_sessions(ctx: Any, sessions: Sequence[Any]
         lat = latency_result([sid for sid, _ in got_all], [r for _, r in got_all],
                              session.target.signature, seed=ctx.seed,
                              name=f"{name}:latency", entry="answer",
-                             price=Price.of(session.config))
+                             price=Price.set_on(session.config))
         out.append((name, [replace(s, answers=answers[s.id]) for s in sessions], lat))
     return out
 
@@ -340,7 +340,7 @@ class TargetRetriever:
         self.latency = latency_result([sid for sid, _ in got], [r for _, r in got],
                                       self.session.target.signature,
                                       name=f"{self.name}:latency", entry=self.entry,
-                                      price=Price.of(self.session.config))
+                                      price=Price.set_on(self.session.config))
         self.reasons = [s.metadata.get("target_error") for s in filled]
         self.answers = [s.response for s in filled] if self.entry == "answer" else []
         out = []

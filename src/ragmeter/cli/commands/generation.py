@@ -8,6 +8,14 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.batch_files import (
+    JudgeBatchOpt,
+    batch_command,
+    collects,
+    parse_judge_batch,
+    round_metrics,
+    write_slice,
+)
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
@@ -118,6 +126,7 @@ def register(app: typer.Typer) -> None:
         target: TargetOpt = None,
         target_entry: TargetEntryOpt = None,
         replay: ReplayOpt = False,
+        judge_batch: JudgeBatchOpt = None,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 
@@ -129,27 +138,27 @@ def register(app: typer.Typer) -> None:
           ragmeter generation --samples answers.jsonl --metrics rouge_l,bleu
 
           ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
+
+          ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --judge-batch write judge-batches
         """
 
         from ragmeter.generation.evaluate import evaluate_generation
 
+        batch = parse_judge_batch(judge_batch, estimate=estimate,
+                                  budget=max_cost is not None or max_calls is not None)
         common.parse_fraction(max_unscored)
         slice_spec = slicing.spec_of(by, min_n)
-        _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
-                                       target_entry, replay, estimate)
-        extra = {"language": language}
-        if judge_record:
-            extra["record_path"] = judge_record
-        cfg = common.judge_config_from_options(
-            url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
-            concurrency=judge_concurrency, timeout=judge_timeout,
-            backend=judge_backend if judge_backend != "openai" else None, **extra)
+        _loaded, items, filled = (None, [], None) if collects(batch) else _load(
+            samples, skip_invalid, data_format, column_map, target, target_entry, replay,
+            estimate)   # a collect reads result files, no samples
+        cfg = _judge_cfg(judge_url, judge_model, judge_key_env, judge_config, judge_concurrency,
+                         judge_timeout, judge_backend, language, judge_record)
         if cfg is not None and check_judge and not estimate:
             common.check_judge_reachable(cfg)
-        metric_list = _metric_list(metrics)
+        metric_list = round_metrics(batch, _metric_list(metrics))   # a round: judged ones
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
-            else None
+            and batch is None else None
 
         def work() -> Any:
             judge = None
@@ -162,9 +171,11 @@ def register(app: typer.Typer) -> None:
                 return evaluate_generation(
                     items, metric_list, judge=judge, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
-                    batch_size=batch_size if sink is not None else None,
+                    batch_size=batch_size if sink is not None else write_slice(batch, len(items)),
                     on_batch=sink.write if sink is not None else None)
 
+        if batch is not None:
+            return batch_command(work, cfg, batch)
         from ragmeter.cli.cost_options import CostOptions, run_costed
 
         try:
@@ -185,12 +196,7 @@ def register(app: typer.Typer) -> None:
             finish(result, filled, seed=seed)
         console = common.human_console()
         console.print(_table(result))
-        for skip in result.meta.get("skipped_metrics", ()):
-            if not common.state().quiet:
-                common.err_console().print(
-                    f"note: skipped {skip['metric']} (a default metric): {skip['reason']}. "
-                    "Name it in --metrics to make its absence an error.",
-                    highlight=False, markup=False)
+        _note_skipped(result)
         _print_calls(result.meta.get("judge_calls"), console)
         if slice_spec is not None:
             slicing.slice_and_show(result, items, slice_spec, console)
@@ -199,6 +205,28 @@ def register(app: typer.Typer) -> None:
             common.err_console().print(f"partly unscored: {line}", highlight=False,
                                        markup=False)
         report_lost(common.results_of(result), max_lost)
+
+
+def _judge_cfg(url: str | None, model: str | None, key_env: str | None, config: Any,
+               concurrency: int | None, timeout: float | None, backend: str | None,
+               language: str, record: str | None) -> Any:
+    """The judge config of the shared judge options (None: no judge)."""
+    extra = {"language": language}
+    if record:
+        extra["record_path"] = record
+    return common.judge_config_from_options(
+        url=url, model=model, key_env=key_env, config=config, concurrency=concurrency,
+        timeout=timeout, backend=backend if backend != "openai" else None, **extra)
+
+
+def _note_skipped(result: Any) -> None:
+    """A note per default metric skipped (it cannot run here)."""
+    for skip in result.meta.get("skipped_metrics", ()):
+        if not common.state().quiet:
+            common.err_console().print(
+                f"note: skipped {skip['metric']} (a default metric): {skip['reason']}. "
+                "Name it in --metrics to make its absence an error.",
+                highlight=False, markup=False)
 
 
 def _print_calls(calls: dict[str, Any] | None, console: Any) -> None:
