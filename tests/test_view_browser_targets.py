@@ -117,7 +117,7 @@ def test_a_target_ab_run_in_light_and_dark_in_two_languages(tmp_path, browser):
                 _clean(browser, base)
                 block = browser.eval(
                     "[...document.querySelectorAll('table.decision.latency tbody th')]"
-                    ".map(t => t.textContent)")
+                    ".map(t => t.childNodes[0].textContent.trim())")  # the name, not a mark
                 assert block == ["short", "long"], (label, block)
                 heads = browser.eval(
                     "[...document.querySelectorAll('table.decision:not(.latency) thead th code')]"

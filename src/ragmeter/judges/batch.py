@@ -20,7 +20,7 @@ from ragmeter.judges.backend import Completion
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.cache import CacheWriter, RequestDigest
 from ragmeter.judges.exchange import JudgeExchange, Session
-from ragmeter.judges.stats import JudgeStats
+from ragmeter.judges.stats import DELIVERED, JudgeStats
 
 if TYPE_CHECKING:
     from ragmeter.judges.llm_judge import EngineJudge, _LoopState
@@ -90,6 +90,9 @@ class JudgeBatch:
 
     def delivered(self, i: int, item: JudgeRequest, out: JudgeReply) -> Sequence[JudgeRequest]:
         self.stats.add(out)
+        tap = DELIVERED.get()
+        if tap is not None:
+            tap(item, out, self.judge.config)
         self.done += 1
         if self.judge.progress is not None:
             self.judge.report(self.stats, self.done, self.total, self.t0)

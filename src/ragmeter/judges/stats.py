@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ragmeter.judges.base import JudgeReply
+
+#: called with (request, reply, judge config) for every reply the engine delivers, follow-ups
+#: included, while set: the hook through which ``ragmeter.cost.pricing`` records judge usage
+#: by sample (judges never import cost)
+DELIVERED: ContextVar[Callable[[Any, JudgeReply, Any], None] | None] = ContextVar(
+    "ragmeter_judge_delivered", default=None)
 
 
 @dataclass

@@ -27,6 +27,7 @@ FAMILY_TITLES: dict[str, str] = {
     "ux": "User experience",
     "refusal": "Refusals (Tiers 2–3, clause cues + a small classifier, no judge)",
     "citations": "Citations (Tiers 2–3, parsed, no judge)",
+    "cost": "Cost (target and judge token usage at the configured prices)",
 }
 _CUTOFF = {"required": "required (`name@k`)", "optional": "optional (`name@k` or the full "
            "ranking)", "none": "none"}

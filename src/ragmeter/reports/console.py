@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.statistic import COST_METRICS
 from ragmeter.stats import PairedComparison
 
 _VARYING = ("metric", "k", "level", "gain", "threshold")
@@ -61,6 +62,11 @@ def render_eval_result(result: EvalResult, console: Console | None = None, *,
         arrow = "" if r.higher_is_better else " ↓"
         for reason, count in a.unscored_by_reason.items():
             reasons[reason] = max(reasons.get(reason, 0), count)
+        if r.metric in COST_METRICS:   # a cost is small: significant digits, not decimals
+            ci = f"[{a.ci_low:.4g}, {a.ci_high:.4g}]" if a.ci_low is not None else ci
+            table.add_row(key + arrow, f"{a.mean:.4g}" if a.mean is not None else "—", ci,
+                          str(a.n), str(a.n_unscored))
+            continue
         table.add_row(key + arrow, _fmt(a.mean), ci, str(a.n), str(a.n_unscored))
     console.print(table)
     if reasons:

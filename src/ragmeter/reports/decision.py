@@ -9,8 +9,10 @@ viewer (the same tier across several runs).
 
 A target's latency results (:func:`ragmeter.results.statistic.is_latency`) are not systems to
 choose between on quality: they form the decision's latency block (:attr:`TierDecision.latency`,
-one row per target, the latency percentiles, throughput and error rate as columns, each best in
-its own direction), and the verdict speaks of quality alone.
+one row per target, the latency percentiles, throughput, error rate and — for priced targets —
+the cost per answer as columns, each best in its own direction), and the verdict speaks of
+quality alone. With two or more targets the decision marks the quality–latency–cost Pareto
+front (:func:`pareto_front`): the targets no other one beats on all three at once.
 """
 
 from __future__ import annotations
@@ -32,7 +34,12 @@ from ragmeter.results.slices import (
     slice_results,
     stored_slices,
 )
-from ragmeter.results.statistic import LATENCY_METRICS, is_latency, latency_order
+from ragmeter.results.statistic import (
+    LATENCY_METRICS,
+    is_cost_block,
+    is_latency,
+    latency_order,
+)
 from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED
 
 METHOD = "randomization"
@@ -90,6 +97,12 @@ class TierDecision:
     #: row label → the label the result was given (the latency block's rows drop
     #: ``:latency``)
     names: dict[str, str] = field(default_factory=dict)
+    #: A/B of targets: the targets on the quality–latency–cost Pareto front (no other target
+    #: at least as good on every dimension of :attr:`front_dims` and better on one)
+    front: list[str] = field(default_factory=list)
+    #: the dimensions of the front: the primary quality metric, then ``latency_p50`` and
+    #: ``cost_per_answer`` where every target has them
+    front_dims: list[str] = field(default_factory=list)
 
     def slice_lines(self, lang: str = "en") -> list[str]:
         """The "worst slice" and "regressed slice" lines (empty when nothing was sliced)."""
@@ -234,7 +247,7 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
     """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics);
     the targets' latency results go to its latency block (:attr:`TierDecision.latency`).
     ``compare``: the paired test (default :func:`compare_metric`)."""
-    quality = [(label, r) for label, r in systems if not is_latency(r)]
+    quality = [(label, r) for label, r in systems if not is_latency(r) and not is_cost_block(r)]
     timing = [(latency_label(label), r) for label, r in systems if is_latency(r)]
     test = compare or compare_metric
     dec = _decide(tier, quality, metrics=metrics, n_resamples=n_resamples, seed=seed,
@@ -247,7 +260,51 @@ def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
                               seed=seed, compare=test)
         dec.latency.names = {latency_label(label): label for label, r in systems
                              if is_latency(r)}
+        dec.front, dec.front_dims = pareto_front(dec)
     return dec
+
+
+#: the latency and cost dimensions of a target's front, each lower-is-better
+FRONT_TIMING = ("latency_p50", "cost_per_answer")
+
+
+def pareto_front(dec: TierDecision) -> tuple[list[str], list[str]]:
+    """The targets of an A/B (two or more targets, each with a quality row and a latency
+    row) on the Pareto front of the tier's primary quality metric, the median latency and the
+    cost per answer: a target is on it when no other is at least as good on every dimension
+    and better on one. A dimension some target has no value for (a target without a price,
+    every call's usage unknown) is left out, and so is the front when no timing dimension
+    remains. Returns the front and its dimensions (empty when there is no A/B)."""
+    lat = dec.latency
+    if lat is None or dec.primary is None:
+        return [], []
+    targets = [s for s in lat.systems if s in dec.systems]
+    if len(targets) < 2:
+        return [], []
+
+    def value(d: TierDecision, s: str, m: str) -> float | None:
+        c = d.cells.get((s, m))
+        return float(c.mean) if c is not None and c.scored else None  # type: ignore[arg-type]
+
+    dims: list[tuple[str, TierDecision, float]] = []
+    q0 = dec.cells.get((targets[0], dec.primary))
+    if all(value(dec, s, dec.primary) is not None for s in targets):
+        dims.append((dec.primary, dec, 1.0 if (q0 is None or q0.higher_is_better) else -1.0))
+    for m in FRONT_TIMING:
+        if m in lat.metrics and all(value(lat, s, m) is not None for s in targets):
+            dims.append((m, lat, -1.0))
+    if len(dims) < 2 or dims[0][0] != dec.primary:
+        return [], []
+    points = {s: [sign * value(d, s, m) for m, d, sign in dims]  # type: ignore[operator]
+              for s in targets}
+
+    def beaten(a: list[float], b: list[float]) -> bool:   # b dominates a (all higher-better)
+        return all(y >= x for x, y in zip(a, b, strict=True)) and any(
+            y > x for x, y in zip(a, b, strict=True))
+
+    front = [s for s in targets if not any(beaten(points[s], points[o])
+                                           for o in targets if o != s)]
+    return front, [m for m, _, _ in dims]
 
 
 def _decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,

@@ -40,13 +40,13 @@ from ragmeter.reports.explorer import fmt_value as _fmt_value
 from ragmeter.reports.explorer import (  # noqa: F401 (the viewer's pages import it from here)
     reasons_from_details as _reasons_from_details,
 )
-from ragmeter.reports.i18n import check_lang, results_lang, status_text, t
+from ragmeter.reports.i18n import check_lang, join_names, results_lang, status_text, t
 from ragmeter.reports.judge_card import card_section
 from ragmeter.reports.judge_labels import is_demo, mock_banner
 from ragmeter.reports.slices import decision_slices_html
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.records import EvalResult, MetricResult
-from ragmeter.results.statistic import UNITS, is_latency
+from ragmeter.results.statistic import COST_METRICS, UNITS, is_latency
 from ragmeter.results.store import StoredRun
 from ragmeter.text import detect_language
 
@@ -235,6 +235,13 @@ def _ci(lo: float | None, hi: float | None, digits: int = 3) -> str:
     return f"[{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
+def _ci_of(lo: float | None, hi: float | None, metric: str) -> str:
+    """A cell's CI: a cost (a small number) with four significant digits."""
+    if metric not in COST_METRICS or lo is None or hi is None or math.isnan(lo):
+        return _ci(lo, hi)
+    return f"[{lo:.4g}, {hi:.4g}]"
+
+
 def _direction_note(dec: TierDecision, m: str, lang: str, block: bool) -> str:
     """Under a column head: "lower is better" (and in the latency block the unit and "higher
     is better" too)."""
@@ -249,9 +256,13 @@ def _direction_note(dec: TierDecision, m: str, lang: str, block: bool) -> str:
 
 def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = (),
                    results: Mapping[str, EvalResult] | None = None,
-                   links: Mapping[str, str] | None = None, block: bool = False) -> str:
+                   links: Mapping[str, str] | None = None, block: bool = False,
+                   front: Sequence[str] | None = None) -> str:
     """The decision table of one tier: systems × key metrics, best in bold, † significant;
-    ``block``: the latency block (units and each column's direction under its head)."""
+    ``block``: the latency block (units and each column's direction under its head);
+    ``front``: the targets on the quality–latency–cost front, marked ◆ (default: the
+    decision's own). A cost column shows how many calls had no known usage."""
+    on_front = set(dec.front if front is None else front)
     multi = sum(1 for s in dec.systems if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
     head = "".join(
         f"<th class=num><code>{escape(m)}</code>" + _direction_note(dec, m, lang, block)
@@ -266,12 +277,15 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
                 if results and s in results and m in results[s].results:
                     reasons = results[s].results[m].aggregate.unscored_by_reason
                     why = ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items()))
+                unknown = (f'<div class="ci cost-unknown">{t("cost_unknown", lang)}: '
+                           f'{c.n_unscored}</div>' if m in COST_METRICS and c.n_unscored
+                           else "")
                 cells.append(f'<td class="num nodata" title="{escape(why)}">'
                              f'{t("no_scored", lang)}'
                              + (f" <span class=muted>({c.n_unscored})</span>" if c.n_unscored
-                                else "") + "</td>")
+                                else "") + unknown + "</td>")
                 continue
-            value = _fmt_value(c.mean)
+            value = _fmt_value(c.mean) if m not in COST_METRICS else f"{c.mean:.4g}"
             if c.best and multi:
                 value = f"<b>{value}</b>"
             mark = ""
@@ -286,11 +300,21 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
                 mr = results[s].results[m]
                 band = _band_badge(m, c.mean, dec.tier,
                                    from_demo_judge(demo_names, mr.signature.as_dict()), lang)
+            unknown = ""
+            if m in COST_METRICS:   # the unknown count beside every cost figure, 0 included
+                unknown = (f'<div class="ci cost-unknown">{t("cost_unknown", lang)}: '
+                           f'{c.n_unscored}</div>')
             cells.append(f'<td class="num{" best" if c.best and multi else ""}">{value}{mark}'
-                         f'<div class=ci>{_ci(c.ci_low, c.ci_high)} · n={c.n}</div>{band}</td>')
+                         f'<div class=ci>{_ci_of(c.ci_low, c.ci_high, m)} · '
+                         f'n={c.n}</div>{unknown}'
+                         f'{band}</td>')
         name = escape(s)
         if links and s in links:
             name = f'<a href="{escape(links[s])}">{name}</a>'
+        if s in on_front:
+            word = escape(t("pareto_front", lang))
+            name += f' <span class=front title="{word}" aria-label="{word}">◆</span>'
+
         rows.append(f'<tr><th scope=row>{name}</th>{"".join(cells)}</tr>')
     kind = ' data-block="latency"' if block else ""
     return (f'<table class="decision{" latency" if block else ""}" data-tier='
@@ -310,9 +334,14 @@ def latency_block(dec: TierDecision, lang: str, *,
         return ""
     by_label = ({label: results[name] for label, name in lat.names.items() if name in results}
                 if results is not None else None)
+    note = ""
+    if dec.front:
+        dims = join_names([f"<code>{escape(d)}</code>" for d in dec.front_dims], lang)
+        note = f'<p class="muted pareto-note">{t("pareto_note", lang, dims=dims)}</p>'
     return (f'<div class=latency-block><h4>{t("latency_block", lang)}</h4>'
             f'<p class=muted>{t("latency_block_intro", lang)}</p>'
-            + decision_table(lat, lang, results=by_label, links=links, block=True) + "</div>")
+            + decision_table(lat, lang, results=by_label, links=links, block=True,
+                             front=dec.front) + note + "</div>")
 
 
 def _bands_legend(lang: str) -> str:

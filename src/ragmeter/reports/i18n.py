@@ -71,14 +71,25 @@ TEXT: dict[str, tuple[str, str]] = {
     "latency_block": ("Latency and throughput", "Задержка и пропускная способность"),
     "latency_block_intro": (
         "Per target, over its calls: percentiles of the seconds per call and to the first "
-        "token, requests per second and the share of failed calls, each with its 95% "
-        "bootstrap CI; the best of each column in its own direction.",
+        "token, requests per second, the share of failed calls and, for a priced target, "
+        "the cost per answer (calls without token usage counted as unknown), each with its "
+        "95% bootstrap CI; the best of each column in its own direction.",
         "Для каждой цели, по её вызовам: процентили секунд на вызов и до первого токена, "
-        "запросов в секунду и доля неудачных вызовов, каждое с 95% бутстреп-интервалом; "
-        "лучшее значение столбца — в его собственном направлении."),
+        "запросов в секунду, доля неудачных вызовов и, если у цели задана цена, стоимость "
+        "ответа (вызовы без расхода токенов — неизвестные), каждое с 95% "
+        "бутстреп-интервалом; лучшее значение столбца — в его собственном направлении."),
     "unit_s": ("s", "с"),
     "unit_requests/s": ("requests/s", "запросов/с"),
     "unit_share": ("share", "доля"),
+    "unit_price/answer": ("per answer, in the prices' currency", "за ответ, в валюте цен"),
+    "unit_price/sample": ("per sample, in the prices' currency", "за пример, в валюте цен"),
+    "cost_unknown": ("usage unknown", "расход неизвестен"),
+    "pareto_front": ("on the quality–latency–cost front", "на фронте качество–задержка–цена"),
+    "pareto_note": (
+        "◆ marks the targets no other target beats on {dims} at once (better or equal on "
+        "each, better on one).",
+        "◆ — цели, которых никакая другая не превосходит сразу по {dims} (не хуже по "
+        "каждому и лучше хотя бы по одному)."),
     # bands
     "bands": ("Quality bands", "Пороги качества"),
     "bands_intro": (

@@ -13,7 +13,7 @@ from typing import Any
 
 from ragmeter.reports.bands import classify, from_demo_judge
 from ragmeter.reports.decision import TierDecision
-from ragmeter.reports.i18n import check_lang, status_text, t
+from ragmeter.reports.i18n import check_lang, join_names, status_text, t
 from ragmeter.reports.tiers_view import tier_title
 from ragmeter.results.store import StoredRun
 
@@ -108,7 +108,10 @@ def _decisions_md(decisions: Mapping[str, TierDecision], lang: str) -> list[str]
         lines += _slice_sections(dec)
         if dec.latency is not None and dec.latency.systems:
             lines += [f"_{md_escape(t('latency_block', lang))}_", ""]
-            lines += _decision_rows(dec.latency, lang, block=True)
+            lines += _decision_rows(dec.latency, lang, block=True, front=dec.front)
+            if dec.front:
+                lines += [md_escape(t("pareto_note", lang, dims=join_names(
+                    list(dec.front_dims), lang))), ""]
         n_res, seed = dec.n_resamples, dec.seed
     if n_res is not None:
         lines += [md_escape(t("test_note", lang, method=t("method_randomization", lang),
@@ -116,7 +119,8 @@ def _decisions_md(decisions: Mapping[str, TierDecision], lang: str) -> list[str]
     return lines
 
 
-def _decision_rows(dec: TierDecision, lang: str, block: bool = False) -> list[str]:
+def _decision_rows(dec: TierDecision, lang: str, block: bool = False,
+                   front: Sequence[str] | None = None) -> list[str]:
     """The systems × metrics table of a decision (``block``: the latency block, each column
     with its unit and direction)."""
     from ragmeter.results.statistic import UNITS
@@ -132,25 +136,35 @@ def _decision_rows(dec: TierDecision, lang: str, block: bool = False) -> list[st
              + " |", "|---|" + "---:|" * len(dec.metrics)]
     multi = sum(1 for s in dec.systems
                 if any(dec.cells[(s, m)].scored for m in dec.metrics)) > 1
+    on_front = set(front if front is not None else dec.front)
     for s in dec.systems:
-        cells = [_decision_cell(dec.cells[(s, m)], multi, lang) for m in dec.metrics]
-        lines.append(f"| {md_escape(s)} | " + " | ".join(cells) + " |")
+        cells = [_decision_cell(dec.cells[(s, m)], multi, lang, m) for m in dec.metrics]
+        mark = " ◆" if s in on_front else ""
+        lines.append(f"| {md_escape(s)}{mark} | " + " | ".join(cells) + " |")
     lines.append("")
     return lines
 
 
-def _decision_cell(c: Any, multi: bool, lang: str) -> str:
+def _decision_cell(c: Any, multi: bool, lang: str, metric: str = "") -> str:
+    from ragmeter.results.statistic import COST_METRICS
+
+    cost = metric in COST_METRICS
+    unknown = f" ({t('cost_unknown', lang)}: {c.n_unscored})" if cost else ""
     if not c.scored:
-        return f"_{t('no_scored', lang)}_"
-    v = f"{c.mean:.3f}" if abs(c.mean or 0) < 10 else f"{c.mean:.2f}"
+        return f"_{t('no_scored', lang)}_{unknown}"
+    if cost:   # a cost is small: its significant digits, not three decimals
+        v = f"{c.mean:.4g}"
+        ci = "" if c.ci_low is None else f" [{c.ci_low:.4g}, {c.ci_high:.4g}]"
+    else:
+        v = f"{c.mean:.3f}" if abs(c.mean or 0) < 10 else f"{c.mean:.2f}"
+        ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
     if c.best and multi:
         v = f"**{v}**"
     if c.significant:
         v += " †"
     elif not c.paired:
         v += " ∅"
-    ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
-    return f"{v}{ci} n={c.n}"
+    return f"{v}{ci} n={c.n}{unknown}"
 
 
 def _gate_md(gate_rows: Sequence[Any], lang: str) -> list[str]:

@@ -33,11 +33,22 @@ WALL_MS = "wall_ms"
 LATENCY_BLOCK = "latency"
 PERCENTILES = (50, 95, 99)
 #: the metrics of a target's latency result, in the order they are shown
+#: (the system's cost per answer rides in the same block when the target has a price:
+#: ``ragmeter.cost.pricing``)
 LATENCY_METRICS = (*(f"latency_p{p}" for p in PERCENTILES),
-                   *(f"ttft_p{p}" for p in PERCENTILES), "throughput", "error_rate")
+                   *(f"ttft_p{p}" for p in PERCENTILES), "throughput", "error_rate",
+                   "cost_per_answer")
+#: the cost metrics (declared in ragmeter.metrics.cost, computed by ragmeter.cost.pricing):
+#: a target's cost per answer rides in its latency block, the evaluation's judge cost per
+#: sample in a result of its own marked ``meta["block"] = COST_BLOCK``
+COST_METRICS = ("cost_per_answer", "judge_cost_per_sample")
+COST_BLOCK = "cost"
+#: the reason of a call (or a sample) whose token usage is not known: never priced at 0
+USAGE_UNKNOWN = "usage_unknown"
 #: the unit of each latency metric as shown
 UNITS = {**{m: "s" for m in LATENCY_METRICS if m.startswith(("latency_", "ttft_"))},
-         "throughput": "requests/s", "error_rate": "share"}
+         "throughput": "requests/s", "error_rate": "share", "cost_per_answer": "price/answer",
+         "judge_cost_per_sample": "price/sample"}
 #: bootstrap cells gathered at a time (bounded memory at any number of calls)
 _CHUNK_CELLS = 2_000_000
 
@@ -214,13 +225,24 @@ def is_latency(result: Any) -> bool:
     return bool(keys) and all(k in LATENCY_METRICS for k in keys)
 
 
+def is_cost_block(result: Any) -> bool:
+    """Whether an :class:`EvalResult` is the evaluation's judge cost (not a system)."""
+    return (getattr(result, "meta", None) or {}).get("block") == COST_BLOCK
+
+
+def unknown_count(mr: Any) -> int:
+    """How many calls (or samples) of a cost metric had no known usage."""
+    agg = getattr(mr, "aggregate", None)
+    return int((getattr(agg, "unscored_by_reason", None) or {}).get(USAGE_UNKNOWN, 0))
+
+
 def is_latency_metric(metric: str) -> bool:
     return metric in LATENCY_METRICS
 
 
 #: what one call's value is called on a sample's own page (each percentile metric holds the
 #: same per-call seconds; a sample shows them once)
-PER_CALL = {"latency_p50": "latency_s", "ttft_p50": "ttft_s"}
+PER_CALL = {"latency_p50": "latency_s", "ttft_p50": "ttft_s", "cost_per_answer": "cost_per_answer"}
 
 
 def per_call_name(metric: str) -> str | None:
@@ -239,11 +261,14 @@ def latency_order(metrics: list[str]) -> list[str]:
 
 
 __all__ = [
+    "COST_BLOCK",
+    "COST_METRICS",
     "LATENCY_BLOCK",
     "LATENCY_METRICS",
     "PERCENTILES",
     "PER_CALL",
     "UNITS",
+    "USAGE_UNKNOWN",
     "WALL_MS",
     "Statistic",
     "compare_statistic",

@@ -24,9 +24,11 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ragmeter.cost.pricing import is_cost_block
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MissingExtraError, RagmeterError, UsageError
 from ragmeter.journal import Journal
@@ -42,6 +44,7 @@ from ragmeter.results.store import (
     utc_now,
 )
 from ragmeter.runner.config import BenchConfig, TierConfig, parse_tags
+from ragmeter.runner.costing import with_judge_cost
 from ragmeter.secrets import mask_text
 from ragmeter.tiers.context import TierContext, TierNotRunnable, TierStats
 from ragmeter.tiers.registry import Tier, canonical_tier, judged_tier_names
@@ -331,13 +334,15 @@ class BenchmarkRunner:
                 _logger.debug("tier %s: one pass over %d sample(s), options %s", tier.name,
                               len(samples), tier.options)
                 self.hook(tier.name, "start", {"total": 1, "done": 0, "stats": stats})
-                results = _as_results(spec.run(ctx, samples, tier.options))
+                results = with_judge_cost(partial(_tier_results, spec, ctx, samples,
+                                                  tier.options), tier.name,
+                                          [s.id for s in samples], dataset=dh, seed=ctx.seed)
                 self.hook(tier.name, "advance", {"n": 1, "stats": stats})
             status, reason = "ok", None
             if not results:
                 status, reason = "not_run", "the tier produced no results"
-            elif scored_nothing(results):  # a step that scored nothing is not "ok"
-                status, reason = "error", scored_nothing(results)
+            elif scored_nothing(measured := [r for r in results if not is_cost_block(r)]):
+                status, reason = "error", scored_nothing(measured)  # scored nothing: not ok
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # one broken tier never stops the others
@@ -384,7 +389,9 @@ class BenchmarkRunner:
             batch = todo[start:start + size]
             before = ctx.stats.to_dict()
             tb = time.perf_counter()
-            results = _as_results(spec.run(ctx, batch, tier.options))
+            results = with_judge_cost(partial(_tier_results, spec, ctx, batch, tier.options),
+                                      tier.name, [s.id for s in batch],
+                                      dataset=ctx.dataset_hash, seed=ctx.seed)
             _logger.debug("tier %s: batch of %d sample(s) (%d-%d of %d to do) in %.2f s",
                           tier.name, len(batch), start + 1, start + len(batch), len(todo),
                           time.perf_counter() - tb)
@@ -413,6 +420,11 @@ def _runner_option(options: Any, key: str) -> Any:
     """``limit`` / ``sample_ids`` of a tier's options (an ``Options`` instance or a plug-in's
     mapping)."""
     return options.get(key) if isinstance(options, Mapping) else getattr(options, key, None)
+
+
+def _tier_results(spec: Tier, ctx: TierContext, samples: list[Sample], options: Any
+                  ) -> list[EvalResult]:
+    return _as_results(spec.run(ctx, samples, options))
 
 
 def _as_results(res: Any) -> list[EvalResult]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult, MetricResult
+from ragmeter.results.statistic import COST_METRICS, USAGE_UNKNOWN, unknown_count
 from ragmeter.results.unscored import describe_unscored
 
 
@@ -171,18 +172,25 @@ def check_thresholds(
                 checked = v
                 if v < th.min:
                     what = "CI lower bound" if use_ci_bound else "mean"
-                    problems.append(f"{what} {v:.4f} < min {th.min:g}")
+                    problems.append(f"{what} {_g(v)} < min {th.min:g}")
             if th.max is not None:
                 v = agg.ci_high if use_ci_bound and agg.ci_high is not None else agg.mean
                 if th.min is None:
                     checked = v
                 if v > th.max:
                     what = "CI upper bound" if use_ci_bound else "mean"
-                    problems.append(f"{what} {v:.4f} > max {th.max:g}")
+                    problems.append(f"{what} {_g(v)} > max {th.max:g}")
+            message = "; ".join(problems) if problems else "ok"
+            if mr.metric in COST_METRICS:   # a cost is never shown without its unknown count
+                message += f"; {USAGE_UNKNOWN}: {unknown_count(mr)}"
             rows.append(GateRow(key, mr.metric, agg.mean, agg.ci_low, agg.ci_high,
-                                th.describe(), not problems,
-                                "; ".join(problems) if problems else "ok", checked))
+                                th.describe(), not problems, message, checked))
     return rows
+
+
+def _g(v: float) -> str:
+    """A checked value: four decimals, or four significant digits below 0.01 (a cost)."""
+    return f"{v:.4f}" if v == 0 or abs(v) >= 0.01 else f"{v:.4g}"
 
 
 def gate_passed(rows: Iterable[GateRow]) -> bool:

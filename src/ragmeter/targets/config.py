@@ -26,7 +26,7 @@ from ragmeter.targets.mapping import ID_RULES, IdRule, check_template, env_names
 RESPONSE_FIELDS = ("answer", "contexts", "context_ids", "doc_ids", "scores", "metadata",
                    "tokens_in", "tokens_out", "cache_hit")
 _COMMON = ("name", "kind", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
-           "max_calls", "ids", "entries")
+           "max_calls", "ids", "entries", "price_in", "price_out")
 KEYS = {
     "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header",
              "follow_redirects", "max_reply_bytes"),
@@ -39,7 +39,7 @@ KEYS = {
 #: keys that change how calls are made, not what a reply says (outside the config hash, so
 #: recorded replies stay valid when they change)
 _NOT_HASHED = ("name", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
-               "max_calls", "max_reply_bytes")
+               "max_calls", "max_reply_bytes", "price_in", "price_out")
 _ENTRY_KEYS = {"http": ("url", "method", "request", "response"), "openai": (),
                "python": ("function",), "command": ("command",)}
 
@@ -86,6 +86,9 @@ class TargetConfig:
     stream: bool = True
     jsonl: bool = False
     cwd: str | None = None
+    #: prices per 1M input / output tokens of the target's own calls (cost_per_answer)
+    price_in: float = 0.0
+    price_out: float = 0.0
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     def config_hash(self) -> str:
@@ -277,7 +280,9 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
         api_key_env=data.get("api_key_env"), sources_field=data.get("sources_field", "sources"),
         system_prompt=data.get("system_prompt"), version_header=data.get("version_header"),
         stream=bool(data.get("stream", True)), jsonl=bool(data.get("jsonl", False)),
-        cwd=str(cwd) if cwd is not None else None, raw=dict(data))
+        cwd=str(cwd) if cwd is not None else None,
+        price_in=_num(data, "price_in", path, 0.0, 0.0),
+        price_out=_num(data, "price_out", path, 0.0, 0.0), raw=dict(data))
 
 
 def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -> TargetConfig:

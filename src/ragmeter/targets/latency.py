@@ -6,7 +6,8 @@ token, or to the reply for kinds that do not stream), ``latency_p50`` / ``latenc
 until its timeout and then succeeded counts with its retries and the waits between them —,
 excluding the wait for a first concurrency slot),
 ``throughput`` (answered requests per second of wall time; higher is better) and
-``error_rate`` (share of calls that ended without a usable reply). The per-sample values are
+``error_rate`` (share of calls that ended without a usable reply), and for a target with a price
+``cost_per_answer`` (:mod:`ragmeter.cost.pricing`). The per-sample values are
 the calls' seconds; a percentile's or the throughput's aggregate is that statistic over the
 calls, never a mean of means, with its seeded percentile-bootstrap CI
 (:mod:`ragmeter.results.statistic`, so merged batches and stored runs keep it). The runner
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ragmeter.cost.pricing import Price, cost_per_answer
 from ragmeter.results.records import EvalResult, MetricResult, Signature
 from ragmeter.results.statistic import LATENCY_BLOCK, LATENCY_METRICS, PERCENTILES, WALL_MS
 from ragmeter.stats import DEFAULT_N_BOOT, DEFAULT_SEED
@@ -87,10 +89,12 @@ def _without_warmup(ids: Sequence[str], replies: Sequence[TargetReply], lat: np.
 def latency_result(ids: Sequence[str], replies: Sequence[TargetReply],
                    signature: TargetSignature, *, wall_s: float | None = None,
                    seed: int = DEFAULT_SEED, n_boot: int = DEFAULT_N_BOOT,
-                   name: str = "latency", entry: str = "answer") -> EvalResult:
+                   name: str = "latency", entry: str = "answer",
+                   price: Price | None = None) -> EvalResult:
     """One :class:`EvalResult` with the metrics of :data:`LATENCY_METRICS` (see the module
     doc). ``wall_s``: the run's wall time (default: :func:`wall_time` of the replies, else the
-    sum of call latencies, i.e. calls one at a time)."""
+    sum of call latencies, i.e. calls one at a time). ``price``: the target's price; with one,
+    ``cost_per_answer`` from each call's reported usage (:mod:`ragmeter.cost.pricing`)."""
     sig = Signature.make(entry=entry, **signature.fields())
     lat, lat_reasons = _seconds(replies, "latency_s")
     ttft, ttft_reasons = _seconds(replies, "ttft_s")
@@ -118,6 +122,9 @@ def latency_result(ids: Sequence[str], replies: Sequence[TargetReply],
     errors = np.array([1.0 if r.reason else 0.0 for r in replies])
     out.add(MetricResult("error_rate", list(ids), errors, sig.with_fields(metric="error_rate"),
                          **kw))  # type: ignore[arg-type]
+    if price is not None:
+        out.add(cost_per_answer(ids, [(r.tokens_in, r.tokens_out) for r in replies], price,
+                                sig, seed=seed, n_boot=n_boot))
     return out
 
 

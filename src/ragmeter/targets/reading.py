@@ -30,7 +30,9 @@ _ALIASES = {"answer": ("answer", "response", "output", "text", "result"),
             "context_ids": ("context_ids", "retrieved_ids", "ids", "chunk_ids"),
             "doc_ids": ("doc_ids", "document_ids", "urls"),
             "scores": ("scores", "retrieved_scores"),
-            "cache_hit": ("cache_hit",)}
+            "cache_hit": ("cache_hit",),
+            "tokens_in": ("tokens_in", "prompt_tokens", "input_tokens"),
+            "tokens_out": ("tokens_out", "completion_tokens", "output_tokens")}
 
 
 _INVALID = re.compile("[\ud800-\udfff]")
@@ -162,6 +164,11 @@ def read_plain(obj: Any, entry: str, raw: str) -> TargetReply:
     meta = obj.get("metadata") if isinstance(obj, Mapping) else getattr(obj, "metadata", None)
     if isinstance(meta, Mapping):
         got["metadata"] = dict(meta)
+    usage = obj.get("usage") if isinstance(obj, Mapping) else getattr(obj, "usage", None)
+    if isinstance(usage, Mapping):   # an OpenAI-style usage block: the call's token usage
+        for name, names in (("tokens_in", ("prompt_tokens", "input_tokens")),
+                            ("tokens_out", ("completion_tokens", "output_tokens"))):
+            got.setdefault(name, next((usage[n] for n in names if n in usage), None))
     return _reply(got, entry, raw, strict=False)
 
 

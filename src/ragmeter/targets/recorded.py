@@ -76,6 +76,19 @@ class ReplyStore:
             return int(self._db.execute("SELECT COUNT(*) FROM replies WHERE target = ?",
                                         (target,)).fetchone()[0])
 
+    def usage(self, target: str, limit: int = 10_000) -> list[tuple[int | None, int | None]]:
+        """The token usage ``(tokens_in, tokens_out)`` of the target's recorded replies (the
+        newest ``limit``; None where a reply reported none): what ``--estimate`` prices
+        the target's planned calls from."""
+        with self._lock:
+            rows = self._db.execute("SELECT reply FROM replies WHERE target = ? ORDER BY at "
+                                    "DESC LIMIT ?", (target, limit)).fetchall()
+        out = []
+        for (text,) in rows:
+            d = json.loads(text)
+            out.append((d.get("tokens_in"), d.get("tokens_out")))
+        return out
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

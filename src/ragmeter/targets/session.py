@@ -15,6 +15,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from ragmeter.cost.pricing import Price
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, WorkFailedError
 from ragmeter.results.records import EvalResult
@@ -282,7 +283,8 @@ class TargetSession:
         ids = [sid for sid, _ in got]
         reps = [r for _, r in got]
         return latency_result(ids, reps, self.target.signature, seed=seed,
-                              name=f"{self.name}:latency", entry=entry)
+                              name=f"{self.name}:latency", entry=entry,
+                              price=Price.set_on(self.config))
 
     def release(self) -> None:
         """Close the connections kept open between calls (the next call opens new ones)

@@ -19,6 +19,7 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import Any
 
+from ragmeter.cost.pricing import Price, UsageEstimate, estimate_usage
 from ragmeter.data.sample import Sample
 from ragmeter.results.records import EvalResult
 from ragmeter.targets.conformance import known_ids
@@ -30,13 +31,52 @@ Score = Callable[[list[Sample], str, dict[str, str]], EvalResult]
 
 #: inside :func:`planned_target_calls` (``ragmeter run --estimate``) targets are not called:
 #: the calls they would get are counted here, per target and entry
-_PLANNED: ContextVar[Counter[str] | None] = ContextVar("ragmeter_target_plan", default=None)
+_PLANNED: ContextVar[TargetPlan | None] = ContextVar("ragmeter_target_plan", default=None)
+
+
+class TargetPlan(Counter[str]):
+    """The calls a run would make, per ``"<target> (<entry>)"``; per target, each planned
+    call's question tokens and, when the very request was recorded before, its recorded
+    usage, so the plan is priced (:meth:`estimates`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.questions: dict[str, list[int]] = {}
+        self.exact: dict[str, list[tuple[int | None, int | None] | None]] = {}
+        self.sessions: dict[str, TargetSession] = {}
+
+    def add(self, name: str, session: TargetSession, samples: Sequence[Sample], entry: str,
+            *, k: int | None = None, contexts: Sequence[Sequence[str]] | None = None) -> None:
+        from ragmeter.cost.tokens import count_tokens
+        from ragmeter.targets.fill import build_requests
+
+        self.sessions[name] = session
+        self.questions.setdefault(name, []).extend(
+            count_tokens(s.user_input or "") + sum(count_tokens(str(h.get("content", "")))
+                                                   for h in (s.history or ()))
+            for s in samples)
+        exact = self.exact.setdefault(name, [])
+        sig = session.target.signature
+        for req in build_requests(samples, entry, k=k, contexts=contexts):
+            got = session.store.get(req.key(sig)) if session.store is not None else None
+            exact.append(None if got is None else (got.tokens_in, got.tokens_out))
+
+    def estimates(self) -> list[UsageEstimate]:
+        """Each target's planned calls priced from the usage of its recorded replies."""
+        out = []
+        for name, tokens in sorted(self.questions.items()):
+            session = self.sessions[name]
+            recorded = (session.store.usage(session.target.signature.identity())
+                        if session.store is not None else [])
+            out.append(estimate_usage(name, tokens, recorded, Price.set_on(session.config),
+                                      exact=self.exact.get(name)))
+        return out
 
 
 @contextlib.contextmanager
-def planned_target_calls() -> Iterator[Counter[str]]:
+def planned_target_calls() -> Iterator[TargetPlan]:
     """Count the target calls a run would make instead of making them."""
-    counts: Counter[str] = Counter()
+    counts = TargetPlan()
     token = _PLANNED.set(counts)
     try:
         yield counts
@@ -45,9 +85,12 @@ def planned_target_calls() -> Iterator[Counter[str]]:
 
 
 def plan_lines(counts: Counter[str]) -> list[str]:
-    """What ``--estimate`` prints for the targets."""
-    return [f"target {key}: {n} calls (none sent; retries not counted)"
-            for key, n in sorted(counts.items())]
+    """What ``--estimate`` prints for the targets: the calls, then their priced usage."""
+    lines = [f"target {key}: {n} calls (none sent; retries not counted)"
+             for key, n in sorted(counts.items())]
+    if isinstance(counts, TargetPlan):
+        lines += [e.line() for e in counts.estimates()]
+    return lines
 
 
 def _stand_ins(samples: list[Sample], entry: str) -> list[Sample]:
@@ -126,6 +169,8 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
         planned = _PLANNED.get()
         if planned is not None:
             planned[f"{name} ({use})"] += len(samples)
+            planned.add(name, session, samples, use, k=k,
+                        contexts=contexts)
             out.append(score(_stand_ins(samples, use), name, session.signature_fields()))
             continue
         before = len(session.replies.get(use, []))
@@ -143,7 +188,8 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
         got = session.replies[use][before:]
         out.append(latency_result([sid for sid, _ in got], [r for _, r in got],
                                   session.target.signature, seed=ctx.seed,
-                                  name=f"{name}:latency", entry=use))
+                                  name=f"{name}:latency", entry=use,
+                                  price=Price.set_on(session.config)))
     return out
 
 
@@ -197,7 +243,8 @@ def replay_sessions(ctx: Any, sessions: Sequence[Any]
         got_all = session.replies["answer"][before:]
         lat = latency_result([sid for sid, _ in got_all], [r for _, r in got_all],
                              session.target.signature, seed=ctx.seed,
-                             name=f"{name}:latency", entry="answer")
+                             name=f"{name}:latency", entry="answer",
+                             price=Price.set_on(session.config))
         out.append((name, [replace(s, answers=answers[s.id]) for s in sessions], lat))
     return out
 
@@ -314,7 +361,8 @@ class TargetRetriever:
         got = self.session.replies[self.entry][before:]
         self.latency = latency_result([sid for sid, _ in got], [r for _, r in got],
                                       self.session.target.signature,
-                                      name=f"{self.name}:latency", entry=self.entry)
+                                      name=f"{self.name}:latency", entry=self.entry,
+                                      price=Price.set_on(self.session.config))
         self.reasons = [s.metadata.get("target_error") for s in filled]
         self.answers = [s.response for s in filled] if self.entry == "answer" else []
         out = []
