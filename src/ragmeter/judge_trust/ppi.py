@@ -5,7 +5,9 @@ of them, the prediction-powered estimate (Angelopoulos et al., 2023, "Prediction
 inference") is the judge mean over all samples plus the mean human − judge correction on the
 labelled ones; its interval combines both variances (see :mod:`ragmeter.stats.ppi`).
 It is valid when the labelled samples are a random subset of the evaluated ones: label a
-random sample, not the ones that looked wrong.
+random sample, not the ones that looked wrong. With yes/no labels and yes/no judge values the
+interval is built from exact pieces (``interval="exact"`` of :func:`ragmeter.stats.ppi_mean`),
+which keeps its coverage for rare outcomes and few labels; otherwise it is the normal one.
 
 Samples whose judge reply was unscored are outside ``N`` (they have no judge value); a label
 on such a sample is not used and is counted.
@@ -62,7 +64,7 @@ def metric_ppi(metric: str, judge_values: Mapping[str, float | None], labels: La
     f_all = np.asarray(list(jv.values()))
     est = ppi_mean(f_all, np.asarray([jv[s] for s in ids]), np.asarray([lab[s] for s in ids]),
                    level=level, discrete=labels.scales[metric] != "continuous",
-                   bounds=UNIT)
+                   bounds=UNIT, interval="auto")
     plan = labels_needed(est, target_width) if target_width else None
     return MetricPPI(metric, est, len(lab) - len(ids), plan)
 

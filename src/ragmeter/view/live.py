@@ -38,7 +38,8 @@ class TierProgress:
     status: str | None = None
     reason: str | None = None
     batches: int = 0
-    #: (system, metric) → [sum of values, n scored, n unscored]
+    #: (system, metric) → [sum of values, n scored, n unscored, sum of squares,
+    #: 1 while every value is 0 or 1, 1 while every value is within 0–1]
     sums: dict[tuple[str, str], list[float]] = field(default_factory=dict)
 
     def add_batch(self, record: Mapping[str, Any]) -> None:
@@ -46,21 +47,39 @@ class TierProgress:
         self.done += len(record.get("sample_ids") or [])
         for res in record.get("results") or []:
             for key, m in (res.get("results") or {}).items():
-                slot = self.sums.setdefault((str(res.get("name")), str(key)), [0.0, 0, 0])
+                slot = self.sums.setdefault((str(res.get("name")), str(key)),
+                                            [0.0, 0, 0, 0.0, 1, 1])
                 for row in m.get("per_sample") or []:
                     v = row.get("value")
                     if v is None or (isinstance(v, float) and math.isnan(v)):
                         slot[2] += 1
                     else:
-                        slot[0] += float(v)
+                        x = float(v)
+                        slot[0] += x
                         slot[1] += 1
+                        slot[3] += x * x
+                        slot[4] = slot[4] and x in (0.0, 1.0)
+                        slot[5] = slot[5] and 0.0 <= x <= 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"tier": self.tier, "total": self.total, "done": self.done,
                 "status": self.status, "reason": self.reason, "batches": self.batches,
-                "values": [{"system": s, "metric": m, "mean": (v[0] / v[1]) if v[1] else None,
-                            "n": int(v[1]), "n_unscored": int(v[2])}
-                           for (s, m), v in self.sums.items()]}
+                "values": [{"system": s, "metric": m, "n": int(v[1]), "n_unscored": int(v[2]),
+                            **_mean_ci(v)} for (s, m), v in self.sums.items()]}
+
+
+def _mean_ci(v: Sequence[float]) -> dict[str, Any]:
+    """The mean so far and its 95 % CI: the aggregates' interval, from the running sums."""
+    from ragmeter.stats import interval_from_moments
+
+    n = int(v[1])
+    if not n:
+        return {"mean": None, "ci_low": None, "ci_high": None}
+    mean = v[0] / n
+    ci = interval_from_moments(n, mean, max(v[3] / n - mean * mean, 0.0),
+                               "binary" if v[4] else "unit" if v[5] else "real")
+    ok = math.isfinite(ci.low) and math.isfinite(ci.high)
+    return {"mean": mean, "ci_low": ci.low if ok else None, "ci_high": ci.high if ok else None}
 
 
 @dataclass
@@ -192,6 +211,14 @@ LIVE_WORDS = ("st_running", "st_stalled", "st_stored", "st_ok", "st_error", "st_
               "st_partial", "batches", "system", "metric", "mean", "unscored")
 
 
+def _mean_text(v: Mapping[str, Any]) -> str:
+    """``0.000 [0.000, 0.058]``: a live mean with its CI (``view.js`` writes the same)."""
+    if v["mean"] is None:
+        return "–"
+    ci = "" if v["ci_low"] is None else f" [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
+    return f"{v['mean']:.3f}{ci}"
+
+
 def live_page(run: LiveRun, lang: str) -> str:
     """The live page's frame; ``view.js`` fills ``#live-tiers`` from :func:`LiveRun.to_dict`
     (first drawn here, then redrawn at every poll)."""
@@ -204,7 +231,7 @@ def live_page(run: LiveRun, lang: str) -> str:
     for tier in run.tiers:
         rows = "".join(
             f"<tr><td>{escape(v['system'])}</td><td>{escape(v['metric'])}</td><td class=num>"
-            f"{'–' if v['mean'] is None else format(v['mean'], '.3f')}</td><td class=num>"
+            f"{_mean_text(v)}</td><td class=num>"
             f"{v['n']}</td><td class=num>{v['n_unscored']}</td></tr>"
             for v in tier.to_dict()["values"])
         table = (f"<table class=live-values><thead><tr><th>{words['system']}</th><th>"
