@@ -101,7 +101,7 @@ def test_active_selection_is_unbiased_with_inverse_probability_weights() -> None
 
 def test_stratified_selection_estimate_uses_its_strata() -> None:
     rng = np.random.default_rng(2)
-    q, y, f = _population(rng, 1200)
+    _q, y, f = _population(rng, 1200)
     ids = [f"i{k}" for k in range(1200)]
     strata = {i: ("a" if k < 400 else "b") for k, i in enumerate(ids)}
     sel = select(ids, "stratified", 100, seed=1, strata=strata, pilot={"a": 0.1, "b": 0.5})

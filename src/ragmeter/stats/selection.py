@@ -150,12 +150,15 @@ def neyman_allocation(sizes: Mapping[str, int], sigmas: Mapping[str, float] | No
 
 
 def pilot_sigmas(strata: Mapping[str, str], labels: Mapping[str, float],
-                 predictions: Mapping[str, float], *, tuned: bool = True) -> dict[str, float]:
+                 predictions: Mapping[str, float], *, tuned: bool = True,
+                 discrete: bool = True) -> dict[str, float]:
     """Per stratum, the spread of the correction over the pilot's labelled items — the
-    ``σ_h`` of Neyman allocation (0 with fewer than 2 labels). ``tuned``: the correction
-    ``label − λ_h·judge`` with the pilot's best ``λ_h`` in [0, 1] (what the stratified
-    estimator will use: a judge no better than chance in a stratum counts as absent there);
-    else ``label − judge`` (classic PPI)."""
+    ``σ_h`` of Neyman allocation. ``tuned``: the correction ``label − λ_h·judge`` with the
+    pilot's best ``λ_h`` in [0, 1] (what the stratified estimator will use: a judge no better
+    than chance in a stratum counts as absent there); else ``label − judge`` (classic PPI).
+    ``discrete`` labels get the pseudo-observation floor of the estimates
+    (``(SS + 0.5)/(n + 1)``): a pilot of ten that saw no disagreement cannot tell a stratum
+    without errors from one with a few, and a zero would starve it of labels."""
     by: dict[str, tuple[list[float], list[float]]] = {}
     for sid, y in labels.items():
         if sid in predictions and sid in strata:
@@ -164,14 +167,16 @@ def pilot_sigmas(strata: Mapping[str, str], labels: Mapping[str, float],
             fs.append(float(predictions[sid]))
     out: dict[str, float] = {}
     for k, (ys, fs) in by.items():
-        if len(ys) < 2:
-            out[k] = 0.0
-            continue
         ya, fa = np.asarray(ys), np.asarray(fs)
         lam = 1.0
-        if tuned and float(fa.var()) > 0:
+        if tuned and ya.size > 1 and float(fa.var()) > 0:
             lam = float(np.clip(np.cov(ya, fa)[0, 1] / np.var(fa, ddof=1), 0.0, 1.0))
-        out[k] = float(np.std(ya - lam * fa, ddof=1))
+        r = ya - lam * fa
+        ss = float(((r - r.mean()) ** 2).sum())
+        if discrete:
+            out[k] = math.sqrt((ss + 2 * 0.5 ** 2) / (r.size + 1))
+        else:
+            out[k] = math.sqrt(ss / (r.size - 1)) if r.size > 1 else 0.0
     return out
 
 
