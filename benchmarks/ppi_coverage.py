@@ -1,6 +1,6 @@
 """Coverage and width of prediction-powered 95 % intervals, by seeded simulation and by replay.
 
-Usage: PYTHONPATH=src python benchmarks/ppi_coverage.py [--sims 1000] [--plan-sims 100]
+Usage: PYTHONPATH=src python benchmarks/ppi_coverage.py [--sims 1000] [--plan-sims 60]
        [--n 200] [--seed 0] [--sections classic,designs,replay] [--interval t|auto]
        [--replay benchmarks/data/judge_bench_lexical.json [--jury OTHER.json]]
 
@@ -20,8 +20,8 @@ allocation from the pilot's spread. Scenarios: ``homogeneous`` (every slice q ~ 
 ``rare`` (p = 0.03), ``biased`` (a lenient judge: yes from q ≥ 0.3). Per row: coverage of the
 population mean in ``--sims`` data sets at ``--n`` labels, median width relative to classic
 PPI with uniform selection on the same data, median effective sample size, and the labels
-needed for a median half-width of 0.05 (``--plan-sims`` data sets per tried ``n``; a guess
-from the half-width's ``√(1/n − 1/N)`` scaling, then bisection to about 3 %).
+needed for a median half-width of 0.05 (``--plan-sims`` data sets per tried ``n``: a guess
+from the half-width's ``√(1/n − 1/N)`` scaling, measured, then stepped by 5 %).
 
 ``replay`` — the judge benchmark's 352 labelled items, their labels taken as the humans' and a
 judge's recorded values (``benchmarks/judge_values.py``; by default the lexical judge) as the
@@ -145,11 +145,11 @@ def one(pop: Population, mode: str, estimator: str, n: int, seed: int,
 
 
 def labels_needed(make: Callable[[int], Population], mode: str, estimator: str, sims: int,
-                  interval: str, n_max: int, n0: int) -> int | None:
-    """The smallest ``n`` (to about 3 %) whose median half-width over ``sims`` draws is ≤
-    0.05: from the width at ``n0``, the half-width is taken to scale as ``√(1/n − 1/N)`` to
-    guess ``n``, the guess measured, and bracketed by bisection."""
-    cache: dict[int, float] = {}
+                  interval: str, n_max: int, n0: int, hw0: float) -> int | None:
+    """About the smallest ``n`` whose median half-width over ``sims`` draws is ≤ 0.05: the
+    half-width ``hw0`` measured at ``n0`` is taken to scale as ``√(1/n − 1/N)``, the guess is
+    measured and corrected the same way once, then stepped by 5 % until it brackets 0.05."""
+    cache: dict[int, float] = {n0: hw0}
 
     def hw(n: int) -> float:
         if n not in cache:
@@ -162,19 +162,17 @@ def labels_needed(make: Callable[[int], Population], mode: str, estimator: str, 
         inv = (HALF_WIDTH / k) ** 2 + 1.0 / n_max
         return int(min(n_max, max(10, round(1.0 / inv))))
 
-    if hw(n_max) > HALF_WIDTH:
-        return None
     g = guess(guess(n0))
-    lo, hi = (g, min(n_max, int(g * 1.15) + 1)) if hw(g) > HALF_WIDTH else \
-        (max(10, int(g * 0.85)), g)
-    while hw(hi) > HALF_WIDTH and hi < n_max:
-        lo, hi = hi, min(n_max, int(hi * 1.3) + 1)
-    while lo > 10 and hw(lo) <= HALF_WIDTH:
-        lo, hi = max(10, int(lo * 0.75)), lo
-    while hi - lo > max(2, lo // 33):
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if hw(mid) <= HALF_WIDTH else (mid, hi)
-    return hi
+    if g >= n_max and hw(n_max) > HALF_WIDTH:
+        return None
+    step = max(1, g // 20)
+    if hw(g) > HALF_WIDTH:
+        while hw(g) > HALF_WIDTH and g < n_max:
+            g = min(n_max, g + step)
+        return g if hw(g) <= HALF_WIDTH else None
+    while g - step >= 10 and hw(g - step) <= HALF_WIDTH:
+        g -= step
+    return g
 
 
 # ------------------------------------------------------------------------------- sections
@@ -206,7 +204,7 @@ def table(title: str, make: Callable[[int], Population], modes: tuple[str, ...],
             ess = float(np.nanmedian([r[2] for r in rows]))
             if ref is None:
                 ref = width
-            need = labels_needed(make, mode, est, plan_sims, interval, n_max, n)
+            need = labels_needed(make, mode, est, plan_sims, interval, n_max, n, width / 2)
             print(f"| {est} | {mode} | {cov:.3f} | {width:.3f} | {width / ref:.2f} | "
                   f"{ess:.0f} | {need if need is not None else 'not reached'} |", flush=True)
 
@@ -214,7 +212,7 @@ def table(title: str, make: Callable[[int], Population], modes: tuple[str, ...],
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sims", type=int, default=1000)
-    ap.add_argument("--plan-sims", type=int, default=100)
+    ap.add_argument("--plan-sims", type=int, default=60)
     ap.add_argument("--n", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     # one interval family for every row of a comparison: the normal one (the exact interval a

@@ -244,29 +244,30 @@ def select(items: Sequence[str], mode: str, n: int, seed: int, *,
     if mode == "stratified":
         if st_t is None:
             raise ValueError("stratified selection needs each item's stratum (strata=...)")
-        members: dict[str, list[int]] = {}
-        for i, s in enumerate(st_t):
-            members.setdefault(s, []).append(i)
-        kept_set = set(kept)
-        have = {k: sum(1 for i in v if i in kept_set) for k, v in members.items()}
-        alloc = neyman_allocation({k: len(v) for k, v in members.items()}, pilot,
+        keys = np.asarray(st_t)
+        kept_mask = np.zeros(N, bool)
+        kept_mask[kept] = True
+        members = {str(k): np.flatnonzero(keys == k) for k in np.unique(keys)}
+        have = {k: int(kept_mask[v].sum()) for k, v in members.items()}
+        alloc = neyman_allocation({k: int(v.size) for k, v in members.items()}, pilot,
                                   max(n, sum(have.values())),
                                   {k: max(MIN_PER_STRATUM, c) for k, c in have.items()})
-        pi = [0.0] * N
+        pi_arr = np.zeros(N)
         picks: list[tuple[float, int]] = []
         for k in sorted(members):
             idx = members[k]
-            own = [i for i in idx if i in kept_set]
+            own = [int(i) for i in idx[kept_mask[idx]]]
             alloc[k] = max(alloc[k], len(own))
-            rest = [idx[j] for j in rng.permutation(len(idx)) if idx[j] not in kept_set]
-            chosen = own + rest[:alloc[k] - len(own)]
-            for i in idx:
-                pi[i] = alloc[k] / len(idx)
+            others = rng.permutation(idx[~kept_mask[idx]])
+            chosen = own + [int(i) for i in others[:alloc[k] - len(own)]]
+            pi_arr[idx] = alloc[k] / idx.size
             # interleave: the j-th label of a stratum with n_h labels sits at (j + U)/n_h
             u = rng.random()
             picks.extend(((j + u) / max(alloc[k], 1), c) for j, c in enumerate(chosen))
+        kept_set = set(kept)
         kept_first = sorted(picks, key=lambda t: (t[1] not in kept_set, t[0]))
         order = tuple(i for _key, i in kept_first)
+        pi = [float(x) for x in pi_arr]
         return Selection(mode, tuple(ids), tuple(pi), order, int(seed),
                          sum(alloc.values()), st_t, allocation=alloc)
     un = _aligned(uncertainty, ids, "uncertainty")
