@@ -278,7 +278,7 @@ def _ppi_table(est: dict[str, Any]) -> Any:
     t = Table(title="judged metrics: raw judge mean vs bias-corrected (prediction-powered) "
                     "estimate")
     for col in ("metric", "judge mean (N)", "corrected [95% CI]", "correction", "labels",
-                "labels for target"):
+                "estimator (effective labels)", "labels for target"):
         t.add_column(col)
     for m, e in est.items():
         x = e.estimate
@@ -288,6 +288,8 @@ def _ppi_table(est: dict[str, Any]) -> Any:
                   + (f" (cut to the metric's range {x.clipped_to[0]:g}-{x.clipped_to[1]:g})"
                      if x.clipped_to else ""), f"{x.correction:+.3f}",
                   str(x.n_labelled),
+                  f"{x.estimator}, {x.interval} interval"
+                  + (f" ({x.ess:.0f})" if x.ess is not None else ""),
                   "-" if plan is None else (f"{plan.n_more} more" if plan.n_more is not None
                                             else plan.reason))
     return t
