@@ -31,7 +31,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "generation": ("generation",),
     "import": ("import_traces",),
     "init": ("init",),
-    "judge": ("judge_bench", "judge_model"),
+    "judge": ("judge_bench", "judge_label", "judge_model"),
     "judge-pipeline": ("judge_pipeline",),
     "judge-quality": ("judge_quality",),
     "metrics": ("metrics",),

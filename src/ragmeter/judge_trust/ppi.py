@@ -88,8 +88,12 @@ def ppi_estimates(judge_values: Mapping[str, Mapping[str, float | None]], labels
                   system: str | None = None, level: float = 0.95,
                   target_width: float | None = None, estimator: str = "classic",
                   selection: Selection | None = None,
-                  strata: Mapping[str, str] | None = None) -> dict[str, MetricPPI]:
-    """:func:`metric_ppi` for every metric with judge values and at least 2 usable labels."""
+                  strata: Mapping[str, str] | None = None,
+                  selections: Mapping[str, Selection | None] | None = None
+                  ) -> dict[str, MetricPPI]:
+    """:func:`metric_ppi` for every metric with judge values and at least 2 usable labels;
+    ``selections``: per metric, the selection its labels were drawn by (a labels file of
+    ``ragmeter judge label`` records them), in place of ``selection``."""
     out: dict[str, MetricPPI] = {}
     for metric in labels.metrics:
         if metric not in judge_values:
@@ -99,7 +103,9 @@ def ppi_estimates(judge_values: Mapping[str, Mapping[str, float | None]], labels
             continue
         out[metric] = metric_ppi(metric, judge_values[metric], labels, system=system,
                                  level=level, target_width=target_width,
-                                 estimator=estimator, selection=selection, strata=strata)
+                                 estimator=estimator,
+                                 selection=(selections or {}).get(metric) or selection,
+                                 strata=strata)
     return out
 
 

@@ -71,9 +71,12 @@ def _request_parts(request: JudgeRequest) -> dict[str, str]:
 
 def digest(request: JudgeRequest, *, backend: str, model: str, temperature: float,
            seed: int | None, max_tokens: int, endpoint: str = "",
-           namespace: str = "default", top_p: float | None = None) -> RequestDigest:
+           namespace: str = "default", top_p: float | None = None,
+           logprobs: bool = False) -> RequestDigest:
     """:func:`cache_key` and :func:`request_hash` of ``request`` at once (see there);
-    ``top_p`` enters the key only when set, so keys without it are unchanged."""
+    ``top_p`` enters the key only when set, and ``logprobs`` only when on (a reply kept
+    without its token probabilities cannot serve a judge that asks for them), so keys
+    without them are unchanged."""
     parts = _request_parts(request)
     own = {**parts, "max_tokens": _scalar(request.max_tokens),
            "temperature": _scalar(request.temperature)}
@@ -85,6 +88,8 @@ def digest(request: JudgeRequest, *, backend: str, model: str, temperature: floa
              "max_tokens": _scalar(eff_m), "seed": _scalar(seed)}
     if top_p is not None:
         keyed["top_p"] = _scalar(top_p)
+    if logprobs:
+        keyed["logprobs"] = "1"
     return RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"])
 
 
@@ -96,7 +101,8 @@ def request_hash(request: JudgeRequest) -> str:
 
 def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: float,
               seed: int | None, max_tokens: int, endpoint: str = "",
-              namespace: str = "default") -> str:
+              namespace: str = "default", top_p: float | None = None,
+              logprobs: bool = False) -> str:
     """Cache key of ``request`` answered by ``backend``/``model`` with these sampling settings.
 
     The key covers the cache format, namespace, endpoint, backend, model, messages, schema,
@@ -105,7 +111,8 @@ def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: f
     call is made, so equal effective settings give equal keys.
     """
     return digest(request, backend=backend, model=model, temperature=temperature, seed=seed,
-                  max_tokens=max_tokens, endpoint=endpoint, namespace=namespace).key
+                  max_tokens=max_tokens, endpoint=endpoint, namespace=namespace, top_p=top_p,
+                  logprobs=logprobs).key
 
 
 def reply_to_json(reply: JudgeReply) -> dict[str, Any]:

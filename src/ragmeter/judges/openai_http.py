@@ -23,6 +23,7 @@ from ragmeter.calls.errors import CallError
 from ragmeter.calls.http import LoopSessions, status_error, transport_error, transport_exceptions
 from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.logprobs import verdict_probability
 from ragmeter.secrets import mask, register_secret
 
 #: the fake server marks its replies with this header; they are never cached for a real judge
@@ -58,6 +59,7 @@ class OpenAIBackend(BackendBase):
         self._secrets = endpoint.secrets()   # the endpoint is frozen: decoded once
         self._use_max_completion_tokens = False
         self._send_seed = True
+        self._send_logprobs = config.logprobs
         cap = config.max_concurrency   # room for hedged duplicates of stalled calls
         self._http = LoopSessions(timeout_s=config.timeout_s, limit=2 * cap + 4,
                                   connect_s=min(10.0, config.timeout_s))
@@ -105,10 +107,13 @@ class OpenAIBackend(BackendBase):
 
     def _adapt(self, detail: str) -> bool:
         """Learn from a 400 naming an unsupported parameter: ``max_tokens`` →
-        ``max_completion_tokens`` (newer OpenAI models), drop ``seed``. True if changed."""
+        ``max_completion_tokens`` (newer OpenAI models), drop ``seed`` or ``logprobs``.
+        True if changed."""
         text = detail.lower()
         if "max_completion_tokens" in text and not self._use_max_completion_tokens:
             self._use_max_completion_tokens = True
+        elif "logprobs" in text and self._send_logprobs:
+            self._send_logprobs = False   # the replies then carry no token probability
         elif "seed" in text and ("unsupported" in text or "unrecognized" in text
                                  or "not supported" in text) and self._send_seed:
             self._send_seed = False
@@ -132,6 +137,8 @@ class OpenAIBackend(BackendBase):
             body["seed"] = seed
         if self._config.top_p is not None:  # only when set: default requests stay as they were
             body["top_p"] = self._config.top_p
+        if self._send_logprobs:
+            body["logprobs"] = True
         if schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
@@ -177,6 +184,9 @@ class OpenAIBackend(BackendBase):
             refusal=message.get("refusal") or None,
             model=str(payload.get("model") or self.model),
             mock=mock,
+            token_prob=(verdict_probability((choice.get("logprobs") or {}).get("content"))
+                        if self._send_logprobs and isinstance(choice.get("logprobs"), dict)
+                        else None),
         )
 
 

@@ -372,6 +372,17 @@ def _slice_estimates(console: Any, values: Any, labs: Any, system: str | None,
     return table
 
 
+def _raters(console: Any, card: Any, labs: Any, system: str | None) -> None:
+    """Agreement between the labellers, where a metric has several (kept on the card)."""
+    from ragmeter.judge_trust.raters import rater_agreement
+
+    for m in labs.metrics:
+        agree = rater_agreement(labs, m, system)
+        if agree is not None:
+            card.meta.setdefault("rater_agreement", {})[m] = agree.to_dict()
+            console.print(f"labellers: {agree.line()}", highlight=False)
+
+
 def card_command(
     run_id: Annotated[str, typer.Argument(help="Run id in the results store (or 'latest').")],
     labels: Annotated[Path, typer.Option("--labels", "-l", help="Human labels file "
@@ -442,8 +453,14 @@ def card_command(
                             reasons=reasons, system=system, threshold=threshold,
                             dataset=sig0.get("data") or "", seed=seed)
     card.meta["run_id"] = rid
+    card.meta["system"] = system
+    card.meta["signatures"] = dict(sigs)   # the judged results the card was made on
     console.print(card_table(card))
-    est = ppi_estimates(values, labs, system=system, target_width=target_width)
+    _raters(console, card, labs, system)
+    chosen = {m: labs.selection(m, system) for m in labs.metrics}
+    card.meta["selections"] = {m: x.signature for m, x in chosen.items() if x is not None}
+    est = ppi_estimates(values, labs, system=system, target_width=target_width,
+                        selections=chosen)
     console.print(_ppi_table(est))
     if sliced is not None:
         card.meta["ppi_by_slice"] = _slice_estimates(console, values, labs, system, *sliced)

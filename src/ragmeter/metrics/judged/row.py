@@ -175,6 +175,7 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
     jcfg = getattr(ctx.judge, "config", None)
     sig = ctx.signature(
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
+        judge_version=_served_version(plan),
         judge_temp=getattr(jcfg, "temperature", None), judge_top_p=getattr(jcfg, "top_p", None),
         judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
@@ -188,6 +189,13 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
     return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
                                     counts={"judge_calls": plan.n_requests,
                                             **(pii.redaction_counts() if pii else {})})
+
+
+def _served_version(plan: JudgePlan) -> str | None:
+    """The model version the server named on its replies (``gpt-x-2025-01-31`` for
+    ``gpt-x``), when it differs from the configured model; ``None`` otherwise."""
+    served = [m for m in plan.served_models if m != plan.judge_model]
+    return ",".join(served) or None
 
 
 def _jury_fields(judge: Any) -> dict[str, Any]:
