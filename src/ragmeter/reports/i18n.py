@@ -598,9 +598,12 @@ TEXT.update({
     "gate_card": ("card-backed", "по карточке"),
     "gate_advisory": ("advisory: no matching judge card", "рекомендательно: нет карточки судьи"),
     "gate_card_note": (
-        "◆ card-backed: a judge card of this run matches the judge (model, version, prompts); "
-        "its bias-corrected interval is {ci}. ◇ advisory: judged, no matching card.",
-        "◆ по карточке: карточка судьи этого запуска совпадает с судьёй (модель, версия, "
-        "промпты); интервал с поправкой — {ci}. ◇ рекомендательно: оценка судьи без "
-        "подходящей карточки."),
+        "◆ card-backed: a judge card of this run matches the judge (model, its version, "
+        "prompts); a gate on the metric checks the bias-corrected interval shown by ◆. "
+        "◇ advisory: judged, no matching judge card; `ragmeter check` does not enforce a gate "
+        "on it unless --require-card.",
+        "◆ по карточке: карточка судьи этого запуска совпадает с судьёй (модель, её версия, "
+        "промпты); порог по метрике проверяет интервал с поправкой, показанный у ◆. "
+        "◇ рекомендательно: оценка судьи без подходящей карточки; `ragmeter check` не "
+        "применяет порог к ней без --require-card."),
 })
