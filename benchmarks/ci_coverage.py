@@ -136,7 +136,7 @@ def _old_slice_ci(x: np.ndarray) -> tuple[float, float]:
         den = 1 + z * z / n
         c = (m + z * z / (2 * n)) / den
         h = z * math.sqrt(m * (1 - m) / n + z * z / (4 * n * n)) / den
-        return c - h, c + h
+        return max(0.0, c - h), min(1.0, c + h)
     h = float(student.ppf(0.975, n - 1)) * float(x.std(ddof=1)) / math.sqrt(n)
     return m - h, m + h
 
@@ -160,7 +160,7 @@ def slice_cell(k: Kind, n: int, sims: int, rng: np.random.Generator,
             if before:   # Wilson for 0/1 values, Student's t otherwise
                 x = v[[i for i, sid in enumerate(ids) if keys[sid] == c.key]]
                 lo, hi = _old_slice_ci(x)
-                old_hits += lo <= truth[c.key] <= hi
+                old_hits += lo - 1e-12 <= truth[c.key] <= hi + 1e-12
     return (hits / cells, zero / cells), ((old_hits / cells, math.nan) if before else None)
 
 
