@@ -257,7 +257,7 @@ def test_terminal_labelling_and_option_errors(tmp_path: Path, monkeypatch, capsy
     url = make_run(tmp_path)
     path = tmp_path / "l.jsonl"
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n0\ns\nb\n1\nq\n"))
-    code = cli(["judge", "label", "r1", "--labels", str(path), "-m", "faithfulness",
+    code = cli(["label", "r1", "--labels", str(path), "-m", "faithfulness",   # top level
                 "--terminal", "--store", url, "--rater", "vera", "--lang", "en"])
     out = capsys.readouterr()
     assert code == 0, out.err

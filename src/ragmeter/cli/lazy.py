@@ -34,6 +34,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "judge": ("judge_bench", "judge_label", "judge_model"),
     "judge-pipeline": ("judge_pipeline",),
     "judge-quality": ("judge_quality",),
+    "label": ("judge_label",),
     "metrics": ("metrics",),
     "mock-judge": ("mock_judge",),
     "real-users": ("real_users",),

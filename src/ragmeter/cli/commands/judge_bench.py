@@ -410,9 +410,14 @@ def card_command(
     samples: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--samples", help="Samples file whose fields give the slices (--by); default: the "
                           "slices kept with a run made with --by.")] = None,
+    estimator: Annotated[str, typer.Option(
+        "--estimator", help="Bias-corrected estimator: classic (PPI), ppi++ (the judge's "
+                            "weight tuned; never wider than classic) or stratified (a weight "
+                            "per slice: the --by slices, or a stratified selection's).")]
+    = "classic",
 ) -> None:
     """Compare a run's judged metrics with human labels: card + bias-corrected estimates
-    (per slice with --by)."""
+    (per slice with --by); the estimates name their estimator and effective sample size."""
     from rich.console import Console
 
     from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -425,6 +430,7 @@ def card_command(
     from ragmeter.results.store import ResultStore, normalize_url
 
     checks.check_card_options(threshold, target_width, seed)
+    _check_estimator(estimator)
     console = Console()
     labs = load_labels(labels)
     rs = ResultStore(normalize_url(store))
@@ -459,8 +465,17 @@ def card_command(
     _raters(console, card, labs, system)
     chosen = {m: labs.selection(m, system) for m in labs.metrics}
     card.meta["selections"] = {m: x.signature for m, x in chosen.items() if x is not None}
-    est = ppi_estimates(values, labs, system=system, target_width=target_width,
-                        selections=chosen)
+    strata = _estimator_strata(estimator, sliced, chosen)
+    try:
+        est = ppi_estimates(values, labs, system=system, target_width=target_width,
+                            selections=chosen, estimator=estimator, strata=strata)
+    except ValueError as exc:
+        from ragmeter.errors import UsageError
+
+        raise UsageError("--estimator", str(exc)) from None
+    card.meta["estimators"] = {m: {"estimator": e.estimate.estimator, "ess": e.estimate.ess,
+                                   "signature": e.estimate.signature}
+                               for m, e in est.items()}
     console.print(_ppi_table(est))
     if sliced is not None:
         card.meta["ppi_by_slice"] = _slice_estimates(console, values, labs, system, *sliced)
@@ -478,6 +493,31 @@ def card_command(
         out.write_text(strict_json(result.meta, indent=1),
                        encoding="utf-8")
         console.print(f"wrote {out}")
+
+
+def _check_estimator(estimator: str) -> None:
+    from ragmeter.stats.ppi_estimators import ESTIMATORS
+
+    if estimator not in ESTIMATORS:
+        from ragmeter.errors import UsageError
+
+        raise UsageError("--estimator", f"unknown estimator {estimator!r}", list(ESTIMATORS))
+
+
+def _estimator_strata(estimator: str, sliced: Any, chosen: dict[str, Any]
+                      ) -> dict[str, str] | None:
+    """Each sample's stratum for ``--estimator stratified``: the ``--by`` slices, else
+    ``None`` (the labels' stratified selection brings its own); an error when neither."""
+    if estimator != "stratified":
+        return None
+    if sliced is not None:
+        return {sid: " / ".join(k) for sid, k in sliced[1].items()}
+    if any(x is not None and x.stratum_of() for x in chosen.values()):
+        return None
+    from ragmeter.errors import UsageError
+
+    raise UsageError("--estimator", "stratified needs slices: name them with --by (e.g. "
+                                    "--by type), or label with --select stratified")
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""``ragmeter judge label RUN``: people label a run's judged samples, blind, into the labels
+"""``ragmeter label RUN`` (also ``ragmeter judge label``): people label a run's judged samples, blind, into the labels
 file ``ragmeter judge card`` reads — on a local page (served like ``ragmeter view``) or in
 the terminal (``--terminal``)."""
 
@@ -210,11 +210,11 @@ def label_command(
 
     Examples:
 
-      ragmeter judge label latest --labels labels.jsonl --metric faithfulness
+      ragmeter label latest --labels labels.jsonl --metric faithfulness
 
-      ragmeter judge label RUN --labels l.jsonl -m answer_relevance --select active -n 60
+      ragmeter label RUN --labels l.jsonl -m answer_relevance --select active -n 60
 
-      ragmeter judge label RUN --labels l.jsonl -m faithfulness --terminal --rater anna
+      ragmeter label RUN --labels l.jsonl -m faithfulness --terminal --rater anna
     """
     import getpass
 
@@ -293,3 +293,4 @@ def register(app: typer.Typer) -> None:
     from ragmeter.cli.commands.judge_model import judge_app
 
     judge_app.command("label")(label_command)
+    app.command("label")(label_command)   # the same command, top level: ``ragmeter label``
