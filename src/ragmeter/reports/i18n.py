@@ -575,9 +575,9 @@ TEXT.update({
     "lb_error": ("not saved: {error}", "не сохранено: {error}"),
     "lb_no_session": (
         "No labelling session is served here. Start one with "
-        "`ragmeter judge label RUN_ID --labels labels.jsonl --metric METRIC`.",
+        "`ragmeter label RUN_ID --labels labels.jsonl --metric METRIC`.",
         "Здесь нет сеанса разметки. Запустите его: "
-        "`ragmeter judge label RUN_ID --labels labels.jsonl --metric METRIC`."),
+        "`ragmeter label RUN_ID --labels labels.jsonl --metric METRIC`."),
     "lb_q_faithfulness": (
         "Is everything the answer says supported by the contexts? 1 yes, 0 no.",
         "Подтверждается ли всё, что сказано в ответе, контекстами? 1 да, 0 нет."),

@@ -1,9 +1,16 @@
 /* The labelling page of `ragmeter judge label`: one item at a time, keys 0/1/2 grade,
    s skips, ← / b goes back, → forward. Every answer is POSTed (JSON, the viewer's token) and
    the next item shown only once the server has saved it; keys pressed meanwhile wait their
-   turn. Sample text is set with textContent only. */
+   turn. Sample text is set with textContent only. The page's data comes after this script in
+   the document: it starts once the document is parsed. */
 (function () {
   "use strict";
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+function start() {
   var data = JSON.parse(document.getElementById("rm-data").textContent);
   if (data.kind !== "label") { return; }
   var root = document.getElementById("label");
@@ -140,4 +147,5 @@
     });
   });
   enqueue("start");
+}
 }());
