@@ -6,6 +6,8 @@ One home, six modules, all re-exported here (``from ragmeter.stats import ...``)
   (:func:`mean_interval`: Clopper–Pearson for 0/1 values, Clopper–Pearson on the effective
   sample size for other values in 0–1, Student's t otherwise) and of a paired difference
   (:func:`paired_interval`, MOVER), from values or from moments (:func:`interval_from_moments`);
+  and a rate ``k`` of ``n`` labelled cases with its Wilson interval (:func:`wilson_interval`
+  → :class:`Proportion`), which does not collapse at 0 or 1;
 * :mod:`~ragmeter.stats.resampling` — seeded percentile bootstrap of a mean
   (:func:`bootstrap_means`, :func:`bootstrap_ci`, :func:`bootstrap_mean`) and of any statistic
   of the items (:func:`bootstrap_stat` → :class:`Estimate`); paired significance tests between
@@ -42,11 +44,13 @@ from ragmeter.stats.agreement import (
 from ragmeter.stats.classification import f1_vec, rates, roc_auc
 from ragmeter.stats.intervals import (
     Interval,
+    Proportion,
     clopper_pearson,
     interval_from_moments,
     mean_interval,
     paired_interval,
     value_kind,
+    wilson_interval,
 )
 from ragmeter.stats.multiple import CORRECTIONS, adjust, bh, holm
 from ragmeter.stats.ppi import (
@@ -73,9 +77,9 @@ from ragmeter.stats.resampling import (
 
 __all__ = ["CORRECTIONS", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLES", "DEFAULT_SEED", "Estimate",
            "Interval", "LabelPlan", "Level", "PPIEstimate", "PairedComparison", "PairedPPI",
-           "adjust", "bh", "bootstrap_ci", "bootstrap_mean", "bootstrap_means", "bootstrap_stat",
-           "clopper_pearson", "cohen_kappa", "f1_vec", "flip_stats", "holm",
+           "Proportion", "adjust", "bh", "bootstrap_ci", "bootstrap_mean", "bootstrap_means",
+           "bootstrap_stat", "clopper_pearson", "cohen_kappa", "f1_vec", "flip_stats", "holm",
            "interval_from_moments", "krippendorff_alpha", "krippendorff_alpha_ci",
            "labels_needed", "mean_interval", "paired_interval", "paired_test", "ppi_mean",
            "ppi_mean_batch", "ppi_paired", "rankdata", "rates", "roc_auc", "spearman",
-           "value_kind", "verdict_flip_rate"]
+           "value_kind", "verdict_flip_rate", "wilson_interval"]
