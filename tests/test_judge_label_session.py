@@ -21,7 +21,8 @@ QUESTIONS = ("What is the tuition fee for {s}?", "Какой срок подач
 
 def make_run(tmp_path: Path, n: int = 40, seed: int = 4, *, metric: str = "faithfulness",
              judge: str = "main", model: str = "m", token_probs: bool = True,
-             run_id: str = "r1", name: str = "s.sqlite") -> str:
+             run_id: str = "r1", name: str = "s.sqlite",
+             sig_extra: dict[str, str] | None = None) -> str:
     """A stored run whose ``metric`` was judged (0/1) on ``n`` samples with their texts; each
     sample's judge call kept a verdict-token probability (``token_probs``)."""
     from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
@@ -30,7 +31,7 @@ def make_run(tmp_path: Path, n: int = 40, seed: int = 4, *, metric: str = "faith
     rng = np.random.default_rng(seed)
     ids = [f"q{i}" for i in range(n)]
     sig = Signature.make(metric=metric, judge=judge, judge_model=model,
-                         prompt="gen.verify/v1", data="d")
+                         prompt="gen.verify/v1", data="d", **(sig_extra or {}))
     values = (rng.random(n) < 0.6).astype(float)
     scores = []
     for sid, v in zip(ids, values, strict=True):

@@ -394,8 +394,8 @@ def open_session(path: str | Path, task: Task, items: Mapping[str, LabelItem],
         own = [r for r in recs if r.get("kind") == "selection" and r.get("metric") == task.metric
                and str(r.get("system") or "") == task.system]
         last = own[-1] if own else None
-        labelled = labs.values(task.metric, task.system or None) if labs is not None and \
-            task.metric in labs.scales else {}
+        labelled = labs.values(task.metric, task.system or None, with_examples=True) \
+            if labs is not None and task.metric in labs.scales else {}
         notes: list[str] = []
         if last is not None and str(last.get("run_id") or "") not in ("", task.run_id):
             raise ConfigError("--labels", f"{p.name} labels run {last['run_id']}, not "

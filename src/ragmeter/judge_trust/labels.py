@@ -26,8 +26,12 @@ Labels are put on the judged metric's 0–1 scale for comparison: binary 0/1, or
 A file written by ``ragmeter judge label`` also holds lines with a ``kind``: ``selection``
 (which items were chosen for labelling and each one's inclusion probability, so the
 bias-corrected estimate can weight the labels: :class:`~ragmeter.stats.selection.Selection`)
-and ``skip`` (an item a labeller passed over). They are read into :attr:`LabelSet.meta` and
-:meth:`LabelSet.selection`; they are not labels.
+``skip`` (an item a labeller passed over) and ``examples`` (labelled items shown to the judge
+as graded examples, ``ragmeter judge examples``: ``sample_ids`` and the ``shots`` hash of the
+examples file). They are read into :attr:`LabelSet.meta`, :meth:`LabelSet.selection` and
+:meth:`LabelSet.examples`; they are not labels. The labels of items used as examples are
+kept (agreement between labellers, a labelling session) but left out of :meth:`LabelSet.values`
+— what agreement with the judge and the bias-corrected estimate read.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ _NO = {"no", "нет", "false", "n", "н"}
 _ALIASES = {"id": "sample_id", "sample": "sample_id", "value": "label", "human": "label"}
 _KNOWN = {"sample_id", "metric", "label", "scale", "system", "rater", "note", "revised"}
 #: lines of a labelling session that are not labels (their ``kind``)
-KINDS = ("selection", "skip")
+KINDS = ("selection", "skip", "examples")
 
 
 @dataclass(frozen=True)
@@ -79,18 +83,35 @@ class LabelSet:
     def metrics(self) -> list[str]:
         return sorted(self.scales)
 
-    def values(self, metric: str, system: str | None = None) -> dict[str, float]:
+    def values(self, metric: str, system: str | None = None, *,
+               with_examples: bool = False) -> dict[str, float]:
         """``sample_id → label on 0–1`` for one metric (raters averaged). With ``system``,
         the labels of that system; a file whose labels of ``metric`` name no system at all
-        grades whichever system is asked for."""
+        grades whichever system is asked for. Items used as the judge's examples are left
+        out unless ``with_examples``."""
         acc: dict[str, list[float]] = defaultdict(list)
         if system is not None and not any(lab.system for lab in self.labels
                                           if lab.metric == metric):
             system = None
+        skip = set() if with_examples else self.examples(metric, system)
         for lab in self.labels:
-            if lab.metric == metric and (system is None or lab.system == system):
+            if lab.metric == metric and (system is None or lab.system == system) \
+                    and lab.sample_id not in skip:
                 acc[lab.sample_id].append(to_unit(lab.raw, self.scales[metric]))
         return {sid: float(sum(v) / len(v)) for sid, v in acc.items()}
+
+    def examples(self, metric: str, system: str | None = None) -> set[str]:
+        """The items of ``metric`` shown to the judge as graded examples (any system's when
+        ``system`` is ``None``)."""
+        out: set[str] = set()
+        for (m, sys_), ids in self.meta.get("examples", {}).items():
+            if m == metric and (system is None or sys_ in ("", system)):
+                out |= ids
+        return out
+
+    def shots(self) -> dict[str, tuple[str, str]]:
+        """The examples files recorded: their ``shots`` hash → (metric, system)."""
+        return dict(self.meta.get("shots", {}))
 
     def systems(self) -> list[str]:
         return sorted({lab.system for lab in self.labels})
@@ -275,6 +296,17 @@ def _read_kind(rec: Mapping[str, Any], line: int | None, source: str,
         meta.setdefault("skips", {})[(system, str(rec["sample_id"]), metric.strip(),
                                       str(rec.get("rater") or ""))] = line
         return None
+    if kind == "examples":
+        ids, shots = rec.get("sample_ids"), rec.get("shots")
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            return RecordProblem(source, line, "sample_ids", "a list of the sample ids used "
+                                 "as examples is required")
+        if not isinstance(shots, str) or not shots:
+            return RecordProblem(source, line, "shots", "the examples file's hash is required")
+        key = (metric.strip(), system)
+        meta.setdefault("examples", {}).setdefault(key, set()).update(ids)
+        meta.setdefault("shots", {})[shots] = key
+        return None
     from ragmeter.stats.selection import Selection
 
     try:
@@ -340,6 +372,9 @@ def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) 
     for key in sorted(meta.get("selections", {})):
         digest.update(f"selection\t{key[0]}\t{key[1]}\t"
                       f"{meta['selections'][key].signature}\n".encode())
+    for key in sorted(meta.get("examples", {})):
+        digest.update(f"examples\t{key[0]}\t{key[1]}\t"
+                      f"{','.join(sorted(meta['examples'][key]))}\n".encode())
     return LabelSet(labels, scales, source, digest.hexdigest(), meta)
 
 

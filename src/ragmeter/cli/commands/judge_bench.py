@@ -443,6 +443,7 @@ def card_command(
     if not values:
         raise DataError(RecordProblem(str(labels), None, "metric", "no labelled metric "
                                       f"({', '.join(labs.metrics)}) is in run {rid}"))
+    held_out = _held_out_examples(values, labs, sigs, system)
     cov = checks.label_coverage(values, labs, system)
     checks.require_matches(cov, values, labs, rid)
     if cov.warning():
@@ -461,6 +462,11 @@ def card_command(
     card.meta["run_id"] = rid
     card.meta["system"] = system
     card.meta["signatures"] = dict(sigs)   # the judged results the card was made on
+    if held_out:
+        card.meta["examples_held_out"] = held_out
+        common.err_console().print(
+            "left out as the judge's examples: " + ", ".join(
+                f"{m} {n} label(s)" for m, n in held_out.items()), highlight=False)
     console.print(card_table(card))
     _raters(console, card, labs, system)
     chosen = {m: labs.selection(m, system) for m in labs.metrics}
@@ -493,6 +499,23 @@ def card_command(
         out.write_text(strict_json(result.meta, indent=1),
                        encoding="utf-8")
         console.print(f"wrote {out}")
+
+
+def _held_out_examples(values: dict[str, Any], labs: Any, sigs: dict[str, str],
+                       system: str | None) -> dict[str, int]:
+    """Drop the items used as the judge's graded examples from the judged values (their
+    labels are already out of ``labs.values``); refuse a run whose prompt carried examples
+    the labels file does not record. Metric → examples left out."""
+    from ragmeter.judge_trust.examples import check_shots
+
+    check_shots(sigs, labs)
+    out: dict[str, int] = {}
+    for m in list(values):
+        ex = labs.examples(m, system)
+        if ex:
+            values[m] = {s: v for s, v in values[m].items() if s not in ex}
+            out[m] = len(ex)
+    return out
 
 
 def _check_estimator(estimator: str) -> None:

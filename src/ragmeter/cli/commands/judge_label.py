@@ -271,6 +271,55 @@ def label_command(
         session.close()
 
 
+def examples_command(
+    run_id: Annotated[str, typer.Argument(help="Run id the labels were made on (or "
+                                                "'latest').")],
+    labels: Annotated[Path, typer.Option("--labels", "-l", help="The labels file (of "
+                                         "`ragmeter label`); the examples are recorded in it.")],
+    metric: Annotated[str, typer.Option("--metric", "-m", help="The judged metric.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The examples file to write (name "
+                                                          "it in the judge config: "
+                                                          "'examples: FILE').")],
+    k: Annotated[int, typer.Option("-k", help="How many labelled items to show the judge.")]
+    = 4,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the random draw.")] = 42,
+    system: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--system", help="Which system's answers (when the run has several).")] = None,
+    store: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--store", help="Results store URL (default: $RAGMETER_STORE_URL or "
+                        "./ragmeter-results.sqlite).")] = None,
+) -> None:
+    """Harvest k labelled items, drawn at random, as graded examples for the judge's prompt;
+    `judge card` leaves them out of agreement and of the bias-corrected estimate.
+
+    Example:
+
+      ragmeter judge examples latest -l labels.jsonl -m faithfulness -k 4 -o shots.jsonl
+    """
+    from ragmeter.errors import ConfigError
+    from ragmeter.judge_trust.examples import harvest, record
+    from ragmeter.judge_trust.labelling import run_task
+    from ragmeter.judge_trust.labels import load_labels
+    from ragmeter.judges.fewshot import write_shots
+    from ragmeter.results.store import ResultStore
+
+    labs = load_labels(labels)
+    rs, _note = ResultStore.open_readonly(store)
+    rid = rs.latest_run_id() if run_id == "latest" else run_id
+    if rid is None:
+        raise ConfigError("run", "the store holds no runs")
+    rt = run_task(rs.load_run(rid), metric, system)
+    shots = harvest(labs, rt.task.metric, rt.items, k, seed, system)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_shots(out, shots)
+    record(labels, shots, system)
+    left = len(labs.values(rt.task.metric, system)) - k
+    typer.echo(f"{k} labelled items of {shots.metric} written to {out} as the judge's examples "
+               f"(shots {shots.digest}); {labels} records them: `judge card` leaves them out "
+               f"and grades the judge on the other {left} label(s). Name the file in the judge "
+               f"config: examples: {out}")
+
+
 def _user(getuser: Callable[[], str]) -> str:
     import re
 
@@ -293,4 +342,5 @@ def register(app: typer.Typer) -> None:
     from ragmeter.cli.commands.judge_model import judge_app
 
     judge_app.command("label")(label_command)
+    judge_app.command("examples")(examples_command)
     app.command("label")(label_command)   # the same command, top level: ``ragmeter label``

@@ -185,10 +185,19 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
                 if plan.judgements and "claims" in calls else None),
         **_jury_fields(ctx.judge),
         **(prepared.signature if prepared is not None else {}),
-        **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}))
+        **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}),
+        **_shots(ctx.judge, str(metric)))
     return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
                                     counts={"judge_calls": plan.n_requests,
                                             **(pii.redaction_counts() if pii else {})})
+
+
+def _shots(judge: Any, metric: str) -> dict[str, str]:
+    """``shots:<n>@<hash>`` when the judge's prompt for ``metric`` carried graded examples."""
+    shots = getattr(judge, "shots_meta", None)
+    if shots is None or shots.metric != metric.split("(")[0]:
+        return {}
+    return dict(shots.signature())
 
 
 def _served_version(plan: JudgePlan) -> str | None:
