@@ -21,7 +21,7 @@ from ragmeter.judge_trust.card import JudgeCard
 from ragmeter.judge_trust.runs import TIER, stored_cards
 
 #: the signature fields that say which judge produced a judged result
-JUDGE_FIELDS = ("judge", "judge_model", "judge_version", "prompt")
+JUDGE_FIELDS = ("judge", "judge_model", "judge_version", "prompt", "shots")
 
 
 @dataclass(frozen=True)
