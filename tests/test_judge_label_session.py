@@ -275,3 +275,28 @@ def test_terminal_labelling_and_option_errors(tmp_path: Path, monkeypatch, capsy
     assert "no judged metric 'answer_relevance'" in capsys.readouterr().err
     assert cli(["judge", "label", "r1", "--labels", str(tmp_path / "x.jsonl"), "-m",
                 "faithfulness", "--terminal", "--store", url, "--rater", "a b"]) == 2
+
+
+def test_target_width_says_how_many_more_labels(tmp_path: Path, monkeypatch, capsys) -> None:
+    import io
+
+    url = make_run(tmp_path, n=200)
+    path = tmp_path / "l.jsonl"
+    base = ["label", "r1", "--labels", str(path), "-m", "faithfulness", "--terminal",
+            "--store", url, "--rater", "vera", "--lang", "en", "--target-width", "0.3"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("q\n"))
+    assert cli(base) == 0
+    err = capsys.readouterr().err
+    # before two labels: the worst case of labels alone at a rate of 1/2: (1.96 * 0.5 / 0.15)^2
+    assert "target 95% CI width 0.3: about 43 more label(s), 43 in all" in err
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(f"{k % 2}\n" for k in range(12))
+                                                 + "q\n"))
+    assert cli(base) == 0
+    err = capsys.readouterr().err
+    import re
+
+    got = re.findall(r"target 95% CI width 0\.3 \(now (\d\.\d+)\): about (\d+) more label\(s\), "
+                     r"(\d+) in all", err)
+    assert got, err
+    now, more, total = float(got[-1][0]), int(got[-1][1]), int(got[-1][2])
+    assert now > 0.3 and more > 0 and total == 12 + more      # from the 12 labels made
