@@ -122,18 +122,10 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
              static: bool = False, labelling: Any = None) -> web.Application:
     """The aiohttp application for ``store_url`` (opened read-only; errors say why not).
 
-    ``local_only`` refuses requests whose ``Host`` is not a loopback name, so a web page
-    elsewhere cannot read the results through a DNS-rebinding trick. ``labelling``: the
-    labelling session the ``/label`` page serves."""
+    ``local_only`` refuses requests whose ``Host`` is not a loopback name (no DNS-rebinding
+    trick reads the results); ``labelling``: the session the ``/label`` page serves."""
     viewer = Viewer(store_url, lang, runs_dir, static, labelling)
     warm_up()
-
-    @web.middleware
-    async def only_local(request: web.Request, handler: Any) -> Any:
-        target = request.raw_path if request.method != "CONNECT" else ""
-        if local_only and not host_is_local(request.headers.get("Host", ""), target):
-            return web.Response(status=421, text="ragmeter view answers on localhost only\n")
-        return await handler(request)
 
     def lang_of(request: Any) -> str:
         q = request.query.get("lang", "")
@@ -141,8 +133,7 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
 
     def respond(request: Any, title: str, body: str, active: str, *, status: int = 200,
                 data: dict[str, Any] | None = None) -> Any:
-        lang = lang_of(request)
-        html = pages.layout(title, body, lang=lang, active=active,
+        html = pages.layout(title, body, lang=lang_of(request), active=active,
                             store=None if viewer.static else viewer.shown_url,
                             note=viewer.note if viewer.note != "schema 1" else "", data=data,
                             path=request.path, query=dict(request.query))
@@ -153,10 +144,7 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
         def render(request: Any, body: Any = None) -> tuple[str, str, int, dict[str, Any] | None]:
             lang = lang_of(request)
             try:
-                lang_q = request.query.get("lang", "")
-                if lang_q and lang_q not in LANGS:
-                    raise BadQuery("lang", f"unknown language {lang_q[:20]!r}", LANGS)
-                check_names(request.query, page.params)
+                _check_query(request.query, page)
                 out = page.handler(PageRequest(viewer, request, lang, body))
             except BadQuery as exc:
                 return t("v_bad_query", lang), pages.error_body(
@@ -182,18 +170,9 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
             return out
 
         async def posted(request: Any) -> Any:
-            refused = post_refused(request, viewer.token)
-            if refused is not None:
-                return web.json_response({"error": refused, "status": 403}, status=403,
-                                         headers=HEADERS)
-            if (request.content_length or 0) > MAX_POST_BYTES:
-                return web.json_response({"error": "body too large", "status": 413},
-                                         status=413, headers=HEADERS)
-            try:
-                body = await request.json()
-            except ValueError:
-                return web.json_response({"error": "the body is not JSON", "status": 400},
-                                         status=400, headers=HEADERS)
+            body = await _post_body(request, viewer.token)
+            if isinstance(body, web.Response):
+                return body
             return await asyncio.get_running_loop().run_in_executor(None, render, request,
                                                                      body)
 
@@ -213,11 +192,48 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
             return respond(request, title, body, page.active, status=status, data=data)
         return handler
 
-    app = web.Application(middlewares=[only_local])
+    app = web.Application(middlewares=[_only_local(local_only)])
     app[VIEWER] = viewer
     for page in PAGES:  # routes from the page table
         app.router.add_route(page.method, page.route, serve_page(page))
     return app
+
+
+def _check_query(query: Any, page: Page) -> None:
+    """A ``BadQuery`` for an unknown language or a parameter the page does not take."""
+    lang_q = query.get("lang", "")
+    if lang_q and lang_q not in LANGS:
+        raise BadQuery("lang", f"unknown language {lang_q[:20]!r}", LANGS)
+    check_names(query, page.params)
+
+
+def _only_local(local_only: bool) -> Any:
+    """The middleware that refuses a request whose ``Host`` is not a loopback name (when
+    ``local_only``)."""
+    @web.middleware
+    async def only_local(request: web.Request, handler: Any) -> Any:
+        target = request.raw_path if request.method != "CONNECT" else ""
+        if local_only and not host_is_local(request.headers.get("Host", ""), target):
+            return web.Response(status=421, text="ragmeter view answers on localhost only\n")
+        return await handler(request)
+    return only_local
+
+
+async def _post_body(request: Any, token: str) -> Any:
+    """A POST's JSON body, or the JSON error response that refuses it (another origin or
+    no token: 403; too large: 413; not JSON: 400)."""
+    refused = post_refused(request, token)
+    if refused is not None:
+        return web.json_response({"error": refused, "status": 403}, status=403,
+                                 headers=HEADERS)
+    if (request.content_length or 0) > MAX_POST_BYTES:
+        return web.json_response({"error": "body too large", "status": 413}, status=413,
+                                 headers=HEADERS)
+    try:
+        return await request.json()
+    except ValueError:
+        return web.json_response({"error": "the body is not JSON", "status": 400},
+                                 status=400, headers=HEADERS)
 
 
 def warm_up() -> None:

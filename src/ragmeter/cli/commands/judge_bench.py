@@ -425,7 +425,7 @@ def card_command(
     from ragmeter.judge_trust.card import card_from_values
     from ragmeter.judge_trust.labels import load_labels
     from ragmeter.judge_trust.ppi import ppi_estimates
-    from ragmeter.judge_trust.runs import attach_to_run, judged_values, trust_result
+    from ragmeter.judge_trust.runs import judged_values, trust_result
     from ragmeter.results.records import Signature
     from ragmeter.results.store import ResultStore, normalize_url
 
@@ -489,6 +489,13 @@ def card_command(
     result = trust_result(card, labs, values, est, system=system)
     if paired:
         result.meta["ppi_paired"] = paired
+    _keep(console, rs, rid, result, save, out)
+
+
+def _keep(console: Any, rs: Any, rid: str, result: Any, save: bool, out: Path | None) -> None:
+    """The card stored with the run (``--save``) and written as JSON (``--out``)."""
+    from ragmeter.judge_trust.runs import attach_to_run
+
     if save:
         attach_to_run(rs, rid, result)
         console.print(f"card stored with run {rid} (tier judge_trust)")
@@ -496,8 +503,7 @@ def card_command(
         from ragmeter.results.jsonout import dumps as strict_json
 
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(strict_json(result.meta, indent=1),
-                       encoding="utf-8")
+        out.write_text(strict_json(result.meta, indent=1), encoding="utf-8")
         console.print(f"wrote {out}")
 
 

@@ -210,7 +210,7 @@ def label_command(
 
     Examples:
 
-      ragmeter label latest --labels labels.jsonl --metric faithfulness
+      ragmeter label RUN --labels labels.jsonl --metric faithfulness
 
       ragmeter label RUN --labels l.jsonl -m answer_relevance --select active -n 60
 
@@ -294,7 +294,7 @@ def examples_command(
 
     Example:
 
-      ragmeter judge examples latest -l labels.jsonl -m faithfulness -k 4 -o shots.jsonl
+      ragmeter judge examples RUN -l labels.jsonl -m faithfulness -k 4 -o shots.jsonl
     """
     from ragmeter.errors import ConfigError
     from ragmeter.judge_trust.examples import harvest, record
