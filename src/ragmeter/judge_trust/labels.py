@@ -16,10 +16,22 @@ field           meaning
                 binary, integers up to 2 → ordinal, anything else → continuous)
 ``system``      optional: which system's answer was labelled (for comparisons of two systems)
 ``rater``       optional: who labelled it; several raters of one item are averaged
+``revised``     optional: ``true`` when this line replaces the same rater's earlier label of
+                the item (the later one counts); a second label without it is an error
 ==============  ==========================================================================
 
 Labels are put on the judged metric's 0–1 scale for comparison: binary 0/1, ordinal
 0/½/1 (grade / 2), continuous as is. Every problem is reported with file, line and field.
+
+A file written by ``ragmeter judge label`` also holds lines with a ``kind``: ``selection``
+(which items were chosen for labelling and each one's inclusion probability, so the
+bias-corrected estimate can weight the labels: :class:`~ragmeter.stats.selection.Selection`)
+``skip`` (an item a labeller passed over) and ``examples`` (labelled items shown to the judge
+as graded examples, ``ragmeter judge examples``: ``sample_ids`` and the ``shots`` hash of the
+examples file). They are read into :attr:`LabelSet.meta`, :meth:`LabelSet.selection` and
+:meth:`LabelSet.examples`; they are not labels. The labels of items used as examples are
+kept (agreement between labellers, a labelling session) but left out of :meth:`LabelSet.values`
+— what agreement with the judge and the bias-corrected estimate read.
 """
 
 from __future__ import annotations
@@ -38,7 +50,9 @@ SCALES: tuple[str, ...] = ("binary", "ordinal", "continuous")  # = metrics.judge
 _YES = {"yes", "да", "true", "y", "д"}
 _NO = {"no", "нет", "false", "n", "н"}
 _ALIASES = {"id": "sample_id", "sample": "sample_id", "value": "label", "human": "label"}
-_KNOWN = {"sample_id", "metric", "label", "scale", "system", "rater", "note"}
+_KNOWN = {"sample_id", "metric", "label", "scale", "system", "rater", "note", "revised"}
+#: lines of a labelling session that are not labels (their ``kind``)
+KINDS = ("selection", "skip", "examples")
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,7 @@ class Label:
     rater: str = ""
     source: str = ""
     line: int | None = None
+    revised: bool = False
 
 
 @dataclass
@@ -68,21 +83,57 @@ class LabelSet:
     def metrics(self) -> list[str]:
         return sorted(self.scales)
 
-    def values(self, metric: str, system: str | None = None) -> dict[str, float]:
+    def values(self, metric: str, system: str | None = None, *,
+               with_examples: bool = False) -> dict[str, float]:
         """``sample_id → label on 0–1`` for one metric (raters averaged). With ``system``,
         the labels of that system; a file whose labels of ``metric`` name no system at all
-        grades whichever system is asked for."""
+        grades whichever system is asked for. Items used as the judge's examples are left
+        out unless ``with_examples``."""
         acc: dict[str, list[float]] = defaultdict(list)
         if system is not None and not any(lab.system for lab in self.labels
                                           if lab.metric == metric):
             system = None
+        skip = set() if with_examples else self.examples(metric, system)
         for lab in self.labels:
-            if lab.metric == metric and (system is None or lab.system == system):
+            if lab.metric == metric and (system is None or lab.system == system) \
+                    and lab.sample_id not in skip:
                 acc[lab.sample_id].append(to_unit(lab.raw, self.scales[metric]))
         return {sid: float(sum(v) / len(v)) for sid, v in acc.items()}
 
+    def examples(self, metric: str, system: str | None = None) -> set[str]:
+        """The items of ``metric`` shown to the judge as graded examples (any system's when
+        ``system`` is ``None``)."""
+        out: set[str] = set()
+        for (m, sys_), ids in self.meta.get("examples", {}).items():
+            if m == metric and (system is None or sys_ in ("", system)):
+                out |= ids
+        return out
+
+    def shots(self) -> dict[str, tuple[str, str]]:
+        """The examples files recorded: their ``shots`` hash → (metric, system)."""
+        return dict(self.meta.get("shots", {}))
+
     def systems(self) -> list[str]:
         return sorted({lab.system for lab in self.labels})
+
+    def by_rater(self, metric: str, system: str | None = None) -> dict[str, dict[str, float]]:
+        """``rater → sample_id → label on 0–1`` for one metric (``""``: no rater named)."""
+        if system is not None and not any(lab.system for lab in self.labels
+                                          if lab.metric == metric):
+            system = None
+        out: dict[str, dict[str, float]] = defaultdict(dict)
+        for lab in self.labels:
+            if lab.metric == metric and (system is None or lab.system == system):
+                out[lab.rater][lab.sample_id] = to_unit(lab.raw, self.scales[metric])
+        return dict(out)
+
+    def selection(self, metric: str, system: str | None = None) -> Any:
+        """The selection the labels of ``metric`` were drawn by (the last one the file
+        records for it, a :class:`~ragmeter.stats.selection.Selection`), or ``None``: a
+        file without one is taken as a simple random sample of the judged items."""
+        chosen = self.meta.get("selections", {})
+        return chosen.get((metric, system or "")) or (
+            chosen.get((metric, "")) if system else None)
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -182,8 +233,12 @@ def _read_label(rec: Any, line: int | None, source: str
     wrong = _scale_problem(scale, raw, rec["label"])
     if wrong is not None:
         return RecordProblem(source, line, wrong[0], wrong[1])
+    revised = rec.get("revised", False)
+    if not isinstance(revised, bool):
+        return RecordProblem(source, line, "revised", f"must be true or false, got {revised!r}")
     lab = Label(str(rec["sample_id"]).strip(), str(rec["metric"]).strip(), raw,
-                str(rec.get("system") or ""), str(rec.get("rater") or ""), source, line)
+                str(rec.get("system") or ""), str(rec.get("rater") or ""), source, line,
+                revised)
     return lab, scale, implied
 
 
@@ -224,12 +279,66 @@ def _metric_scales(rows: list[Row], source: str,
     return scales
 
 
+def _read_kind(rec: Mapping[str, Any], line: int | None, source: str,
+               meta: dict[str, Any]) -> RecordProblem | None:
+    """A ``selection`` or ``skip`` line into ``meta``, or what is wrong with it."""
+    kind = rec.get("kind")
+    if kind not in KINDS:
+        return RecordProblem(source, line, "kind", f"unknown kind {kind!r} (allowed: "
+                             f"{', '.join(KINDS)}; a label line has no kind)")
+    metric = rec.get("metric")
+    if not isinstance(metric, str) or not metric.strip():
+        return RecordProblem(source, line, "metric", "is required")
+    system = str(rec.get("system") or "")
+    if kind == "skip":
+        if rec.get("sample_id") is None:
+            return RecordProblem(source, line, "sample_id", "is required")
+        meta.setdefault("skips", {})[(system, str(rec["sample_id"]), metric.strip(),
+                                      str(rec.get("rater") or ""))] = line
+        return None
+    if kind == "examples":
+        ids, shots = rec.get("sample_ids"), rec.get("shots")
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
+            return RecordProblem(source, line, "sample_ids", "a list of the sample ids used "
+                                 "as examples is required")
+        if not isinstance(shots, str) or not shots:
+            return RecordProblem(source, line, "shots", "the examples file's hash is required")
+        key = (metric.strip(), system)
+        meta.setdefault("examples", {}).setdefault(key, set()).update(ids)
+        meta.setdefault("shots", {})[shots] = key
+        return None
+    from ragmeter.stats.selection import Selection
+
+    try:
+        sel = Selection.from_dict(rec["selection"])
+        if len(sel.pi) != len(sel.ids) or any(not 0.0 < p <= 1.0 for p in sel.pi) \
+                or any(not 0 <= i < len(sel.ids) for i in sel.order):
+            raise ValueError("inclusion probabilities or order do not fit the items")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        return RecordProblem(source, line, "selection", f"not a selection of items to label "
+                             f"({type(exc).__name__}: {exc})")
+    meta.setdefault("selections", {})[(metric.strip(), system)] = sel
+    meta.setdefault("selection_lines", {})[(metric.strip(), system)] = line
+    return None
+
+
 def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) -> LabelSet:
-    """Validate ``(line, mapping)`` records into a :class:`LabelSet` (all problems at once)."""
+    """Validate ``(line, mapping)`` records into a :class:`LabelSet` (all problems at once).
+
+    A rater's later label of the same item replaces the earlier one when it says
+    ``"revised": true``; lines with a ``kind`` (a labelling session's selection and skips)
+    go to :attr:`LabelSet.meta`."""
     problems: list[RecordProblem] = []
     rows: list[Row] = []
+    meta: dict[str, Any] = {}
     seen: dict[tuple[str, str, str, str], int | None] = {}
+    where: dict[tuple[str, str, str, str], int] = {}
     for line, rec in records:
+        if isinstance(rec, Mapping) and "kind" in rec:
+            bad = _read_kind(rec, line, source, meta)
+            if bad is not None:
+                problems.append(bad)
+            continue
         got = _read_label(rec, line, source)
         if isinstance(got, list):
             problems.extend(got)
@@ -239,6 +348,9 @@ def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) 
             continue
         lab = got[0]
         ukey = (lab.system, lab.sample_id, lab.metric, lab.rater)
+        if ukey in seen and lab.revised:
+            rows[where[ukey]] = got
+            continue
         if ukey in seen:
             problems.append(RecordProblem(source, line, "sample_id", f"duplicate label for "
                                           f"sample {lab.sample_id!r}, metric {lab.metric!r}"
@@ -246,6 +358,7 @@ def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) 
                                           + f" (first on line {seen[ukey]})"))
             continue
         seen[ukey] = line
+        where[ukey] = len(rows)
         rows.append(got)
     scales = _metric_scales(rows, source, problems)
     if problems:
@@ -256,7 +369,13 @@ def labels_from_records(records: Iterable[tuple[int | None, Any]], source: str) 
     for lab in sorted(labels, key=lambda x: (x.system, x.metric, x.sample_id, x.rater)):
         digest.update(f"{lab.system}\t{lab.metric}\t{lab.sample_id}\t{lab.rater}\t"
                       f"{lab.raw!r}\n".encode())
-    return LabelSet(labels, scales, source, digest.hexdigest())
+    for key in sorted(meta.get("selections", {})):
+        digest.update(f"selection\t{key[0]}\t{key[1]}\t"
+                      f"{meta['selections'][key].signature}\n".encode())
+    for key in sorted(meta.get("examples", {})):
+        digest.update(f"examples\t{key[0]}\t{key[1]}\t"
+                      f"{','.join(sorted(meta['examples'][key]))}\n".encode())
+    return LabelSet(labels, scales, source, digest.hexdigest(), meta)
 
 
 def load_labels(path: str | Path) -> LabelSet:
@@ -271,5 +390,5 @@ def load_labels(path: str | Path) -> LabelSet:
     return labels_from_records(records, str(path))
 
 
-__all__ = ["SCALES", "Label", "LabelSet", "labels_from_records", "load_labels", "parse_label",
+__all__ = ["KINDS", "SCALES", "Label", "LabelSet", "labels_from_records", "load_labels", "parse_label",
            "to_unit"]

@@ -4,8 +4,15 @@ For a judged metric with judge values on all ``N`` scored samples and human labe
 of them, the prediction-powered estimate (Angelopoulos et al., 2023, "Prediction-powered
 inference") is the judge mean over all samples plus the mean human − judge correction on the
 labelled ones; its interval combines both variances (see :mod:`ragmeter.stats.ppi`).
-It is valid when the labelled samples are a random subset of the evaluated ones: label a
-random sample, not the ones that looked wrong.
+It is valid when the labelled samples are a random subset of the evaluated ones — or drawn by
+a selection with known inclusion probabilities (:func:`ragmeter.stats.selection.select`:
+uniform, stratified by slice, or active by the judge's uncertainty), which the estimate then
+weights by: label what the selection chose, not the ones that looked wrong. Besides the
+classic estimator, PPI++ (the judge's weight tuned, never a larger variance than classic) and
+stratified PPI (a weight per slice) are offered (:mod:`ragmeter.stats.ppi_estimators`); the
+estimate names its estimator and effective sample size. With yes/no labels and yes/no judge values the
+interval is built from exact pieces (``interval="exact"`` of :func:`ragmeter.stats.ppi_mean`),
+which keeps its coverage for rare outcomes and few labels; otherwise it is the normal one.
 
 Samples whose judge reply was unscored are outside ``N`` (they have no judge value); a label
 on such a sample is not used and is counted.
@@ -25,9 +32,10 @@ from ragmeter.stats import (
     PairedPPI,
     PPIEstimate,
     labels_needed,
-    ppi_mean,
     ppi_paired,
 )
+from ragmeter.stats.ppi_estimators import estimate, labels_for_half_width
+from ragmeter.stats.selection import Selection
 
 #: the range of a judged metric; an interval reaching outside it is cut to it (and says so)
 UNIT = (0.0, 1.0)
@@ -54,23 +62,38 @@ def _scored(values: Mapping[str, float | None]) -> dict[str, float]:
 
 def metric_ppi(metric: str, judge_values: Mapping[str, float | None], labels: LabelSet, *,
                system: str | None = None, level: float = 0.95,
-               target_width: float | None = None) -> MetricPPI:
-    """PPI estimate of ``metric`` (``judge_values``: sample id → judge value on 0–1)."""
+               target_width: float | None = None, estimator: str = "classic",
+               selection: Selection | None = None,
+               strata: Mapping[str, str] | None = None) -> MetricPPI:
+    """PPI estimate of ``metric`` (``judge_values``: sample id → judge value on 0–1).
+
+    ``estimator``: ``classic``, ``ppi++`` or ``stratified`` (:mod:`ragmeter.stats.
+    ppi_estimators`; ``strata``: sample id → slice, or a stratified ``selection``'s);
+    ``selection``: the selection the labels were drawn by (default: a simple random sample
+    of the judged samples). The estimate carries its estimator, effective sample size and
+    signature; ``target_width`` adds how many labels reach that full CI width."""
     lab = labels.values(metric, system)
     jv = _scored(judge_values)
-    ids = [s for s in lab if s in jv]
-    f_all = np.asarray(list(jv.values()))
-    est = ppi_mean(f_all, np.asarray([jv[s] for s in ids]), np.asarray([lab[s] for s in ids]),
-                   level=level, discrete=labels.scales[metric] != "continuous",
-                   bounds=UNIT)
-    plan = labels_needed(est, target_width) if target_width else None
-    return MetricPPI(metric, est, len(lab) - len(ids), plan)
+    est = estimate(lab, jv, selection, estimator, strata=strata, level=level,
+                   discrete=labels.scales[metric] != "continuous", bounds=UNIT,
+                   interval="auto")
+    plan = None
+    if target_width:
+        plan = (labels_needed(est, target_width) if estimator == "classic"
+                and selection is None else labels_for_half_width(est, target_width / 2))
+    return MetricPPI(metric, est, est.n_unused, plan)
 
 
 def ppi_estimates(judge_values: Mapping[str, Mapping[str, float | None]], labels: LabelSet, *,
                   system: str | None = None, level: float = 0.95,
-                  target_width: float | None = None) -> dict[str, MetricPPI]:
-    """:func:`metric_ppi` for every metric with judge values and at least 2 usable labels."""
+                  target_width: float | None = None, estimator: str = "classic",
+                  selection: Selection | None = None,
+                  strata: Mapping[str, str] | None = None,
+                  selections: Mapping[str, Selection | None] | None = None
+                  ) -> dict[str, MetricPPI]:
+    """:func:`metric_ppi` for every metric with judge values and at least 2 usable labels;
+    ``selections``: per metric, the selection its labels were drawn by (a labels file of
+    ``ragmeter judge label`` records them), in place of ``selection``."""
     out: dict[str, MetricPPI] = {}
     for metric in labels.metrics:
         if metric not in judge_values:
@@ -79,7 +102,10 @@ def ppi_estimates(judge_values: Mapping[str, Mapping[str, float | None]], labels
         if sum(1 for s in labels.values(metric, system) if s in jv) < 2 or len(jv) < 2:
             continue
         out[metric] = metric_ppi(metric, judge_values[metric], labels, system=system,
-                                 level=level, target_width=target_width)
+                                 level=level, target_width=target_width,
+                                 estimator=estimator,
+                                 selection=(selections or {}).get(metric) or selection,
+                                 strata=strata)
     return out
 
 

@@ -2,19 +2,24 @@
 
 Each probe builds paired variants of the bundled judge benchmark's items, asks the judge
 about both through the judged metric's own calls, and reports the effect — the mean change of
-the judge's value (0–1) from the original to the variant — with a percentile-bootstrap 95 % CI
-and a paired randomization p-value over the items both variants scored. An unbiased judge's
-CI covers 0; a CI that excludes 0 with p < 0.05 is a measured bias.
+the judge's value (0–1) from the original to the variant — with the 95 % CI of a paired
+difference (:func:`ragmeter.stats.paired_interval`: exact for yes/no verdicts) and a paired
+randomization p-value over the items both variants scored. An unbiased judge's CI covers 0;
+a CI that excludes 0 with p < 0.05 is a measured bias.
 
 * ``verbosity`` — the same answer padded with true but irrelevant sentences (for
   faithfulness: sentences of the item's own context the answer does not use, so the padded
   answer stays supported; for answer relevance: general facts). A positive effect: the judge
   rewards length.
 * ``context_order`` — the item's supporting passage among three distractor passages (other
-  items' contexts), in two different seeded orders. Both orders are random, so a mean change
-  would cancel out; the effect is the mean *absolute* change (for yes/no verdicts: the share
-  of items whose verdict flipped), 0 for a judge that ignores the order. It includes the
-  judge's own call-to-call randomness (compare with the flip rate of ``--repeats``).
+  items' contexts), in two different seeded orders; per item the order where the supporting
+  passage comes later is compared with the one where it comes earlier (a tie in position:
+  the seeded order stands). The effect is the paired mean change later − earlier, tested
+  like the other probes: a judge that favours what it reads first (or last) moves it below
+  (above) 0; a judge that ignores the order — however noisy its verdicts — does not, so its
+  random flips are no longer a bias. The share of items whose verdict changed at all is kept
+  in the note (it includes the judge's own call-to-call randomness: compare with the flip
+  rate of ``--repeats``).
 * ``position_middle`` / ``position_last`` — the supporting passage moved from first to the
   middle / the end of four distractors.
 * ``language`` — per translated pair (a Russian item and its English translation, same
@@ -40,7 +45,7 @@ from ragmeter.judge_trust.language import Pair, language_gap, language_pairs, pa
 from ragmeter.judge_trust.probe_result import ProbeResult
 from ragmeter.metrics.judged import Asking, questions_of, score_sample
 from ragmeter.metrics.judged.plan import ask
-from ragmeter.stats import DEFAULT_SEED, bootstrap_mean, paired_test
+from ragmeter.stats import DEFAULT_SEED, paired_test
 from ragmeter.text import split_sentences
 
 PROBES = ("verbosity", "context_order", "position", "language")
@@ -145,7 +150,9 @@ def context_cases(items: Sequence[BenchItem], seed: int, kind: str) -> list[_Cas
         ctx = str(it.context)
         if kind == "order":
             a = [ctx, *dis[:3]]
-            orders = [list(rng.permutation(a)) for _ in range(2)]
+            orders = [[str(x) for x in rng.permutation(a)] for _ in range(2)]
+            if orders[1].index(ctx) < orders[0].index(ctx):  # earlier first, later second
+                orders.reverse()
             variants = [replace(s, id=f"{s.id}~o{k}", retrieved_contexts=o)
                         for k, o in enumerate(orders)]
         else:
@@ -177,8 +184,7 @@ def _values(judge: Any, cases: Sequence[_Case], binary: bool) -> list[list[float
 
 
 def _effect(name: str, vals: Sequence[Sequence[float | None]], a: int, b: int,
-            tasks: Sequence[str], seed: int, n_resamples: int, note: str = "",
-            absolute: bool = False) -> ProbeResult:
+            tasks: Sequence[str], seed: int, n_resamples: int, note: str = "") -> ProbeResult:
     pairs = [(v[a], v[b]) for v in vals if v[a] is not None and v[b] is not None]
     unscored = len(vals) - len(pairs)
     if not pairs:
@@ -186,11 +192,10 @@ def _effect(name: str, vals: Sequence[Sequence[float | None]], a: int, b: int,
                            tuple(sorted(set(tasks))), note or "no pair scored")
     x = np.asarray([p[0] for p in pairs], dtype=float)
     y = np.asarray([p[1] for p in pairs], dtype=float)
-    if absolute:
-        est = bootstrap_mean(np.abs(y - x), seed=seed)
-        return ProbeResult(name, est.value, est.ci_low, est.ci_high, len(pairs), unscored,
-                           None, True, tuple(sorted(set(tasks))),
-                           note or "mean absolute change between two orders")
+    if name == "context_order":
+        changed = float(np.mean(x != y))
+        note = note or (f"supporting passage later minus earlier; the verdict changed on "
+                        f"{changed:.0%} of items, either way")
     pc = paired_test(x, y, metric=name, seed=seed, n_resamples=n_resamples)
     return ProbeResult(name, pc.diff, pc.ci_low, pc.ci_high, pc.n, unscored, pc.p_value,
                        True, tuple(sorted(set(tasks))), note)
@@ -234,8 +239,7 @@ def run_probes(judge: Any, items: Sequence[BenchItem], *, probes: Sequence[str] 
             results.append(_effect("position_middle", v, 0, 1, tasks, seed, n_resamples))
             results.append(_effect("position_last", v, 0, 2, tasks, seed, n_resamples))
         else:
-            results.append(_effect(p, v, 0, 1, tasks, seed, n_resamples,
-                                   absolute=p == "context_order"))
+            results.append(_effect(p, v, 0, 1, tasks, seed, n_resamples))
     if "language" in probes:
         found = list(pairs) if pairs is not None else language_pairs(items)
         if len(found) > limit:

@@ -33,6 +33,9 @@ class Completion:
     refusal: str | None = None
     model: str | None = None
     mock: bool = False   # served by the fake server (never cached for a real judge)
+    #: the probability of the reply's least certain verdict token (servers that return
+    #: token log-probabilities, when the judge config asks for them); None: not known
+    token_prob: float | None = None
 
 
 class Backend(Protocol):

@@ -71,18 +71,22 @@ def _request_parts(request: JudgeRequest) -> dict[str, str]:
 
 def digest(request: JudgeRequest, *, backend: str, model: str, temperature: float,
            seed: int | None, max_tokens: int, endpoint: str = "",
-           namespace: str = "default", top_p: float | None = None) -> RequestDigest:
+           namespace: str = "default", top_p: float | None = None,
+           logprobs: bool = False) -> RequestDigest:
     """:func:`cache_key` and :func:`request_hash` of ``request`` at once (see there);
-    ``top_p`` enters the key only when set, so keys without it are unchanged."""
+    ``top_p`` enters the key only when set, and ``logprobs`` only when on (a reply kept
+    without its token probabilities cannot serve a judge that asks for them), so keys
+    without them are unchanged."""
     return digest_and_messages(request, backend=backend, model=model, temperature=temperature,
                                seed=seed, max_tokens=max_tokens, endpoint=endpoint,
-                               namespace=namespace, top_p=top_p)[0]
+                               namespace=namespace, top_p=top_p, logprobs=logprobs)[0]
 
 
 def digest_and_messages(request: JudgeRequest, *, backend: str, model: str,
                         temperature: float, seed: int | None, max_tokens: int,
                         endpoint: str = "", namespace: str = "default",
-                        top_p: float | None = None) -> tuple[RequestDigest, str]:
+                        top_p: float | None = None,
+                        logprobs: bool = False) -> tuple[RequestDigest, str]:
     """:func:`digest`, and the canonical JSON of the request's messages it was made from
     (batch files write it instead of serialising the messages again)."""
     parts = _request_parts(request)
@@ -96,6 +100,8 @@ def digest_and_messages(request: JudgeRequest, *, backend: str, model: str,
              "max_tokens": _scalar(eff_m), "seed": _scalar(seed)}
     if top_p is not None:
         keyed["top_p"] = _scalar(top_p)
+    if logprobs:
+        keyed["logprobs"] = "1"
     return (RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"]),
             parts["messages"])
 
@@ -108,7 +114,8 @@ def request_hash(request: JudgeRequest) -> str:
 
 def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: float,
               seed: int | None, max_tokens: int, endpoint: str = "",
-              namespace: str = "default") -> str:
+              namespace: str = "default", top_p: float | None = None,
+              logprobs: bool = False) -> str:
     """Cache key of ``request`` answered by ``backend``/``model`` with these sampling settings.
 
     The key covers the cache format, namespace, endpoint, backend, model, messages, schema,
@@ -117,7 +124,8 @@ def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: f
     call is made, so equal effective settings give equal keys.
     """
     return digest(request, backend=backend, model=model, temperature=temperature, seed=seed,
-                  max_tokens=max_tokens, endpoint=endpoint, namespace=namespace).key
+                  max_tokens=max_tokens, endpoint=endpoint, namespace=namespace, top_p=top_p,
+                  logprobs=logprobs).key
 
 
 def reply_to_json(reply: JudgeReply) -> dict[str, Any]:

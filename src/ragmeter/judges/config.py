@@ -68,6 +68,13 @@ class JudgeConfig:
     pseudonymise: bool = False
     #: where the token map is written (kept locally; never in the store, reports or logs)
     pseudonymise_map: str | None = None
+    #: ask an OpenAI-compatible server for token log-probabilities and keep, on each reply,
+    #: the probability of its least certain verdict token (the judge's own uncertainty,
+    #: which active selection of items to label reads)
+    logprobs: bool = False
+    #: an examples file (``ragmeter judge examples``): items people graded, shown in the
+    #: prompt of the metric they grade (:mod:`ragmeter.judges.fewshot`)
+    examples: str | None = None
 
     def __repr__(self) -> str:
         fields_ = ", ".join(f"{f.name}={self._shown(f.name)!r}" for f in fields(self)
@@ -128,6 +135,12 @@ class JudgeConfig:
                 raise ConfigError("top_p", f"must be > 0 (nucleus mass, 0 < top_p <= 1), "
                                   f"got {self.top_p}")
         _check_int("max_tokens", self.max_tokens, 1)
+        if not isinstance(self.logprobs, bool):
+            raise ConfigError("logprobs", f"must be true or false, got {self.logprobs!r}")
+        if self.examples is not None and (not isinstance(self.examples, str)
+                                          or not self.examples.strip()):
+            raise ConfigError("examples", f"must be the path of an examples file, got "
+                              f"{self.examples!r}")
         _check_number("timeout_s", self.timeout_s, 1e-3, None)
         _check_int("max_concurrency", self.max_concurrency, 1)
         _check_number("price_in", self.price_in, 0.0, None)

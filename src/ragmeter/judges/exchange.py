@@ -87,6 +87,7 @@ class JudgeExchange:
         self.tokens_in = self.tokens_out = 0
         self.raw: str | None = None
         self.model = model
+        self.token_prob: float | None = None
         self._lang: str | None = None
         self._usable = True
         self.moved = 0    # unparseable replies of a pool resent as they were
@@ -143,6 +144,7 @@ class JudgeExchange:
         self.tokens_out += comp.tokens_out
         self.raw = comp.text
         self.mock = self.mock or comp.mock
+        self.token_prob = comp.token_prob
         if comp.model:
             self.model = comp.model
         if comp.refusal:
@@ -197,6 +199,8 @@ class JudgeExchange:
             extra["truncation_retry"] = True
         if self.mock:
             extra["mock"] = True
+        if self.token_prob is not None and data is not None:
+            extra["token_prob"] = self.token_prob
         if self.session.pooled:
             extra["endpoints"] = rec.endpoints
         cfg = self.cfg

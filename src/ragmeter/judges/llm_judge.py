@@ -134,7 +134,8 @@ class EngineJudge:
         return {"backend": self.backend.kind, "model": self.model,
                 "temperature": cfg.temperature, "seed": cfg.seed, "max_tokens": cfg.max_tokens,
                 "endpoint": self.endpoint_identity, "namespace": self.namespace,
-                **({"top_p": cfg.top_p} if cfg.top_p is not None else {})}
+                **({"top_p": cfg.top_p} if cfg.top_p is not None else {}),
+                **({"logprobs": True} if cfg.logprobs else {})}
 
     def digest_of(self, request: JudgeRequest,
                   settings: dict[str, Any] | None = None) -> RequestDigest:

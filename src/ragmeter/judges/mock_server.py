@@ -4,7 +4,9 @@ Replies are scripted (``reply_fn``) or derived from the request's JSON schema (a
 instance). Latency, an in-flight cap (queue or HTTP 429 over it) and faults (429 with
 Retry-After, 500, timeout, invalid JSON, truncated output, schema-violating JSON, refusal, an
 HTML page with status 200), chosen by rate (seeded) or by a script, are configurable.
-``GET /stats`` returns counters, ``POST /reset`` clears them. ``POST /v1/embeddings`` answers
+A request with ``"logprobs": true`` gets token log-probabilities back (text cut into word and
+punctuation tokens; a verdict token's probability seeded from the reply, or scripted with
+``token_prob_fn``). ``GET /stats`` returns counters, ``POST /reset`` clears them. ``POST /v1/embeddings`` answers
 like an OpenAI-compatible embeddings endpoint with deterministic test vectors
 (:func:`mock_embedding`: hashed words and character trigrams, so texts sharing words get
 closer vectors; not a language model), with the same latency, cap and faults (429, 500,
@@ -19,7 +21,9 @@ runner, are in :mod:`ragmeter.judges.mock_batches`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import math
 import random
 import threading
 import time
@@ -28,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragmeter.judges.logprobs import VERDICT_TOKENS, bare, split_tokens
 from ragmeter.judges.parsing import JSONExtractError, example_instance, extract_json
 from ragmeter.serving import BackgroundServer
 
@@ -73,6 +78,9 @@ class MockConfig:
     record_bodies: bool = False
     #: length of the vectors ``/v1/embeddings`` returns (unless the request asks ``dimensions``)
     embedding_dim: int = 64
+    #: ``token_prob_fn(body, text)``: the probability of the reply's verdict tokens when the
+    #: request asks for ``logprobs`` (default: seeded from the reply text, 0.5-1)
+    token_prob_fn: Callable[[dict[str, Any], str], float] | None = None
 
     def __post_init__(self) -> None:
         bad = [k for k in (*self.fault_kinds, *self.script) if k != "ok" and k not in FAULT_KINDS]
@@ -386,14 +394,17 @@ class MockJudgeServer(BackgroundServer):
                 if action in ("ok", "timeout", "no_response_format"):
                     self._counters.ok += 1
             prompt_chars = sum(len(str(m.get("content") or "")) for m in body.get("messages") or [])
+            choice: dict[str, Any] = {"index": 0, "finish_reason": finish,
+                                      "message": {"role": "assistant", "content": text,
+                                                  "refusal": refusal}}
+            if body.get("logprobs") and text:
+                choice["logprobs"] = {"content": self._logprobs(body, text)}
             return web.json_response({
                 "id": f"mock-{time.time_ns()}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": str(body.get("model") or cfg.model),
-                "choices": [{"index": 0, "finish_reason": finish,
-                             "message": {"role": "assistant", "content": text,
-                                         "refusal": refusal}}],
+                "choices": [choice],
                 "usage": {"prompt_tokens": prompt_chars // 4 + 1,
                           "completion_tokens": len(text or "") // 4 + 1,
                           "total_tokens": prompt_chars // 4 + len(text or "") // 4 + 2},
@@ -414,6 +425,23 @@ class MockJudgeServer(BackgroundServer):
         if delay > 0:
             await asyncio.sleep(delay)
 
+    def _logprobs(self, body: dict[str, Any], text: str) -> list[dict[str, Any]]:
+        """Per token of ``text``: its log-probability (verdict tokens at the reply's
+        probability, the rest near-certain)."""
+        fn = self.config.token_prob_fn
+        if fn is not None:
+            p = float(fn(body, text))
+        else:
+            h = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+            p = 0.5 + 0.5 * int.from_bytes(h, "big") / 2 ** 64
+        verdict_lp = math.log(min(max(p, 1e-12), 1.0))
+        out = []
+        for tok in split_tokens(text):
+            lp = verdict_lp if bare(tok) in VERDICT_TOKENS else math.log(0.999)
+            out.append({"token": tok, "logprob": lp, "bytes": list(tok.encode("utf-8")),
+                        "top_logprobs": []})
+        return out
+
     def _content(self, body: dict[str, Any], schema: dict[str, Any] | None) -> Any:
         if self.config.reply_fn is not None:
             return self.config.reply_fn(body, schema)
@@ -426,9 +454,6 @@ class MockJudgeServer(BackgroundServer):
 def mock_embedding(text: str, dim: int = 64) -> list[float]:
     """A deterministic unit test vector of ``text``: signed hashed counts of its lower-cased
     words and character trigrams (texts sharing words and spellings get closer vectors)."""
-    import hashlib
-    import math
-
     vec = [0.0] * dim
     low = text.lower()
     feats = low.split() + [low[i:i + 3] for i in range(max(0, len(low) - 2))]

@@ -23,6 +23,7 @@ from ragmeter.calls.errors import CallError
 from ragmeter.calls.http import LoopSessions, status_error
 from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.config import JudgeConfig
+from ragmeter.judges.logprobs import verdict_probability
 from ragmeter.secrets import mask, register_secret
 
 #: the fake server marks its replies with this header; they are never cached for a real judge
@@ -58,6 +59,7 @@ class OpenAIBackend(BackendBase):
         self._secrets = endpoint.secrets()   # the endpoint is frozen: decoded once
         self._use_max_completion_tokens = False
         self._send_seed = True
+        self._send_logprobs = config.logprobs
         cap = config.max_concurrency   # room for hedged duplicates of stalled calls
         self._http = LoopSessions(timeout_s=config.timeout_s, limit=2 * cap + 4,
                                   connect_s=min(10.0, config.timeout_s))
@@ -108,10 +110,13 @@ class OpenAIBackend(BackendBase):
 
     def _adapt(self, detail: str) -> bool:
         """Learn from a 400 naming an unsupported parameter: ``max_tokens`` →
-        ``max_completion_tokens`` (newer OpenAI models), drop ``seed``. True if changed."""
+        ``max_completion_tokens`` (newer OpenAI models), drop ``seed`` or ``logprobs``.
+        True if changed."""
         text = detail.lower()
         if "max_completion_tokens" in text and not self._use_max_completion_tokens:
             self._use_max_completion_tokens = True
+        elif "logprobs" in text and self._send_logprobs:
+            self._send_logprobs = False   # the replies then carry no token probability
         elif "seed" in text and ("unsupported" in text or "unrecognized" in text
                                  or "not supported" in text) and self._send_seed:
             self._send_seed = False
@@ -140,6 +145,8 @@ class OpenAIBackend(BackendBase):
             body["seed"] = seed
         if self._config.top_p is not None:  # only when set: default requests stay as they were
             body["top_p"] = self._config.top_p
+        if self._send_logprobs:
+            body["logprobs"] = True
         if schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
@@ -166,7 +173,8 @@ class OpenAIBackend(BackendBase):
             payload = json.loads(text_all)
         except ValueError:
             payload = None
-        return read_completion(payload, self.model, mock=mock, text=text_all)
+        return read_completion(payload, self.model, mock=mock, text=text_all,
+                               logprobs=self._send_logprobs)
 
 
 def chat_status_error(status: int, text: str, headers: Mapping[str, str] | None = None, *,
@@ -182,10 +190,11 @@ def chat_status_error(status: int, text: str, headers: Mapping[str, str] | None 
 
 
 def read_completion(payload: Any, model: str, *, mock: bool = False,
-                    text: str | None = None) -> Completion:
+                    text: str | None = None, logprobs: bool = False) -> Completion:
     """The :class:`Completion` in a chat completion reply's decoded JSON ``payload`` (a
     :class:`CallError` ``backend_error`` when it has no first choice); ``model``: the model
-    asked, when the reply names none; ``text``: the raw body, quoted in the error."""
+    asked, when the reply names none; ``text``: the raw body, quoted in the error;
+    ``logprobs``: the judge asked for token probabilities (the verdict token's is kept)."""
     try:
         choice = payload["choices"][0]
         message = choice.get("message") or {}
@@ -208,6 +217,8 @@ def read_completion(payload: Any, model: str, *, mock: bool = False,
         refusal=message.get("refusal") or None,
         model=str(payload.get("model") or model),
         mock=mock,
+        token_prob=(verdict_probability((choice.get("logprobs") or {}).get("content"))
+                    if logprobs and isinstance(choice.get("logprobs"), dict) else None),
     )
 
 

@@ -1,9 +1,10 @@
 """The wrappers :func:`~ragmeter.judges.factory.make_judge` applies to every judge it builds
 from a config, registered by the packages that own them: cost control (``--estimate``'s
-planning stand-in, ``--max-cost`` / ``--max-calls``' budget: :mod:`ragmeter.cost`) and
-pseudonymisation (:mod:`ragmeter.privacy.judge`); batch files
-(:mod:`ragmeter.judges.batchfiles.rounds`: inside ``batch_scope`` a judge writes or collects
-batch files instead of calling). Judges import neither package; the
+planning stand-in, ``--max-cost`` / ``--max-calls``' budget: :mod:`ragmeter.cost`),
+pseudonymisation (:mod:`ragmeter.privacy.judge`), graded examples in the prompt
+(:mod:`ragmeter.judges.fewshot`) and batch files (:mod:`ragmeter.judges.batchfiles.rounds`:
+inside ``batch_scope`` a judge writes or collects batch files instead of calling). Judges
+import neither package; the
 registry loads their modules by name on first use (as the tier registry loads the built-in
 tiers), so no judge is ever built without them. A wrapper of your own is one
 ``WRAPPERS.register(name, JudgeWrapper(...))``.
@@ -42,7 +43,8 @@ class JudgeWrapper:
 #: the wrappers of judges built from a config, by name
 WRAPPERS: Registry[JudgeWrapper] = Registry(
     "judge wrapper", modules=("ragmeter.privacy.judge", "ragmeter.cost.estimate",
-                              "ragmeter.cost.budget", "ragmeter.judges.batchfiles.rounds"))
+                              "ragmeter.cost.budget", "ragmeter.judges.batchfiles.rounds",
+                              "ragmeter.judges.fewshot"))
 
 
 __all__ = ["WRAPPERS", "JudgeWrapper"]

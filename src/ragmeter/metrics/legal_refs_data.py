@@ -22,7 +22,7 @@ import numpy as np
 from ragmeter.data.labelled_sets import Records, read_records
 from ragmeter.metrics.legal_refs import LegalRef, parse_legal_refs
 from ragmeter.stats import Estimate, bootstrap_stat
-from ragmeter.stats.proportion import Proportion, wilson_interval
+from ragmeter.stats.intervals import Proportion, wilson_interval
 
 #: the parser's act names -> the act ids of the shared format (codes keep their names; a law
 #: by number "N-ФЗ" — with or without its date — is "ФЗ-N"; the consumer-protection law of

@@ -32,7 +32,7 @@ import numpy as np
 from ragmeter.data.labelled_sets import Records, read_records
 from ragmeter.metrics.refusal import RefusalVerdict, detect_refusals, is_refusal
 from ragmeter.stats import Estimate, bootstrap_stat
-from ragmeter.stats.proportion import Proportion, wilson_interval
+from ragmeter.stats.intervals import Proportion, wilson_interval
 
 LABELS = "refusal_labels.jsonl"
 

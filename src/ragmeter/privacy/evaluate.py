@@ -23,7 +23,7 @@ from ragmeter.errors import RecordProblem
 from ragmeter.privacy.detect import KINDS as KINDS_DETECTED
 from ragmeter.privacy.detect import Finding, find_all
 from ragmeter.privacy.labelled import KINDS, Item, load_labelled, template_of
-from ragmeter.stats.proportion import Proportion, wilson_interval
+from ragmeter.stats.intervals import Proportion, wilson_interval
 
 STRUCTURED = tuple(k for k in KINDS if k != "person")
 
@@ -102,17 +102,6 @@ def misses(items: Sequence[Item], detect: Callable[[str], list[Finding]] = find_
     return out
 
 
-def wilson_low(k: int, n: int, z: float = 1.959964) -> float | None:
-    """Lower end of the Wilson score interval of ``k`` out of ``n`` (informative where the
-    bootstrap interval of an all-found kind collapses to [1, 1])."""
-    if n == 0:
-        return None
-    p = k / n
-    centre = p + z * z / (2 * n)
-    margin = z * ((p * (1 - p) + z * z / (4 * n)) / n) ** 0.5
-    return (centre - margin) / (1 + z * z / n)
-
-
 def _fmt(v: float | None, ci: tuple[float, float] | None) -> str:
     return "—" if v is None or ci is None else f"{v:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
@@ -123,7 +112,7 @@ def markdown(rows: Sequence[KindScore], split: str, n_items: int) -> str:
              "| kind | labelled | found | recall [95% CI] | recall Wilson low | detected | "
              "correct | precision [95% CI] |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        low = wilson_low(r.n_found, r.n_gold)
+        low = wilson_interval(r.n_found, r.n_gold).low
         lines.append(f"| {r.kind} | {r.n_gold} | {r.n_found} | {_fmt(r.recall, r.recall_ci)} "
                      f"| {'—' if low is None else f'{low:.3f}'} | {r.n_pred} | {r.n_correct} "
                      f"| {_fmt(r.precision, r.precision_ci)} |")

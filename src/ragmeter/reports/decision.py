@@ -71,6 +71,9 @@ class Cell:
     p_value: float | None = None  # paired test against the best (None for the best itself)
     significant: bool = False  # worse than the best, significantly
     paired: bool = True  # False: no sample scored by both this system and the best
+    #: a judged metric's judge-card backing (:class:`ragmeter.judge_trust.backing.Backing`:
+    #: card-backed with its corrected interval, or advisory); None when no judge scored it
+    card: Any = None
 
     @property
     def scored(self) -> bool:
@@ -243,15 +246,23 @@ Compare = Callable[..., Any]
 def decide(tier: str, systems: Sequence[tuple[str, EvalResult]], *,
            metrics: Sequence[str] | None = None, n_resamples: int = DEFAULT_N_RESAMPLES,
            seed: int = DEFAULT_SEED, lang: str = "en",
-           compare: Compare | None = None) -> TierDecision:
+           compare: Compare | None = None,
+           backing: Callable[[EvalResult, str], Any] | None = None) -> TierDecision:
     """Decision table of ``systems`` (label, result) on ``metrics`` (default: key metrics);
     the targets' latency results go to its latency block (:attr:`TierDecision.latency`).
-    ``compare``: the paired test (default :func:`compare_metric`)."""
+    ``compare``: the paired test (default :func:`compare_metric`); ``backing``: a judged
+    metric's judge-card backing (:func:`ragmeter.judge_trust.backing.run_backing`), kept on
+    its cells."""
     quality = [(label, r) for label, r in systems if not is_latency(r) and not is_cost_block(r)]
     timing = [(latency_label(label), r) for label, r in systems if is_latency(r)]
     test = compare or compare_metric
     dec = _decide(tier, quality, metrics=metrics, n_resamples=n_resamples, seed=seed,
                   compare=test)
+    if backing is not None:
+        for label, res in quality:
+            for key in dec.metrics:
+                if key in res.results:
+                    dec.cells[(label, key)].card = backing(res, key)
     _add_slices(dec, quality)
     if timing:
         present = latency_order(list(dict.fromkeys(

@@ -306,8 +306,8 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
                            f'{c.n_unscored}</div>')
             cells.append(f'<td class="num{" best" if c.best and multi else ""}">{value}{mark}'
                          f'<div class=ci>{_ci_of(c.ci_low, c.ci_high, m)} · '
-                         f'n={c.n}</div>{unknown}'
-                         f'{band}</td>')
+                         f'n={c.n}</div>{unknown}{band}'
+                         f"{card_mark(c.card, lang)}</td>")
         name = escape(s)
         if links and s in links:
             name = f'<a href="{escape(links[s])}">{name}</a>'
@@ -321,6 +321,18 @@ def decision_table(dec: TierDecision, lang: str, *, demo_names: Sequence[str] = 
             f'"{escape(dec.tier)}"{kind}><thead><tr>'
             f'<th>{t("system", lang)}</th>{head}</tr></thead><tbody>{"".join(rows)}'
             "</tbody></table>")
+
+
+def card_mark(back: Any, lang: str) -> str:
+    """Under a judged metric's cell: ◆ card-backed (its bias-corrected interval) or ◇
+    advisory (why no judge card matches, on hover); nothing for other metrics."""
+    if back is None:
+        return ""
+    if back.backed:
+        return (f'<div class=card-gate data-card=backed title="{escape(back.card)}">◆ '
+                f'{escape(t("gate_card", lang))} {_ci(back.ci_low, back.ci_high)}</div>')
+    return (f'<div class="card-gate muted" data-card=advisory title="{escape(back.reason)}">◇ '
+            f'{escape(t("gate_advisory", lang))}</div>')
 
 
 def latency_block(dec: TierDecision, lang: str, *,
@@ -380,6 +392,8 @@ def _decision_section(run: StoredRun, lang: str,
         parts.append(f"<p class=note>{t('no_results', lang)}</p>")
     if n_res is not None:
         parts.append(f'<p class="muted test-note">{escape(t("test_note", lang, method=t("method_randomization", lang), n=n_res, seed=seed))}</p>')
+    if any(c.card is not None for dec in decisions.values() for c in dec.cells.values()):
+        parts.append(f'<p class="muted card-note">{escape(t("gate_card_note", lang))}</p>')
     parts.append(_bands_legend(lang))
     parts.append("</section>")
     return "".join(parts)
@@ -464,7 +478,11 @@ def tier_decisions(run: StoredRun, lang: str = "en", compare: Any = None
     """Per tier with results, its decision; the judge cards' tier is shown as the judge card
     section instead (its results are human labels, not systems to choose between).
     ``compare``: the paired test (see :func:`ragmeter.reports.decision.decide`)."""
-    return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang, compare=compare)
+    from ragmeter.judge_trust.backing import run_backing
+
+    backing = run_backing(run)
+    return {tier: decide(tier, [(r.name, r) for r in rec.results], lang=lang, compare=compare,
+                         backing=backing)
             for tier, rec in run.tiers.items()
             if rec.status == "ok" and rec.results and tier != JUDGE_TRUST_TIER}
 

@@ -546,3 +546,8 @@ TEXT.update({
         "Карточки судей из сохранённых запусков рядом, по каждой метрике в порядке {stat}."),
     "judges": ("Judges", "Судьи"),
 })
+
+# the labelling page (``ragmeter label``) and gates backed by a judge card
+from ragmeter.reports.i18n_label import LABEL_TEXT  # noqa: E402  (the table above first)
+
+TEXT.update(LABEL_TEXT)

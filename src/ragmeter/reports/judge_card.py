@@ -59,6 +59,14 @@ def _cell(m: MetricCard, stat: str, lang: str) -> str:
             + (f"<br><span class=ci>{ci}</span>" if ci else "") + "</td>")
 
 
+def _estimator_note(p: Mapping[str, Any], lang: str) -> str:
+    """``ppi++ · ESS 143``: which estimator made the estimate and its effective labels."""
+    ess = p.get("ess")
+    word = "эфф. меток" if lang == "ru" else "effective labels"
+    return f"{p['estimator']}" + (f" · {ess:.0f} {word}" if isinstance(ess, (int, float))
+                                   else "")
+
+
 def _ppi_rows(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
     rows = []
     for metric, p in sorted(ppi.items()):
@@ -67,7 +75,9 @@ def _ppi_rows(card: JudgeCard, ppi: Mapping[str, Any], lang: str) -> str:
                     f"<td class=num><b>{_f(p.get('estimate'))}</b><br><span class=ci>"
                     f"{_ci(p.get('ci_low'), p.get('ci_high'))}</span>"
                     + (f"<br><span class=muted>{escape(_clip_note(p, lang))}</span>"
-                       if p.get("clipped_to") else "") + "</td>"
+                       if p.get("clipped_to") else "")
+                    + (f"<br><span class=muted>{escape(_estimator_note(p, lang))}</span>"
+                       if p.get("estimator") else "") + "</td>"
                     f"<td class=num>{_f(p.get('correction'), 3)}</td>"
                     f"<td class=num>{p.get('n_labelled', '–')} / {p.get('n_all', '–')}</td></tr>")
     if not rows:

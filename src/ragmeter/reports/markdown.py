@@ -164,7 +164,11 @@ def _decision_cell(c: Any, multi: bool, lang: str, metric: str = "") -> str:
         v += " †"
     elif not c.paired:
         v += " ∅"
-    return f"{v}{ci} n={c.n}{unknown}"
+    card = ""
+    if c.card is not None:  # a judged metric: ◆ backed by a judge card, ◇ advisory
+        card = (f" ◆ [{c.card.ci_low:.3f}, {c.card.ci_high:.3f}]" if c.card.backed
+                else " ◇")
+    return f"{v}{ci} n={c.n}{unknown}{card}"
 
 
 def _gate_md(gate_rows: Sequence[Any], lang: str) -> list[str]:
@@ -176,12 +180,22 @@ def _gate_md(gate_rows: Sequence[Any], lang: str) -> list[str]:
     lines += [f"| {t('result', lang)} | {t('metric', lang)} | {t('value', lang)} | "
               f"{t('threshold', lang)} | {t('verdict', lang)} | {t('message', lang)} |",
               "|---|---|---:|---|---|---|"]
-    lines += [f"| {md_escape(r.target)} | {md_code(r.metric)} | {_f(r.value)} | "
-              f"{md_escape(r.threshold)} | {'✅' if r.passed else '❌'} "
+    lines += [f"| {md_escape(r.target)} | {md_code(r.metric)}{_backing_md(r, lang)} | "
+              f"{_f(r.value)} | {md_escape(r.threshold)} | {'✅' if r.passed else '❌'} "
               f"{t('check_pass' if r.passed else 'check_fail', lang)} | "
               f"{md_escape(r.message)} |" for r in gate_rows]
     lines.append("")
     return lines
+
+
+def _backing_md(r: Any, lang: str) -> str:
+    """After a judged gate's metric: ◆ card-backed or ◇ advisory."""
+    backing = getattr(r, "backing", "")
+    if backing == "card":
+        return f" ◆ {t('gate_card', lang)}"
+    if backing in ("advisory", "card required"):
+        return f" ◇ {t('gate_advisory', lang)}"
+    return ""
 
 
 def _all_metrics_md(run: StoredRun, demo: Sequence[str], lang: str) -> list[str]:

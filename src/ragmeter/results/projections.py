@@ -2,13 +2,14 @@
 page of two large runs costs a subtraction, not ten thousand resamples.
 
 The randomization test of B against A flips the sign of each difference ``d = b − a`` with
-draws that depend only on the seed and the number of samples, and its bootstrap CI resamples
-sample positions the same way; both are linear in ``d``. So each run keeps, per metric (from
-:data:`PROJECT_MIN` samples, every one scored), its values' sums under the test's draws
-(:func:`ragmeter.stats.resampling.sign_flip_sums`) and its bootstrap means: the test of two
-runs scored on the same samples in the same order is the difference of their projections, with
-the same p-value and CI as :func:`ragmeter.results.records.compare_metric` computes (up to
-rounding in the last bits). Any other pair is tested the ordinary way.
+draws that depend only on the seed and the number of samples, so it is linear in ``d``. So each
+run keeps, per metric (from :data:`PROJECT_MIN` samples, every one scored), its values' sums
+under the test's draws (:func:`ragmeter.stats.resampling.sign_flip_sums`) (and its bootstrap
+means): the p-value of two runs scored on the same samples in the same order is the difference
+of their projections, the same as :func:`ragmeter.results.records.compare_metric` computes (up
+to rounding in the last bits); the CI of the difference is the direct test's own
+(:func:`ragmeter.stats.intervals.paired_interval`: no resampling, cheap). Any other pair is
+tested the ordinary way.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from ragmeter.results.statistic import is_statistic
 from ragmeter.stats import DEFAULT_N_BOOT, DEFAULT_N_RESAMPLES, PairedComparison
+from ragmeter.stats.intervals import paired_interval
 from ragmeter.stats.resampling import bootstrap_means, sign_flip_sums
 
 #: samples from which a metric's projections are stored (below it a test is cheap anyway)
@@ -87,17 +89,14 @@ def paired_projected(a: Any, b: Any, *, method: str = "randomization",
     perm = (2.0 * (pb.signs - pa.signs) - float(d.sum())) / n
     extreme = int(np.count_nonzero(np.abs(perm) >= abs(obs) - 1e-12))
     p = (1 + extreme) / (1 + n_resamples)
-    if n == 1 or np.all(d == d[0]):
-        lo = hi = float(d[0])
-    else:
-        alpha = (1.0 - level) / 2.0
-        lo, hi = (float(x) for x in np.quantile(pb.boots - pa.boots, [alpha, 1.0 - alpha]))
+    ci = paired_interval(xa, xb, level)   # the direct test's interval (no resampling)
     if obs == 0.0 and np.all(d == 0):
         p = 1.0
     return PairedComparison(
         metric=a.metric, n=n, mean_a=float(xa.mean()), mean_b=float(xb.mean()), diff=obs,
-        ci_low=lo, ci_high=hi, p_value=float(min(1.0, p)), method=method,
-        n_resamples=n_resamples, seed=used, n_dropped=0, higher_is_better=a.higher_is_better)
+        ci_low=ci.low, ci_high=ci.high, p_value=float(min(1.0, p)), method=method,
+        n_resamples=n_resamples, seed=used, n_dropped=0, higher_is_better=a.higher_is_better,
+        ci_method=ci.method)
 
 
 __all__ = ["PROJECT_MIN", "Projection", "from_columns", "paired_projected", "project",

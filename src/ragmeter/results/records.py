@@ -31,9 +31,9 @@ from ragmeter.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     PairedComparison,
+    mean_interval,
     paired_test,
 )
-from ragmeter.stats.resampling import bootstrap_cis
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,9 @@ def _sig_value(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Aggregate:
-    """Mean over scored samples, with a seeded percentile-bootstrap CI."""
+    """Mean over scored samples with its CI; ``ci_method`` says which interval
+    (:mod:`ragmeter.stats.intervals`: ``cp`` for 0/1 values, ``cp-eff`` for other values in
+    0–1, ``t`` otherwise; ``bootstrap`` for a percentile or rate statistic)."""
 
     mean: float | None
     n: int
@@ -102,13 +104,14 @@ class Aggregate:
     n_boot: int = DEFAULT_N_BOOT
     seed: int = DEFAULT_SEED
     unscored_by_reason: Mapping[str, int] = field(default_factory=dict)
+    ci_method: str = "-"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "mean": self.mean, "n": self.n, "n_unscored": self.n_unscored,
             "ci_low": self.ci_low, "ci_high": self.ci_high, "std": self.std,
-            "ci_level": self.ci_level, "n_boot": self.n_boot, "seed": self.seed,
-            "unscored_by_reason": dict(self.unscored_by_reason),
+            "ci_level": self.ci_level, "ci_method": self.ci_method, "n_boot": self.n_boot,
+            "seed": self.seed, "unscored_by_reason": dict(self.unscored_by_reason),
         }
 
 
@@ -147,11 +150,6 @@ class MetricResult:
     higher_is_better: bool = True
     seed: int = DEFAULT_SEED
     n_boot: int = DEFAULT_N_BOOT
-    #: the results this one was added beside (an :class:`EvalResult`'s): the first aggregate
-    #: asked for computes theirs too, from one set of resample indices per sample count
-    batch: dict[str, MetricResult] | None = field(default=None, init=False, repr=False,
-                                                  compare=False)
-
     def __post_init__(self) -> None:
         self.values = np.asarray(self.values, dtype=np.float64)
         if self.values.shape != (len(self.sample_ids),):
@@ -197,28 +195,23 @@ class MetricResult:
 
     @cached_property
     def aggregate(self) -> Aggregate:
-        """Mean, std and the seeded bootstrap CI over the scored samples (computed once).
-
-        Results added to one :class:`EvalResult` with the same seed, ``n_boot`` and number of
-        scored samples get their CIs from one set of resample indices: each CI is bit for bit
-        the one computed alone (same seed, same indices), only cheaper."""
+        """Mean, std and CI over the scored samples (computed once). The CI of a mean is
+        :func:`ragmeter.stats.mean_interval` (exact for 0/1 values, never zero width at 0 or
+        1); a percentile or rate statistic (target latency) keeps its seeded bootstrap."""
         mine = self.values[self.scored_mask]
         stat = statistic_of(self.metric, self.counts, mine) if mine.size else None
         if stat is not None:  # a percentile or a rate (target latency): its own bootstrap CI
             return self._stat_aggregate(mine, stat)
-        group = [(self, mine)]
-        for r in (self.batch or {}).values():
-            if r is self or "aggregate" in r.__dict__ or (r.seed, r.n_boot) != (self.seed,
-                                                                                self.n_boot):
-                continue
-            x = r.values[r.scored_mask]
-            if x.size == mine.size and (not x.size or statistic_of(r.metric, r.counts, x)
-                                        is None):
-                group.append((r, x))
-        cis = bootstrap_cis([x for _, x in group], seed=self.seed, n_boot=self.n_boot)
-        for (r, x), ci in zip(group[1:], cis[1:], strict=True):
-            r.__dict__["aggregate"] = r._aggregate(x, ci)
-        return self._aggregate(mine, cis[0])
+        n = int(mine.size)
+        by_reason = dict(Counter(self.reasons.values()))
+        if n == 0:
+            return Aggregate(None, 0, len(self.reasons), None, None, None, seed=self.seed,
+                             n_boot=self.n_boot, unscored_by_reason=by_reason)
+        ci = mean_interval(mine)
+        return Aggregate(
+            mean=float(mine.mean()), n=n, n_unscored=len(self.reasons), ci_low=ci.low,
+            ci_high=ci.high, std=float(mine.std(ddof=1)) if n > 1 else 0.0, seed=self.seed,
+            n_boot=self.n_boot, unscored_by_reason=by_reason, ci_method=ci.method)
 
     def _stat_aggregate(self, scored: np.ndarray, stat: Any) -> Aggregate:
         n = int(scored.size)
@@ -227,19 +220,7 @@ class MetricResult:
             mean=value, n=n, n_unscored=len(self.reasons), ci_low=lo,
             ci_high=hi, std=float(scored.std(ddof=1)) if n > 1 else 0.0,
             seed=self.seed, n_boot=self.n_boot,
-            unscored_by_reason=dict(Counter(self.reasons.values())))
-
-    def _aggregate(self, scored: np.ndarray, ci: tuple[float, float]) -> Aggregate:
-        n = int(scored.size)
-        by_reason = dict(Counter(self.reasons.values()))
-        if n == 0:
-            return Aggregate(None, 0, len(self.reasons), None, None, None, seed=self.seed,
-                             n_boot=self.n_boot, unscored_by_reason=by_reason)
-        return Aggregate(
-            mean=float(scored.mean()), n=n, n_unscored=len(self.reasons), ci_low=ci[0],
-            ci_high=ci[1], std=float(scored.std(ddof=1)) if n > 1 else 0.0, seed=self.seed,
-            n_boot=self.n_boot, unscored_by_reason=by_reason,
-        )
+            unscored_by_reason=dict(Counter(self.reasons.values())), ci_method="bootstrap")
 
     @property
     def mean(self) -> float | None:
@@ -326,7 +307,6 @@ class EvalResult:
 
     def add(self, result: MetricResult) -> None:
         self.results[result.metric] = result
-        result.batch = self.results
 
     def __getitem__(self, metric: str) -> MetricResult:
         if metric in self.results:

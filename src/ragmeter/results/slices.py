@@ -12,14 +12,16 @@ with honest uncertainty per slice.
   tested) adjusted by Holm (family-wise error, default) or Benjamini–Hochberg (false-discovery
   rate). Only adjusted p-values decide ``significant`` and ``regression``.
 
-Intervals per slice: Wilson's score interval for yes/no (0/1) values, Student's t interval
-otherwise (the percentile bootstrap under-covers at the small ``n`` of a slice); the seeded
-simulation in ``benchmarks/slice_error_rates.py`` checks coverage and error rates.
+Intervals per slice: the one interval of a mean (:func:`ragmeter.stats.mean_interval`, as
+the aggregates use): Clopper–Pearson for yes/no (0/1) values, Clopper–Pearson on the effective
+sample size for other values in 0–1 (graded verdicts, MRR near 1), Student's t otherwise (the
+percentile bootstrap under-covers at the small ``n`` of a slice and collapses at 0 or 1); the
+seeded simulations in ``benchmarks/slice_error_rates.py`` and ``benchmarks/ci_coverage.py``
+check coverage and error rates.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -29,7 +31,7 @@ import numpy as np
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult, MetricResult, Signature
-from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED, paired_test
+from ragmeter.stats import DEFAULT_N_RESAMPLES, DEFAULT_SEED, mean_interval, paired_test
 from ragmeter.stats.multiple import CORRECTIONS, adjust
 
 DEFAULT_MIN_N = 10
@@ -99,24 +101,9 @@ def slice_keys(samples: Sequence[Sample], by: Sequence[str]) -> dict[str, tuple[
 
 
 def mean_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, float, str]:
-    """``(low, high, method)``: Wilson for 0/1 values, Student's t otherwise."""
-    from scipy import stats as sps
-
-    n = x.size
-    m = float(x.mean())
-    if n == 0:
-        return (math.nan, math.nan, "-")
-    if np.isin(x, (0.0, 1.0)).all():
-        z = float(sps.norm.ppf(0.5 + level / 2))
-        den = 1 + z * z / n
-        centre = (m + z * z / (2 * n)) / den
-        half = z * math.sqrt(m * (1 - m) / n + z * z / (4 * n * n)) / den
-        return (max(0.0, centre - half), min(1.0, centre + half), "wilson")
-    if n == 1:
-        return (m, m, "t")
-    se = float(x.std(ddof=1)) / math.sqrt(n)
-    half = float(sps.t.ppf(0.5 + level / 2, n - 1)) * se
-    return (m - half, m + half, "t")
+    """``(low, high, method)`` of the mean of ``x``: :func:`ragmeter.stats.mean_interval`."""
+    ci = mean_interval(x, level)
+    return (ci.low, ci.high, ci.method)
 
 
 def slice_label(by: Sequence[str], key: Sequence[str]) -> str:
@@ -157,6 +144,7 @@ class SliceTest:
     p_adjusted: float
     significant: bool
     regression: bool
+    ci_method: str = "-"
 
 
 @dataclass
@@ -181,10 +169,12 @@ class SliceTable:
     @property
     def signature(self) -> Signature:
         methods = sorted({c.ci_method for c in self.cells if c.ci_method != "-"})
+        diff_methods = sorted({t.ci_method for t in self.tests if t.ci_method != "-"})
         return Signature.make(
             slices="+".join(self.by), min_n=self.min_n,
             ci=f"{'/'.join(methods) or '-'}@{self.level:g}",
             test=f"paired-randomization~{self.n_resamples}" if self.tests else None,
+            diff_ci="/".join(diff_methods) if diff_methods else None,
             correction=self.correction if self.tests else None,
             family=(self.family or len(self.tests)) if self.tests else None,
             alpha=self.alpha if self.tests else None, seed=self.seed)
@@ -328,7 +318,8 @@ def compare_slices(a: EvalResult, b: EvalResult,
         worse = pc.diff < 0 if pc.higher_is_better else pc.diff > 0
         table.tests.append(SliceTest(m, key, slice_label(table.by, key), pc.n, pc.mean_a,
                                      pc.mean_b, pc.diff, pc.ci_low, pc.ci_high, pc.p_value,
-                                     float(q), bool(q < alpha), bool(q < alpha and worse)))
+                                     float(q), bool(q < alpha), bool(q < alpha and worse),
+                                     pc.ci_method))
     table.baseline, table.correction, table.alpha = a.name, correction, alpha
     table.seed, table.n_resamples = seed, n_resamples
     return table

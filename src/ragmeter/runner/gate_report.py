@@ -91,14 +91,21 @@ def junit_xml(rows: Sequence[GateRow], failures: Mapping[tuple[str, str], Any],
     ``threshold`` property); a failed one carries the gate's message and its worst
     samples."""
     root = ET.Element("testsuites")
+    unenforced = [r for r in rows if r.backing == "advisory" and r.would_pass is False]
     ts = ET.SubElement(root, "testsuite", name=suite, tests=str(len(rows)),
-                       failures=str(sum(not r.passed for r in rows)), errors="0", skipped="0")
+                       failures=str(sum(not r.passed for r in rows)), errors="0",
+                       skipped=str(len(unenforced)))
     for r in rows:
         # the name stays the metric's whatever its threshold (CI keeps its history); the
         # threshold is a property of the test case
         case = ET.SubElement(ts, "testcase", classname=f"ragmeter.{r.target}", name=r.metric)
         props = ET.SubElement(case, "properties")
         ET.SubElement(props, "property", name="threshold", value=str(r.threshold))
+        if r.backing:  # a judged metric: backed by a judge card, or advisory, and why
+            ET.SubElement(props, "property", name="judge_card",
+                          value=f"{r.backing}: {r.card}")
+        if r in unenforced:  # a failing judged gate without a card: not enforced
+            ET.SubElement(case, "skipped", message=r.message)
         if not r.passed:
             fail = ET.SubElement(case, "failure", message=r.message, type="threshold")
             fail.text = "\n".join(x for x in (

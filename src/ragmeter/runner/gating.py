@@ -6,13 +6,20 @@ unqualified thresholds apply to every result of the run that has the metric. A m
 no result has is a failure ("missing from run"), and so is a metric with no scored sample.
 With ``use_ci_bound`` a ``min`` is checked against the CI lower bound and a ``max`` against the
 upper bound, so a pass means "passes with 95% confidence".
+
+A judged metric (its values from an LLM judge) gates only when a judge card backs it
+(``backing``, see :mod:`ragmeter.judge_trust.backing`): then the bias-corrected estimate's
+bound is checked (lower for ``min``, upper for ``max``). Without a matching card the row is
+*advisory*: its verdict is shown, not enforced — unless ``require_card``, which fails it with
+the reason.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ragmeter.errors import ConfigError
 from ragmeter.results.records import EvalResult, MetricResult
@@ -60,9 +67,19 @@ class GateRow:
     passed: bool
     message: str
     checked_value: float | None = None
+    #: a judged metric's gate: ``card`` (backed by a matching judge card), ``advisory`` (no
+    #: matching card: shown, not enforced) or ``card required`` (failed for lack of one);
+    #: empty for a metric no judge scored
+    backing: str = ""
+    #: the backing card's signature, or why no card matched
+    card: str = ""
+    #: an advisory row's own verdict (not enforced)
+    would_pass: bool | None = None
 
     @property
     def verdict(self) -> str:
+        if self.backing == "advisory":
+            return "ADVISORY"
         return "PASS" if self.passed else "FAIL"
 
 
@@ -139,11 +156,17 @@ def _find(results: Mapping[str, EvalResult], th: Threshold) -> list[tuple[str, M
     return found
 
 
+#: ``lookup(result, metric key)``: a judged metric's judge-card backing (``None``: not judged)
+BackingLookup = Callable[[EvalResult, str], Any]
+
+
 def check_thresholds(
     results: Mapping[str, EvalResult] | EvalResult,
     thresholds: Iterable[Threshold],
     *,
     use_ci_bound: bool = False,
+    backing: BackingLookup | None = None,
+    require_card: bool = False,
 ) -> list[GateRow]:
     """Every threshold checked against every matching result; see the module doc."""
     if isinstance(results, EvalResult):
@@ -159,6 +182,10 @@ def check_thresholds(
                                 f"{', '.join(known[:12]) or 'no metrics'})"))
             continue
         for key, mr in matches:
+            back = backing(results[key], mr.metric) if backing is not None else None
+            if back is not None and back.backed:
+                rows.append(_card_row(key, mr, th, back))
+                continue
             agg = mr.aggregate
             if agg.mean is None:
                 rows.append(GateRow(key, mr.metric, None, None, None, th.describe(), False,
@@ -183,14 +210,45 @@ def check_thresholds(
             message = "; ".join(problems) if problems else "ok"
             if mr.metric in COST_METRICS:   # a cost is never shown without its unknown count
                 message += f"; {USAGE_UNKNOWN}: {unknown_count(mr)}"
-            rows.append(GateRow(key, mr.metric, agg.mean, agg.ci_low, agg.ci_high,
-                                th.describe(), not problems, message, checked))
+            row = GateRow(key, mr.metric, agg.mean, agg.ci_low, agg.ci_high,
+                          th.describe(), not problems, message, checked)
+            rows.append(row if back is None else _advisory(row, back.reason, require_card))
     return rows
 
 
 def _g(v: float) -> str:
     """A checked value: four decimals, or four significant digits below 0.01 (a cost)."""
     return f"{v:.4f}" if v == 0 or abs(v) >= 0.01 else f"{v:.4g}"
+
+
+def _card_row(key: str, mr: MetricResult, th: Threshold, back: Any) -> GateRow:
+    """A judged gate backed by a judge card: the bias-corrected bound is checked."""
+    problems = []
+    checked = back.ci_low if th.min is not None else back.ci_high
+    if th.min is not None and back.ci_low < th.min:
+        problems.append(f"corrected CI lower bound {back.ci_low:.4f} < min {th.min:g}")
+    if th.max is not None and back.ci_high > th.max:
+        problems.append(f"corrected CI upper bound {back.ci_high:.4f} > max {th.max:g}")
+    raw = "" if back.judge_mean is None else f"; raw judge mean {back.judge_mean:.4f}"
+    how = (f"bias-corrected with {back.n_labelled} human labels"
+           f"{f' ({back.estimator})' if back.estimator else ''}{raw}")
+    return GateRow(key, mr.metric, back.estimate, back.ci_low, back.ci_high, th.describe(),
+                   not problems, "; ".join(problems or ["ok"]) + f" ({how})", checked,
+                   "card", back.card)
+
+
+def _advisory(row: GateRow, reason: str, require_card: bool) -> GateRow:
+    """A judged gate without a matching judge card: shown, not enforced; or, with
+    ``require_card``, failed with the reason."""
+    from dataclasses import replace
+
+    if require_card:
+        return replace(row, passed=False, backing="card required", card=reason,
+                       message=f"judged metric without a matching judge card: {reason}; "
+                               f"the judge's own value: {row.message}")
+    shown = row.message if row.passed else f"would fail: {row.message}"
+    return replace(row, passed=True, backing="advisory", card=reason, would_pass=row.passed,
+                   message=f"advisory, not enforced: {reason}; {shown}")
 
 
 def gate_passed(rows: Iterable[GateRow]) -> bool:
@@ -201,10 +259,16 @@ def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.4f}"
 
 
+def _mark(r: GateRow) -> str:
+    """How a judged gate is backed, after its metric name."""
+    return {"card": " [card-backed]", "advisory": " [advisory]",
+            "card required": " [no card]"}.get(r.backing, "")
+
+
 def format_rows(rows: list[GateRow]) -> str:
     """Plain-text table (used in AssertionError messages and logs)."""
     header = ("result", "metric", "value", "95% CI", "threshold", "verdict", "message")
-    body = [(r.target, r.metric, _f(r.value),
+    body = [(r.target, r.metric + _mark(r), _f(r.value),
              "-" if r.ci_low is None else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]",
              r.threshold, r.verdict, r.message) for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(header, *body, strict=False)]
@@ -216,14 +280,15 @@ def format_rows(rows: list[GateRow]) -> str:
 
 def rich_table(rows: list[GateRow], title: str = "Quality gate") -> object:
     """A rich Table with failing rows in red."""
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title=title)
     for col in ("result", "metric", "value", "95% CI", "threshold", "verdict", "message"):
         t.add_column(col, overflow="fold")
     for r in rows:
-        style = "green" if r.passed else "bold red"
-        t.add_row(r.target, r.metric, _f(r.value),
-                  "-" if r.ci_low is None else f"[{r.ci_low:.4f}, {r.ci_high:.4f}]",
-                  r.threshold, f"[{style}]{r.verdict}[/]", r.message)
+        style = "yellow" if r.backing == "advisory" else "green" if r.passed else "bold red"
+        t.add_row(escape(r.target), escape(r.metric + _mark(r)), _f(r.value),
+                  "-" if r.ci_low is None else escape(f"[{r.ci_low:.4f}, {r.ci_high:.4f}]"),
+                  escape(r.threshold), f"[{style}]{r.verdict}[/]", escape(r.message))
     return t

@@ -1,7 +1,13 @@
 """Statistics on the ground floor: every interval, test and agreement coefficient of ragmeter.
 
-One home, five modules, all re-exported here (``from ragmeter.stats import ...``):
+One home, six modules, all re-exported here (``from ragmeter.stats import ...``):
 
+* :mod:`~ragmeter.stats.intervals` — which interval for which values: the interval of a mean
+  (:func:`mean_interval`: Clopper–Pearson for 0/1 values, Clopper–Pearson on the effective
+  sample size for other values in 0–1, Student's t otherwise) and of a paired difference
+  (:func:`paired_interval`, MOVER), from values or from moments (:func:`interval_from_moments`);
+  and a rate ``k`` of ``n`` labelled cases with its Wilson interval (:func:`wilson_interval`
+  → :class:`Proportion`), which does not collapse at 0 or 1;
 * :mod:`~ragmeter.stats.resampling` — seeded percentile bootstrap of a mean
   (:func:`bootstrap_means`, :func:`bootstrap_ci`, :func:`bootstrap_mean`) and of any statistic
   of the items (:func:`bootstrap_stat` → :class:`Estimate`); paired significance tests between
@@ -15,8 +21,6 @@ One home, five modules, all re-exported here (``from ragmeter.stats import ...``
 * :mod:`~ragmeter.stats.ppi` — prediction-powered estimates of a mean and of a paired
   difference from judge values plus a few human labels (:func:`ppi_mean`,
   :func:`ppi_mean_batch`, :func:`ppi_paired`) and the labels they need (:func:`labels_needed`);
-* :mod:`~ragmeter.stats.proportion` — the Wilson interval of a proportion
-  (:func:`wilson_interval` → :class:`Proportion`), which does not collapse at 0 or 1;
 * :mod:`~ragmeter.stats.multiple` — adjusted p-values of a family of tests: Holm
   (:func:`holm`, family-wise error) and Benjamini–Hochberg (:func:`bh`, false-discovery rate).
 
@@ -38,6 +42,16 @@ from ragmeter.stats.agreement import (
     verdict_flip_rate,
 )
 from ragmeter.stats.classification import f1_vec, rates, roc_auc
+from ragmeter.stats.intervals import (
+    Interval,
+    Proportion,
+    clopper_pearson,
+    interval_from_moments,
+    mean_interval,
+    paired_interval,
+    value_kind,
+    wilson_interval,
+)
 from ragmeter.stats.multiple import CORRECTIONS, adjust, bh, holm
 from ragmeter.stats.ppi import (
     LabelPlan,
@@ -48,7 +62,6 @@ from ragmeter.stats.ppi import (
     ppi_mean_batch,
     ppi_paired,
 )
-from ragmeter.stats.proportion import Proportion, wilson_interval
 from ragmeter.stats.resampling import (
     DEFAULT_N_BOOT,
     DEFAULT_N_RESAMPLES,
@@ -63,9 +76,10 @@ from ragmeter.stats.resampling import (
 )
 
 __all__ = ["CORRECTIONS", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLES", "DEFAULT_SEED", "Estimate",
-           "LabelPlan", "Level", "PPIEstimate", "PairedComparison", "PairedPPI", "Proportion",
-           "adjust", "bh",
-           "bootstrap_ci", "bootstrap_mean", "bootstrap_means", "bootstrap_stat", "cohen_kappa",
-           "f1_vec", "flip_stats", "holm", "krippendorff_alpha", "krippendorff_alpha_ci",
-           "labels_needed", "paired_test", "ppi_mean", "ppi_mean_batch", "ppi_paired",
-           "rankdata", "rates", "roc_auc", "spearman", "verdict_flip_rate", "wilson_interval"]
+           "Interval", "LabelPlan", "Level", "PPIEstimate", "PairedComparison", "PairedPPI",
+           "Proportion", "adjust", "bh", "bootstrap_ci", "bootstrap_mean", "bootstrap_means",
+           "bootstrap_stat", "clopper_pearson", "cohen_kappa", "f1_vec", "flip_stats", "holm",
+           "interval_from_moments", "krippendorff_alpha", "krippendorff_alpha_ci",
+           "labels_needed", "mean_interval", "paired_interval", "paired_test", "ppi_mean",
+           "ppi_mean_batch", "ppi_paired", "rankdata", "rates", "roc_auc", "spearman",
+           "value_kind", "verdict_flip_rate", "wilson_interval"]

@@ -7,6 +7,16 @@ covariance term is exact for a labelled subset drawn from the ``N``; it vanishes
 ``n/N → 0`` and makes the formula reduce to ``σ²_y/N`` when every item is labelled). The
 interval is normal: ``θ̂ ± t_{1−α/2, n−1} √Var`` (Student t on the ``n`` labels, slightly wider
 than the normal interval of the paper for small label budgets).
+
+With yes/no labels *and* yes/no judge values the normal interval under-covers when outcomes
+(or the judge's errors) are rare: 20 labels that show no disagreement say little about a
+disagreement rate of 5–15 %, yet the normal interval treats the rectifier's variance as
+nearly 0. ``interval="exact"`` then builds the interval from exact pieces instead: the judge
+mean over the ``N`` items with its Clopper–Pearson interval, the correction ``(c − b)/n``
+(``c`` labelled items the judge said no to and the human yes, ``b`` the reverse) with the
+exact interval of a difference of two discordant shares (``discordant_bounds`` of
+:mod:`ragmeter.stats.intervals`), the two combined by MOVER. ``interval="auto"`` takes it whenever every
+label and judge value is 0 or 1, the normal interval otherwise.
 """
 
 from __future__ import annotations
@@ -17,6 +27,12 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
+
+from ragmeter.stats.intervals import clopper_pearson, discordant_bounds
+
+#: the interval of a PPI estimate: ``t`` (normal, Student t), ``exact`` (yes/no labels and
+#: judge values only), ``auto`` (``exact`` when every value is 0 or 1, else ``t``)
+INTERVALS = ("t", "exact", "auto")
 
 
 def _crit(level: float, n_labelled: np.ndarray | float) -> np.ndarray | float:
@@ -63,25 +79,102 @@ class PPIEstimate:
     level: float = 0.95
     #: the metric's range when the normal interval reached outside it and was cut to it
     clipped_to: tuple[float, float] | None = None
+    #: how the interval was made: ``t`` or ``exact`` (see the module doc)
+    interval: str = "t"
+    #: the estimator (``classic``, ``ppi++``, ``stratified``:
+    #: :mod:`ragmeter.stats.ppi_estimators`) and the labelling design (``srs``, ``poisson``)
+    estimator: str = "classic"
+    design: str = "srs"
+    #: effective sample size: human labels alone (drawn at random) with the same std. error
+    ess: float | None = None
+    #: the power-tuning weight of the judge (``ppi++``; 1 for classic), per stratum
+    #: (``stratified``)
+    lam: float | None = 1.0
+    lams: dict[str, float] | None = None
+    df: float | None = None
+    n_strata: int = 1
+    #: the variance labels cannot remove and the design's part (for the label planner)
+    var_fixed: float | None = None
+    var_design: float | None = None
+    #: the selection's signature when the labels came from one; labels not used
+    selection: str | None = None
+    n_unused: int = 0
+    #: ``population`` (what the items are a sample of) or ``items`` (these N items)
+    target: str = "population"
 
     @property
     def width(self) -> float:
         return self.ci_high - self.ci_low
 
+    @property
+    def signature(self) -> str:
+        """``ppi:<estimator>|interval:…|design:…|lambda:…|n:…|N:…|level:…`` (+ the
+        selection's signature when there is one)."""
+        parts = [f"ppi:{self.estimator}", f"interval:{self.interval}", f"design:{self.design}"]
+        if self.lam is not None:
+            parts.append(f"lambda:{self.lam:.3g}")
+        if self.n_strata > 1:
+            parts.append(f"strata:{self.n_strata}")
+        if self.target != "population":
+            parts.append(f"target:{self.target}")
+        parts += [f"n:{self.n_labelled}", f"N:{self.n_all}", f"level:{self.level:g}"]
+        if self.selection:
+            parts.append(self.selection)
+        return "|".join(parts)
+
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "width": self.width}
+        return {**asdict(self), "width": self.width, "signature": self.signature}
+
+
+def _binary(*arrays: np.ndarray) -> bool:
+    return all(bool(np.all((x == 0.0) | (x == 1.0))) for x in arrays)
+
+
+def _which_interval(interval: str, *arrays: np.ndarray) -> str:
+    if interval not in INTERVALS:
+        raise ValueError(f"unknown PPI interval {interval!r} (allowed: {', '.join(INTERVALS)})")
+    if interval == "t":
+        return "t"
+    binary = _binary(*arrays)
+    if interval == "exact" and not binary:
+        raise ValueError("the exact PPI interval needs labels and judge values that are all "
+                         "0 or 1")
+    return "exact" if binary else "t"
+
+
+def exact_bounds(n_all: np.ndarray | float, judge_yes: np.ndarray | float,
+                 n_lab: np.ndarray | float, human_only: np.ndarray | float,
+                 judge_only: np.ndarray | float, level: float = 0.95
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(estimate, low, high)`` of the PPI estimate of a yes/no metric with a yes/no judge
+    (elementwise): ``judge_yes`` of the ``n_all`` judge values are yes; of the ``n_lab``
+    labelled items, ``human_only`` the human said yes and the judge no, ``judge_only`` the
+    reverse. Exact pieces combined by MOVER (module doc)."""
+    N = np.asarray(n_all, dtype=np.float64)
+    n = np.asarray(n_lab, dtype=np.float64)
+    f_mean = np.asarray(judge_yes, dtype=np.float64) / N
+    f_lo, f_hi = clopper_pearson(judge_yes, N, level)
+    r_mean = (np.asarray(human_only, dtype=np.float64)
+              - np.asarray(judge_only, dtype=np.float64)) / n
+    r_lo, r_hi = discordant_bounds(n, human_only, judge_only, level)
+    est = f_mean + r_mean
+    lo = est - np.sqrt((f_mean - f_lo) ** 2 + (r_mean - r_lo) ** 2)
+    hi = est + np.sqrt((f_hi - f_mean) ** 2 + (r_hi - r_mean) ** 2)
+    return est, lo, hi
 
 
 def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, *,
              level: float = 0.95, labelled_in_all: bool = True,
-             discrete: bool = False, bounds: tuple[float, float] | None = None) -> PPIEstimate:
+             discrete: bool = False, bounds: tuple[float, float] | None = None,
+             interval: str = "t") -> PPIEstimate:
     """PPI estimate of the mean of ``y`` from judge values ``f_all`` (all ``N`` items) and
     the pairs ``(f_lab, y_lab)`` on the ``n`` labelled items.
 
     ``labelled_in_all``: the labelled items are among the ``N`` (ragmeter's case); then the
     covariance term ``2·cov(f, y − f)/N`` is added. With a separate unlabelled set pass False.
     ``bounds``: the metric's range (0–1 for judged metrics); a normal interval (or estimate)
-    reaching outside it is cut to it, and ``clipped_to`` says so.
+    reaching outside it is cut to it, and ``clipped_to`` says so. ``interval``: ``t``,
+    ``exact`` or ``auto`` (module doc); the standard error is the normal one either way.
     """
     f_all = np.asarray(f_all, dtype=np.float64)
     f_lab = np.asarray(f_lab, dtype=np.float64)
@@ -89,6 +182,7 @@ def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, *,
     N, n = f_all.size, f_lab.size
     if n < 2 or N < 2 or y_lab.size != n:
         raise ValueError(f"PPI needs at least 2 labelled and 2 judged items (got n={n}, N={N})")
+    how = _which_interval(interval, f_all, f_lab, y_lab)
     r = y_lab - f_lab
     var_f = float(f_all.var(ddof=1))
     var_r = float(_rect_var(np.asarray(((r - r.mean()) ** 2).sum()), np.asarray(r.mean()),
@@ -97,22 +191,34 @@ def ppi_mean(f_all: np.ndarray, f_lab: np.ndarray, y_lab: np.ndarray, *,
     var = var_f / N + var_r / n + 2.0 * cov / N
     se = math.sqrt(max(var, 0.0))
     est = float(f_all.mean() + r.mean())
-    h = float(_crit(level, n)) * se
-    lo, hi, clipped = est - h, est + h, None
+    if how == "exact":
+        _e, lo_a, hi_a = exact_bounds(N, float(f_all.sum()), n,
+                                      float(np.count_nonzero(r > 0)),
+                                      float(np.count_nonzero(r < 0)), level)
+        lo, hi = float(lo_a), float(hi_a)
+    else:
+        h = float(_crit(level, n)) * se
+        lo, hi = est - h, est + h
+    clipped = None
     if bounds is not None and (lo < bounds[0] or hi > bounds[1]):
         est, lo, hi = (min(max(x, bounds[0]), bounds[1]) for x in (est, lo, hi))
         clipped = (float(bounds[0]), float(bounds[1]))
+    sigma_y = est * (1 - est) if how == "exact" else float(np.var(y_lab, ddof=1))
     return PPIEstimate(est, lo, hi, se, float(f_all.mean()), float(r.mean()), N, n,
-                       var_f, var_r, cov, level, clipped)
+                       var_f, var_r, cov, level, clipped, how,
+                       ess=sigma_y / var if var > 0 else None, df=float(n - 1),
+                       var_fixed=(var_f + 2.0 * cov + var_r) / N,
+                       var_design=(1.0 - n / N) * var_r / n)
 
 
 def ppi_mean_batch(f_all: np.ndarray, lab_mask: np.ndarray, y_all: np.ndarray, *,
-                   level: float = 0.95, discrete: bool = False
+                   level: float = 0.95, discrete: bool = False, interval: str = "t"
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Vectorised :func:`ppi_mean` over rows (simulations): estimate, ci_low, ci_high.
 
     ``f_all``/``y_all``: (S, N); ``lab_mask``: (S, N) booleans, the labelled items of each row
-    (``y_all`` is read only where labelled).
+    (``y_all`` is read only where labelled). ``interval="exact"``: every row's labels and
+    judge values are 0 or 1 (``auto`` is not offered here: a row is one design).
     """
     f = np.asarray(f_all, dtype=np.float64)
     L = np.asarray(lab_mask, dtype=bool)
@@ -120,6 +226,14 @@ def ppi_mean_batch(f_all: np.ndarray, lab_mask: np.ndarray, y_all: np.ndarray, *
     N = f.shape[1]
     n = L.sum(axis=1).astype(np.float64)
     r = np.where(L, y - f, 0.0)
+    if interval == "exact":
+        if not _binary(f, y):
+            raise ValueError("the exact PPI interval needs labels and judge values that are "
+                             "all 0 or 1")
+        return exact_bounds(float(N), f.sum(axis=1), n, (r > 0).sum(axis=1),
+                            (r < 0).sum(axis=1), level)
+    if interval != "t":
+        raise ValueError(f"unknown PPI interval {interval!r} (allowed: t, exact)")
     fl = np.where(L, f, 0.0)
     r_mean = r.sum(axis=1) / n
     fl_mean = fl.sum(axis=1) / n

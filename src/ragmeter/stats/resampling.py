@@ -3,7 +3,9 @@
 * :func:`bootstrap_means` / :func:`bootstrap_ci` — percentile bootstrap of a mean (vectorised);
 * :func:`bootstrap_mean` — the same as an :class:`Estimate` (value, CI, ``n``, seed);
 * :func:`bootstrap_stat` — any statistic of the items, computed on resampled item indices;
-* :func:`paired_test` — two systems on the same samples (:class:`PairedComparison`).
+* :func:`paired_test` — two systems on the same samples (:class:`PairedComparison`): a
+  randomization (or bootstrap) p-value, the CI of the difference from
+  :func:`ragmeter.stats.intervals.paired_interval`.
 
 Everything is deterministic for a given seed (NumPy ``PCG64`` via ``default_rng``).
 """
@@ -16,6 +18,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+
+from ragmeter.stats.intervals import paired_interval
 
 DEFAULT_SEED = 42
 DEFAULT_N_BOOT = 1000
@@ -118,6 +122,8 @@ class PairedComparison:
     seed: int
     n_dropped: int = 0
     higher_is_better: bool = True
+    #: the interval of the difference (:func:`ragmeter.stats.intervals.paired_interval`)
+    ci_method: str = "-"
 
     @property
     def significant(self) -> bool:
@@ -152,7 +158,9 @@ def paired_test(
 
     ``randomization``: sign-flip permutation test (Fisher); p = (1 + #{|mean(s·d)| ≥ |mean d|}) /
     (1 + R). ``bootstrap``: p from the bootstrap distribution of the mean difference shifted to
-    zero (two-sided). The CI of the difference is always a percentile bootstrap CI.
+    zero (two-sided). The CI of the difference comes from :func:`paired_interval` (exact
+    discordant shares for 0/1 values, MOVER for values in 0–1, t otherwise): never a
+    zero-width interval from a bootstrap at the boundary.
     """
     xa = np.asarray(a, dtype=np.float64)
     xb = np.asarray(b, dtype=np.float64)
@@ -163,7 +171,7 @@ def paired_test(
     if n == 0:
         nan = float("nan")
         return PairedComparison(metric, 0, nan, nan, nan, nan, nan, 1.0, method, n_resamples,
-                                seed, n_dropped, higher_is_better)
+                                seed, n_dropped, higher_is_better, "-")
     obs = float(d.mean())
     if method == "randomization":
         perm = (2.0 * sign_flip_sums(d, seed, n_resamples) - float(d.sum())) / n
@@ -175,14 +183,14 @@ def paired_test(
         p = (1 + int(np.count_nonzero(np.abs(centred) >= abs(obs) - 1e-12))) / (1 + n_resamples)
     else:
         raise ValueError(f"unknown paired test method '{method}' (allowed: randomization, bootstrap)")
-    lo, hi = bootstrap_ci(d, seed=seed + 1, level=level)
+    ci = paired_interval(xa, xb, level)
     if obs == 0.0 and np.all(d == 0):
         p = 1.0
     return PairedComparison(
         metric=metric, n=n, mean_a=float(xa.mean()), mean_b=float(xb.mean()), diff=obs,
-        ci_low=lo, ci_high=hi, p_value=float(min(1.0, p)), method=method,
+        ci_low=ci.low, ci_high=ci.high, p_value=float(min(1.0, p)), method=method,
         n_resamples=n_resamples, seed=seed, n_dropped=n_dropped,
-        higher_is_better=higher_is_better,
+        higher_is_better=higher_is_better, ci_method=ci.method,
     )
 
 

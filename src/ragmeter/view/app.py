@@ -1,15 +1,20 @@
 """The ``ragmeter view`` web app (aiohttp.web): read-only pages over a results store.
 
-Its routes (all GET) come from the page table, :data:`ragmeter.view.table.PAGES` (the built-in
-pages are declared in :mod:`ragmeter.view.routes`). Every response carries a strict
-Content-Security-Policy (no network, no framing); nothing is ever written to the store.
+Its routes come from the page table, :data:`ragmeter.view.table.PAGES` (the built-in pages are
+declared in :mod:`ragmeter.view.routes`). Every response carries a strict
+Content-Security-Policy (no network, no framing); nothing is ever written to the store. The
+only POST entries are a labelling session's answers (``ragmeter judge label``), written to its
+labels file: accepted as JSON from the viewer's own pages only (same origin, the viewer's
+token in ``X-Ragmeter-Token``), see :func:`post_refused`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
 import re
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -38,7 +43,8 @@ class Viewer:
     cached per store version (a change to the store is seen at the next request)."""
 
     def __init__(self, store_url: str | None = None, lang: str | None = None,
-                 runs_dir: str | None = None, static: bool = False):
+                 runs_dir: str | None = None, static: bool = False,
+                 labelling: Any = None):
         self.store, self.note = ResultStore.open_readonly(store_url)
         self.shown_url = mask_url(self.store.url)
         self.lang = lang
@@ -47,6 +53,10 @@ class Viewer:
         #: pages written as static files (``view --export``): no control that needs the
         #: server, no local path
         self.static = static
+        #: the labelling session this server answers for (``ragmeter judge label``), if any
+        self.labelling = labelling
+        #: what the viewer's own pages send with a POST (a page elsewhere cannot read it)
+        self.token = secrets.token_urlsafe(24)
 
     def run(self, run_id: str) -> StoredRun:
         """A run as the pages read it (see :meth:`StoreData.run`)."""
@@ -73,6 +83,28 @@ class Viewer:
 VIEWER = web.AppKey("viewer", Viewer)
 
 
+#: the largest body a POST entry reads
+MAX_POST_BYTES = 64 * 1024
+
+
+def post_refused(request: Any, token: str) -> str | None:
+    """Why a POST is not from the viewer's own page (``None``: it is): a JSON body, the
+    viewer's token in ``X-Ragmeter-Token``, and, when the browser says where the request
+    comes from (``Origin``, ``Sec-Fetch-Site``), this very origin."""
+    if request.content_type != "application/json":
+        return "a JSON body is expected"
+    given = request.headers.get("X-Ragmeter-Token", "")
+    if not hmac.compare_digest(given.encode(), token.encode()):
+        return "missing or wrong X-Ragmeter-Token (reload the page)"
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        return "cross-origin request refused"
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site != "same-origin":
+        return "cross-site request refused"
+    return None
+
+
 _LOCAL_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::[0-9]{1,5})?", re.IGNORECASE)
 
 
@@ -87,20 +119,13 @@ def host_is_local(host: str, target: str = "/") -> bool:
 
 def make_app(store_url: str | None = None, lang: str | None = None, *,
              local_only: bool = False, runs_dir: str | None = None,
-             static: bool = False) -> web.Application:
+             static: bool = False, labelling: Any = None) -> web.Application:
     """The aiohttp application for ``store_url`` (opened read-only; errors say why not).
 
-    ``local_only`` refuses requests whose ``Host`` is not a loopback name, so a web page
-    elsewhere cannot read the results through a DNS-rebinding trick."""
-    viewer = Viewer(store_url, lang, runs_dir, static)
+    ``local_only`` refuses requests whose ``Host`` is not a loopback name (no DNS-rebinding
+    trick reads the results); ``labelling``: the session the ``/label`` page serves."""
+    viewer = Viewer(store_url, lang, runs_dir, static, labelling)
     warm_up()
-
-    @web.middleware
-    async def only_local(request: web.Request, handler: Any) -> Any:
-        target = request.raw_path if request.method != "CONNECT" else ""
-        if local_only and not host_is_local(request.headers.get("Host", ""), target):
-            return web.Response(status=421, text="ragmeter view answers on localhost only\n")
-        return await handler(request)
 
     def lang_of(request: Any) -> str:
         q = request.query.get("lang", "")
@@ -108,8 +133,7 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
 
     def respond(request: Any, title: str, body: str, active: str, *, status: int = 200,
                 data: dict[str, Any] | None = None) -> Any:
-        lang = lang_of(request)
-        html = pages.layout(title, body, lang=lang, active=active,
+        html = pages.layout(title, body, lang=lang_of(request), active=active,
                             store=None if viewer.static else viewer.shown_url,
                             note=viewer.note if viewer.note != "schema 1" else "", data=data,
                             path=request.path, query=dict(request.query))
@@ -117,14 +141,11 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
                             status=status, headers=HEADERS)
 
     def serve_page(page: Page) -> Callable[[Any], Awaitable[Any]]:
-        def render(request: Any) -> tuple[str, str, int, dict[str, Any] | None]:
+        def render(request: Any, body: Any = None) -> tuple[str, str, int, dict[str, Any] | None]:
             lang = lang_of(request)
             try:
-                lang_q = request.query.get("lang", "")
-                if lang_q and lang_q not in LANGS:
-                    raise BadQuery("lang", f"unknown language {lang_q[:20]!r}", LANGS)
-                check_names(request.query, page.params)
-                out = page.handler(PageRequest(viewer, request, lang))
+                _check_query(request.query, page)
+                out = page.handler(PageRequest(viewer, request, lang, body))
             except BadQuery as exc:
                 return t("v_bad_query", lang), pages.error_body(
                     message(exc, lang), lang, "v_bad_query"), 400, None
@@ -148,21 +169,71 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
                 viewer.data.forget(key, version)
             return out
 
+        async def posted(request: Any) -> Any:
+            body = await _post_body(request, viewer.token)
+            if isinstance(body, web.Response):
+                return body
+            return await asyncio.get_running_loop().run_in_executor(None, render, request,
+                                                                     body)
+
         async def handler(request: Any) -> Any:
-            title, body, status, data = await asyncio.get_running_loop().run_in_executor(
-                None, cached, request)
+            if page.method == "POST":
+                out = await posted(request)
+                if isinstance(out, web.Response):
+                    return out
+                title, body, status, data = out
+            else:
+                title, body, status, data = await asyncio.get_running_loop().run_in_executor(
+                    None, cached, request)
             if page.json:
-                return web.json_response(data if status < 400 else {"error": title,
-                                                                    "status": status},
+                return web.json_response(data if status < 400 or data else
+                                         {"error": title, "status": status},
                                          status=status, headers=HEADERS)
             return respond(request, title, body, page.active, status=status, data=data)
         return handler
 
-    app = web.Application(middlewares=[only_local])
+    app = web.Application(middlewares=[_only_local(local_only)])
     app[VIEWER] = viewer
     for page in PAGES:  # routes from the page table
-        app.router.add_get(page.route, serve_page(page))
+        app.router.add_route(page.method, page.route, serve_page(page))
     return app
+
+
+def _check_query(query: Any, page: Page) -> None:
+    """A ``BadQuery`` for an unknown language or a parameter the page does not take."""
+    lang_q = query.get("lang", "")
+    if lang_q and lang_q not in LANGS:
+        raise BadQuery("lang", f"unknown language {lang_q[:20]!r}", LANGS)
+    check_names(query, page.params)
+
+
+def _only_local(local_only: bool) -> Any:
+    """The middleware that refuses a request whose ``Host`` is not a loopback name (when
+    ``local_only``)."""
+    @web.middleware
+    async def only_local(request: web.Request, handler: Any) -> Any:
+        target = request.raw_path if request.method != "CONNECT" else ""
+        if local_only and not host_is_local(request.headers.get("Host", ""), target):
+            return web.Response(status=421, text="ragmeter view answers on localhost only\n")
+        return await handler(request)
+    return only_local
+
+
+async def _post_body(request: Any, token: str) -> Any:
+    """A POST's JSON body, or the JSON error response that refuses it (another origin or
+    no token: 403; too large: 413; not JSON: 400)."""
+    refused = post_refused(request, token)
+    if refused is not None:
+        return web.json_response({"error": refused, "status": 403}, status=403,
+                                 headers=HEADERS)
+    if (request.content_length or 0) > MAX_POST_BYTES:
+        return web.json_response({"error": "body too large", "status": 413}, status=413,
+                                 headers=HEADERS)
+    try:
+        return await request.json()
+    except ValueError:
+        return web.json_response({"error": "the body is not JSON", "status": 400},
+                                 status=400, headers=HEADERS)
 
 
 def warm_up() -> None:
@@ -185,14 +256,15 @@ def is_loopback(host: str) -> bool:
 
 def serve(store_url: str | None = None, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
           lang: str | None = None, print_fn: Callable[[str], None] = print,
-          runs_dir: str | None = None) -> None:
+          runs_dir: str | None = None, labelling: Any = None, path: str = "/") -> None:
     """Run the viewer until interrupted (Ctrl-C); ``runs_dir``: the runner's folder, whose runs
-    still running are shown live."""
-    app = make_app(store_url, lang, local_only=is_loopback(host), runs_dir=runs_dir)
+    still running are shown live; ``labelling``: a labelling session served at ``path``."""
+    app = make_app(store_url, lang, local_only=is_loopback(host), runs_dir=runs_dir,
+                   labelling=labelling)
     viewer = app[VIEWER]
     shown_host = f"[{host}]" if ":" in host else host
-    print_fn(f"ragmeter view: {viewer.shown_url} (read-only) at http://{shown_host}:{port}/ "
-             "- Ctrl-C to stop")
+    print_fn(f"ragmeter view: {viewer.shown_url} (read-only) at http://{shown_host}:{port}"
+             f"{path} - Ctrl-C to stop")
     if not is_loopback(host):
         print_fn(f"warning: listening on {host}, reachable from other machines; the pages show "
                  "questions, answers and configs (secrets masked) without a login")

@@ -43,7 +43,8 @@ class TierProgress:
     status: str | None = None
     reason: str | None = None
     batches: int = 0
-    #: (system, metric) → [sum of values, n scored, n unscored]
+    #: (system, metric) → [sum of values, n scored, n unscored, sum of squares,
+    #: 1 while every value is 0 or 1, 1 while every value is within 0–1]
     sums: dict[tuple[str, str], list[float]] = field(default_factory=dict)
     #: target → the calls so far (:class:`CallTimes`)
     calls: dict[str, CallTimes] = field(default_factory=dict)
@@ -65,23 +66,40 @@ class TierProgress:
                 self.calls.setdefault(latency_label(name), CallTimes()).add(metrics)
                 continue
             for key, m in metrics.items():
-                slot = self.sums.setdefault((name, str(key)), [0.0, 0, 0])
+                slot = self.sums.setdefault((name, str(key)), [0.0, 0, 0, 0.0, 1, 1])
                 for row in _dicts(m.get("per_sample") if isinstance(m, Mapping) else None):
                     v = _number(row.get("value"))
                     if v is None:
                         slot[2] += 1
                     else:
-                        slot[0] += v
+                        x = v
+                        slot[0] += x
                         slot[1] += 1
+                        slot[3] += x * x
+                        slot[4] = slot[4] and x in (0.0, 1.0)
+                        slot[5] = slot[5] and 0.0 <= x <= 1.0
 
     def to_dict(self) -> dict[str, Any]:
         return {"tier": self.tier, "total": self.total, "done": self.done,
                 "status": self.status, "reason": self.reason, "batches": self.batches,
-                "values": [{"system": s, "metric": m, "mean": (v[0] / v[1]) if v[1] else None,
-                            "n": int(v[1]), "n_unscored": int(v[2])}
-                           for (s, m), v in self.sums.items()],
+                "values": [{"system": s, "metric": m, "n": int(v[1]), "n_unscored": int(v[2]),
+                            **_mean_ci(v)} for (s, m), v in self.sums.items()],
                 "latency": [row for target, times in self.calls.items()
                             for row in times.rows(target)]}
+
+
+def _mean_ci(v: Sequence[float]) -> dict[str, Any]:
+    """The mean so far and its 95 % CI: the aggregates' interval, from the running sums."""
+    from ragmeter.stats import interval_from_moments
+
+    n = int(v[1])
+    if not n:
+        return {"mean": None, "ci_low": None, "ci_high": None}
+    mean = v[0] / n
+    ci = interval_from_moments(n, mean, max(v[3] / n - mean * mean, 0.0),
+                               "binary" if v[4] else "unit" if v[5] else "real")
+    ok = math.isfinite(ci.low) and math.isfinite(ci.high)
+    return {"mean": mean, "ci_low": ci.low if ok else None, "ci_high": ci.high if ok else None}
 
 
 def _dicts(value: Any) -> list[Mapping[str, Any]]:
@@ -325,6 +343,14 @@ def latency_table(rows: Sequence[Mapping[str, Any]], words: Mapping[str, str]) -
             f"{escape(words['direction'])}</th></tr></thead><tbody>{trs}</tbody></table>")
 
 
+def _mean_text(v: Mapping[str, Any]) -> str:
+    """``0.000 [0.000, 0.058]``: a live mean with its CI (``view.js`` writes the same)."""
+    if v["mean"] is None:
+        return "–"
+    ci = "" if v["ci_low"] is None else f" [{v['ci_low']:.3f}, {v['ci_high']:.3f}]"
+    return f"{v['mean']:.3f}{ci}"
+
+
 def live_page(run: LiveRun, lang: str) -> str:
     """The live page's frame; ``view.js`` fills ``#live-tiers`` from :func:`LiveRun.to_dict`
     (first drawn here, then redrawn at every poll)."""
@@ -339,7 +365,7 @@ def live_page(run: LiveRun, lang: str) -> str:
         data = tier.to_dict()
         rows = "".join(
             f"<tr><td>{escape(v['system'])}</td><td>{escape(v['metric'])}</td><td class=num>"
-            f"{'–' if v['mean'] is None else format(v['mean'], '.3f')}</td><td class=num>"
+            f"{_mean_text(v)}</td><td class=num>"
             f"{v['n']}</td><td class=num>{v['n_unscored']}</td></tr>"
             for v in data["values"])
         table = (f"<table class=live-values><thead><tr><th>{words['system']}</th><th>"

@@ -232,3 +232,34 @@ def sample(req: PageRequest) -> PageOut:
         raise NotFound("v_e_no_sample", sample=sid[:200], run=rid)
     body = pages.sample_page(row, sid, sample_data, scores, req.lang)
     return PageOut(body, title=f"{sid} · {rid}")
+
+
+@page("/label", title=("Blind labelling", "Слепая разметка"), name="label", params=("rater",),
+      cache=False, shown_route="/label?rater=ID",
+      doc="the labelling session of `ragmeter judge label`: one chosen sample at a time "
+          "(question, contexts, answer; the judge's verdict hidden), graded with the keys "
+          "1/0 (or 0/1/2), s skips, ← goes back; every answer saved to the labels file at once")
+def label(req: PageRequest) -> PageOut:
+    from ragmeter.view.label import label_page
+
+    return label_page(req)
+
+
+@page("/api/label", title=("Blind labelling", "Слепая разметка"), name="label_item",
+      section="label", params=("rater", "i"), cache=False, json=True,
+      shown_route="/api/label?rater=ID&i=N",
+      doc="the labelling page's item N for a labeller (default: where they go on), as JSON")
+def label_item(req: PageRequest) -> PageOut:
+    from ragmeter.view.label import label_item as item
+
+    return item(req)
+
+
+@page("/api/label", title=("Blind labelling", "Слепая разметка"), name="label_answer",
+      section="label", method="POST", params=(),
+      doc="a labeller's answer (grade or skip) from the labelling page, saved before it is "
+          "acknowledged; JSON from the viewer's own page only (same origin and its token)")
+def label_answer(req: PageRequest) -> PageOut:
+    from ragmeter.view.label import label_answer as answer
+
+    return answer(req)

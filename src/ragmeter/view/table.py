@@ -12,6 +12,11 @@ The built-in pages are declared in :mod:`ragmeter.view.routes` (loaded on first 
 A handler runs in a worker thread; a :class:`~ragmeter.view.params.BadQuery` it raises becomes
 a 400 page, a run that cannot be read a 500 page for that run alone, and any other
 :class:`~ragmeter.errors.RagmeterError` a 404 page, each with the message.
+
+The pages only read, with one kind of exception: an entry declared ``method="POST"`` (the
+labelling page's answers) takes a JSON body (:attr:`PageRequest.body`) and answers JSON; the
+app accepts it only from the viewer's own pages (same origin, and the viewer's token in the
+``X-Ragmeter-Token`` header), never caches it, and it writes nothing to the store.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ class PageRequest:
     viewer: Viewer
     request: Any
     lang: str
+    #: the JSON body of a POST entry (``None`` for a page that is read)
+    body: Any = None
 
     @property
     def query(self) -> Any:
@@ -90,6 +97,9 @@ class Page:
     json: bool = False
     #: the page also shows the runs still running: its cache follows the runner's folder too
     watches_runs: bool = False
+    #: ``GET`` (a page or a JSON read) or ``POST`` (an answer of the labelling page: JSON in,
+    #: JSON out, only from the viewer's own pages)
+    method: str = "GET"
 
     def title_in(self, lang: str) -> str:
         if isinstance(self.title, tuple):
@@ -110,13 +120,18 @@ def page(route: str, *, title: str | tuple[str, str], name: str | None = None,
          nav: bool = False, section: str | None = None, doc: str = "",
          shown_route: str | None = None, params: tuple[str, ...] | None = None,
          cache: bool = True, json: bool = False,
-         watches_runs: bool = False) -> Callable[[Handler], Handler]:
+         watches_runs: bool = False, method: str = "GET") -> Callable[[Handler], Handler]:
     """Declare the decorated function as the handler of a page (its name: the function's)."""
+    if method not in ("GET", "POST"):
+        raise ValueError(f"a viewer page is GET or POST, got {method!r}")
+
     def deco(fn: Handler) -> Handler:
         key = name or fn.__name__
+        post = method == "POST"
         PAGES.register(key, Page(key, route, title, fn, nav=nav, section=section, doc=doc,
-                                 shown_route=shown_route, params=params, cache=cache,
-                                 json=json, watches_runs=watches_runs))
+                                 shown_route=shown_route, params=params,
+                                 cache=cache and not post, json=json or post,
+                                 watches_runs=watches_runs, method=method))
         return fn
     return deco
 
@@ -133,7 +148,8 @@ def page_list(lang: str = "en") -> str:
         return text.replace("|", "\\|")
 
     for p in PAGES:
-        rows.append(f"| {cell(p.title_in(lang))} (`{cell(p.shown_route or p.route)}`) | "
+        verb = "POST " if p.method == "POST" else ""
+        rows.append(f"| {cell(p.title_in(lang))} (`{verb}{cell(p.shown_route or p.route)}`) | "
                     f"{cell(p.doc)} |")
     return "\n".join(rows)
 

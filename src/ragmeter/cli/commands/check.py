@@ -29,6 +29,10 @@ def register(app: typer.Typer) -> None:
         junit: Annotated[Optional[Path], typer.Option(  # noqa: UP045
             "--junit", help="Also write the checks as JUnit XML to this file (for CI test "
                             "reports); a failed check lists its three worst samples.")] = None,
+        require_card: Annotated[bool, typer.Option(
+            "--require-card", help="Fail a judged metric's gate unless a judge card stored "
+                                   "with the run matches its judge (without it such a gate "
+                                   "is advisory).")] = False,
     ) -> None:
         """Check a run against thresholds; exit 1 with a table of what failed.
 
@@ -65,8 +69,11 @@ def register(app: typer.Typer) -> None:
         if not thresholds:
             raise UsageError("--min/--max", "no thresholds: pass --min/--max, --config, or "
                               "run with a config that has 'thresholds'")
+        from ragmeter.judge_trust.backing import run_backing
+
         src = load_source(run, store)
-        rows = check_thresholds(src.results, thresholds, use_ci_bound=use_ci_bound)
+        rows = check_thresholds(src.results, thresholds, use_ci_bound=use_ci_bound,
+                                backing=run_backing(src.run), require_card=require_card)
         c = common.human_console()
         c.print(rich_table(rows, title=f"Quality gate: {src.label}"))
         failed = sum(not r.passed for r in rows)
@@ -82,7 +89,13 @@ def register(app: typer.Typer) -> None:
 
             common.emit_json({"source": src.label, "passed": gate_passed(rows),
                               "checks": [asdict(r) for r in rows]})
+        backed = sum(r.backing == "card" for r in rows)
+        advisory = sum(r.backing == "advisory" for r in rows)
+        judged = (f" ({backed} judged gate(s) card-backed"
+                  + (f", {advisory} advisory: no matching judge card, not enforced; "
+                     "--require-card enforces them" if advisory else "") + ")"
+                  if backed or advisory else "")
         if not gate_passed(rows):
-            c.print(f"[bold red]FAILED[/]: {failed} of {len(rows)} check(s)")
+            c.print(f"[bold red]FAILED[/]: {failed} of {len(rows)} check(s){judged}")
             raise typer.Exit(1)
-        c.print(f"[bold green]PASSED[/]: {len(rows)} check(s)")
+        c.print(f"[bold green]PASSED[/]: {len(rows)} check(s){judged}")

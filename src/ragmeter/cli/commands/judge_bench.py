@@ -278,7 +278,7 @@ def _ppi_table(est: dict[str, Any]) -> Any:
     t = Table(title="judged metrics: raw judge mean vs bias-corrected (prediction-powered) "
                     "estimate")
     for col in ("metric", "judge mean (N)", "corrected [95% CI]", "correction", "labels",
-                "labels for target"):
+                "estimator (effective labels)", "labels for target"):
         t.add_column(col)
     for m, e in est.items():
         x = e.estimate
@@ -288,6 +288,8 @@ def _ppi_table(est: dict[str, Any]) -> Any:
                   + (f" (cut to the metric's range {x.clipped_to[0]:g}-{x.clipped_to[1]:g})"
                      if x.clipped_to else ""), f"{x.correction:+.3f}",
                   str(x.n_labelled),
+                  f"{x.estimator}, {x.interval} interval"
+                  + (f" ({x.ess:.0f})" if x.ess is not None else ""),
                   "-" if plan is None else (f"{plan.n_more} more" if plan.n_more is not None
                                             else plan.reason))
     return t
@@ -370,6 +372,17 @@ def _slice_estimates(console: Any, values: Any, labs: Any, system: str | None,
     return table
 
 
+def _raters(console: Any, card: Any, labs: Any, system: str | None) -> None:
+    """Agreement between the labellers, where a metric has several (kept on the card)."""
+    from ragmeter.judge_trust.raters import rater_agreement
+
+    for m in labs.metrics:
+        agree = rater_agreement(labs, m, system)
+        if agree is not None:
+            card.meta.setdefault("rater_agreement", {})[m] = agree.to_dict()
+            console.print(f"labellers: {agree.line()}", highlight=False)
+
+
 def card_command(
     run_id: Annotated[str, typer.Argument(help="Run id in the results store (or 'latest').")],
     labels: Annotated[Path, typer.Option("--labels", "-l", help="Human labels file "
@@ -397,9 +410,14 @@ def card_command(
     samples: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--samples", help="Samples file whose fields give the slices (--by); default: the "
                           "slices kept with a run made with --by.")] = None,
+    estimator: Annotated[str, typer.Option(
+        "--estimator", help="Bias-corrected estimator: classic (PPI), ppi++ (the judge's "
+                            "weight tuned; never wider than classic) or stratified (a weight "
+                            "per slice: the --by slices, or a stratified selection's).")]
+    = "classic",
 ) -> None:
     """Compare a run's judged metrics with human labels: card + bias-corrected estimates
-    (per slice with --by)."""
+    (per slice with --by); the estimates name their estimator and effective sample size."""
     from rich.console import Console
 
     from ragmeter.errors import ConfigError, DataError, RecordProblem
@@ -407,11 +425,12 @@ def card_command(
     from ragmeter.judge_trust.card import card_from_values
     from ragmeter.judge_trust.labels import load_labels
     from ragmeter.judge_trust.ppi import ppi_estimates
-    from ragmeter.judge_trust.runs import attach_to_run, judged_values, trust_result
+    from ragmeter.judge_trust.runs import judged_values, trust_result
     from ragmeter.results.records import Signature
     from ragmeter.results.store import ResultStore, normalize_url
 
     checks.check_card_options(threshold, target_width, seed)
+    _check_estimator(estimator)
     console = Console()
     labs = load_labels(labels)
     rs = ResultStore(normalize_url(store))
@@ -424,6 +443,7 @@ def card_command(
     if not values:
         raise DataError(RecordProblem(str(labels), None, "metric", "no labelled metric "
                                       f"({', '.join(labs.metrics)}) is in run {rid}"))
+    held_out = _held_out_examples(values, labs, sigs, system)
     cov = checks.label_coverage(values, labs, system)
     checks.require_matches(cov, values, labs, rid)
     if cov.warning():
@@ -440,8 +460,28 @@ def card_command(
                             reasons=reasons, system=system, threshold=threshold,
                             dataset=sig0.get("data") or "", seed=seed)
     card.meta["run_id"] = rid
+    card.meta["system"] = system
+    card.meta["signatures"] = dict(sigs)   # the judged results the card was made on
+    if held_out:
+        card.meta["examples_held_out"] = held_out
+        common.err_console().print(
+            "left out as the judge's examples: " + ", ".join(
+                f"{m} {n} label(s)" for m, n in held_out.items()), highlight=False)
     console.print(card_table(card))
-    est = ppi_estimates(values, labs, system=system, target_width=target_width)
+    _raters(console, card, labs, system)
+    chosen = {m: labs.selection(m, system) for m in labs.metrics}
+    card.meta["selections"] = {m: x.signature for m, x in chosen.items() if x is not None}
+    strata = _estimator_strata(estimator, sliced, chosen)
+    try:
+        est = ppi_estimates(values, labs, system=system, target_width=target_width,
+                            selections=chosen, estimator=estimator, strata=strata)
+    except ValueError as exc:
+        from ragmeter.errors import UsageError
+
+        raise UsageError("--estimator", str(exc)) from None
+    card.meta["estimators"] = {m: {"estimator": e.estimate.estimator, "ess": e.estimate.ess,
+                                   "signature": e.estimate.signature}
+                               for m, e in est.items()}
     console.print(_ppi_table(est))
     if sliced is not None:
         card.meta["ppi_by_slice"] = _slice_estimates(console, values, labs, system, *sliced)
@@ -449,6 +489,13 @@ def card_command(
     result = trust_result(card, labs, values, est, system=system)
     if paired:
         result.meta["ppi_paired"] = paired
+    _keep(console, rs, rid, result, save, out)
+
+
+def _keep(console: Any, rs: Any, rid: str, result: Any, save: bool, out: Path | None) -> None:
+    """The card stored with the run (``--save``) and written as JSON (``--out``)."""
+    from ragmeter.judge_trust.runs import attach_to_run
+
     if save:
         attach_to_run(rs, rid, result)
         console.print(f"card stored with run {rid} (tier judge_trust)")
@@ -456,9 +503,50 @@ def card_command(
         from ragmeter.results.jsonout import dumps as strict_json
 
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(strict_json(result.meta, indent=1),
-                       encoding="utf-8")
+        out.write_text(strict_json(result.meta, indent=1), encoding="utf-8")
         console.print(f"wrote {out}")
+
+
+def _held_out_examples(values: dict[str, Any], labs: Any, sigs: dict[str, str],
+                       system: str | None) -> dict[str, int]:
+    """Drop the items used as the judge's graded examples from the judged values (their
+    labels are already out of ``labs.values``); refuse a run whose prompt carried examples
+    the labels file does not record. Metric → examples left out."""
+    from ragmeter.judge_trust.examples import check_shots
+
+    check_shots(sigs, labs)
+    out: dict[str, int] = {}
+    for m in list(values):
+        ex = labs.examples(m, system)
+        if ex:
+            values[m] = {s: v for s, v in values[m].items() if s not in ex}
+            out[m] = len(ex)
+    return out
+
+
+def _check_estimator(estimator: str) -> None:
+    from ragmeter.stats.ppi_estimators import ESTIMATORS
+
+    if estimator not in ESTIMATORS:
+        from ragmeter.errors import UsageError
+
+        raise UsageError("--estimator", f"unknown estimator {estimator!r}", list(ESTIMATORS))
+
+
+def _estimator_strata(estimator: str, sliced: Any, chosen: dict[str, Any]
+                      ) -> dict[str, str] | None:
+    """Each sample's stratum for ``--estimator stratified``: the ``--by`` slices, else
+    ``None`` (the labels' stratified selection brings its own); an error when neither."""
+    if estimator != "stratified":
+        return None
+    if sliced is not None:
+        return {sid: " / ".join(k) for sid, k in sliced[1].items()}
+    if any(x is not None and x.stratum_of() for x in chosen.values()):
+        return None
+    from ragmeter.errors import UsageError
+
+    raise UsageError("--estimator", "stratified needs slices: name them with --by (e.g. "
+                                    "--by type), or label with --select stratified")
 
 
 def register(app: typer.Typer) -> None:

@@ -104,6 +104,8 @@ class Asking:
         self.versions: dict[str, set[str]] = {}
         #: some reply came from ``ragmeter mock-judge`` (marked, random test replies)
         self.mock = False
+        #: the model names on the replies that were read
+        self.served: set[str] = set()
         self._chains: list[_Chain] = []
 
     def add(self, sample: Sample, needs: Iterable[str], lang: str,
@@ -164,9 +166,13 @@ class Asking:
         self.versions.setdefault(call.kind, set()).add(req.prompt_version)
         msgs = rep.extra.get("messages") if rep.extra else None
         self.mock = self.mock or bool(rep.extra and rep.extra.get("mock"))
+        if rep.ok and rep.model:
+            self.served.add(rep.model)
+        prob = rep.extra.get("token_prob") if rep.extra else None
         j.calls.append(AskedCall(call.kind, req.prompt_version, rep.ok, rep.reason,
                                   rep.detail, rep.raw, msgs if msgs is not None
-                                  else [dict(m) for m in req.messages]))
+                                  else [dict(m) for m in req.messages],
+                                  float(prob) if isinstance(prob, (int, float)) else None))
         if not rep.ok:
             j.failed[call.kind] = (rep.reason or "backend_error", rep.detail)
         elif is_jury_reply(rep):
@@ -232,4 +238,5 @@ def run_plan(ctx: JudgedContext, metrics: Sequence[tuple[JudgedMetric, Metric]])
     return JudgePlan(asking.finish(), asking.n_requests, asking.by_prompt, binary,
                      ",".join(sorted(set(langs))) or "-", getattr(judge, "name", "judge"),
                      getattr(judge, "model", ""), asking.versions,
-                     asking.mock or getattr(getattr(judge, "backend", None), "kind", "") == "mock")
+                     asking.mock or getattr(getattr(judge, "backend", None), "kind", "") == "mock",
+                     tuple(sorted(asking.served)))

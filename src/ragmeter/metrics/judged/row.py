@@ -182,6 +182,7 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
     jcfg = getattr(ctx.judge, "config", None)
     sig = ctx.signature(
         str(metric), judge=plan.judge_name, judge_model=plan.judge_model,
+        judge_version=_served_version(plan),
         judge_temp=getattr(jcfg, "temperature", None), judge_top_p=getattr(jcfg, "top_p", None),
         judge_seed=getattr(jcfg, "seed", None),
         prompt=",".join(versions) or "-", lang=plan.language,
@@ -191,10 +192,26 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
                 if plan.judgements and "claims" in calls else None),
         **_jury_fields(ctx.judge),
         **(prepared.signature if prepared is not None else {}),
-        **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}))
+        **(pii.signature() if (pii := getattr(ctx.judge, "privacy_meta", None)) else {}),
+        **_shots(ctx.judge, str(metric)))
     return MetricResult.from_scores(str(metric), scores, sig, seed=ctx.seed,
                                     counts={"judge_calls": plan.n_requests,
                                             **(pii.redaction_counts() if pii else {})})
+
+
+def _shots(judge: Any, metric: str) -> dict[str, str]:
+    """``shots:<n>@<hash>`` when the judge's prompt for ``metric`` carried graded examples."""
+    shots = getattr(judge, "shots_meta", None)
+    if shots is None or shots.metric != metric.split("(")[0]:
+        return {}
+    return dict(shots.signature())
+
+
+def _served_version(plan: JudgePlan) -> str | None:
+    """The model version the server named on its replies (``gpt-x-2025-01-31`` for
+    ``gpt-x``), when it differs from the configured model; ``None`` otherwise."""
+    served = [m for m in plan.served_models if m != plan.judge_model]
+    return ",".join(served) or None
 
 
 def _jury_fields(judge: Any) -> dict[str, Any]:

@@ -35,6 +35,9 @@ class AskedCall:
     detail: str | None = None
     raw: str | None = None
     messages: list[dict[str, str]] | None = None
+    #: the probability of the reply's least certain verdict token (judges asked for
+    #: ``logprobs``), what active selection of items to label reads
+    token_prob: float | None = None
 
     def to_dict(self, keep_prompts: bool) -> dict[str, Any]:
         d: dict[str, Any] = {"prompt": self.version, "ok": self.ok}
@@ -42,6 +45,8 @@ class AskedCall:
             d["reason"] = self.reason
         if self.detail:
             d["detail"] = self.detail
+        if self.token_prob is not None:
+            d["token_prob"] = round(self.token_prob, 6)
         if keep_prompts:
             d["raw"] = self.raw
             d["messages"] = self.messages
@@ -103,6 +108,8 @@ class JudgePlan:
     prompt_versions: dict[str, set[str]]
     #: some reply came from ``ragmeter mock-judge`` (random test replies, not a grader)
     mock: bool = False
+    #: the model names the server put on its replies (a dated snapshot of ``judge_model``)
+    served_models: tuple[str, ...] = ()
 
     @property
     def calls_per_sample(self) -> float:

@@ -156,7 +156,8 @@
           var tr = tb.insertRow();
           tr.appendChild(el("td", v.system));
           tr.appendChild(el("td", v.metric));
-          tr.appendChild(el("td", fmt(v.mean), "num"));
+          tr.appendChild(el("td", fmt(v.mean) + (v.ci_low === null || v.ci_low === undefined
+            ? "" : " [" + fmt(v.ci_low) + ", " + fmt(v.ci_high) + "]"), "num"));
           tr.appendChild(el("td", v.n, "num"));
           tr.appendChild(el("td", v.n_unscored, "num"));
         });
