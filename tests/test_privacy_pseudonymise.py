@@ -179,3 +179,18 @@ def test_import_with_pseudonymise_leaves_no_raw_value_in_a_sampled_history(
     written = dest.read_text("utf-8")
     assert "[INN_1]" in written and "7707083893" not in written
     assert any(len(s.history or []) > 0 for s in load_samples(dest).samples)
+
+
+@needs_ner
+def test_pseudonymise_ends_with_its_command(tmp_path: Path) -> None:
+    """`cli.run(["--pseudonymise", ...])` in a process does not leave every judge built after
+    it (by library code, in the same process) wrapped."""
+    from ragmeter.cli import app as cli
+    from ragmeter.privacy.judge import active
+
+    src = tmp_path / "log.jsonl"
+    src.write_text(json.dumps({"id": "1", "question": "Где деканат?", "answer": "Корпус 2."},
+                              ensure_ascii=False), "utf-8")
+    assert cli.run(["--pseudonymise", "import", str(src), "--out",
+                    str(tmp_path / "s.jsonl")]) == 0
+    assert active() == (None, None)

@@ -279,6 +279,12 @@ def run(argv: Sequence[str] | None = None) -> int:
     finally:
         if set_cols:
             os.environ.pop("COLUMNS", None)
+        # --pseudonymise ends with its command: library calls after it in the same process
+        # are not pseudonymised by surprise
+        if "ragmeter.privacy.judge" in sys.modules:
+            from ragmeter.privacy.judge import activate
+
+            activate(False)
 
 
 def _run(argv: Sequence[str] | None) -> int:
