@@ -367,7 +367,7 @@ def test_resume_after_sigkill_reasks_no_finished_call(tmp_path: Path) -> None:
 # -- command line ------------------------------------------------------------------------------
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
-    return subprocess.run([sys.executable, "-m", "ragmeter", "generate", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "ragmeter", "testset", "generate", *args], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=300)
 
 

