@@ -560,7 +560,10 @@ def behaviours() -> list[dict]:
     for lang, ctx, a, label in rows("citation.tsv"):
         add("citation_support", "citation", lang, label, context=ctx, answer=a)
     random.Random(7).shuffle(items)
-    return items
+    n = len(items)        # the hard refusal kinds come after, so the items above keep their order
+    for lang, q, a, label, kind in rows("refusal_hard.tsv"):
+        add("judged_refusal", kind, lang, label, question=q, answer=a)
+    return items[:n] + random.Random(8).sample(items[n:], len(items) - n)
 
 
 def main() -> int:

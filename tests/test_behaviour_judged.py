@@ -120,29 +120,38 @@ def test_behaviour_metrics_are_judge_benchmark_tasks_with_the_metrics_calls() ->
 
 
 def test_refusal_metrics_with_the_judge_as_fallback() -> None:
-    """rules+judge: the judge decides only the answers the rules call answered that carry a
-    negation cue; judge: every answer; rules: no call at all."""
+    """rules+judge: the judge decides only the answers in the classifier's uncertain band —
+    not those that merely carry a negation — and their number is counted; judge: every
+    answer; rules: no call at all."""
+    from ragmeter.metrics.refusal import detect_refusals
+
     calls: list[str] = []
 
     def counting(req: JudgeRequest) -> Any:
         calls.append(req.schema.get("title", ""))
-        answer = fenced(req.messages[1]["content"])["answer"][0]
-        return {"refused": "yes" if "не описан" in answer or "outside" in answer else "no"}
+        return {"refused": "yes"}
 
-    s = [Sample(id="a", user_input="q", gold_doc_ids=["d"], response="Стипендия 3 000 рублей."),
-         Sample(id="b", user_input="q", type="negative",   # a refusal the rules do not know
-                response="Увы, порядок оформления отпуска в базе знаний не описан."),
-         Sample(id="c", user_input="q", type="negative", response="Не знаю."),
-         Sample(id="d", user_input="q", type="negative",
-                response="Общежитие не положено заочникам.")]   # an answer with a negation
+    texts = ["Стипендия 3 000 рублей.", "Не знаю.",
+             "Общежитие не положено заочникам.",              # a negation, answered for sure
+             "Обратитесь в деканат: именно декан подписывает индивидуальный план.",
+             "Sorry, I can't give exact figures, but tuition is about 280,000 roubles.",
+             "Может быть, это есть у коменданта, но я не уверен."]
+    verdicts = detect_refusals(texts)
+    uncertain = [t for t, v in zip(texts, verdicts, strict=True) if v.uncertain]
+    assert uncertain and len(uncertain) < len(texts)
+    assert not verdicts[2].uncertain and not verdicts[2].refused
+    s = [Sample(id=str(i), user_input="q", type="negative", response=t)
+         for i, t in enumerate(texts)]
     rules = ragmeter.evaluate_generation(s, ["abstention_recall"])["abstention_recall"]
     assert calls == []
     mixed = ragmeter.evaluate_generation(s, ["abstention_recall(detector=rules+judge)"],
                                          judge=ScriptedJudge(counting))
     got = mixed["abstention_recall(detector=rules+judge)"]
-    assert calls == ["gen.refusal/v1"] * 2            # b and d: rule-answered, with a cue
-    assert rules.aggregate.mean == pytest.approx(1 / 3)  # only c caught by the rules
-    assert got.aggregate.mean == pytest.approx(2 / 3)    # b caught by the judge, d answered
+    assert calls == ["gen.refusal/v1"] * len(uncertain)
+    assert got.counts["judge_asked"] == len(uncertain) == got.counts["uncertain"]
+    refused = sum(v.refused or v.uncertain for v in verdicts)   # the judge says "refused"
+    assert rules.aggregate.mean == pytest.approx(sum(v.refused for v in verdicts) / len(s))
+    assert got.aggregate.mean == pytest.approx(refused / len(s))
     assert "detector:rules+judge" in str(got.signature)
     from ragmeter.errors import MetricSpecError
 

@@ -123,3 +123,47 @@ def test_allow_hosts_refuses_unlisted_endpoints(tmp_path: Path,
                     "--judge-config", str(cfg)])
     err = capsys.readouterr().err
     assert code == 2 and "allow_hosts" in err and "127.0.0.1" in err
+
+
+FOREIGN = Path(__import__("os").environ.get("RAGMETER_FOREIGN_SETS")
+               or Path(__file__).resolve().parents[2] / "shared" / "datasets" / "foreign")
+
+
+def test_no_covered_value_of_text_written_by_others_reaches_the_judge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The foreign typed-span set's dev half through two judged metrics with
+    ``--pseudonymise``: of the labelled values the detectors cover, none reaches the judge;
+    the share they do not cover is stated (and small)."""
+    from ragmeter.privacy.detect import find_all
+    from ragmeter.privacy.evaluate import TYPE_KINDS, _covered, read_typed_set
+
+    path = FOREIGN / "pii.dev.jsonl"
+    if not path.is_file():
+        pytest.skip(f"the foreign personal-data set is not here ({path})")
+    items, _ = read_typed_set(path)
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    covered, missed = [], []
+    for it in items:
+        found = find_all(it.text)
+        for a, b, typ in it.spans:
+            kind = TYPE_KINDS[typ]
+            ok = _covered(it.text, a, b, [f for f in found if f.kind == kind])
+            (covered if ok else missed).append((kind, it.text[a:b]))
+    rows = [{"id": it.id, "user_input": it.text, "response": it.text,
+             "retrieved_contexts": [it.text], "reference": it.text} for it in items]
+    data = tmp_path / "samples.jsonl"
+    data.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
+    with MockJudgeServer(MockConfig(reply_fn=_reply, record_bodies=True)) as srv:
+        code = cli.run(["--pseudonymise", "generation", "--samples", str(data), "--metrics",
+                        "faithfulness,context_relevance", "--judge-url", srv.base_url,
+                        "--judge-model", "m", "--judge-key-env", "", "--out",
+                        str(tmp_path / "res.json")])
+        bodies = list(srv.received)
+    capsys.readouterr()
+    assert code == 0 and len(bodies) >= len(items)
+    assert _leaks(_sent_texts(bodies), covered) == []
+    share = len(missed) / (len(missed) + len(covered))
+    print(f"foreign dev half: {len(covered)} labelled values covered, {len(missed)} not "
+          f"({share:.1%}): {missed}")
+    assert share <= 0.05

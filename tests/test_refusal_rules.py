@@ -1,4 +1,5 @@
-"""Refusals in both directions: the rule detector and the refusal metrics and gates."""
+"""Refusals in both directions: the detector (clause cues + the refusal classifier) and the
+refusal metrics and gates."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 import ragmeter
 from ragmeter.data.sample import Sample
-from ragmeter.metrics.refusal import detect_refusal, is_refusal
+from ragmeter.metrics.refusal import detect_refusal, detector_name, is_refusal
 from ragmeter.metrics.refusal_data import load_labels, rule_accuracy
 
 DEMO_EVALSET = Path(ragmeter.__file__).parent / "demo" / "data" / "evalset.jsonl"
@@ -20,7 +21,7 @@ METRICS = ["answer_rate", "over_refusal", "unsupported_answer", "abstention_reca
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
-def test_rules_reach_095_balanced_accuracy_on_the_unseen_half(lang: str) -> None:
+def test_detector_reaches_095_balanced_accuracy_on_the_unseen_half(lang: str) -> None:
     acc = rule_accuracy(lang, "test")
     assert acc.n_refusals >= 40 and acc.n_answers >= 40
     assert acc.balanced_accuracy >= 0.95, acc.line()
@@ -46,10 +47,20 @@ def test_labelled_set_was_split_by_id_hash_before_the_rules() -> None:
     ("I couldn't find anything about that. Please contact the registrar.", True, "statement"),
     ("Sorry, I can't give exact figures, but tuition is about 280,000 roubles.", False, None),
     ("", True, "empty"),
+    # the same refusal in other word orders, and wrapped in courtesy that is no content
+    ("Ответить на этот вопрос я, увы, не в состоянии.", True, "statement"),
+    ("Я не в состоянии ответить на этот вопрос. Надеюсь на ваше понимание.", True,
+     "statement"),
+    ("That question is one I can't answer. Thank you for your understanding.", True,
+     "statement"),
+    ("Нет, справка не нужна.", False, None),          # a negation that answers
+    ("Нет.", False, None),                            # a bare "no" to a yes/no question
+    ("Уточните, пожалуйста, о какой программе речь?", True, "question"),
 ])
 def test_detector_cases(text: str, refused: bool, kind: str | None) -> None:
     v = detect_refusal(text)
-    assert v.refused is refused and v.kind == kind
+    assert v.refused is refused and v.kind == kind, v
+    assert v.probability is not None and (v.probability >= 0.5) is refused
 
 
 def test_metrics_count_both_directions() -> None:
@@ -57,14 +68,14 @@ def test_metrics_count_both_directions() -> None:
          Sample(id="2", user_input="q", response="Стипендия 3000 рублей.", gold_doc_ids=["d"]),
          Sample(id="3", user_input="q", response="Не знаю.", type="negative"),
          Sample(id="4", user_input="q", response="Общежитие есть.", type="negative"),
-         Sample(id="5", user_input="q", response="Ответ без меток.")]
+         Sample(id="5", user_input="q", response="Стипендию платят 25-го числа.")]
     r = ragmeter.evaluate_generation(s, METRICS)
     assert r["answer_rate"].aggregate.mean == pytest.approx(3 / 5)
     assert r["over_refusal"].aggregate.mean == 0.5 and r["over_refusal"].aggregate.n == 2
     assert r["unsupported_answer"].aggregate.mean == 0.5
     assert r["abstention_precision"].aggregate.mean == 0.5
     assert "no_answerability_label" in r["over_refusal"].reasons.values()
-    assert "refusal:rules-v1" in str(r["over_refusal"].signature)
+    assert f"refusal:{detector_name().split()[0]}" in str(r["over_refusal"].signature)
 
 
 def _gate(tmp_path: Path, name: str, answer: str) -> int:

@@ -2,38 +2,59 @@
 match: ``п. 6 ч. 1 ст. 81 ТК РФ``, ``пункт 6 части первой статьи 81 Трудового кодекса``
 and ``ТК РФ, ст. 81, ч. 1, п. 6`` are all ``ТК РФ, ст. 81, ч. 1, п. 6``.
 
-Recognised: articles (ст., статья in any case, lists ``ст. 80 и 81``, ranges ``ст. 238–241``,
-dotted numbers ``ст. 12.9``), parts (ч., часть, ordinal words), points and subpoints (п.,
-пп., подп., letters in quotes), the codes by abbreviation or full name in any case (ТК, ГК,
-УК, КоАП, НК, ЖК, СК, АПК, ГПК, УПК, БК, ЗК, КАС, ГрК, the Constitution) and laws by number
-(``№ 152-ФЗ``, ``ФЗ-152``, ``Закон РФ № 2300-1``) with their date when given
-(``от 27.07.2006``, ``от 27 июля 2006 года``). Deterministic: no judge call.
+Recognised: articles (ст., ст. ст., статья / статей in any case, ordinals «81-й статьи»,
+lists ``ст. 80 и 81``, ranges ``ст. 238–241``, dotted numbers ``ст. 12.9``); parts (ч.,
+часть / частей, ordinal words) and points (п., пункт) — lists and ranges of them give one
+reference each (``ч. 1 и 2 ст. 5`` is two); subpoints (пп., п.п., подп., letters in quotes);
+the codes by abbreviation or full name in any case (ТК, ГК, УК, КоАП, НК, ЖК, СК, АПК, ГПК,
+УПК, БК, ЗК, КАС, ГрК, the Constitution); laws by number (``№ 152-ФЗ``, ``ФЗ-152``,
+``ФЗ № 229``, ``Закон РФ № 2300-1``, a Latin ``N``) with their date when given, and by short
+title through a table of common titles (:mod:`ragmeter.metrics.legal_titles`: «Закона о
+персональных данных» is 152-ФЗ). «этой же статьи», «той же статьи», «указанной статьи»
+refer to the article cited just before, «того же кодекса» / «указанного закона» to its act.
+Deterministic: no judge call.
 
 A code named without an article is not a reference (``гл. 32 ГК РФ`` names a chapter); a
-law named without an article is one (the whole law).
+law named without an article is one (the whole law). Every reference carries the span of the
+text it was read from (``span``, not part of its identity).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from ragmeter.metrics.legal_titles import ABBREVIATIONS, TITLE_RE, title_act
 
 _NUM = r"\d+(?:\.\d+)*"
 _ORD = ("перв", "втор", "трет", "четверт", "пят", "шест", "седьм", "восьм", "девят", "десят")
 _ORD_RE = r"(?:" + "|".join(_ORD) + r")\w*"
+_SUFFIX = r"(?:-?(?:й|я|ой|ей|ую|ом|го|му|е)(?![а-я]))?"      # «81-й», «3-я»
 _MONTHS = ("январ", "феврал", "март", "апрел", "ма", "июн", "июл", "август", "сентябр",
            "октябр", "ноябр", "декабр")
 _DATE = (r"(?:(\d{1,2})\.(\d{1,2})\.(\d{4})|(\d{1,2})\s+(" + "|".join(_MONTHS) +
          r")\w*\s+(\d{4})(?:\s*(?:г\.|года?))?)")
+_SEP = r"\s*(?:,\s*(?:и\s+)?|\s+и\s+|\s+или\s+|\s*[–—-]\s*|\s+по\s+)\s*"
+_LETTER = r"[\"'«]?\s*[а-я](?![а-я])\s*[\"'»]?"
 
-_SUB = re.compile(r"(?<!\w)(?:пп\.|подп\.|подпункт\w*)\s*[\"'«]?\s*([а-я](?![а-я])|\d+)"
-                  r"\s*[\"'»]?", re.IGNORECASE)
-_POINT = re.compile(r"(?<![\w.])(?:п\.|пункт\w*)\s*[\"'«]?\s*([а-я](?![а-я])|" + _NUM +
-                    r")\s*[\"'»]?", re.IGNORECASE)
-_PART = re.compile(r"(?<!\w)(?:ч\.|част[ьиюе]\w*)\s*(" + _NUM + "|" + _ORD_RE + r")(?!\w)",
-                   re.IGNORECASE)
-_ART = re.compile(r"(?<!\w)(?:ст\.\s*ст\.|ст\.|стать[яиеюй]\w*)\s*(" + _NUM +
-                  r"(?:\s*(?:,|и|–|—|-)\s*" + _NUM + r")*)(?![\w-])", re.IGNORECASE)
+
+def _list(item: str) -> str:
+    return rf"({item}(?:{_SEP}{item})*)"
+
+
+_SUB = re.compile(r"(?<!\w)(?:п\.\s?п\.|пп\.|подп\.|подпункт\w*)\s*"
+                  + _list(rf"(?:{_LETTER}|{_NUM})"), re.IGNORECASE)
+_POINT = re.compile(r"(?<![\w.])(?:п\.|пункт\w*)\s*" + _list(rf"(?:{_LETTER}|{_NUM}{_SUFFIX})"),
+                    re.IGNORECASE)
+_PART = re.compile(r"(?<!\w)(?:ч\.|част[ьиюе]\w*|частей)\s*"
+                   + _list(rf"(?:{_NUM}{_SUFFIX}|{_ORD_RE})") + r"(?!\w)", re.IGNORECASE)
+_ART = re.compile(r"(?<!\w)(?:ст\.\s*ст\.|ст\.|стать[яиеюй]\w*|статей)\s*"
+                  + _list(rf"{_NUM}{_SUFFIX}") + r"(?![\w-])", re.IGNORECASE)
+_ART_BEFORE = re.compile(rf"(?<![\w.])({_NUM})-?(?:й|я|ой|ей|ую|ом)\s+стать\w*", re.IGNORECASE)
+_ART_ANAPHOR = re.compile(r"(?<!\w)(?:этой\s+же|той\s+же|этой|указанной|данной|названной|"
+                          r"настоящей|приведенной|упомянутой)\s+стать\w*", re.IGNORECASE)
+_ACT_ANAPHOR = re.compile(r"(?<!\w)(?:этого\s+же|того\s+же|указанного|данного|названного|"
+                          r"упомянутого)\s+(?:кодекса|закона)(?!\w)", re.IGNORECASE)
 
 _CODE_ABBR = re.compile(
     r"(?<![А-Яа-яA-Za-z])(ТК|ГК|УК|КоАП|КОАП|НК|ЖК|СК|АПК|ГПК|УПК|БК|ЗК|КАС|ГрК)"
@@ -55,23 +76,37 @@ _CODE_NAMES = (
 _CODE_NAME_RE = re.compile(
     "(?:" + "|".join(f"(?P<c{i}>{p})" for i, (p, _) in enumerate(_CODE_NAMES)) + ")" +
     r"(?:\s+(?:рф|российской\s+федерации|россии))?", re.IGNORECASE)
+_LAW_WORD = (r"(?:(?:федеральн\w*\s+)?закон(?!одат)\w*|фз)\s+"
+             r"(?:рф\s+|российской\s+федерации\s+)?")
 _LAW = re.compile(
-    r"(?:(?:федеральн\w*\s+)?закон\w*\s+(?:рф\s+)?|фз\s+)?(?:от\s+" + _DATE + r"\s+)?"
+    r"(?:" + _LAW_WORD + r")?(?:от\s+" + _DATE + r"\s+)?"
     r"(?:№\s*)?(?:(\d+)-фз|фз-(\d+))(?:\s+от\s+" + _DATE + r")?", re.IGNORECASE)
-_NUMBERED_LAW = re.compile(r"закон\w*\s+(?:рф\s+)?(?:от\s+" + _DATE + r"\s+)?№\s*(\d+-\d+)",
-                           re.IGNORECASE)
-_STRICT_GAP = re.compile(r"^(?:[\s,()]*|\s+и\s+)$")
+_LAW_NO_SUFFIX = re.compile(r"(?:федеральн\w*\s+закон\w*|фз)\s+№\s*(\d+)(?![\d-])",
+                            re.IGNORECASE)
+_NUMBERED_LAW = re.compile(r"закон\w*\s+(?:рф\s+|рсфср\s+)?(?:от\s+" + _DATE +
+                           r"\s+)?№\s*(\d+-\d+)", re.IGNORECASE)
+_TITLED_LAW = re.compile(
+    _LAW_WORD + r"(?:от\s+" + _DATE + r"\s+)?(?:№\s*(?P<num>\d+)(?:-фз|-\d+)?\s+)?" + TITLE_RE,
+    re.IGNORECASE)
+_ABBR_LAW = re.compile(r"(?<![а-я])(" + "|".join(ABBREVIATIONS) + r")(?![а-я])", re.IGNORECASE)
+_STRICT_GAP = re.compile(r"^(?:[\s,()]*|\s*,?\s*(?:и|или|а\s+также)\s+)$")
 
 
 @dataclass(frozen=True, order=True)
 class LegalRef:
-    """One normalised reference; ``str()`` is its canonical form."""
+    """One normalised reference; ``str()`` is its canonical form. ``span`` (start, end) is
+    where it was read; ``range`` marks one of the references a range (``ч. 1–3``) stands for;
+    ``anaphoric`` one resolved from «этой же статьи». None of the three is part of its
+    identity."""
 
     act: str
     article: str | None = None
     part: str | None = None
     point: str | None = None
     subpoint: str | None = None
+    span: tuple[int, int] | None = field(default=None, compare=False)
+    range: bool = field(default=False, compare=False)
+    anaphoric: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         out = [self.act]
@@ -86,8 +121,9 @@ class LegalRef:
 class _Tok:
     start: int
     end: int
-    kind: str                    # "art" | "part" | "point" | "sub" | "act"
+    kind: str                    # "art" | "part" | "point" | "sub" | "act" | "ana"
     values: list[str] = field(default_factory=list)
+    ranged: set[str] = field(default_factory=set)
 
 
 def _ordinal(v: str) -> str:
@@ -95,21 +131,36 @@ def _ordinal(v: str) -> str:
     for i, stem in enumerate(_ORD):
         if low.startswith(stem):
             return str(i + 1)
-    return low
+    return re.sub(r"-?[а-я]+$", "", low) or low
 
 
-def _articles(raw: str) -> list[str]:
-    out: list[str] = []
-    parts = re.split(r"\s*(,|и|–|—|-)\s*", raw)
-    nums, seps = parts[0::2], parts[1::2]
-    out.append(nums[0])
+def _values(raw: str, kind: str) -> tuple[list[str], set[str]]:
+    """The items of a list (``1, 2 и 3``), ranges expanded (``1–3``) and marked."""
+    items = re.split(r"(" + _SEP + r")", raw, flags=re.IGNORECASE)
+    nums, seps = items[0::2], items[1::2]
+
+    def clean(v: str) -> str:
+        v = v.strip().strip("\"'«»").strip()
+        return _ordinal(v) if kind in ("part", "art", "point") and not re.fullmatch(
+            r"[а-я]", v, re.IGNORECASE) else v.lower()
+
+    out = [clean(nums[0])]
+    ranged: set[str] = set()
     for sep, n in zip(seps, nums[1:], strict=False):
-        prev = out[-1]
-        if sep in "–—-" and prev.isdigit() and n.isdigit() and 0 < int(n) - int(prev) <= 20:
-            out.extend(str(x) for x in range(int(prev) + 1, int(n) + 1))
+        prev, cur = out[-1], clean(n)
+        if re.search(r"[–—-]|\bпо\b", sep) and prev.isdigit() and cur.isdigit() \
+                and 0 < int(cur) - int(prev) <= 20:
+            span = [str(x) for x in range(int(prev), int(cur) + 1)]
+            ranged.update(span)
+            out.extend(span[1:])
+        elif re.fullmatch(r"[а-я]", prev) and re.fullmatch(r"[а-я]", cur) and \
+                re.search(r"[–—-]", sep) and 0 < ord(cur) - ord(prev) <= 10:
+            span = [chr(c) for c in range(ord(prev), ord(cur) + 1)]
+            ranged.update(span)
+            out.extend(span[1:])
         else:
-            out.append(n)
-    return out
+            out.append(cur)
+    return list(dict.fromkeys(out)), ranged
 
 
 def _date(groups: tuple[str | None, ...]) -> str | None:
@@ -132,14 +183,27 @@ def _act_tokens(text: str) -> list[_Tok]:
         toks.append(_Tok(m.start(), m.end(), "act", [f"{name} РФ"]))
     for m in _LAW.finditer(text):
         g = m.groups()
-        number = g[6] or g[7]
         date = _date(g[0:6]) or _date(g[8:14])
         toks.append(_Tok(m.start(), m.end(), "act",
-                         [f"{number}-ФЗ" + (f" от {date}" if date else "")]))
+                         [f"{g[6] or g[7]}-ФЗ" + (f" от {date}" if date else "")]))
+    for m in _LAW_NO_SUFFIX.finditer(text):
+        toks.append(_Tok(m.start(), m.end(), "act", [f"{m.group(1)}-ФЗ"]))
     for m in _NUMBERED_LAW.finditer(text):
         date = _date(m.groups()[0:6])
         toks.append(_Tok(m.start(), m.end(), "act",
                          [m.group(7) + (f" от {date}" if date else "")]))
+    for m in _TITLED_LAW.finditer(text):
+        act = title_act(m.groupdict())
+        num = m.group("num")
+        if act is not None:
+            if num and not act.startswith(f"{num}-"):
+                act = f"{num}-ФЗ"           # the number written wins over the table
+            date = _date(m.groups()[0:6])
+            toks.append(_Tok(m.start(), m.end(), "act", [act + (f" от {date}" if date else "")]))
+    for m in _ABBR_LAW.finditer(text):
+        toks.append(_Tok(m.start(), m.end(), "act", [ABBREVIATIONS[m.group(1).lower()]]))
+    for m in _ACT_ANAPHOR.finditer(text):
+        toks.append(_Tok(m.start(), m.end(), "act", ["=act"]))
     return toks
 
 
@@ -147,10 +211,12 @@ def _tokens(text: str) -> list[_Tok]:
     toks: list[_Tok] = []
     for kind, rx in (("sub", _SUB), ("point", _POINT), ("part", _PART), ("art", _ART)):
         for m in rx.finditer(text):
-            value = m.group(1)
-            vals = _articles(value) if kind == "art" else [
-                _ordinal(value) if kind == "part" else value.lower()]
-            toks.append(_Tok(m.start(), m.end(), kind, vals))
+            vals, ranged = _values(m.group(1), kind)
+            toks.append(_Tok(m.start(), m.end(), kind, vals, ranged))
+    for m in _ART_BEFORE.finditer(text):
+        toks.append(_Tok(m.start(), m.end(), "art", [m.group(1)]))
+    for m in _ART_ANAPHOR.finditer(text):
+        toks.append(_Tok(m.start(), m.end(), "ana", []))
     toks += _act_tokens(text)
     toks.sort(key=lambda t: (t.start, -(t.end - t.start)))
     kept: list[_Tok] = []
@@ -160,9 +226,20 @@ def _tokens(text: str) -> list[_Tok]:
     return kept
 
 
+def _law(act: str) -> str:
+    return act.split(" от ")[0]
+
+
 def _groups(text: str, toks: list[_Tok]) -> list[list[_Tok]]:
     groups: list[list[_Tok]] = []
     for t in toks:
+        prev = groups[-1][0] if groups and groups[-1][0].kind == "act" else None
+        if (t.kind == "act" and prev is not None and _law(prev.values[0]) == _law(t.values[0])
+                and re.fullmatch(r"[\s,(]*", text[prev.end:t.start])):
+            # one law named twice in a row ("Закона о полиции (3-ФЗ)"): one act
+            value = max(prev.values[0], t.values[0], key=len)
+            groups[-1][0] = _Tok(prev.start, t.end, "act", [value])
+            continue
         if t.kind == "act":
             groups.append([t])
         elif (groups and groups[-1][-1].kind != "act"
@@ -173,65 +250,112 @@ def _groups(text: str, toks: list[_Tok]) -> list[list[_Tok]]:
     return groups
 
 
-def _refs_of(group: list[_Tok], act: str) -> list[LegalRef]:
+def _refs_of(group: list[_Tok], act: str, span: tuple[int, int],
+             previous: LegalRef | None) -> list[LegalRef]:
+    """The references of one group of tokens (subpoints, points, parts, articles) under
+    ``act``: one per listed value; an anaphoric article is ``previous``'s."""
     refs: list[LegalRef] = []
-    pending: dict[str, str] = {}
+    pending: dict[str, _Tok] = {}
     last: list[int] = []
+
+    def emit(articles: list[str], ranged: set[str], anaphoric: bool, a: str) -> None:
+        nonlocal last
+        levels = [pending.get(k) for k in ("part", "point", "sub")]
+        start = len(refs)
+        for art in articles:
+            for part in (levels[0].values if levels[0] else [None]):
+                for point in (levels[1].values if levels[1] else [None]):
+                    for sub in (levels[2].values if levels[2] else [None]):
+                        rng = art in ranged or any(
+                            lv is not None and v in lv.ranged
+                            for lv, v in zip(levels, (part, point, sub), strict=True))
+                        refs.append(LegalRef(a, art, part, point, sub, span, rng, anaphoric))
+        last = list(range(start, len(refs)))
+
     for t in group:
         if t.kind == "art":
-            last = list(range(len(refs), len(refs) + len(t.values)))
-            for a in t.values:
-                refs.append(LegalRef(act, a, pending.get("part"), pending.get("point"),
-                                     pending.get("sub")))
+            emit(t.values, t.ranged, False, act)
+            pending = {}
+        elif t.kind == "ana":
+            if previous is not None and previous.article is not None:
+                emit([previous.article], set(), True,
+                     previous.act if act == "=act" else act)
             pending = {}
         else:
-            pending[t.kind] = t.values[0]
+            pending[t.kind] = t
     if pending and last:                # trailing parts: "ст. 80, ч. 1"
-        for i in last:
-            r = refs[i]
-            refs[i] = LegalRef(r.act, r.article, r.part or pending.get("part"),
-                               r.point or pending.get("point"), r.subpoint or pending.get("sub"))
+        tail = [refs[i] for i in last]
+        del refs[last[0]:]
+        for r in tail:
+            for part in (pending["part"].values if "part" in pending else [r.part]):
+                for point in (pending["point"].values if "point" in pending else [r.point]):
+                    for sub in (pending["sub"].values if "sub" in pending else [r.subpoint]):
+                        refs.append(replace(r, part=r.part or part, point=r.point or point,
+                                            subpoint=r.subpoint or sub))
     return refs
 
 
-def _act_for(text: str, groups: list[list[_Tok]], i: int) -> str | None:
+def _act_for(text: str, groups: list[list[_Tok]], i: int) -> tuple[str | None, int]:
+    """The act of group ``i`` and the index of its act group (-1 when none)."""
     g = groups[i]
     if i + 1 < len(groups) and groups[i + 1][0].kind == "act":
         gap = text[g[-1].end:groups[i + 1][0].start]
         if len(gap) <= 45 and not re.search(r"[\d.!?;]|\bст\b", gap):
-            return groups[i + 1][0].values[0]
+            return groups[i + 1][0].values[0], i + 1
     if i > 0 and groups[i - 1][0].kind == "act":
         gap = text[groups[i - 1][0].end:g[0].start]
         if len(gap) <= 5 and re.fullmatch(r"[\s,(]*", gap):
-            return groups[i - 1][0].values[0]
-    return None
+            return groups[i - 1][0].values[0], i - 1
+    if any(t.kind == "ana" for t in g):
+        return "=act", -1
+    return None, -1
 
 
-def parse_legal_refs(text: str) -> list[LegalRef]:
-    """Every legal reference in ``text``, normalised, in order of appearance, no repeats."""
+def _normalised(text: str) -> str:
+    """Same length as ``text`` (spans stay valid): ё → е, no-break spaces, one kind of
+    double quote, a Latin ``N`` before a number read as ``№``."""
     norm = (text.replace("ё", "е").replace("Ё", "Е").replace("\u00a0", " ")
             .replace("“", '"').replace("”", '"').replace("„", '"'))
-    norm = re.sub(r"(?<![A-Za-z])N\s*(?=\d)", "№ ", norm)
+    return re.sub(r"(?<![A-Za-z])N(?=\s*\d)", "№", norm)
+
+
+def find_legal_refs(text: str) -> list[LegalRef]:
+    """Every legal reference in ``text`` in order of appearance, each with its span (a
+    reference cited twice appears twice)."""
+    norm = _normalised(text)
     groups = _groups(norm, _tokens(norm))
     used: set[int] = set()
     out: list[LegalRef] = []
     for i, g in enumerate(groups):
         if g[0].kind == "act":
             continue
-        if all(t.kind != "art" for t in g):
+        if all(t.kind not in ("art", "ana") for t in g):
             # "статья 93 ТК РФ (ч. 1)": parts after the act belong to the article before it
             if i >= 2 and groups[i - 1][0].kind == "act" and out and _STRICT_GAP.match(
                     norm[groups[i - 1][0].end:g[0].start]):
                 prev = out.pop()
-                out.extend(_refs_of([_Tok(0, 0, "art", [prev.article or ""]), *g], prev.act))
+                out.extend(_refs_of([_Tok(0, 0, "art", [prev.article or ""]), *g], prev.act,
+                                    (*(prev.span or (0, 0))[0:1], g[-1].end), None))
             continue
-        act = _act_for(norm, groups, i)
+        act, at = _act_for(norm, groups, i)
         if act is None:
             continue
-        used.add(i + 1 if i + 1 < len(groups) and groups[i + 1][0].values[0] == act
-                 and groups[i + 1][0].kind == "act" else i - 1)
-        out.extend(_refs_of(g, act))
+        if act == "=act" and out:
+            act = out[-1].act
+        elif act == "=act":
+            continue
+        used.add(at)
+        start, end = g[0].start, g[-1].end
+        if at >= 0:
+            start, end = min(start, groups[at][0].start), max(end, groups[at][0].end)
+        out.extend(_refs_of(g, act, (start, end), out[-1] if out else None))
     for i, g in enumerate(groups):      # a law named on its own is a reference to it
-        if g[0].kind == "act" and i not in used and "РФ" not in g[0].values[0]:
-            out.append(LegalRef(g[0].values[0]))
-    return list(dict.fromkeys(out))
+        if (g[0].kind == "act" and i not in used and "РФ" not in g[0].values[0]
+                and g[0].values[0] != "=act"):
+            out.append(LegalRef(g[0].values[0], span=(g[0].start, g[0].end)))
+    return sorted(out, key=lambda r: (r.span or (0, 0))[0])
+
+
+def parse_legal_refs(text: str) -> list[LegalRef]:
+    """Every legal reference in ``text``, normalised, in order of appearance, no repeats."""
+    return list(dict.fromkeys(find_legal_refs(text)))

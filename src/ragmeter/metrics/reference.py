@@ -25,7 +25,7 @@ FAMILY_TITLES: dict[str, str] = {
     "judge": "Judge quality",
     "classification": "Production judge (yes/no classification)",
     "ux": "User experience",
-    "refusal": "Refusals (Tiers 2–3, rules, no judge)",
+    "refusal": "Refusals (Tiers 2–3, clause cues + a small classifier, no judge)",
     "citations": "Citations (Tiers 2–3, parsed, no judge)",
 }
 _CUTOFF = {"required": "required (`name@k`)", "optional": "optional (`name@k` or the full "

@@ -1,24 +1,33 @@
-"""Did the answer refuse? Deterministic rules for Russian and English (no judge call).
+"""Did the answer refuse? Clause cues and a small calibrated classifier for Russian and
+English (no judge call).
 
 An answer *refuses* when it gives the user no substantive information: it says the knowledge
-base has nothing ("в базе знаний нет информации", "I couldn't find…"), that it cannot answer,
-or only sends the user elsewhere ("обратитесь в деканат"). An apology followed by an answer,
-a hedged answer ("возможно, я ошибаюсь, но…") and a partial refusal that still answers part
-of the question are *answers*.
+base has nothing ("в базе знаний нет информации", "I couldn't find…"), that it cannot answer
+or does not know ("понятия не имею", "that's beyond me"), only sends the user elsewhere
+("обратитесь в деканат"), or only asks a clarifying question. An apology followed by an
+answer, a hedged answer ("возможно, я ошибаюсь, но…"), a partial answer and a bare «Нет.» to
+a yes/no question are *answers*.
 
-The rules read the answer clause by clause (sentences, then ``:``/``;``/``—`` and contrastive
-``но`` / ``а`` / ``but`` / ``however``). Each clause is a refusal statement, a redirect, a
-courtesy, or content. The answer refuses when it has a refusal statement or a redirect and no
-content clause. Both languages' rules apply to every answer (mixed-language answers are
-common), so no language detection is needed.
+Two parts decide, neither of them a list of exact phrases:
 
-Measured on the shipped labelled set's unseen half (``ragmeter.metrics.refusal_data``): see
-``docs/metrics.md`` ("Refusals").
+* the clause cues (:mod:`ragmeter.metrics.refusal_cues`): each clause gets a role from which
+  classes of words co-occur in it (negation with information or knowing verbs, idioms of not
+  knowing, sending elsewhere, courtesy, content), whatever their order; courtesy and
+  apology clauses never count as content;
+* the refusal classifier (:mod:`ragmeter.metrics.refusal_model`): a logistic model over those
+  cues and the bundled multilingual-e5-small embedding of the answer without its courtesy
+  clauses, trained on our own labelled data, giving a calibrated P(refusal). Without the
+  ``retrieval`` extra the cues-only model decides (its signature says so).
+
+The answer refuses when P(refusal) ≥ 0.5. ``detector=rules+judge`` asks the judge about the
+answers whose probability falls in the model's uncertain band, and counts them.
+
+Measured on our own sets and on sets written by others: ``docs/behaviours.md``
+("How far the refusal detector can be trusted").
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -26,129 +35,59 @@ from typing import Any, Literal
 import numpy as np
 
 from ragmeter.errors import MetricSpecError
+from ragmeter.metrics.refusal_model import EMBEDDING, RefusalModel, active_model
 from ragmeter.metrics.registry import Metric, MetricSpec, Param, register
 from ragmeter.results.records import MetricResult, SampleScore
 from ragmeter.stats import bootstrap_stat
 
-RefusalKind = Literal["statement", "redirect", "empty", "judge"]
+RefusalKind = Literal["statement", "redirect", "question", "classifier", "empty", "judge"]
 
-_NORM = str.maketrans({"ё": "е", "Ё": "Е", "’": "'", "«": '"', "»": '"'})
-
-# clause boundaries: sentence ends, colon / semicolon / dash, contrastive conjunctions
-_CLAUSE_SPLIT = re.compile(
-    r"[.!?…]+(?:\s+|$)|[:;]\s*|\s[—–-]\s|,?\s+(?:но|однако|а|зато|but|however|though|yet)\s+",
-    re.IGNORECASE)
-
-# statements that the system has nothing / cannot answer
-_REFUSAL_RU = (
-    r"\bнет (?:никакой |такой |нужной |точной |подходящей )?(?:информации|сведений|данных|"
-    r"ответа|материалов|документов)",
-    r"(?:информаци[яи]|сведени[йя]|данны[хе]|ответа?|материалов|документов|подробностей|"
-    r"положени[яе])\b[^.]{0,60}?\b(?:нет|отсутству\w+|не найден\w*|не обнаружен\w*|"
-    r"не содерж\w+|не указан\w*)",
-    r"\bне (?:могу|можем|получится|удалось|удастся|смог\w*|в состоянии) "
-    r"(?:\w+ )?(?:ответить|найти|помочь|подсказать|сказать|дать|предоставить|отыскать|"
-    r"подтвердить|расс?читать)",
-    r"\bответить (?:не получится|невозможно|нельзя|не могу)",
-    r"\bне (?:на(?:шел|шла|шлось|ходится)|нашел|обнаружил\w*|располагаю|знаю|известно|"
-    r"уполномочен)\b",
-    r"\b(?:ничего|ничем)\b[^.]{0,40}?\b(?:не (?:найден\w*|нашл\w+|сказано|написано|"
-    r"известно|знаю|могу)|нет)\b",
-    r"\bничего не (?:найдено|нашлось|известно|знаю|сказано|написано)",
-    r"\bне могу (?:найти|ответить|помочь|сказать|подсказать|гарантировать ответ)",
-    r"\bмне неизвестно\b", r"\bне знаю\b", r"\bзатрудняюсь ответить\b",
-    r"\b(?:вне|за рамками|выходит за рамки) (?:моей|моих|базы)", r"\bвне моей компетенции\b",
-    r"\bне (?:содерж\w*|рассматривается|освещен|указано|сказано|говорится)\b",
-    r"\bне хватает (?:информации|сведений|данных)", r"\bнепонят\w*\b",
-    r"\bвоздержусь\b", r"\bне буду гадать\b", r"\bвводить вас в заблуждение\b",
-    r"\bничем не могу помочь\b", r"\bне найден\w*\b", r"\bненайден\w*\b",
-    r"^\s*нет данных\s*$", r"\bдоступа к\b[^.]{0,40}\bнет\b|\bнет доступа\b",
-    r"\bвопрос(?: лучше)? (?:задать|адресовать)\b", r"\bответить\b[^.]{0,30}\b(?:невозможно|нельзя|"
-    r"не получится)", r"\bнет (?:нужн|необходим|подходящ)\w+", r"\bнет ничего\b",
-    r"\bв (?:базе|документах|источниках|контексте|материалах|найденн\w+)\b[^.]{0,50}\bнет\b",
-)
-_REFUSAL_EN = (
-    r"\b(?:i|we|i'm|i am|we're|we are) (?:do not|don't|did not|didn't|cannot|can't|could not|couldn't|am unable to|"
-    r"was unable to|wasn't able to|was not able to|am not able to|unable to|not able to"
-    r"|have not|haven't) (?:\w+ )?(?:know|find|found|locate|answer|help|say|advise|provide|"
-    r"share|calculate|confirm|give|have (?:any |enough |that |such |the |precise |exact )?"
-    r"(?:information|data|details|access))\b",
-    r"\b(?:no|not enough|insufficient) (?:relevant |suitable |such |precise |exact |"
-    r"further )?(?:information|data|details|answer|documents|materials|results)\b",
-    r"\b(?:isn't|is not|are not|aren't|was not|wasn't) (?:available |stated |mentioned |"
-    r"covered |specified |found |in )",
-    r"\b(?:does not|doesn't|do not|don't|did not|didn't) (?:contain|mention|say|cover|"
-    r"address|specify|answer|include)\b",
-    r"\bsays? nothing\b", r"\bnothing (?:was )?(?:found|matches|on|about)\b",
-    r"^\s*nothing found\b", r"\b(?:answer|information) not found\b", r"\bno idea\b",
-    r"\b(?:outside|beyond) (?:the scope|my remit|my knowledge)\b", r"\bnot (?:sure|certain) how "
-    r"to answer\b", r"\b(?:not|unable to be) answered\b", r"\bnot possible to answer\b",
-    r"\bdoes not allow an answer\b", r"\brefrain from answering\b", r"\bwon't guess\b",
-    r"\brather not mislead\b", r"\bdon't understand the question\b", r"\bi'm afraid i can't\b",
-    r"\bcan neither confirm nor deny\b", r"\bno answer\b", r"\bnot in (?:the|my) "
-    r"(?:knowledge base|sources|documents)\b", r"\bhave nothing\b|\bhas nothing\b",
-    r"\b(?:knowledge base|documents?|sources?|context|passages?|materials?) (?:has|have|contains?)"
-    r" no\b", r"\bnone of the (?:\w+ )?(?:documents|passages|sources|results|materials)\b",
-)
-# sending the user elsewhere
-_REDIRECT = (
-    r"\b(?:задать вопрос|можете спросить|обратит\w+|обращайтесь|обратиться|уточнит\w*|спросит\w*|спросите|позвонит\w*|напишит\w*|"
-    r"свяжит\w+|рекоменд\w+|попробуйте|переформулир\w+)\b",
-    r"\b(?:please )?(?:contact|ask|check with|call|email|e-mail|get in touch|reach out|"
-    r"rephrase|try (?:clarifying|rephrasing|calling))\b",
-    r"\b(?:you may want|you could|it might be best|you'd better|i suggest|we recommend|"
-    r"please check)\b",
-)
-# politeness and filler that carry no information
-_COURTESY = re.compile(
-    r"^(?:к сожалению|увы|извините|простите|прошу прощения|сожалею|мне жаль|sorry|"
-    r"i'm sorry|unfortunately|regrettably|apologies|sadly|i'm afraid|пожалуйста|please|"
-    r"да|нет|yes|no|ok|хорошо|спасибо за вопрос|thanks)[\s,!]*$", re.IGNORECASE)
-_WORD = re.compile(r"\w+")
-
-_REFUSAL_RE = re.compile("|".join(_REFUSAL_RU + _REFUSAL_EN), re.IGNORECASE)
-_REDIRECT_RE = re.compile("|".join(_REDIRECT), re.IGNORECASE)
+#: the detector's version, part of every refusal metric's signature (with the model used)
+DETECTOR_VERSION = "refusal-v2"
 
 
 @dataclass(frozen=True)
 class RefusalVerdict:
-    """The rules' verdict on one answer: ``refused`` and, when refused, which kind."""
+    """The detector's verdict on one answer: ``refused``, which kind of refusal (the clause
+    role that carries it, ``classifier`` when only the model sees one), the calibrated
+    ``probability`` of a refusal and whether it lies in the ``uncertain`` band."""
 
     refused: bool
     kind: RefusalKind | None = None
+    probability: float | None = None
+    #: in the band where ``detector=rules+judge`` asks the judge
+    uncertain: bool = False
 
     def __bool__(self) -> bool:
         return self.refused
 
 
-def clauses(text: str) -> list[str]:
-    """The clauses the rules read, normalised (ё → е, lower case), empty ones dropped."""
-    t = text.translate(_NORM).lower()
-    return [c.strip(" ,\"'()") for c in _CLAUSE_SPLIT.split(t) if c and c.strip(" ,\"'()")]
-
-
-def _is_content(clause: str) -> bool:
-    if _COURTESY.match(clause):
-        return False
-    words = _WORD.findall(clause)
-    return len(words) >= 3 or any(ch.isdigit() for ch in clause)
+def detect_refusals(texts: Sequence[str | None], model: RefusalModel | None = None
+                    ) -> list[RefusalVerdict]:
+    """Verdicts for many answers at once; ``model`` defaults to :func:`active_model` (the
+    ``e5`` model with the ``retrieval`` extra, else the cues-only one)."""
+    model = model or active_model()
+    idx = [i for i, t in enumerate(texts) if t is not None and t.strip()]
+    out = [RefusalVerdict(True, "empty", 1.0)] * len(texts)
+    if not idx:
+        return out
+    given = [str(texts[i]) for i in idx]
+    cs, x = model.features(given)
+    lo, hi = model.band
+    for i, c, p in zip(idx, cs, model.probability(x), strict=True):
+        refused = bool(p >= 0.5)
+        kind: RefusalKind | None = None
+        if refused:
+            kind = ("statement" if c.kind == "statement" else "redirect" if c.kind == "redirect"
+                    else "question" if c.kind == "question" else "classifier")
+        out[i] = RefusalVerdict(refused, kind, round(float(p), 6), bool(lo < p < hi))
+    return out
 
 
 def detect_refusal(text: str | None) -> RefusalVerdict:
-    """Rule-based verdict: does ``text`` refuse to answer (no substantive information)?"""
-    if text is None or not text.strip():
-        return RefusalVerdict(True, "empty")
-    refusal = redirect = content = False
-    for c in clauses(text):
-        if _REFUSAL_RE.search(c):
-            refusal = True
-        elif _REDIRECT_RE.search(c):
-            redirect = True
-        elif _is_content(c):
-            content = True
-    if content or not (refusal or redirect):
-        return RefusalVerdict(False)
-    return RefusalVerdict(True, "statement" if refusal else "redirect")
+    """The detector's verdict on one answer: does ``text`` refuse (no substantive
+    information)?"""
+    return detect_refusals([text])[0]
 
 
 def is_refusal(text: str | None) -> bool:
@@ -156,11 +95,14 @@ def is_refusal(text: str | None) -> bool:
     return detect_refusal(text).refused
 
 
+def detector_name(model: RefusalModel | None = None) -> str:
+    """Which model decides (printed beside every figure and kept in signatures)."""
+    m = model or active_model()
+    return (f"{DETECTOR_VERSION}:{m.name}" + (f" ({EMBEDDING})" if m.uses_embedding else
+                                              " (cues only: the path without the retrieval extra)"))
+
+
 # ------------------------------------------------------------------------------ the metrics
-#: rules version, part of every refusal metric's signature
-RULES_VERSION = "rules-v1"
-
-
 def answerable(sample: Any) -> bool | None:
     """Should the system answer this sample? ``metadata.answerable`` when given; a negative
     question (``type: negative``) is unanswerable; a sample with gold ids or a reference is
@@ -179,7 +121,7 @@ def answerable(sample: Any) -> bool | None:
 #:            the per-sample value from (answerable, refused))
 _RATES: dict[str, tuple[str, Callable[[bool, bool], float], bool, str]] = {
     "answer_rate": ("all", lambda a, r: float(not r), True,
-                    "|answered| / |samples| (refusal rules, no judge call)"),
+                    "|answered| / |samples| (refusal detector, no judge call)"),
     "over_refusal": ("answerable", lambda a, r: float(r), False,
                      "|answerable samples refused| / |answerable samples|"),
     "unsupported_answer": ("unanswerable", lambda a, r: float(not r), False,
@@ -190,12 +132,6 @@ _RATES: dict[str, tuple[str, Callable[[bool, bool], float], bool, str]] = {
                              "|refused samples that were unanswerable| / |refused samples|"),
 }
 
-
-#: answers the rules call answered that still carry a negation or absence cue: where the
-#: ``rules+judge`` detector asks the judge (the rules' refusals are kept: they almost never
-#: call an answer a refusal, but miss refusals phrased in ways they do not know)
-_NEGATION = re.compile(r"\b(?:не|нет|ни|no|not|none|nothing|never|cannot|can't|unable)\b",
-                       re.IGNORECASE)
 
 #: the judge behind ``detector=rules+judge`` / ``judge``: ``fn(metric, ctx, samples) ->
 #: {sample id: refused (bool) or an unscored reason (str)}``, declared by the judged
@@ -216,43 +152,54 @@ def _answerability(metric: Metric, ctx: Any) -> dict[str, bool | str]:
     return ANSWERABILITY_JUDGES[0](metric, ctx, unknown) if unknown else {}
 
 
-def _judge_verdicts(metric: Metric, ctx: Any, detector: str) -> dict[str, bool | str]:
-    """The judge's refusal verdicts for the samples ``detector`` sends it."""
+def _judge_verdicts(metric: Metric, ctx: Any, detector: str,
+                    verdicts: dict[str, RefusalVerdict]) -> dict[str, bool | str]:
+    """The judge's refusal verdicts for the samples ``detector`` sends it: every answer
+    (``judge``) or those in the classifier's uncertain band (``rules+judge``)."""
     if detector == "rules":
         return {}
     if getattr(ctx, "judge", None) is None or not JUDGE_DETECTORS:
         raise MetricSpecError(f"metric '{metric}': detector={detector} needs a judge "
                               "(--judge-url / judge=...)")
     asked = [s for s in ctx.samples if s.response is not None and (
-        detector == "judge" or (not detect_refusal(s.response).refused
-                                and _NEGATION.search(s.response)))]
+        detector == "judge" or verdicts[s.id].uncertain)]
     return JUDGE_DETECTORS[0](metric, ctx, asked) if asked else {}
 
 
+def _verdicts(samples: Any) -> dict[str, RefusalVerdict]:
+    with_answer = [s for s in samples if s.response is not None]
+    return dict(zip((s.id for s in with_answer),
+                    detect_refusals([s.response for s in with_answer]), strict=True))
+
+
 def _scores(metric: str, samples: Any, judged: dict[str, bool | str] | None = None,
-            labels: dict[str, bool | str] | None = None
+            labels: dict[str, bool | str] | None = None,
+            verdicts: dict[str, RefusalVerdict] | None = None
             ) -> tuple[list[SampleScore], dict[str, int]]:
     scope, value, _, _ = _RATES[metric]
     scores: list[SampleScore] = []
+    verdicts = verdicts if verdicts is not None else _verdicts(samples)
     counts = {"refused": 0, "judge_asked": len(judged or {}),
+              "uncertain": sum(v.uncertain for v in verdicts.values()),
               "answerability_judged": len(labels or {})}
     for s in samples:
         if s.response is None:
             scores.append(SampleScore(s.id, None, "missing_field:response"))
             continue
-        verdict = detect_refusal(s.response)
+        verdict = own = verdicts[s.id]
         j = (judged or {}).get(s.id)
         if isinstance(j, str):
             scores.append(SampleScore(s.id, None, j))
             continue
         if j is not None:
-            verdict = RefusalVerdict(j, "judge" if j else None)
+            verdict = RefusalVerdict(j, "judge" if j else None, own.probability, own.uncertain)
         counts["refused"] += verdict.refused
         a = answerable(s)
         guess = (labels or {}).get(s.id)
         if a is None and isinstance(guess, bool):
             a = guess
-        details = {"refused": verdict.refused, "kind": verdict.kind, "answerable": a}
+        details = {"refused": verdict.refused, "kind": verdict.kind, "answerable": a,
+                   "p_refusal": own.probability, "uncertain": own.uncertain}
         if a is None and scope != "all":
             scores.append(SampleScore(s.id, None, "no_answerability_label", details))
         elif (scope == "answerable" and not a) or (scope == "unanswerable" and a) or (
@@ -265,19 +212,21 @@ def _scores(metric: str, samples: Any, judged: dict[str, bool | str] | None = No
 
 def _compute(metric: Metric, ctx: Any) -> MetricResult:
     detector = str(metric.get("detector"))
-    judged = _judge_verdicts(metric, ctx, detector)
+    verdicts = _verdicts(ctx.samples)
+    judged = _judge_verdicts(metric, ctx, detector, verdicts)
     labels = _answerability(metric, ctx)
-    scores, counts = _scores(metric.name, ctx.samples, judged, labels)
+    scores, counts = _scores(metric.name, ctx.samples, judged, labels, verdicts)
     source = str(metric.get("answerability"))
-    sig = ctx.signature(str(metric), refusal=RULES_VERSION,
+    sig = ctx.signature(str(metric), refusal=f"{DETECTOR_VERSION}:{active_model().name}",
                         detector=None if detector == "rules" else detector,
                         answerability=None if source == "labels" else source)
     return MetricResult.from_scores(str(metric), scores, sig, counts=counts, seed=ctx.seed)
 
 
 DETECTOR = Param("detector", str, "rules", ("rules", "rules+judge", "judge"),
-                 "rules (no judge call); rules+judge: the judge decides the answers the rules "
-                 "call answered that carry a negation cue; judge: the judge decides every answer")
+                 "rules: clause cues + the refusal classifier, no judge call; rules+judge: the "
+                 "judge decides the answers in the classifier's uncertain band (counted in "
+                 "judge_asked); judge: the judge decides every answer")
 
 ANSWERABILITY = Param("answerability", str, "labels", ("labels", "labels+judge"),
                       "labels (metadata.answerable, negatives, gold); labels+judge: one judge "
@@ -306,7 +255,8 @@ def abstention_summary(samples: Sequence[Any], *, seed: int = 42) -> dict[str, A
     ``aurc`` (lower is better). A sample's loss is 1 when its behaviour was wrong (an
     unanswerable question answered, an answerable one refused). Samples without an
     answerability label or a response are left out (counted in ``n_left_out``)."""
-    rows = [(answerable(s), detect_refusal(s.response).refused, confidence_of(s))
+    verdicts = _verdicts(samples)
+    rows = [(answerable(s), verdicts[s.id].refused, confidence_of(s))
             for s in samples if s.response is not None]
     kept = [(a, r, c) for a, r, c in rows if a is not None]
     unans = np.array([not a for a, _, _ in kept], dtype=bool)
@@ -334,3 +284,4 @@ def abstention_summary(samples: Sequence[Any], *, seed: int = 42) -> dict[str, A
         out["curve"] = [(round((i + 1) / loss.size, 6), float(x)) for i, x in enumerate(risk)]
         out["aurc"] = bootstrap_stat(aurc, len(kept), seed=seed)
     return out
+

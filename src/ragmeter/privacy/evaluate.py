@@ -13,12 +13,17 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
+from ragmeter.data.labelled_sets import Records, read_records
+from ragmeter.errors import RecordProblem
+from ragmeter.privacy.detect import KINDS as KINDS_DETECTED
 from ragmeter.privacy.detect import Finding, find_all
 from ragmeter.privacy.labelled import KINDS, Item, load_labelled, template_of
+from ragmeter.stats.proportion import Proportion, wilson_interval
 
 STRUCTURED = tuple(k for k in KINDS if k != "person")
 
@@ -153,3 +158,127 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+# ------------------------------------------------------- typed-span sets written by others
+#: entity types of the shared typed-span format -> the detectors' kinds (an explicit table:
+#: a type missing here is reported as not covered, never matched loosely)
+TYPE_KINDS = {"PERSON": "person", "SNILS": "snils", "INN": "inn", "OGRN": "ogrn",
+              "PASSPORT_RU": "passport", "PHONE": "phone", "EMAIL": "email", "CARD": "card",
+              "DOB": "birth_date", "RECORD_BOOK": "record_book", "ADDRESS": "address"}
+
+
+@dataclass(frozen=True)
+class TypedItem:
+    """One text of a typed-span set: ``spans`` are ``(start, end, type)`` in its own types;
+    ``lookalike`` marks a line with no labels or noted ``invalid checksum``."""
+
+    id: str
+    lang: str
+    text: str
+    spans: tuple[tuple[int, int, str], ...]
+    lookalike: bool
+
+
+def read_typed_set(path: str | Path) -> tuple[list[TypedItem], Records]:
+    """The texts of a typed-span set file (``id``, ``lang``, ``text``, ``entities``: ``{span,
+    type, start, end}``, optional ``note``) and its record check."""
+    recs = read_records(path, {"id": str, "lang": str, "text": str, "entities": list})
+    items: list[TypedItem] = []
+    for line, r in recs.records:
+        spans = []
+        for j, e in enumerate(r["entities"]):
+            ok = (isinstance(e, dict) and isinstance(e.get("type"), str)
+                  and isinstance(e.get("start"), int) and isinstance(e.get("end"), int)
+                  and 0 <= e["start"] < e["end"] <= len(r["text"]))
+            if not ok:
+                recs.problems.append(RecordProblem(recs.source, line, f"entities[{j}]",
+                                                   "needs type, start < end within the text"))
+                continue
+            spans.append((e["start"], e["end"], e["type"]))
+        note = r.get("note")
+        items.append(TypedItem(str(r["id"]), r["lang"], r["text"], tuple(spans),
+                               not spans or (isinstance(note, str)
+                                             and "invalid checksum" in note)))
+    return items, recs
+
+
+@dataclass
+class TypeScore:
+    """Recall and precision of one type (in one language or all) with Wilson intervals."""
+
+    type: str
+    lang: str
+    recall: Proportion
+    precision: Proportion
+    missed: list[str] = field(default_factory=list)
+    false: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"  {self.type:12s} {self.lang:4s} recall {self.recall.text():32s} "
+                f"precision {self.precision.text()}")
+
+
+@dataclass
+class TypedScore:
+    """A detector's figures on a typed-span set."""
+
+    n_texts: int
+    rows: list[TypeScore]
+    lookalike_texts: int
+    lookalike_flags: list[str]       # detections overlapping no label on look-alike lines
+    not_covered: list[str]           # label types with no detector kind
+
+    def lines(self) -> list[str]:
+        out = [r.line() for r in self.rows]
+        out.append(f"  look-alike lines: {self.lookalike_texts}, values flagged on them that "
+                   f"are not labelled: {len(self.lookalike_flags)}"
+                   + (f" ({'; '.join(self.lookalike_flags)})" if self.lookalike_flags else ""))
+        if self.not_covered:
+            out.append(f"  types without a detector: {', '.join(self.not_covered)}")
+        return out
+
+
+def score_typed_set(items: Sequence[TypedItem],
+                    detect: Callable[[str], list[Finding]] = find_all) -> TypedScore:
+    """Recall (every letter and digit of a label inside detections of its kind) and precision
+    (a detection overlaps a label of its kind) per type — overall, and per language for
+    names — and the values flagged on look-alike lines."""
+    found = [detect(it.text) for it in items]
+    kinds_of = {v: k for k, v in TYPE_KINDS.items()}
+    types = sorted({t for it in items for _, _, t in it.spans}
+                   | {kinds_of[f.kind] for fs in found for f in fs if f.kind in kinds_of})
+    langs = list(dict.fromkeys(it.lang for it in items))
+    rows: list[TypeScore] = []
+    for typ in types:
+        kind = TYPE_KINDS.get(typ)
+        for lang in (["all", *langs] if typ == "PERSON" else ["all"]):
+            gold = found_n = pred = correct = 0
+            missed, false = [], []
+            for it, fs in zip(items, found, strict=True):
+                if lang != "all" and it.lang != lang:
+                    continue
+                mine = [f for f in fs if f.kind == kind]
+                labels = [(a, b) for a, b, t in it.spans if t == typ]
+                for a, b in labels:
+                    gold += 1
+                    if _covered(it.text, a, b, mine):
+                        found_n += 1
+                    else:
+                        missed.append(f"{it.id}: {it.text[a:b]!r}")
+                for f in mine:
+                    pred += 1
+                    if any(f.start < b and a < f.end for a, b in labels):
+                        correct += 1
+                    else:
+                        false.append(f"{it.id}: {f.text!r}")
+            rows.append(TypeScore(typ, lang, wilson_interval(found_n, gold),
+                                  wilson_interval(correct, pred), missed, false))
+    flags = [f"{it.id}: {f.kind} {f.text!r}" for it, fs in zip(items, found, strict=True)
+             if it.lookalike for f in fs
+             if not any(f.start < b and a < f.end for a, b, _ in it.spans)]
+    uncovered = sorted({t for it in items for _, _, t in it.spans if t not in TYPE_KINDS}
+                       | {t for t in TYPE_KINDS if TYPE_KINDS[t] not in KINDS_DETECTED})
+    present = {t for it in items for _, _, t in it.spans}
+    return TypedScore(len(items), rows, sum(it.lookalike for it in items), flags,
+                      [t for t in uncovered if t in present])

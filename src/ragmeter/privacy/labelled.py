@@ -21,10 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.privacy.templates import NEGATIVES, TEMPLATES
+from ragmeter.privacy.templates_more import NEGATIVES_MORE, TEMPLATES_MORE
 
 DATA = Path(__file__).parent / "data" / "pii_labelled.jsonl"
 KINDS = ("snils", "inn", "ogrn", "card", "phone", "email", "passport", "record_book",
-         "birth_date", "person")
+         "birth_date", "address", "person")
+#: slot names that stand for a labelled kind written another way
+VARIANTS = {"personlow": "person", "personlat": "person", "dobyear": "birth_date",
+            "passport_series": "passport", "passport_number": "passport"}
 
 
 @dataclass
@@ -232,8 +236,63 @@ def _record_book(rng: random.Random) -> str:
                        f"{rng.randrange(100000, 999999)}"])
 
 
+_CITIES_RU = ["Москва", "Казань", "Тверь", "Самара", "Омск", "Пермь", "Томск", "Сочи"]
+_STREETS_RU = ["Ленина", "Садовая", "Мира", "Гагарина", "Лесная", "Школьная", "Победы",
+               "Набережная", "Советская", "Молодёжная"]
+_CITIES_EN = ["London", "Leeds", "Bristol", "Boston", "Denver", "Austin", "York"]
+_STREETS_EN = ["Baker", "High", "Church", "Maple", "Oak", "Station", "Park", "Mill"]
+
+
+def _address(rng: random.Random, lang: str) -> str:
+    n, k = rng.randrange(1, 120), rng.randrange(1, 300)
+    if lang == "ru":
+        city, street = rng.choice(_CITIES_RU), rng.choice(_STREETS_RU)
+        return rng.choice([f"г. {city}, ул. {street}, д. {n}, кв. {k}",
+                           f"ул. {street}, д. {n}, кв. {k}", f"{city}, ул. {street} {n}-{k}",
+                           f"{rng.randrange(100000, 999999)}, г. {city}, пр. {street}, "
+                           f"д. {n}, корп. {rng.randrange(1, 4)}, кв. {k}",
+                           f"пер. {street}, дом {n}, квартира {k}"])
+    city, street = rng.choice(_CITIES_EN), rng.choice(_STREETS_EN)
+    return rng.choice([f"{n} {street} Street, {city}", f"Flat {k}, {n} {street} Road, {city}",
+                       f"{n} {street} Avenue, Apt {k}", f"{n} {street} Lane, {city} "
+                       f"{rng.choice('ABDEL')}{rng.randrange(1, 20)} {rng.randrange(1, 9)}"
+                       f"{rng.choice('ABDEH')}{rng.choice('JKLNP')}",
+                       f"ul. {rng.choice(['Lenina', 'Mira', 'Gagarina'])} {n}, apt. {k}, "
+                       f"{rng.choice(['Tomsk', 'Kazan', 'Omsk'])}"])
+
+
+_LATIN_RU = {"Иванов": "Ivanov", "Петров": "Petrov", "Смирнов": "Smirnov", "Козлов": "Kozlov",
+             "Орлов": "Orlov", "Волков": "Volkov", "Морозов": "Morozov", "Лебедев": "Lebedev"}
+
+
+def _latin_person(rng: random.Random) -> str:
+    from ragmeter.privacy.names_en import name_lists
+
+    if rng.random() < 0.3:      # a Russian name transliterated
+        first = rng.choice(["Ivan", "Olga", "Dmitry", "Yulia", "Sergei", "Anastasia", "Pavel"])
+        last = rng.choice(sorted(_LATIN_RU.values()))
+        last += "a" if first in ("Olga", "Yulia", "Anastasia") else ""
+        return rng.choice([f"{first} {last}", f"{last} {first}", f"{first[0]}. {last}"])
+    first_names, surnames = name_lists()
+    first, last = rng.choice(sorted(first_names)), rng.choice(sorted(surnames))
+    return rng.choice([f"{first} {last}", f"{first} {last}", f"{first[0]}. {last}", first])
+
+
 def make_value(kind: str, rng: random.Random, lang: str, case: str = "nom") -> str:
-    """A fresh value of ``kind``."""
+    """A fresh value of ``kind`` (or of one of the :data:`VARIANTS`)."""
+    if kind == "personlow":
+        return _ru_person(rng, case).lower() if rng.random() < 0.5 else \
+            _first_case(rng.choice(RU_FIRST_F + RU_FIRST_M), False, case).lower()
+    if kind == "personlat":
+        return _latin_person(rng)
+    if kind == "dobyear":
+        return str(rng.randrange(1950, 2008))
+    if kind == "passport_series":
+        return f"{rng.randrange(1, 99):02d} {rng.randrange(0, 25):02d}"
+    if kind == "passport_number":
+        return f"{rng.randrange(10**5, 10**6)}"
+    if kind == "address":
+        return _address(rng, lang)
     if kind == "person":
         return _ru_person(rng, case) if lang == "ru" else _en_person(rng)
     if kind == "phone":
@@ -253,6 +312,7 @@ def _bad_checksum(kind: str, rng: random.Random) -> str:
 
 
 _SLOT = re.compile(r"\{(\w+)(?::(\w+))?\}")
+_TITLE = re.compile(r"(?:Mr|Mrs|Ms|Dr)\.\s+")
 
 
 def fill(template: str, rng: random.Random, lang: str, item_id: str) -> Item:
@@ -266,7 +326,11 @@ def fill(template: str, rng: random.Random, lang: str, item_id: str) -> Item:
             text += _bad_checksum(kind[4:], rng)
         else:
             value = make_value(kind, rng, lang, case)
-            spans.append((len(text), len(text) + len(value), kind))
+            title = _TITLE.match(value) if kind == "person" else None
+            if title:               # a title is not personal data: outside the span
+                text += title.group(0)
+                value = value[title.end():]
+            spans.append((len(text), len(text) + len(value), VARIANTS.get(kind, kind)))
             text += value
         pos = m.end()
     text += template[pos:]
@@ -284,6 +348,14 @@ def build(seed: int = 20260101, repeats: int = 4) -> list[Item]:
     for lang, group in NEGATIVES.items():
         for i, t in enumerate(group):
             items.append(fill(t, rng, lang, f"{lang}-neg-{i:03d}"))
+    more = random.Random(seed + 1)      # the later templates: the items above stay as they were
+    for r in range(repeats):
+        for lang, group in TEMPLATES_MORE.items():
+            for i, t in enumerate(group):
+                items.append(fill(t, more, lang, f"{lang}2-{i:03d}-{r}"))
+    for lang, group in NEGATIVES_MORE.items():
+        for i, t in enumerate(group):
+            items.append(fill(t, more, lang, f"{lang}2-neg-{i:03d}"))
     return items
 
 

@@ -1,12 +1,15 @@
 """Person names: Russian through an offline NER model (``natasha``: its news NER tagger and
-embeddings ship inside the wheel; extra ``privacy``), English through a heuristic.
+embeddings ship inside the wheel; extra ``privacy``) and the pymorphy2 dictionary, names in
+Latin letters through the patterns of :mod:`ragmeter.privacy.names_en`.
 
-The Russian tagger finds inflected full names (``Ивановой Марии Петровны``); initials next to
-a found surname (``Петров И. П.``, ``И. П. Петров``) are added to its span. The English
-heuristic is deliberately small and honest about its limits: a title (``Mr.``, ``Dr.``…)
-followed by a capitalised word, a common first name (a short list) followed by a capitalised
-word, or an initial followed by a capitalised word that is not a common English word. It misses
-names without a title whose first name is not on the list, and names written in lower case.
+Russian: the tagger finds inflected full names (``Ивановой Марии Петровны``); initials next to
+a found surname (``Петров И. П.``, ``И. П. Петров``) are added to its span. The dictionary
+adds runs of adjacent capitalised name parts (``Козлову Ивану Олеговичу``) — a run with a
+first name or patronymic may hold one capitalised common noun, the oblique case of a surname
+that is also a word (``Ивану Кузнецу``, ``Петру Морозу``); a single capitalised first name or
+patronymic (``Пётр Сергеевич``, ``Саша,``); and names written in lower case in a chat
+(``передай саше``, ``иван петров``) when the word reads mostly as a name part and stands
+next to another name part or after a word that introduces a person.
 """
 
 from __future__ import annotations
@@ -22,41 +25,6 @@ _CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 _INITIALS_AFTER = re.compile(r"^\s+[А-ЯЁ]\.\s?(?:[А-ЯЁ]\.)?")
 _INITIALS_BEFORE = re.compile(r"(?:[А-ЯЁ]\.\s?){1,2}\s*$")
 
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-EN_FIRST_NAMES = _words("""
-James John Robert Michael William David Richard Joseph Thomas Charles Christopher Daniel
-Matthew Anthony Mark Donald Steven Paul Andrew Joshua Kenneth Kevin Brian George Timothy Ronald
-Edward Jason Jeffrey Ryan Jacob Gary Nicholas Eric Jonathan Stephen Larry Justin Scott Brandon
-Benjamin Samuel Frank Gregory Alexander Patrick Jack Dennis Jerry Tyler Aaron Henry Peter Adam
-Nathan Oliver Harry Leo Noah Liam Lucas Ethan Mary Patricia Jennifer Linda Elizabeth Barbara
-Susan Jessica Sarah Karen Lisa Nancy Betty Margaret Sandra Ashley Kimberly Emily Donna Michelle
-Carol Amanda Dorothy Melissa Deborah Stephanie Rebecca Sharon Laura Cynthia Kathleen Amy Angela
-Shirley Anna Brenda Pamela Emma Nicole Helen Samantha Katherine Christine Debra Rachel Carolyn
-Janet Catherine Maria Heather Diane Olivia Julie Joyce Victoria Kelly Christina Lauren Joan
-Evelyn Judith Megan Andrea Cheryl Hannah Jacqueline Martha Gloria Teresa Ann Sara Madison
-Frances Kathryn Janice Jean Abigail Alice Julia Judy Sophia Grace Denise Amber Doris Marilyn
-Danielle Beverly Isabella Theresa Diana Natalie Brittany Charlotte Marie Kayla Alexis Lori
-Chloe Lily Ella Mia Ava Ivan Dmitry Sergey Alexey Maxim Olga Natalia Elena Irina Anastasia
-""")
-EN_TITLES = r"(?:Mr|Mrs|Ms|Miss|Dr|Prof|Professor|Sir|Dame)\.?"
-#: capitalised words that follow an initial or a first name without being a surname
-EN_NOT_SURNAMES = _words("""
-The A An And Or But If In On At To From For With By Of Is Are Was Were Be I We You He She They
-It This That These Those Monday Tuesday Wednesday Thursday Friday Saturday Sunday January
-February March April May June July August September October November December Room Building
-Floor University Street Avenue Road Office Dean Department Group Course
-""")
-_CAP = r"[A-Z][a-z]+(?:-[A-Z][a-z]+)?"
-_EN_PATTERNS = (
-    re.compile(rf"\b{EN_TITLES}\s+(?:{_CAP}\s+)?{_CAP}"),
-    re.compile(rf"\b(?P<first>{_CAP})\s+(?P<last>{_CAP})"),
-    re.compile(rf"(?<![\w.])[A-Z]\.\s?(?P<last>{_CAP})"),
-)
 
 
 @lru_cache(maxsize=1)
@@ -108,19 +76,77 @@ def lemma(word: str) -> str:
     return str(parses[0].normal_form) if parses else word.lower()
 
 
+@lru_cache(maxsize=20000)
+def name_share(word: str) -> tuple[float, str | None]:
+    """How much of the dictionary's probability mass reads ``word`` as a name part, and the
+    part of its likeliest such reading (``Name``, ``Surn``, ``Patr``)."""
+    from pymorphy2.analyzer import MorphAnalyzer
+
+    share, best, best_score = 0.0, None, -1.0
+    for p in MorphAnalyzer.parse(_morph(), word):
+        tag = str(p.tag)
+        part = next((g for g in ("Name", "Surn", "Patr") if g in tag), None)
+        if part is not None:
+            share += p.score
+            if p.score > best_score:
+                best, best_score = part, p.score
+    return share, best
+
+
+@lru_cache(maxsize=20000)
+def _common_noun(word: str) -> bool:
+    """A capitalised word the dictionary reads as an ordinary noun (not a place, not an
+    organisation): the oblique case of a surname that is also a word (``Кузнецу``)."""
+    from pymorphy2.analyzer import MorphAnalyzer
+
+    morph = _morph()
+    parses = MorphAnalyzer.parse(morph, word)
+    if not parses or not MorphAnalyzer.word_is_known(morph, word.lower()):
+        return False                # an unknown word is a brand more often than a surname
+    tag = str(parses[0].tag)
+    return parses[0].tag.POS == "NOUN" and not any(g in tag for g in ("Geox", "Orgn", "Abbr"))
+
+
 _RU_WORD = re.compile(r"[А-ЯЁ][а-яё]+(?:-[А-ЯЁ][а-яё]+)?|[А-ЯЁ]\.")
+_SENTENCE_END = re.compile(r"(?:^|[.!?…:\n«\"(]\s*)$")
+
+
+def _capitalised_beside(text: str, m: re.Match[str]) -> bool:
+    """Another capitalised word right before or after (a name inside «Скай Лайн»)."""
+    before = bool(re.search(r"[A-ZА-ЯЁ][\w-]*[\s\"«]*$", text[max(0, m.start() - 30):m.start()])
+                  and not _SENTENCE_END.search(text[:m.start()]))
+    return before or bool(re.match(r"[\s\"»]*[A-ZА-ЯЁ]", text[m.end():]))
 
 
 def _name_runs(text: str) -> list[Finding]:
     """Runs of adjacent capitalised words that the dictionary reads as name parts (at least
-    two, or a surname with initials): ``Козлову Ивану Олеговичу``, ``Петров И. П.``."""
+    two, or a surname with initials): ``Козлову Ивану Олеговичу``, ``Петров И. П.``. A run with
+    a first name or patronymic may hold one capitalised common noun (``Ивану Кузнецу``); a
+    first name or patronymic alone counts where it does not start a sentence, or is followed
+    by a comma (``Саша, …``)."""
     out: list[Finding] = []
     run: list[re.Match[str]] = []
     parts: list[str] = []
 
     def close() -> None:
+        if not {"Name", "Patr"} & set(parts):      # a common noun only beside a name
+            while parts and parts[-1] == "cap":
+                parts.pop()
+                run.pop()
+            while parts and parts[0] == "cap":
+                parts.pop(0)
+                run.pop(0)
+        if run and "cap" in parts and re.search(r"[«\"]\s*$", text[:run[0].start()]):
+            run.clear()                 # «Смарт Лайн»: a name in quotes is a brand
+            parts.clear()
+            return
         full = [p for p in parts if p != "init"]
-        if len(full) >= 2 or (full and "Surn" in full and len(parts) > 1):
+        named = {"Name", "Patr"} & set(full)
+        single = len(run) == 1 and full in (["Name"], ["Patr"]) and not _capitalised_beside(
+            text, run[0]) and (not _SENTENCE_END.search(text[:run[0].start()])
+                               or text[run[0].end():run[0].end() + 1] == ",")
+        if (len(full) >= 2 and (named or "cap" not in full)) or single or (
+                full and "Surn" in full and len(parts) > 1):
             out.append(Finding(run[0].start(), run[-1].end(), "person",
                                text[run[0].start():run[-1].end()]))
         run.clear()
@@ -128,7 +154,13 @@ def _name_runs(text: str) -> list[Finding]:
 
     for m in _RU_WORD.finditer(text):
         word = m.group(0)
-        part = "init" if word.endswith(".") else name_part(word)
+        share, likely = name_share(word) if not word.endswith(".") else (0.0, None)
+        part = "init" if word.endswith(".") else (name_part(word) or (
+            likely if share >= 0.4 else None))
+        if part is None and "cap" not in parts and _common_noun(word) \
+                and not _SENTENCE_END.search(text[:m.start()]) \
+                and not (run and text[run[-1].end():m.start()].strip()):
+            part = "cap"
         if part is None or (run and text[run[-1].end():m.start()].strip()):
             close()
         if part is not None:
@@ -136,6 +168,48 @@ def _name_runs(text: str) -> list[Finding]:
             parts.append(part)
     if run:
         close()
+    return out
+
+
+#: lower-case words after which a lower-case name is expected ("передай саше", "у димы")
+_PERSON_CUE_WORDS = """
+передай передайте скажи скажите позвони позвоните напиши напишите спроси спросите попроси
+попросите напомни напомните набери наберите зовут звать это я мне у с к для от про о об
+привет здравствуй здравствуйте спасибо пусть сказал сказала звонил звонила писал писала
+ответил ответила уточни уточните менеджер менеджеру куратор куратору преподаватель
+преподавателю студент студентка студенту сосед соседка врач врачу
+"""
+_PERSON_CUE = frozenset(_PERSON_CUE_WORDS.split())
+_LOWER_WORD = re.compile(r"(?<![\w-])[а-яё]{3,}(?![\w-])")
+
+
+_LOWER_INITIALS = re.compile(r"\s+[а-яё]\.\s?(?:[а-яё]\.)?")
+
+
+def _lowercase_names(text: str) -> list[Finding]:
+    """Names written in lower case: a word that reads mostly as a name part (half of the
+    dictionary's mass; a patronymic always) next to another such word, or after a word that
+    introduces a person."""
+    words = list(_LOWER_WORD.finditer(text))
+    shares = [name_share(m.group(0)) for m in words]
+    out: list[Finding] = []
+    for i, (m, (share, part)) in enumerate(zip(words, shares, strict=True)):
+        prev = words[i - 1].group(0) if i else ""
+        cue = prev in _PERSON_CUE and not text[words[i - 1].end():m.start()].strip(" ,")
+        initials = _LOWER_INITIALS.match(text, m.end())
+        if part is None or (share < (0.2 if initials else 0.3 if cue else 0.5)
+                            and part != "Patr"):
+            continue
+        if initials:                            # "смирнова и. и."
+            end = initials.end()
+            out.append(Finding(m.start(), end, "person", text[m.start():end]))
+            continue
+        near = [j for j in (i - 1, i + 1) if 0 <= j < len(words)
+                and not text[min(m.end(), words[j].end()):max(m.start(),
+                                                             words[j].start())].strip()
+                and shares[j][1] is not None and shares[j][0] >= 0.3]
+        if near or cue:
+            out.append(Finding(m.start(), m.end(), "person", m.group(0)))
     return out
 
 
@@ -157,6 +231,7 @@ def russian_names(text: str) -> list[Finding]:
     doc.segment(segmenter)
     doc.tag_ner(tagger)
     out = []
+    others = [(sp.start, sp.stop) for sp in doc.spans if sp.type != "PER"]
     for span in doc.spans:
         if span.type != "PER":
             continue
@@ -172,7 +247,9 @@ def russian_names(text: str) -> list[Finding]:
         if len(words) == 1 and name_part(words[0]) is None and _pos(words[0]) in _NOT_NAME_POS:
             continue  # one word the dictionary reads as a verb etc. ("Разбей")
         out.append(Finding(start, end, "person", text[start:end]))
-    return _merge(text, [*out, *_name_runs(text)])
+    extra = [f for f in (*_name_runs(text), *_lowercase_names(text))
+             if not any(a <= f.start and f.end <= b for a, b in others)]
+    return _merge(text, [*out, *extra])   # a run inside an organisation or place: not a name
 
 
 def _trim_start(text: str, start: int, end: int) -> int:
@@ -198,20 +275,8 @@ def _merge(text: str, found: list[Finding]) -> list[Finding]:
     return out
 
 
-def english_names(text: str) -> list[Finding]:
-    """English person names by the heuristic above."""
-    out = []
-    for i, pattern in enumerate(_EN_PATTERNS):
-        for m in pattern.finditer(text):
-            if i == 1 and (m.group("first") not in EN_FIRST_NAMES
-                           or m.group("last") in EN_NOT_SURNAMES):
-                continue
-            if i == 2 and m.group("last") in EN_NOT_SURNAMES:
-                continue
-            out.append(Finding(m.start(), m.end(), "person", m.group(0)))
-    return out
-
-
 def find_names(text: str, *, russian: bool = True) -> list[Finding]:
-    """Person names of ``text``: Russian NER (when ``russian``) and the English heuristic."""
+    """Person names of ``text``: Russian (when ``russian``) and names in Latin letters."""
+    from ragmeter.privacy.names_en import english_names
+
     return [*(russian_names(text) if russian else []), *english_names(text)]

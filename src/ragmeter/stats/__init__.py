@@ -15,6 +15,8 @@ One home, five modules, all re-exported here (``from ragmeter.stats import ...``
 * :mod:`~ragmeter.stats.ppi` — prediction-powered estimates of a mean and of a paired
   difference from judge values plus a few human labels (:func:`ppi_mean`,
   :func:`ppi_mean_batch`, :func:`ppi_paired`) and the labels they need (:func:`labels_needed`);
+* :mod:`~ragmeter.stats.proportion` — the Wilson interval of a proportion
+  (:func:`wilson_interval` → :class:`Proportion`), which does not collapse at 0 or 1;
 * :mod:`~ragmeter.stats.multiple` — adjusted p-values of a family of tests: Holm
   (:func:`holm`, family-wise error) and Benjamini–Hochberg (:func:`bh`, false-discovery rate).
 
@@ -46,6 +48,7 @@ from ragmeter.stats.ppi import (
     ppi_mean_batch,
     ppi_paired,
 )
+from ragmeter.stats.proportion import Proportion, wilson_interval
 from ragmeter.stats.resampling import (
     DEFAULT_N_BOOT,
     DEFAULT_N_RESAMPLES,
@@ -60,8 +63,9 @@ from ragmeter.stats.resampling import (
 )
 
 __all__ = ["CORRECTIONS", "DEFAULT_N_BOOT", "DEFAULT_N_RESAMPLES", "DEFAULT_SEED", "Estimate",
-           "LabelPlan", "Level", "PPIEstimate", "PairedComparison", "PairedPPI", "adjust", "bh",
+           "LabelPlan", "Level", "PPIEstimate", "PairedComparison", "PairedPPI", "Proportion",
+           "adjust", "bh",
            "bootstrap_ci", "bootstrap_mean", "bootstrap_means", "bootstrap_stat", "cohen_kappa",
            "f1_vec", "flip_stats", "holm", "krippendorff_alpha", "krippendorff_alpha_ci",
            "labels_needed", "paired_test", "ppi_mean", "ppi_mean_batch", "ppi_paired",
-           "rankdata", "rates", "roc_auc", "spearman", "verdict_flip_rate"]
+           "rankdata", "rates", "roc_auc", "spearman", "verdict_flip_rate", "wilson_interval"]
