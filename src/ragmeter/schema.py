@@ -138,7 +138,18 @@ def validate(obj: Any, path: str = "") -> None:
 def field_value(value: Any, f: dataclasses.Field[Any], tp: Any, path: str,
                 what: str = "key") -> Any:
     """One field's value checked and converted by its type and rules."""
-    meta = f.metadata
+    return checked(value, tp, f.metadata, path, what)
+
+
+def value(value: Any, tp: Any, path: str, **rules: Any) -> Any:
+    """One config value checked and converted by the type ``tp`` and the ``spec`` rules
+    (``schema.value(v, int, "limit", ge=1)``): a key that is not a dataclass field."""
+    return checked(value, tp, rules, path)
+
+
+def checked(value: Any, tp: Any, meta: Mapping[str, Any], path: str,
+            what: str = "key") -> Any:
+    """``value`` checked by the type ``tp`` and the rules in ``meta`` (see :func:`spec`)."""
     if meta.get("one_or_many") and value is not None and not isinstance(value, (list, tuple)):
         value = [value]
     out = value_of(value, tp, path, what)
@@ -284,9 +295,12 @@ def _hints(cls: type) -> dict[str, Any]:
 
 # -------------------------------------------------------------------------- files and lines
 def read_config_file(path: str | Path, parse_fn: Callable[[Any], T], key: str = "config",
-                     ) -> T:
+                     root: Callable[[Any], tuple[str, str]] | None = None) -> T:
     """Read a YAML / JSON file and ``parse_fn`` its content; a ConfigError raised while
-    parsing names the file and the line of the key it names (or of the nearest enclosing one)."""
+    parsing names the file and the line of the key it names (or of the nearest enclosing one).
+
+    ``root(data)`` gives ``(prefix, in_file)`` when the parser names keys under a prefix the
+    file does not spell (``targets[1].url`` for the file's ``url``, or its ``target.url``)."""
     from ragmeter.errors import read_yaml_file
 
     lines: dict[int, tuple[Any, dict[Any, int]]] = {}
@@ -296,7 +310,13 @@ def read_config_file(path: str | Path, parse_fn: Callable[[Any], T], key: str = 
     except ConfigError as exc:
         if exc.where is not None:
             raise
-        line = line_of(data, exc.key, lines)
+        file_key = exc.key
+        if root is not None:
+            prefix, in_file = root(data)
+            if prefix and (file_key == prefix or file_key.startswith((f"{prefix}.",
+                                                                       f"{prefix}["))):
+                file_key = (in_file + file_key[len(prefix):]).lstrip(".")
+        line = line_of(data, file_key, lines)
         raise exc.at(f"{path}:{line}" if line else str(path)) from None
 
 
@@ -331,5 +351,5 @@ def line_of(data: Any, key_path: str, lines: Mapping[int, tuple[Any, dict[Any, i
     return found
 
 
-__all__ = ["construct", "field_value", "fields_of", "join", "keys", "line_of", "mapping",
-           "parse", "read_config_file", "spec", "type_name", "validate", "value_of"]
+__all__ = ["checked", "construct", "field_value", "fields_of", "join", "keys", "line_of", "mapping",
+           "parse", "read_config_file", "spec", "type_name", "validate", "value", "value_of"]

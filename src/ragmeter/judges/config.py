@@ -219,11 +219,7 @@ def _section(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any
     """``parent[key]`` as a mapping (empty when absent or null), else a :class:`ConfigError`
     naming the section: a wrongly typed section is the user's to fix, not a crash."""
     value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"must be a mapping, got {type(value).__name__} {value!r:.60}")
-    return value
+    return {} if value is None else schema.mapping(value, path)
 
 
 def _number(value: Any, path: str, kind: type = float) -> Any:
@@ -264,7 +260,13 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
             if isinstance(defaults.get("retry"), Mapping) and isinstance(item.get("retry"),
                                                                           Mapping):
                 merged["retry"] = {**defaults["retry"], **item["retry"]}
-            out.append(_priced(JudgeConfig.from_dict(merged), prices))
+            try:
+                judge = JudgeConfig.from_dict(merged)
+            except ConfigError as exc:  # a key of this judge, or of the defaults it merged
+                top = exc.key.split(".")[0].split("[")[0]
+                from_defaults = top in defaults and top not in item
+                raise exc.under("defaults" if from_defaults else f"judges[{i}]") from None
+            out.append(_priced(judge, prices))
         return out
     return [_priced(JudgeConfig.from_dict({k: v for k, v in data.items() if k != "prices"}),
                     prices)]
@@ -327,7 +329,6 @@ def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:
 
 def load_judge_configs(path: str | os.PathLike[str]) -> list[JudgeConfig]:
     """Read judge configs from a YAML or JSON file (see :func:`configs_from_mapping`)."""
-    from ragmeter.errors import read_yaml_file
-
-    data = read_yaml_file(path)
-    return configs_from_mapping(data or {}, str(Path(path)))  # type: ignore[arg-type]
+    # an error names the file and the line of its key (judges.yaml:7: 'judges[1].model')
+    return schema.read_config_file(
+        Path(path), lambda data: configs_from_mapping(data or {}, str(Path(path))))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter import schema
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import ConfigError
 from ragmeter.runner.gating import Threshold, thresholds_from_mapping
@@ -153,41 +154,26 @@ class BenchConfig:
 # --------------------------------------------------------------------------- helpers
 def _check_keys(data: Any, path: str, allowed: Sequence[str], required: Sequence[str] = ()) \
         -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ConfigError(path or "<root>", f"must be a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in allowed:
-            raise ConfigError(_join(path, str(key)), "unknown key", list(allowed))
-    for key in required:
-        if data.get(key) in (None, ""):
-            raise ConfigError(_join(path, key), "is required")
-    return data
+    return schema.mapping(data, path, allowed, required=required)
 
 
 def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+    return schema.join(path, key)
 
 
 def _int(value: Any, path: str, lo: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(path, f"must be an integer, got {value!r}")
-    if value < lo:
-        raise ConfigError(path, f"must be >= {lo}, got {value}")
-    return value
+    out: int = schema.value(value, int, path, ge=lo)
+    return out
 
 
 def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(path, f"must be a non-empty string, got {value!r}")
-    return value
+    out: str = schema.value(value, str, path, nonempty=True)
+    return out
 
 
 def _str_list(value: Any, path: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        raise ConfigError(path, f"must be a list of strings, got {value!r}")
-    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(value))
+    items = [value] if isinstance(value, str) else schema.value(value, list[Any], path)
+    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(items))
 
 
 def parse_tags(value: Any, path: str = "tags") -> tuple[str, ...]:
@@ -220,28 +206,15 @@ def _unique(names: list[str], path: str) -> None:
 def _judge(data: Any, path: str) -> Any:
     from ragmeter.judges.config import JudgeConfig
 
-    if not isinstance(data, Mapping):
-        raise ConfigError(path, "must be a mapping (name, backend, base_url, model, ...)")
-    if any(k in data for k in ("api_key", "key", "password")):
-        bad = next(k for k in ("api_key", "key", "password") if k in data)
+    d = schema.mapping(data, path)
+    if any(k in d for k in ("api_key", "key", "password")):
+        bad = next(k for k in ("api_key", "key", "password") if k in d)
         raise ConfigError(f"{path}.{bad}", "secrets are not allowed in the config; put the key "
                           "in an environment variable and name it with 'api_key_env'")
     try:
-        return JudgeConfig.from_dict(data)
+        return JudgeConfig.from_dict(d)
     except ConfigError as exc:
-        raise ConfigError(f"{path}.{exc.key}", _bare_message(exc), exc.allowed) from None
-
-
-def _bare_message(exc: ConfigError) -> str:
-    text = str(exc)
-    prefix = f"config key '{exc.key}': "
-    if text.startswith(prefix):
-        text = text[len(prefix):]
-    if exc.allowed:
-        suffix = f" (allowed: {', '.join(map(str, exc.allowed))})"
-        if text.endswith(suffix):
-            text = text[: -len(suffix)]
-    return text
+        raise exc.under(path) from None
 
 
 def _store_relative_to(url: str, base: Path) -> str:
@@ -424,9 +397,8 @@ def _targets(d: Mapping[str, Any], cfg: BenchConfig, base: Path) -> None:
 def _list(value: Any, path: str) -> list[Any]:
     if value is None:
         return []
-    if not isinstance(value, list):
-        raise ConfigError(path, f"must be a list, got {type(value).__name__}")
-    return value
+    out: list[Any] = schema.value(value, list[Any], path)
+    return out
 
 
 def _slices(value: Any) -> Any:
@@ -448,9 +420,8 @@ def _slices(value: Any) -> Any:
 def _mapping(value: Any, path: str) -> dict[str, Any]:
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
-    return dict(value)
+    out: dict[str, Any] = schema.value(value, dict[str, Any], path)
+    return out
 
 
 def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
@@ -514,11 +485,13 @@ def _options(tier: Tier, data: Any, path: str, cfg: BenchConfig) -> Any:
 
 
 def load_config(path: str | Path) -> BenchConfig:
-    """Read and validate a YAML benchmark config."""
-    from ragmeter.errors import read_yaml_file
-
+    """Read and validate a YAML benchmark config; an error names the file and line."""
     p = Path(path)
-    data = read_yaml_file(p)
-    if data is None:
-        raise ConfigError("config", f"{p} is empty")
-    return parse_config(data, base_dir=p.parent)
+
+    def parse(data: Any) -> BenchConfig:
+        if data is None:
+            raise ConfigError("config", f"{p} is empty", where=str(p))
+        return parse_config(data, base_dir=p.parent)
+
+    # an error names the file and the line of its key: bench.yaml:12: config key 'tiers[0]...'
+    return schema.read_config_file(p, parse)

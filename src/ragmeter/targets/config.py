@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter import schema
 from ragmeter.errors import ConfigError
 from ragmeter.targets.base import ENTRIES, MAX_REPLY_BYTES
 from ragmeter.targets.mapping import ID_RULES, IdRule, check_template, env_names, parse_path
@@ -96,19 +97,13 @@ def _name_of(obj: Any) -> str:
 
 
 def _num(d: Mapping[str, Any], key: str, path: str, default: float, lo: float) -> float:
-    v = d.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < lo:
-        raise ConfigError(f"{path}.{key}", f"must be a number >= {lo}, got {v!r}")
-    return float(v)
+    out: float = schema.value(d.get(key, default), float, f"{path}.{key}", ge=lo)
+    return out
 
 
 def _int(d: Mapping[str, Any], key: str, path: str, default: int | None, lo: int) -> int | None:
-    v = d.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ConfigError(f"{path}.{key}", f"must be an integer >= {lo}, got {v!r}")
-    return v
+    out: int | None = schema.value(d.get(key, default), int | None, f"{path}.{key}", ge=lo)
+    return out
 
 
 def _response(data: Any, path: str) -> dict[str, str]:
@@ -167,9 +162,7 @@ def _entry(kind: str, d: Mapping[str, Any], path: str, base: EntryConfig | None)
 
 
 def _check(d: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
-    for k in d:
-        if k not in allowed:
-            raise ConfigError(f"{path}.{k}", "unknown key", list(allowed))
+    schema.mapping(d, path, allowed)
 
 
 def _ids(data: Any, path: str) -> tuple[IdRule, str]:
@@ -250,9 +243,7 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
     if kind == "openai":
         entries.setdefault("generate", main)
     ids, ids_from = _ids(data.get("ids"), f"{path}.ids")
-    name = data.get("name", "target")
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"{path}.name", f"must be a non-empty string, got {name!r}")
+    name = schema.value(data.get("name", "target"), str, f"{path}.name", nonempty=True)
     cwd = data.get("cwd")
     return TargetConfig(
         kind=kind, name=name, entries=entries, headers={str(k): v for k, v in headers.items()},
@@ -286,12 +277,16 @@ def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -
         if not p.is_absolute():
             p = Path(base_dir) / p
         if p.suffix.lower() in (".yaml", ".yml", ".json") or p.is_file():
-            from ragmeter.errors import read_yaml_file
+            def nested(data: Any) -> bool:
+                return isinstance(data, Mapping) and "target" in data and "kind" not in data
 
-            data = read_yaml_file(p, key)
-            if isinstance(data, Mapping) and "target" in data and "kind" not in data:
-                data = data["target"]
-            return _relative_to(parse_target(data, key), p.parent)
+            def parse(data: Any) -> TargetConfig:
+                return parse_target(data["target"] if nested(data) else data, key)
+
+            # an error names the file and the line of its key (rag.yaml:4: 'target.url')
+            cfg = schema.read_config_file(
+                p, parse, key, root=lambda data: (key, "target" if nested(data) else ""))
+            return _relative_to(cfg, p.parent)
         if ":" in text and "://" not in text:
             return parse_target({"kind": "python", "function": text}, key)
         if text.startswith(("http://", "https://")):
