@@ -87,16 +87,24 @@ def mapping(data: Any, path: str, allowed: Sequence[str] | None = None, *,
     return data
 
 
-def parse(cls: type[T], data: Any, path: str = "", *, what: str = "key",
+def parse(cls: type[T], data: Any, path: str = "", /, *, what: str = "key",
           **given: Any) -> T:
     """``data`` (a mapping from a config) as an instance of the dataclass ``cls``; ``given``
     are constructor arguments that do not come from ``data`` (a resolved path, a name)."""
     if data is None:
         data = {}
     allowed = [k for k in keys(cls) if k not in given]
-    d = mapping(data, path, allowed, what=what)
+    d = mapping(data, path, allowed, required=required(cls), what=what)
     values = fields_of(cls, d, path, only=allowed, what=what)
     return construct(cls, path, **values, **given)
+
+
+def required(cls: type) -> list[str]:
+    """The keys of a schema dataclass without a default (a config must give them)."""
+    if not dataclasses.is_dataclass(cls):
+        return []
+    return [f.name for f in dataclasses.fields(cls) if f.init and
+            f.default is _MISSING and f.default_factory is _MISSING]
 
 
 def fields_of(cls: type, data: Mapping[str, Any], path: str,
@@ -112,7 +120,7 @@ def fields_of(cls: type, data: Mapping[str, Any], path: str,
     return out
 
 
-def construct(cls: type[T], path: str, **values: Any) -> T:
+def construct(cls: type[T], path: str, /, **values: Any) -> T:
     """``cls(**values)``; a ConfigError of its own checks reported under ``path``."""
     try:
         return cls(**values)
@@ -352,4 +360,4 @@ def line_of(data: Any, key_path: str, lines: Mapping[int, tuple[Any, dict[Any, i
 
 
 __all__ = ["checked", "construct", "field_value", "fields_of", "join", "keys", "line_of", "mapping",
-           "parse", "read_config_file", "spec", "type_name", "validate", "value", "value_of"]
+           "parse", "read_config_file", "required", "spec", "type_name", "validate", "value", "value_of"]

@@ -13,7 +13,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from ragmeter import schema
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import ConfigError
 from ragmeter.runner.gating import Threshold, thresholds_from_mapping
+from ragmeter.schema import spec
 from ragmeter.seeds import check_seed
 from ragmeter.tiers.registry import (
     TIER_ALIASES,
@@ -42,12 +43,34 @@ TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", 
 RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags", "target_mode")
 
 
+# The sections below are schemas (ragmeter.schema): their fields are the config's keys, their
+# types and spec() rules the values; a relative path is resolved against the config's folder
+# after the check.
 @dataclass(frozen=True)
 class DatasetConfig:
-    name: str
     path: Path
-    format: str = "auto"
+    name: str = spec("main", nonempty=True)
+    format: str = spec("auto", choices=FORMATS.names())
     skip_invalid: bool = False
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    chunk_size_chars: int = spec(800, ge=1)
+    overlap_chars: int = spec(120, ge=0)
+
+    def __post_init__(self) -> None:
+        if self.overlap_chars >= self.chunk_size_chars:
+            raise ConfigError("overlap_chars", f"must be smaller than chunk_size_chars "
+                              f"({self.chunk_size_chars}), got {self.overlap_chars}")
+
+
+@dataclass(frozen=True)
+class CorpusSection:
+    """``corpus:`` as written (``path`` and ``chunking``)."""
+
+    path: Path
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
 
 
 @dataclass(frozen=True)
@@ -59,15 +82,15 @@ class CorpusConfig:
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
-    name: str
-    model: str
+    name: str = spec(nonempty=True)
+    model: str = spec(nonempty=True)
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class RetrieverConfig:
-    name: str
-    type: str
+    type: str = spec(choices=RETRIEVER_TYPES)
+    name: str = ""  # the type's name when not given
     embedding: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -288,61 +311,44 @@ def _parse_settings(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
         cfg.run_dir = base / ".ragmeter" / "runs"
 
 
+def _resolved(p: Path, base: Path) -> Path:
+    return p if p.is_absolute() else base / p
+
+
 def _parse_datasets(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     for i, ds in enumerate(_list(d.get("datasets"), "datasets")):
         p = f"datasets[{i}]"
-        ds = _check_keys(ds, p, ("name", "path", "format", "skip_invalid"), ("path",))
-        fmt = ds.get("format", "auto")
-        if fmt not in DATASET_FORMATS:
-            raise ConfigError(f"{p}.format", f"unknown format {fmt!r}", DATASET_FORMATS.names())
-        skip = ds.get("skip_invalid", False)
-        if not isinstance(skip, bool):
-            raise ConfigError(f"{p}.skip_invalid", f"must be true or false, got {skip!r}")
-        cfg.datasets.append(DatasetConfig(
-            name=_str(ds.get("name", f"dataset{i}" if i else "main"), f"{p}.name"),
-            path=_path(ds["path"], f"{p}.path", base), format=fmt, skip_invalid=skip))
+        named = {"name": f"dataset{i}" if i else "main", **schema.mapping(ds, p)}
+        dataset = schema.parse(DatasetConfig, named, p)
+        cfg.datasets.append(replace(dataset, path=_resolved(dataset.path, base)))
     _unique([x.name for x in cfg.datasets], "datasets")
 
 
 def _parse_corpus(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     if d.get("corpus") is not None:
-        c = _check_keys(d["corpus"], "corpus", ("path", "chunking"), ("path",))
-        ch = _check_keys(c.get("chunking") or {}, "corpus.chunking",
-                         ("chunk_size_chars", "overlap_chars"))
-        size = _int(ch.get("chunk_size_chars", 800), "corpus.chunking.chunk_size_chars", 1)
-        overlap = _int(ch.get("overlap_chars", 120), "corpus.chunking.overlap_chars", 0)
-        if overlap >= size:
-            raise ConfigError("corpus.chunking.overlap_chars",
-                              f"must be smaller than chunk_size_chars ({size}), got {overlap}")
-        cfg.corpus = CorpusConfig(_path(c["path"], "corpus.path", base), size, overlap)
+        c = schema.parse(CorpusSection, d["corpus"], "corpus")
+        cfg.corpus = CorpusConfig(_resolved(c.path, base), c.chunking.chunk_size_chars,
+                                  c.chunking.overlap_chars)
 
 
 def _parse_retrievers(cfg: BenchConfig, d: Mapping[str, Any]) -> None:
     """The embedding models, then the retrievers that name them."""
     for i, e in enumerate(_list(d.get("embeddings"), "embeddings")):
-        p = f"embeddings[{i}]"
-        e = _check_keys(e, p, ("name", "model", "options"), ("name", "model"))
-        cfg.embeddings.append(EmbeddingConfig(_str(e["name"], f"{p}.name"),
-                                              _str(e["model"], f"{p}.model"),
-                                              _mapping(e.get("options"), f"{p}.options")))
+        cfg.embeddings.append(schema.parse(EmbeddingConfig, e, f"embeddings[{i}]"))
     _unique([x.name for x in cfg.embeddings], "embeddings")
     emb_names = [x.name for x in cfg.embeddings]
 
     for i, r in enumerate(_list(d.get("retrievers"), "retrievers")):
         p = f"retrievers[{i}]"
-        r = _check_keys(r, p, ("name", "type", "embedding", "options"), ("type",))
-        if r["type"] not in RETRIEVER_TYPES:
-            raise ConfigError(f"{p}.type", f"unknown retriever type {r['type']!r}",
-                              list(RETRIEVER_TYPES))
-        emb = r.get("embedding")
+        ret = schema.parse(RetrieverConfig, r, p)
+        ret = replace(ret, name=ret.name or ret.type, options=dict(ret.options))
+        emb = ret.embedding
         if emb is not None and emb not in emb_names:
             raise ConfigError(f"{p}.embedding", f"no embedding named {emb!r}", emb_names)
-        if r["type"] in ("dense", "hybrid") and emb is None and not emb_names:
-            raise ConfigError(f"{p}.embedding", f"retriever type {r['type']!r} needs an "
+        if ret.type in ("dense", "hybrid") and emb is None and not emb_names:
+            raise ConfigError(f"{p}.embedding", f"retriever type {ret.type!r} needs an "
                               "embedding model: add one under 'embeddings' and name it here")
-        cfg.retrievers.append(RetrieverConfig(_str(r.get("name", r["type"]), f"{p}.name"),
-                                              r["type"], emb,
-                                              _mapping(r.get("options"), f"{p}.options")))
+        cfg.retrievers.append(ret)
     _unique([x.name for x in cfg.retrievers], "retrievers")
     if cfg.retrievers and cfg.corpus is None:
         raise ConfigError("corpus", "is required when retrievers are configured "
