@@ -75,7 +75,7 @@ def test_judge_built_in_python_is_checked_by_the_same_rules() -> None:
     assert str(_error(JudgeConfig, backend="mock", top_p=0)) == \
         "config key 'top_p': must be > 0, got 0"
     assert str(_error(JudgeConfig, backend="mock", language="de")) == \
-        "config key 'language': unknown value 'de' (allowed: auto, ru, en)"
+        "config key 'language': unknown language 'de' (allowed: auto, ru, en)"
     one: object = "api.example.com"  # a single host stands for a list of one
     assert JudgeConfig(backend="mock", allow_hosts=one).allow_hosts == (  # type: ignore[arg-type]
         "api.example.com",)

@@ -9,7 +9,7 @@ import nothing of ragmeter writes the same keys with ``dataclasses.field(metadat
 
 ``ge`` / ``gt`` / ``le``   bounds of a number
 ``nonempty``              a string that is not blank
-``choices``               the allowed values (listed in the error)
+``choices``               the allowed values (listed in the error; ``noun`` names them)
 ``one_or_many``           a single value stands for a list of one (``judges: a`` = ``[a]``)
 ``check``                 ``check(value, path)``: a rule of its own; raises ConfigError
 
@@ -46,10 +46,11 @@ def spec(default: Any = _MISSING, *, default_factory: Any = _MISSING,
          ge: float | None = None, gt: float | None = None, le: float | None = None,
          nonempty: bool = False, choices: Sequence[Any] | None = None,
          one_or_many: bool = False, check: Callable[[Any, str], Any] | None = None,
-         repr: bool = True) -> Any:
-    """A dataclass field with validation rules (see the module's table)."""
+         noun: str | None = None, repr: bool = True) -> Any:
+    """A dataclass field with validation rules (see the module's table); ``noun`` names a
+    value outside ``choices`` (``unknown backend 'claude'``)."""
     meta = {k: v for k, v in (("ge", ge), ("gt", gt), ("le", le), ("choices", choices),
-                              ("check", check)) if v is not None}
+                              ("check", check), ("noun", noun)) if v is not None}
     if nonempty:
         meta["nonempty"] = True
     if one_or_many:
@@ -174,7 +175,8 @@ def checked(value: Any, tp: Any, meta: Mapping[str, Any], path: str,
 def _rules(value: Any, meta: Mapping[str, Any], path: str) -> None:
     choices = meta.get("choices")
     if choices is not None and value not in choices:
-        raise ConfigError(path, f"unknown value {value!r}", [str(c) for c in choices])
+        raise ConfigError(path, f"unknown {meta.get('noun', 'value')} {value!r}",
+                          [str(c) for c in choices])
     if meta.get("nonempty") and isinstance(value, str) and not value.strip():
         raise ConfigError(path, f"must be a non-empty string, got {value!r}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):

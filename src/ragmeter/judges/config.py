@@ -32,7 +32,7 @@ class JudgeConfig:
     by the same rules as one read from a file."""
 
     name: str = spec("judge", nonempty=True)
-    backend: str = spec("openai", choices=BACKENDS)
+    backend: str = spec("openai", choices=BACKENDS, noun="backend")
     #: one URL, or several (an endpoint pool: replicas serving the same model)
     base_url: str | tuple[str, ...] | None = None
     model: str = ""
@@ -50,7 +50,7 @@ class JudgeConfig:
     price_out: float = spec(0.0, ge=0.0)
     cache_dir: str | None = None
     no_cache: bool = False
-    language: str = spec("auto", choices=LANGUAGES)
+    language: str = spec("auto", choices=LANGUAGES, noun="language")
     gguf_path: str | None = None
     n_ctx: int = spec(4096, ge=256)
     threads: int | None = spec(None, ge=1)

@@ -50,7 +50,7 @@ RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags", "target_mode")
 class DatasetConfig:
     path: Path
     name: str = spec("main", nonempty=True)
-    format: str = spec("auto", choices=FORMATS.names())
+    format: str = spec("auto", choices=FORMATS.names(), noun="format")
     skip_invalid: bool = False
 
 
@@ -89,7 +89,7 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class RetrieverConfig:
-    type: str = spec(choices=RETRIEVER_TYPES)
+    type: str = spec(choices=RETRIEVER_TYPES, noun="retriever type")
     name: str = ""  # the type's name when not given
     embedding: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ragmeter import schema
 from ragmeter.errors import ConfigError
+from ragmeter.schema import spec
 from ragmeter.targets.base import ENTRIES, MAX_REPLY_BYTES
 from ragmeter.targets.mapping import ID_RULES, IdRule, check_template, env_names, parse_path
 
@@ -63,13 +64,14 @@ class TargetConfig:
     name: str = "target"
     entries: Mapping[str, EntryConfig] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = 60.0
-    max_concurrency: int = 16
-    max_retries: int = 4
-    retry_initial_s: float = 0.5
-    max_calls: int | None = None
+    # the limits are checked by these rules (ragmeter.schema) when read from a config
+    timeout_s: float = spec(60.0, ge=0.001)
+    max_concurrency: int = spec(16, ge=1)
+    max_retries: int = spec(4, ge=0)
+    retry_initial_s: float = spec(0.5, ge=0.0)
+    max_calls: int | None = spec(None, ge=0)
     #: the largest reply kept (bytes); a larger one is the sample's target_reply_too_large
-    max_reply_bytes: int = MAX_REPLY_BYTES
+    max_reply_bytes: int = spec(MAX_REPLY_BYTES, ge=1)
     ids: IdRule = field(default_factory=IdRule)
     ids_from: str = "auto"
     url: str | None = None
@@ -96,14 +98,9 @@ def _name_of(obj: Any) -> str:
     return f"{mod}:{getattr(obj, '__qualname__', type(obj).__name__)}"
 
 
-def _num(d: Mapping[str, Any], key: str, path: str, default: float, lo: float) -> float:
-    out: float = schema.value(d.get(key, default), float, f"{path}.{key}", ge=lo)
-    return out
-
-
-def _int(d: Mapping[str, Any], key: str, path: str, default: int | None, lo: int) -> int | None:
-    out: int | None = schema.value(d.get(key, default), int | None, f"{path}.{key}", ge=lo)
-    return out
+#: the call limits of a target, checked by the rules on their TargetConfig fields
+_LIMITS = ("timeout_s", "max_concurrency", "max_retries", "retry_initial_s", "max_calls",
+           "max_reply_bytes")
 
 
 def _response(data: Any, path: str) -> dict[str, str]:
@@ -247,13 +244,9 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
     cwd = data.get("cwd")
     return TargetConfig(
         kind=kind, name=name, entries=entries, headers={str(k): v for k, v in headers.items()},
-        timeout_s=_num(data, "timeout_s", path, 60.0, 0.001),
-        max_concurrency=int(_int(data, "max_concurrency", path, 16, 1) or 16),
-        max_retries=int(_int(data, "max_retries", path, 4, 0) or 0),
-        retry_initial_s=_num(data, "retry_initial_s", path, 0.5, 0.0),
-        max_calls=_int(data, "max_calls", path, None, 0), ids=ids, ids_from=ids_from,
-        max_reply_bytes=int(_int(data, "max_reply_bytes", path, MAX_REPLY_BYTES, 1)
-                            or MAX_REPLY_BYTES),
+        ids=ids, ids_from=ids_from,
+        **schema.fields_of(TargetConfig, {k: v for k, v in data.items() if v is not None},
+                           path, only=_LIMITS),
         url=main.url, model=str(data.get("model", "rag")),
         api_key_env=data.get("api_key_env"), sources_field=data.get("sources_field", "sources"),
         system_prompt=data.get("system_prompt"), version_header=data.get("version_header"),
