@@ -243,8 +243,7 @@ def build_cases(root: Path) -> list[Case]:
     for name, data, reject in _variants_text(jsonl(ev)):
         p = b.file(".jsonl", data)
         b.add("evalset:bytes", name, ["score", "retrieval", "--evalset", str(p), "--run",
-                                      str(run_file),
-                                      "-q"], reject, p.name if reject else None)
+                                      str(run_file), "-q"], reject, p.name if reject else None)
     for fld in ("id", "question", "gold_doc_ids", "gold_chunk_ids", "type"):
         for value in WRONG_VALUES:
             rows = json.loads(json.dumps(ev))
@@ -255,8 +254,7 @@ def build_cases(root: Path) -> list[Case]:
     neg = b.file(".jsonl", jsonl([{"id": "n", "question": "q", "type": "negative",
                                    "gold_doc_ids": ["d"]}]))
     b.add("evalset:rules", "negative with gold", ["score", "retrieval", "--evalset", str(neg),
-                                                  "--run",
-                                                  str(run_file)], True, "negative")
+                                                  "--run", str(run_file)], True, "negative")
 
     # ---- qrels / run (TREC and JSON)
     def rr(q: Path, r: Path) -> list[str]:
@@ -382,8 +380,7 @@ def build_cases(root: Path) -> list[Case]:
     for opt, values in opt_values.items():
         for v in values:
             argv = ["score", "retrieval", "--samples", str(samples_ok), opt, v, "-q"]
-            b.add("options:retrieval", f"{opt} {v!r}", argv, opt not in ("--score-threshold",)
-                  or v == "x")
+            b.add("options:retrieval", f"{opt} {v!r}", argv, opt != "--score-threshold" or v == "x")
     gen_opts = {"--metrics": ["", "nope", "rouge_l(stem=xx)", "bleu(tokenize=zz)", "((("],
                 "--max-unscored": ["2", "-1", "x"], "--judge-concurrency": ["0", "-3", "x"],
                 "--judge-timeout": ["0", "-1", "x"], "--judge-backend": ["nope"],
@@ -401,15 +398,14 @@ def build_cases(root: Path) -> list[Case]:
         for v in values:
             b.add("options:run", f"{opt} {v!r}", ["run", str(good_cfg), opt, v, "-q"], True)
     for argv in (["gate", "nope-run", "--min", "x"], ["gate", str(samples_ok), "--min", "a=b"],
-                 ["compare", "a", "b", "--method", "magic"], ["compare", "a", "b",
-                                                              "--n-resamples", "5"],
+                 ["compare", "a", "b", "--method", "magic"],
+                 ["compare", "a", "b", "--n-resamples", "5"],
                  ["report", "nope", "--format", "pdf"], ["runs", "show", "nope-run-id"],
                  ["judge", "pipeline", str(items_f), "--prompt", "missing.txt"],
                  ["judge", "pipeline", str(items_f), "--judge-url", "http://x"],
                  ["judge", "pipeline", str(items_f), "--strict-reply", "--max-unscored", "3"],
-                 ["judge", "pipeline"], ["score", "retrieval"], ["score", "generation"],
-                 ["run"], ["--bogus"],
-                 ["score", "retrieval", "--qrels", str(qrels)],
+                 ["judge", "pipeline"], ["score", "retrieval"], ["score", "generation"], ["run"],
+                 ["--bogus"], ["score", "retrieval", "--qrels", str(qrels)],
                  ["score", "retrieval", "--evalset", str(samples_ok), "--samples", str(samples_ok)],
                  ["score", "retrieval", "--samples", str(samples_ok), "--doc-map", str(samples_ok)],
                  ["score", "retrieval", "--samples", str(samples_ok), "--doc-map", "missing.json"]):
@@ -436,8 +432,7 @@ def build_edge_cases(b: Builder) -> None:
     for name, text in (("empty", ""), ("{}", "{}"), ("only empty queries", '{"q1": {}}')):
         p = b.file(".json" if text else ".txt", text)
         add(f"qrels {name}", ["score", "retrieval", "--qrels", str(p), "--run", str(run_file),
-                              "-q"],
-            p.name if text else "")
+                              "-q"], p.name if text else "")
     header = b.file(".csv", "id,question,retrieved_ids,gold_doc_ids\n")
     add("header-only CSV", ["score", "retrieval", "--samples", str(header), "-q"], "no records")
     ws = b.file(".jsonl", jsonl([{**SAMPLES[0], "question": "  \t "}, SAMPLES[1]]))
