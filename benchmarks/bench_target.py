@@ -18,7 +18,17 @@ of requests; ``POST /v1/chat/completions`` streams an answer whose first token c
 3. the same with ``--fault-rate`` random 429s: wall / fault-free wall (target ≤ 1.5), no
    sample lost;
 4. the ``openai`` target's time to first token against the injected ``--ttft-ms``: median
-   |TTFT − delay| (target ≤ 5 ms).
+   |TTFT − delay| (target ≤ 5 ms);
+5. ``ragmeter run`` (the CLI, in its own process: an ``e2e`` tier scoring ``rouge_l`` on an
+   ``http`` target, the default batch size and ``max_concurrency``) on ``--run-n`` questions
+   at ``--run-latency-ms``, against a bare aiohttp client sending the same calls with the
+   same concurrency, interleaved ``--run-repeats`` times: medians of the wall times, the
+   tier's own wall (its first batch started -> its last batch saved, from the run's
+   ``progress.jsonl``) and CPU seconds (target: the tier ≤ 1.10× the bare client). On a
+   machine shared with other work the walls are inflated by waiting for a CPU; the CPU
+   seconds are not.
+
+``--only-run`` prints line 5 alone.
 """
 
 from __future__ import annotations
@@ -27,9 +37,12 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
+import os
 import random
+import resource
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -173,6 +186,76 @@ def ttft(base: str, delay_ms: float, n: int, store: Path) -> list[float]:
     return [x.metadata["target_call"]["ttft_s"] * 1000 for x in out]
 
 
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run_config(base: str, n: int, latency_ms: float, tmp: Path) -> Path:
+    """An evalset of ``n`` questions of our own and a benchmark config asking the service
+    through an ``http`` target (default batch size and concurrency)."""
+    evalset = tmp / "evalset.jsonl"
+    with evalset.open("w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"id": f"q{i}", "question": f"Сколько стоит общежитие? ({i})",
+                                "reference": "Плата за общежитие — 950 рублей в месяц.",
+                                "gold_doc_ids": ["dorm-payment"]}, ensure_ascii=False) + "\n")
+    cfg = tmp / "bench.yaml"
+    cfg.write_text(json.dumps({
+        "name": "bench-target", "datasets": [{"path": str(evalset), "format": "evalset"}],
+        "run_dir": str(tmp / "runs"), "store": str(tmp / "store.sqlite"),
+        "target": {"kind": "http", "url": f"{base}/answer?latency_ms={latency_ms:g}"},
+        "tiers": [{"name": "e2e", "metrics": ["rouge_l"]}]}), encoding="utf-8")
+    return cfg
+
+
+def _tier_wall(run_dir: Path) -> float:
+    """The tier's own wall time: its start -> its last batch saved (``progress.jsonl``)."""
+    recs = [json.loads(x) for x in (run_dir / "progress.jsonl").read_text().splitlines()
+            if x.strip()]
+    start = next(r["at"] for r in recs if r.get("type") == "tier_start")
+    return float(max(r["at"] for r in recs if r.get("type") == "batch") - start)
+
+
+def run_vs_bare(base: str, n: int, latency_ms: float, repeats: int, tmp: Path
+                ) -> dict[str, list[float]]:
+    """Line 5: ``ragmeter run`` on a target against a bare client, interleaved."""
+    cfg = _run_config(base, n, latency_ms, tmp)
+    env = {**os.environ, "RAGMETER_CACHE_DIR": str(tmp / "cache"),
+           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parent.parent / "src"),
+                                          os.environ.get("PYTHONPATH", "")])}
+    url = f"{base}/answer?latency_ms={latency_ms:g}"
+    got: dict[str, list[float]] = {k: [] for k in ("bare", "bare_cpu", "run", "run_cpu",
+                                                   "tier")}
+    conc = 16   # the target's default max_concurrency, and the default batch size
+    for r in range(repeats):
+        c0 = time.process_time()
+        got["bare"].append(asyncio.run(_bare_loaded(url, n, conc)))
+        got["bare_cpu"].append(time.process_time() - c0)
+        run_id = f"bench{r}-{random.Random().randrange(1 << 30):x}"
+        c0, t0 = _children_cpu(), time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "ragmeter", "run", str(cfg), "--quiet",
+                               "--run-id", run_id], env=env, capture_output=True, text=True)
+        got["run"].append(time.perf_counter() - t0)
+        got["run_cpu"].append(_children_cpu() - c0)
+        if proc.returncode != 0:
+            raise SystemExit(f"ragmeter run failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        got["tier"].append(_tier_wall(tmp / "runs" / run_id))
+    return got
+
+
+def _print_run(got: dict[str, list[float]], n: int, latency_ms: float, repeats: int) -> None:
+    med = {k: statistics.median(v) for k, v in got.items()}
+    print(f"5. ragmeter run, e2e tier on an http target, default batch size, {n} calls at "
+          f"{latency_ms:g} ms (medians of {repeats}, interleaved): bare aiohttp (concurrency "
+          f"16) {med['bare']:.2f} s wall, {med['bare_cpu']:.2f} CPU-s; the tier "
+          f"{med['tier']:.2f} s -> {med['tier'] / med['bare']:.2f}x (target <= 1.10); the "
+          f"whole command {med['run']:.2f} s wall ({med['run'] / med['bare']:.2f}x, start-up "
+          f"and saving included), {med['run_cpu']:.2f} CPU-s; every tier wall "
+          f"{', '.join(f'{x:.2f}' for x in got['tier'])}, bare "
+          f"{', '.join(f'{x:.2f}' for x in got['bare'])}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--overhead-n", type=int, default=500)
@@ -183,6 +266,10 @@ def main() -> None:
     ap.add_argument("--fault-rate", type=float, default=0.2)
     ap.add_argument("--ttft-ms", type=float, default=100.0)
     ap.add_argument("--ttft-n", type=int, default=40)
+    ap.add_argument("--run-n", type=int, default=500)
+    ap.add_argument("--run-latency-ms", type=float, default=100.0)
+    ap.add_argument("--run-repeats", type=int, default=3)
+    ap.add_argument("--only-run", action="store_true")
     args = ap.parse_args()
 
     port = _free_port()
@@ -200,6 +287,10 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-target-"))
     store = tmp / "replies.sqlite"
     try:
+        if args.only_run:
+            got = run_vs_bare(base, args.run_n, args.run_latency_ms, args.run_repeats, tmp)
+            _print_run(got, args.run_n, args.run_latency_ms, args.run_repeats)
+            return
         bare, ours = overhead(base, args.overhead_n, args.repeats, store)
         print(f"1. overhead at 0 ms, one call at a time ({args.overhead_n} calls, median of "
               f"{args.repeats}): bare aiohttp {bare:.3f} ms/call, ragmeter http target "
@@ -229,6 +320,8 @@ def main() -> None:
               f"{statistics.median(errs):.2f} ms (target <= 5 ms); bare aiohttp stream in the "
               f"same run: median {statistics.median(bare_t):.2f} ms -> ragmeter adds "
               f"{statistics.median(got) - statistics.median(bare_t):.2f} ms")
+        runs = run_vs_bare(base, args.run_n, args.run_latency_ms, args.run_repeats, tmp)
+        _print_run(runs, args.run_n, args.run_latency_ms, args.run_repeats)
     finally:
         proc.terminate()
         proc.join(5)

@@ -147,6 +147,13 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
     os.chdir(d)
     try:
         assert cli.run(["run", "bench.yaml", "-q"]) == 0
+        # batch folders for the `judge batch` examples: one written, one submitted and done
+        for name in ("batches", "batches-sent"):
+            assert cli.run(["generation", "-s", "answers.jsonl", "-m", "answer_relevance",
+                            "--judge-url", judge.base_url, "--judge-model", "mock",
+                            "--judge-key-env", "", "--judge-batch", "write", name, "-q"]) == 0
+        assert cli.run(["judge", "batch", "submit", "batches-sent", "--url", judge.base_url,
+                        "-q"]) == 0
         for out, run in (("results.json", "run.txt"), ("base.json", "run.txt"),
                          ("new.json", "run.json")):
             assert cli.run(["score", "retrieval", "--qrels", "qrels.txt", "--run", run,
@@ -203,7 +210,8 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
         monkeypatch.setenv("RAGMETER_CACHE_DIR", str(folder / "cache"))
     argv = shlex.split(JUDGE_URL.sub(judge.base_url.rstrip("/"), example))[1:]
     name = argv[0] if argv[0] not in GROUPS else " ".join(argv[:2])
-    if name in SERVERS and "--export" not in argv:  # --export writes files and exits
+    if name in SERVERS and "--export" not in argv and "--run-batch" not in argv:
+        # --export writes files and exits; so does the mock judge's --run-batch
         _serve(argv, folder)
         return
     code = cli.run(argv)

@@ -207,6 +207,17 @@ def test_rejected_parameters_are_adapted_once() -> None:
     assert stats["requests"] == 5
 
 
+def test_rejected_parameters_are_adapted_by_every_call_in_flight() -> None:
+    # calls sent before the first rejection came back are rejected too: each is sent again
+    # adapted (they used to come back unscored http_4xx once another call had adapted)
+    with MockJudgeServer(MockConfig(reject_params=("max_tokens",), latency_ms=50)) as srv:
+        judge = make_judge(cfg(srv.base_url, max_concurrency=8))
+        replies = judge.ask_many([req(i) for i in range(8)])
+        stats = srv.stats()
+    assert all(r.ok for r in replies), [r.detail for r in replies]
+    assert stats["faults"]["param:max_tokens"] >= 2      # several were in flight
+
+
 def test_parse_retry_after_forms() -> None:
     import email.utils
 

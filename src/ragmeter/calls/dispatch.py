@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from ragmeter.calls.errors import CallError
@@ -42,12 +42,14 @@ class SendStopped(Exception):
 
 @dataclass
 class Attempt(Generic[R]):
-    """One attempt's outcome: a result or an error, on which endpoint, how long."""
+    """One attempt's outcome: a result or an error, on which endpoint, how long, and when it
+    was sent (``time.perf_counter()``)."""
 
     result: R | None
     err: CallError | None
     latency: float
     idx: int = 0
+    started: float = 0.0
 
 
 class HedgeClock:
@@ -180,7 +182,7 @@ class Dispatcher(Generic[R]):
             # a reply's health is known once the caller read it (Exchange.usable)
             await pool.release(idx, slot, outcome, retry_after,
                                failure=err is not None and err.fault, health=err is not None)
-            return Attempt(result, err, latency, idx)
+            return Attempt(result, err, latency, idx, t0)
         finally:
             if not slot.released:   # cancelled or stopped: give the slot back
                 pool.release_nowait(idx, slot)
@@ -213,11 +215,11 @@ class Dispatcher(Generic[R]):
             twin_failed = twin in done and (twin.exception() is not None
                                             or _failed(twin.result()))
             won = twin.result() if twin in done and not twin_failed else None
-            if won is not None:
+            if won is not None:    # the call took from its first send to the twin's reply
                 self.decisions["hedge_won"] += 1
-                return won
+                return replace(won, started=t0, latency=time.perf_counter() - t0)
             result, err = await task   # the duplicate failed, or the first call finished
-            first = Attempt(result, err, time.perf_counter() - t0, idx)
+            first = Attempt(result, err, time.perf_counter() - t0, idx, t0)
             if err is None:
                 return first
             try:

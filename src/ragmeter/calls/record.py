@@ -24,6 +24,11 @@ class CallRecord:
     recorded replies); ``latency``: seconds spent in attempts; ``endpoints``: the pool member
     of each attempt (one call only); ``failures``: calls that ended failed, by reason;
     ``wall_s``: the caller's own wall time.
+
+    One call only: ``durations``, each attempt's seconds in order; ``first_sent`` /
+    ``last_sent``, the ``time.perf_counter()`` when its first / latest attempt was sent;
+    ``span``, seconds from the first send to the end of the latest attempt — the call's
+    latency once it has its outcome, every retry and wait between attempts included.
     """
 
     calls: int = 0
@@ -35,6 +40,21 @@ class CallRecord:
     endpoints: list[int] = field(default_factory=list)
     failures: Counter[str] = field(default_factory=Counter)
     wall_s: float = 0.0
+    durations: list[float] = field(default_factory=list)
+    first_sent: float | None = None
+    last_sent: float | None = None
+    span: float = 0.0
+
+    def attempted(self, sent_at: float, seconds: float, endpoint: int = 0) -> None:
+        """One attempt of this call came back: sent at ``sent_at``, ``seconds`` long."""
+        self.attempts += 1
+        self.latency += seconds
+        self.durations.append(seconds)
+        self.endpoints.append(endpoint)
+        if self.first_sent is None:
+            self.first_sent = sent_at
+        self.last_sent = sent_at
+        self.span = sent_at + seconds - self.first_sent
 
     def add(self, call: CallRecord) -> None:
         """Add one finished call (its failure, if any, is counted by the caller, in the

@@ -82,14 +82,18 @@ class RequestRunner(Generic[R]):
                hedge_after_p90: float | None = None, gate: Gate | None = None,
                measure: Callable[[R], tuple[float, int, int]] | None = None,
                calls: int = 0, memory: Sequence[LimiterMemory] | None = None,
-               totals: CallRecord | None = None) -> RequestRunner[R]:
+               totals: CallRecord | None = None,
+               pool: EndpointPool | None = None) -> RequestRunner[R]:
         """A runner over a fresh pool of ``endpoints`` members (``max_in_flight`` each).
         ``memory`` (one :class:`~ragmeter.calls.limiter.LimiterMemory` per endpoint) carries
         what the 429 reaction learned from one batch to the next; ``totals`` sums what the
-        calls did over the caller's life."""
+        calls did over the caller's life. ``pool``: a pool shared with other runners on the
+        same event loop instead (batches in flight at once stay within one limit; see
+        :func:`make_pool`)."""
         mems: Sequence[LimiterMemory | None] = (
             memory if memory is not None else [None] * endpoints)
-        pool = EndpointPool([AdaptiveLimiter(max_in_flight, m) for m in mems])
+        if pool is None:
+            pool = make_pool(max_in_flight, mems)
         clock = HedgeClock(hedge_after_p90, timeout_s)
         dispatcher: Dispatcher[R] = Dispatcher(
             pool, send, timeout_s=timeout_s, clock=clock,
@@ -120,9 +124,7 @@ class RequestRunner(Generic[R]):
                                                 skip=lambda: breaker.tripped)
             if got is None:            # the circuit opened while this call waited
                 continue
-            rec.attempts += 1
-            rec.latency += got.latency
-            rec.endpoints.append(got.idx)
+            rec.attempted(got.started, got.latency, got.idx)
             breaker.record(got.idx, got.err)
             err = got.err
             if err is None:
@@ -153,6 +155,12 @@ class RequestRunner(Generic[R]):
     async def run(self, items: Sequence[Q], batch: BatchHooks[Q, O]) -> list[O]:
         """Outcomes of ``items`` (then of their follow-ups, in submission order)."""
         return await _Batch(self, batch).run(list(items))
+
+
+def make_pool(max_in_flight: int, memory: Sequence[LimiterMemory | None]) -> EndpointPool:
+    """A pool of one member per ``memory`` entry, each with an adaptive limiter of
+    ``max_in_flight``; to be used on one event loop."""
+    return EndpointPool([AdaptiveLimiter(max_in_flight, m) for m in memory])
 
 
 class PlainExchange(Generic[R, O]):
@@ -319,4 +327,4 @@ class _Batch(Generic[Q, O]):
         self._deliver(i, await self._call(key, item))
 
 
-__all__ = ["Hooks", "PlainExchange", "RequestRunner"]
+__all__ = ["Hooks", "PlainExchange", "RequestRunner", "make_pool"]

@@ -53,10 +53,13 @@ def print_estimates(estimates: Sequence[Estimate], echo: Echo = print) -> None:
         for line in e.lines():
             echo(line)
     if len(estimates) > 1:
+        rounds = max(e.rounds for e in estimates)
         echo(f"total: {sum(e.calls for e in estimates)} calls, ~"
              f"{sum(e.tokens_in for e in estimates):,} in / ~"
              f"{sum(e.tokens_out for e in estimates):,} out tokens, ~"
-             f"{money(sum(e.cost for e in estimates))}")
+             f"{money(sum(e.cost for e in estimates))} (batch ~"
+             f"{money(sum(e.batch_cost for e in estimates))})"
+             + (f", {rounds} round(s)" if rounds else ""))
 
 
 def _console_echo() -> Echo:

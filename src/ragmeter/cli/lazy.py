@@ -48,6 +48,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "judge quality": ("judge_quality",),
     "judge pipeline": ("judge_pipeline",),
     "judge cache": ("cache",),
+    "judge batch": ("judge_batch",),
     "testset generate": ("generate",),
     "traces import": ("import_traces",),
     "traces export": ("export_scores",),

@@ -1,7 +1,10 @@
 """Cost control for every model call: estimate before a run, stop at a budget.
 
 * :mod:`ragmeter.cost.tokens` — token counts without a tokenizer, minimal valid replies;
-* :mod:`ragmeter.cost.estimate` — ``--estimate``: stand-in judges that count and send nothing;
+* :mod:`ragmeter.cost.pricing` — :class:`Price`: per 1M tokens in / out, and a batch API's
+  discount;
+* :mod:`ragmeter.cost.estimate` — ``--estimate``: stand-in judges that count and send nothing
+  (calls, tokens, price, batch price, rounds of dependent calls);
 * :mod:`ragmeter.cost.budget` — ``--max-cost`` / ``--max-calls``: one budget, the judge
   engine's send gate, so every request sent is counted.
 
@@ -32,6 +35,7 @@ from ragmeter.cost.estimate import (
     planned_judge,
     summarise,
 )
+from ragmeter.cost.pricing import DEFAULT_BATCH_DISCOUNT, Price
 from ragmeter.cost.tokens import (
     CHARS_PER_TOKEN,
     MESSAGE_OVERHEAD,
@@ -43,6 +47,7 @@ from ragmeter.cost.tokens import (
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "DEFAULT_BATCH_DISCOUNT",
     "LATENCY_MODEL",
     "MESSAGE_OVERHEAD",
     "Budget",
@@ -52,6 +57,7 @@ __all__ = [
     "Estimate",
     "EstimatingJudge",
     "PlannedCall",
+    "Price",
     "PricedGate",
     "active_budget",
     "budget_scope",

@@ -11,6 +11,12 @@ replies — e.g. claim checks after claim splitting — are planned too, with pl
 concurrency. Output tokens are the size of a minimal valid reply plus a one-sentence reason
 where the schema has one (``TEXT_REPLY_TOKENS`` for free-text replies such as generated
 answers); the upper bound is ``max_tokens`` per call.
+
+Each planned call records its *round* (:func:`ragmeter.judges.llm_judge.judge_round`): 1 for calls
+that need no earlier reply, 2 for those made from round 1's replies (claim verification after
+claim splitting), ... — the number of batch files written one after the other when the run is
+judged through a batch API (``--judge-batch``). The estimate prices those calls at the batch
+price too (:class:`~ragmeter.cost.pricing.Price`: ``batch_discount``, 50 % by default).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ragmeter.cost.pricing import Price
 from ragmeter.cost.tokens import (
     TEXT_REPLY_TOKENS,
     count_tokens,
@@ -47,6 +54,8 @@ class PlannedCall:
     tokens_in: int
     tokens_out: int
     max_tokens: int
+    #: the round the call is made in (1: needs no earlier reply)
+    round: int = 1
 
 
 @dataclass
@@ -68,6 +77,13 @@ class Estimate:
     cached: int = 0
     by_prompt: dict[str, dict[str, int]] = field(default_factory=dict)
     method: str = "chars/token estimate"
+    #: rounds of dependent calls (each round's batch file needs the previous round's results)
+    rounds: int = 0
+    #: planned calls per round ("1", "2", ...)
+    calls_by_round: dict[str, int] = field(default_factory=dict)
+    #: the share a batch API takes off the price, and the price of these calls through one
+    batch_discount: float = 0.5
+    batch_cost: float = 0.0
 
     @property
     def priced(self) -> bool:
@@ -90,6 +106,16 @@ class Estimate:
                "  cost: no price set for this model (price_in/price_out or a 'prices' table)",
                f"  wall time ~{_dur(self.wall_s)} at concurrency {self.concurrency}",
                f"  tokens: {self.method}"]
+        if self.rounds:
+            per = ", ".join(f"round {r}: {n}" for r, n in sorted(self.calls_by_round.items(),
+                                                                  key=lambda x: int(x[0])))
+            line = (f"  rounds: {self.rounds} (calls of a round need the previous round's "
+                    f"replies; batch files: one per round; {per})")
+            out.append(line)
+            if priced:
+                out.append(f"  batch price ~{money(self.batch_cost)} "
+                           f"({self.batch_discount:.0%} off through a batch API, "
+                           "e.g. --judge-batch write DIR)")
         for pv, d in sorted(self.by_prompt.items()):
             out.append(f"    {pv}: {d['calls']} calls, ~{d['tokens_in']:,} in, "
                        f"~{d['tokens_out']:,} out")
@@ -137,8 +163,10 @@ class EstimatingJudge:
         if self._cache is not None and self._is_cached(req):
             self.cached += 1
             return JudgeReply(data=data, raw=text, model=self.model, cached=True)
+        from ragmeter.judges.llm_judge import judge_round
+
         self.calls.append(PlannedCall(req.prompt_version, req.metric, request_tokens(req),
-                                      t_out, max_tokens))
+                                      t_out, max_tokens, judge_round()))
         return JudgeReply(data=data, raw=text, model=self.model, tokens_in=self.calls[-1]
                           .tokens_in, tokens_out=t_out)
 
@@ -178,36 +206,41 @@ def estimate_of(calls: int, tokens_in: int, tokens_out: int, *, config: Any | No
     ``config`` (a JudgeConfig or None): its prices (``price_in`` / ``price_out`` per 1M
     tokens), the expected wall time at its concurrency (:data:`LATENCY_MODEL`). ``cost``
     replaces the priced total when parts of the plan have prices of their own."""
-    price_in = float(getattr(config, "price_in", 0.0) or 0.0)
-    price_out = float(getattr(config, "price_out", 0.0) or 0.0)
+    price = Price.of(config)
     local = str(getattr(config, "backend", "openai")) in ("gguf", "local-demo")
     conc = 1 if local else int(getattr(config, "max_concurrency", 16) or 16)
     lat = LATENCY_MODEL["local" if local else "remote"]
     t_max = tokens_out if tokens_out_max is None else tokens_out_max
     wall = (calls * lat["base"] + tokens_out / lat["out_tok_s"]
             + (tokens_in / lat["in_tok_s"] if lat["in_tok_s"] else 0.0)) / conc if calls else 0.0
-    priced = (tokens_in * price_in + tokens_out * price_out) / 1e6
+    full = price.cost(tokens_in, tokens_out)
     return Estimate(str(getattr(config, "name", "judge") or "judge"),
                     str(getattr(config, "model", "") or ""), calls, tokens_in, tokens_out, t_max,
-                    priced if cost is None else cost,
-                    (tokens_in * price_in + t_max * price_out) / 1e6, wall, conc, price_in,
-                    price_out, cached, dict(by_prompt or {}), method)
+                    full if cost is None else cost, price.cost(tokens_in, t_max), wall, conc,
+                    price.price_in, price.price_out, cached, dict(by_prompt or {}), method,
+                    batch_discount=price.batch_discount,
+                    batch_cost=price.cost(tokens_in, tokens_out, batch=True) if cost is None
+                    else cost * (1.0 - price.batch_discount))
 
 
 def summarise(judge: EstimatingJudge, config: Any | None = None) -> Estimate:
     """The :class:`Estimate` of everything ``judge`` was asked."""
     cfg = config if config is not None else judge.config
     by: dict[str, dict[str, int]] = {}
+    rounds: Counter[str] = Counter()
     for c in judge.calls:
         d = by.setdefault(c.prompt_version.split("#")[0], Counter())
         d["calls"] += 1
         d["tokens_in"] += c.tokens_in
         d["tokens_out"] += c.tokens_out
+        rounds[str(c.round)] += 1
     est = estimate_of(len(judge.calls), sum(c.tokens_in for c in judge.calls),
                       sum(c.tokens_out for c in judge.calls), config=cfg,
                       tokens_out_max=sum(c.max_tokens for c in judge.calls),
                       by_prompt={k: dict(v) for k, v in by.items()}, cached=judge.cached)
     est.judge, est.model = judge.name, judge.model
+    est.rounds = max((c.round for c in judge.calls), default=0)
+    est.calls_by_round = dict(rounds)
     return est
 
 

@@ -51,5 +51,32 @@ class Sample:
         return sum(1 for m in self.history or () if m.get("role") == "user")
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict without empty optional fields (stable for hashing and JSON)."""
-        return {k: v for k, v in asdict(self).items() if v is not None and v != {}}
+        """Plain dict without empty optional fields (stable for hashing and JSON); a deep
+        copy, as ``dataclasses.asdict`` gives, several times faster on JSON-like values."""
+        out: dict[str, Any] = {}
+        for k in _FIELDS:
+            v = getattr(self, k)
+            if v is not None and v != {}:
+                out[k] = _copy(v)
+        return out
+
+
+_FIELDS = tuple(Sample.__dataclass_fields__)
+_ATOMS = (str, int, float, bool, type(None))
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of a JSON-like value (dicts, lists, tuples of atoms); anything else as
+    ``dataclasses.asdict`` copies it."""
+    if isinstance(value, _ATOMS):
+        return value
+    if type(value) is dict:
+        return {_copy(k): _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_copy(v) for v in value]
+    return asdict(_Box(value))["value"]
+
+
+@dataclass
+class _Box:
+    value: Any

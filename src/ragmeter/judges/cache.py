@@ -74,6 +74,17 @@ def digest(request: JudgeRequest, *, backend: str, model: str, temperature: floa
            namespace: str = "default", top_p: float | None = None) -> RequestDigest:
     """:func:`cache_key` and :func:`request_hash` of ``request`` at once (see there);
     ``top_p`` enters the key only when set, so keys without it are unchanged."""
+    return digest_and_messages(request, backend=backend, model=model, temperature=temperature,
+                               seed=seed, max_tokens=max_tokens, endpoint=endpoint,
+                               namespace=namespace, top_p=top_p)[0]
+
+
+def digest_and_messages(request: JudgeRequest, *, backend: str, model: str,
+                        temperature: float, seed: int | None, max_tokens: int,
+                        endpoint: str = "", namespace: str = "default",
+                        top_p: float | None = None) -> tuple[RequestDigest, str]:
+    """:func:`digest`, and the canonical JSON of the request's messages it was made from
+    (batch files write it instead of serialising the messages again)."""
     parts = _request_parts(request)
     own = {**parts, "max_tokens": _scalar(request.max_tokens),
            "temperature": _scalar(request.temperature)}
@@ -85,7 +96,8 @@ def digest(request: JudgeRequest, *, backend: str, model: str, temperature: floa
              "max_tokens": _scalar(eff_m), "seed": _scalar(seed)}
     if top_p is not None:
         keyed["top_p"] = _scalar(top_p)
-    return RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"])
+    return (RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"]),
+            parts["messages"])
 
 
 def request_hash(request: JudgeRequest) -> str:

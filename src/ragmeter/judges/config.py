@@ -48,6 +48,8 @@ class JudgeConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     price_in: float = spec(0.0, ge=0.0)
     price_out: float = spec(0.0, ge=0.0)
+    #: the share of the price a batch API takes off (OpenAI Batch: 0.5), for batch estimates
+    batch_discount: float = spec(0.5, ge=0.0, le=0.99)
     cache_dir: str | None = None
     no_cache: bool = False
     language: str = spec("auto", choices=LANGUAGES, noun="language")

@@ -56,7 +56,8 @@ def make_judge(config: JudgeConfig | Callable[..., Any], **kwargs: Any) -> Judge
 
     Inside :func:`ragmeter.cost.estimate_scope` nothing is built: a planning stand-in that
     counts tokens is returned; inside :func:`ragmeter.cost.budget_scope` the judge is wrapped
-    so it stops at the budget (both through :data:`WRAPPERS`).
+    so it stops at the budget; inside :func:`ragmeter.judges.batchfiles.batch_scope` it writes
+    or collects batch files instead of calling (all through :data:`WRAPPERS`).
     """
     if callable(config) and not isinstance(config, JudgeConfig):
         from ragmeter.judges.scripted import ScriptedJudge

@@ -13,9 +13,11 @@ runner) and this module (cache keys, provenance, stats, progress).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -236,6 +238,27 @@ class EngineJudge:
         return rep
 
 
+#: the round of dependent calls a judge is asked in (see :func:`judge_round`)
+_ROUND: ContextVar[int] = ContextVar("ragmeter_judge_round", default=1)
+
+
+def judge_round() -> int:
+    """The round of the calls a judge is being asked: 1 for calls that need no earlier reply,
+    2 for the calls made from round 1's replies (claims, then their verification), ... Set by
+    :func:`ask_chained` while it asks a judge phase by phase (``--estimate`` counts rounds,
+    batch files are written round by round)."""
+    return _ROUND.get()
+
+
+@contextlib.contextmanager
+def _in_round(n: int) -> Iterator[None]:
+    token = _ROUND.set(n)
+    try:
+        yield
+    finally:
+        _ROUND.reset(token)
+
+
 async def aask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[JudgeReply]:
     """``judge.aask_many(requests)`` with ``then`` follow-ups for any judge: an engine judge
     runs each chain as soon as its own reply arrives; another judge is asked phase by phase
@@ -243,11 +266,12 @@ async def aask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[Jud
     if getattr(judge, "chains", False):
         return list(await judge.aask_many(requests))
     out: list[JudgeReply] = []
-    wave = list(requests)
+    wave, n = list(requests), judge_round()
     while wave:
-        got = list(await judge.aask_many([replace(r, then=None) for r in wave]))
+        with _in_round(n):
+            got = list(await judge.aask_many([replace(r, then=None) for r in wave]))
         out += got
-        wave = _followups(wave, got)
+        wave, n = _followups(wave, got), n + 1
     return out
 
 
@@ -256,11 +280,12 @@ def ask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[JudgeReply
     if getattr(judge, "chains", False):
         return list(judge.ask_many(requests))
     out: list[JudgeReply] = []
-    wave = list(requests)
+    wave, n = list(requests), judge_round()
     while wave:
-        got = list(judge.ask_many([replace(r, then=None) for r in wave]))
+        with _in_round(n):
+            got = list(judge.ask_many([replace(r, then=None) for r in wave]))
         out += got
-        wave = _followups(wave, got)
+        wave, n = _followups(wave, got), n + 1
     return out
 
 
@@ -269,4 +294,4 @@ def _followups(wave: Sequence[JudgeRequest], got: Sequence[JudgeReply]) -> list[
             for f in r.then(rep)]
 
 
-__all__ = ["TEXT_SCHEMA", "EngineJudge", "aask_chained", "ask_chained"]
+__all__ = ["TEXT_SCHEMA", "EngineJudge", "aask_chained", "ask_chained", "judge_round"]

@@ -8,7 +8,9 @@ HTML page with status 200), chosen by rate (seeded) or by a script, are configur
 like an OpenAI-compatible embeddings endpoint with deterministic test vectors
 (:func:`mock_embedding`: hashed words and character trigrams, so texts sharing words get
 closer vectors; not a language model), with the same latency, cap and faults (429, 500,
-timeout, html) as the chat endpoint.
+timeout, html) as the chat endpoint. The files and
+batches endpoints of an OpenAI-compatible Batch API, and an offline ``vllm run-batch``-shaped
+runner, are in :mod:`ragmeter.judges.mock_batches`.
 
     with MockJudgeServer(MockConfig(latency_ms=50, fault_rate=0.2)) as srv:
         cfg = JudgeConfig(backend="openai", base_url=srv.base_url, model="mock", ...)
@@ -153,6 +155,9 @@ class MockJudgeServer(BackgroundServer):
         app.router.add_get("/stats", self._stats)
         app.router.add_post("/reset", self._reset)
         app.router.add_get("/health", self._health)
+        from ragmeter.judges.mock_batches import add_batch_routes
+
+        add_batch_routes(app, self)  # files + batches API (OpenAI Batch)
         return app
 
     # -- stats -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 
 from ragmeter.calls.endpoints import Endpoint, mask_url_credentials
 from ragmeter.calls.errors import CallError
-from ragmeter.calls.http import LoopSessions, status_error, transport_error, transport_exceptions
+from ragmeter.calls.http import LoopSessions, status_error
 from ragmeter.judges.backend import BackendBase, Completion
 from ragmeter.judges.config import JudgeConfig
 from ragmeter.secrets import mask, register_secret
@@ -92,13 +92,16 @@ class OpenAIBackend(BackendBase):
     async def complete(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
                        *, max_tokens: int, temperature: float,
                        seed: int | None) -> Completion:
-        """One completion; adapts once per model to rejected parameters (see ``_adapt``)."""
+        """One completion; adapts once per model to rejected parameters (see ``_adapt``). A
+        call sent before another call's rejection adapted the client is sent again adapted."""
         for _ in range(4):
+            sent = (self._use_max_completion_tokens, self._send_seed)
             try:
                 return await self._complete(messages, schema, max_tokens=max_tokens,
                                             temperature=temperature, seed=seed)
             except CallError as exc:
-                if not (exc.status == 400 and self._adapt(exc.detail)):
+                adapted = sent != (self._use_max_completion_tokens, self._send_seed)
+                if not (exc.status == 400 and (self._adapt(exc.detail) or adapted)):
                     raise
         return await self._complete(messages, schema, max_tokens=max_tokens,
                                     temperature=temperature, seed=seed)
@@ -117,9 +120,14 @@ class OpenAIBackend(BackendBase):
         log.info("endpoint %s rejected a parameter; adapted (%s)", self.url, detail[:120])
         return True
 
-    async def _complete(self, messages: Sequence[dict[str, str]],
-                        schema: dict[str, Any] | None, *, max_tokens: int, temperature: float,
-                        seed: int | None) -> Completion:
+    def adapt(self, detail: str) -> bool:
+        """:meth:`_adapt` for a 400 that came back another way (a batch file's error line)."""
+        return self._adapt(detail)
+
+    def chat_body(self, messages: Sequence[dict[str, str]], schema: dict[str, Any] | None,
+                  *, max_tokens: int, temperature: float, seed: int | None) -> dict[str, Any]:
+        """The JSON body of one chat completion request, exactly as :meth:`complete` posts it
+        (batch files carry the same body: :mod:`ragmeter.judges.batchfiles`)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": list(messages),
@@ -137,47 +145,70 @@ class OpenAIBackend(BackendBase):
                 "type": "json_schema",
                 "json_schema": {"name": "judge_reply", "strict": False, "schema": schema},
             }
+        return body
+
+    async def _complete(self, messages: Sequence[dict[str, str]],
+                        schema: dict[str, Any] | None, *, max_tokens: int, temperature: float,
+                        seed: int | None) -> Completion:
+        body = self.chat_body(messages, schema, max_tokens=max_tokens, temperature=temperature,
+                              seed=seed)
         for secret in (self._key(), *self._secrets):
             register_secret(secret)  # masked by ragmeter.secrets.mask in every message from now on
-        try:
-            async with self._http.get().post(self.url, json=body,
-                                             headers=self._headers()) as resp:
-                status = resp.status
-                raw = await resp.read()
-                headers = resp.headers
-                mock = resp.headers.get(MOCK_HEADER) == "1"
-        except transport_exceptions() as exc:
-            raise transport_error(exc, self.url) from None
+        async with self._http.request("POST", self.url, json=body,
+                                      headers=self._headers()) as reply:
+            status, headers = reply.status, reply.headers
+            raw = await (reply.read() if status == 200 else reply.prefix(64 * 1024))
+            mock = headers.get(MOCK_HEADER) == "1"
         text_all = raw.decode("utf-8", errors="replace")
         if status != 200:
-            if (schema is not None and status in (400, 422)
-                    and any(h in text_all[:500].lower() for h in _SCHEMA_REJECTION_HINTS)):
-                raise CallError("schema_unsupported",
-                                f"HTTP {status}: {mask(text_all[:500])[:200]}", status=status)
-            raise status_error(status, text_all, headers)
+            raise chat_status_error(status, text_all, headers, schema_sent=schema is not None)
         try:
             payload = json.loads(text_all)
-            choice = payload["choices"][0]
-            message = choice.get("message") or {}
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            # an endpoint answering 200 with HTML (a proxy's error page, a login wall): its
-            # health drops like a 5xx's, so a pool routes around it
-            raise CallError("backend_error",
-                            f"malformed completion envelope: {mask(text_all[:200])}",
-                            retryable=True, fault=True) from None
-        usage = payload.get("usage") or {}
-        content = message.get("content")
-        if isinstance(content, list):  # some servers return content parts
-            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return Completion(
-            text=content if content is None else str(content),
-            finish_reason=choice.get("finish_reason"),
-            tokens_in=int(usage.get("prompt_tokens") or 0),
-            tokens_out=int(usage.get("completion_tokens") or 0),
-            refusal=message.get("refusal") or None,
-            model=str(payload.get("model") or self.model),
-            mock=mock,
-        )
+        except ValueError:
+            payload = None
+        return read_completion(payload, self.model, mock=mock, text=text_all)
+
+
+def chat_status_error(status: int, text: str, headers: Mapping[str, str] | None = None, *,
+                      schema_sent: bool) -> CallError:
+    """The :class:`CallError` of a non-200 chat completion reply (``text``: its body): a 400 /
+    422 refusing the JSON schema is ``schema_unsupported``, the rest as
+    :func:`ragmeter.calls.http.status_error` maps them."""
+    if (schema_sent and status in (400, 422)
+            and any(h in text[:500].lower() for h in _SCHEMA_REJECTION_HINTS)):
+        return CallError("schema_unsupported", f"HTTP {status}: {mask(text[:500])[:200]}",
+                         status=status)
+    return status_error(status, text, headers)
+
+
+def read_completion(payload: Any, model: str, *, mock: bool = False,
+                    text: str | None = None) -> Completion:
+    """The :class:`Completion` in a chat completion reply's decoded JSON ``payload`` (a
+    :class:`CallError` ``backend_error`` when it has no first choice); ``model``: the model
+    asked, when the reply names none; ``text``: the raw body, quoted in the error."""
+    try:
+        choice = payload["choices"][0]
+        message = choice.get("message") or {}
+    except (KeyError, IndexError, TypeError, AttributeError):
+        shown = text if text is not None else json.dumps(payload, ensure_ascii=False,
+                                                         default=str)
+        # an endpoint answering 200 with HTML (a proxy's error page, a login wall): its
+        # health drops like a 5xx's, so a pool routes around it
+        raise CallError("backend_error", f"malformed completion envelope: {mask(shown[:200])}",
+                        retryable=True, fault=True) from None
+    usage = payload.get("usage") or {}
+    content = message.get("content")
+    if isinstance(content, list):  # some servers return content parts
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return Completion(
+        text=content if content is None else str(content),
+        finish_reason=choice.get("finish_reason"),
+        tokens_in=int(usage.get("prompt_tokens") or 0),
+        tokens_out=int(usage.get("completion_tokens") or 0),
+        refusal=message.get("refusal") or None,
+        model=str(payload.get("model") or model),
+        mock=mock,
+    )
 
 
 class PoolBackend(BackendBase):

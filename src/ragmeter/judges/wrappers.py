@@ -1,7 +1,9 @@
 """The wrappers :func:`~ragmeter.judges.factory.make_judge` applies to every judge it builds
 from a config, registered by the packages that own them: cost control (``--estimate``'s
 planning stand-in, ``--max-cost`` / ``--max-calls``' budget: :mod:`ragmeter.cost`) and
-pseudonymisation (:mod:`ragmeter.privacy.judge`). Judges import neither package; the
+pseudonymisation (:mod:`ragmeter.privacy.judge`); batch files
+(:mod:`ragmeter.judges.batchfiles.rounds`: inside ``batch_scope`` a judge writes or collects
+batch files instead of calling). Judges import neither package; the
 registry loads their modules by name on first use (as the tier registry loads the built-in
 tiers), so no judge is ever built without them. A wrapper of your own is one
 ``WRAPPERS.register(name, JudgeWrapper(...))``.
@@ -40,7 +42,7 @@ class JudgeWrapper:
 #: the wrappers of judges built from a config, by name
 WRAPPERS: Registry[JudgeWrapper] = Registry(
     "judge wrapper", modules=("ragmeter.privacy.judge", "ragmeter.cost.estimate",
-                              "ragmeter.cost.budget"))
+                              "ragmeter.cost.budget", "ragmeter.judges.batchfiles.rounds"))
 
 
 __all__ = ["WRAPPERS", "JudgeWrapper"]

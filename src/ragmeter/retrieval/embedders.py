@@ -42,6 +42,9 @@ if TYPE_CHECKING:  # the call machinery is imported when an endpoint is first ca
     from ragmeter.calls.record import CallRecord
 
 _KINDS = ("query", "passage", "symmetric")
+#: the bound of one embeddings reply, on the wire and decoded (256 MiB: 512 texts of 3,072
+#: dimensions as JSON numbers take about 40 MB)
+EMBED_REPLY_BYTES = 256 * 1024 * 1024
 
 
 def default_cache_dir() -> Path:
@@ -323,7 +326,9 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         self.max_retries = max_retries
         self.max_concurrency = max_concurrency
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
-        self._http = LoopSessions(timeout_s=timeout, connect_s=min(10.0, timeout))
+        # a reply holds batch_size vectors: bounded well above the largest sane batch
+        self._http = LoopSessions(timeout_s=timeout, connect_s=min(10.0, timeout),
+                                  max_reply_bytes=EMBED_REPLY_BYTES)
         #: what the 429 reaction learned, kept from one ``embed`` to the next
         self._memory = LimiterMemory(max_concurrency)
         #: what the calls did (sent, retries, ...), over this embedder's life
@@ -398,14 +403,11 @@ class OpenAIEmbedder(_PrefixMixin, BaseEmbedder):
         """One POST: the decoded JSON reply, or a CallError (see :mod:`ragmeter.calls.http`)."""
         import json
 
-        from ragmeter.calls.http import bad_reply, status_error, transport_error
-        from ragmeter.calls.http import transport_exceptions as failures
+        from ragmeter.calls.http import bad_reply, status_error
 
-        try:
-            async with self._http.get().post(url, json=body, headers=headers) as resp:
-                status, raw, got = resp.status, await resp.read(), resp.headers
-        except failures() as exc:
-            raise transport_error(exc, url) from None
+        async with self._http.request("POST", url, json=body, headers=headers) as reply:
+            status, got = reply.status, reply.headers
+            raw = await (reply.read() if status == 200 else reply.prefix(64 * 1024))
         text = raw.decode("utf-8", errors="replace")
         if status != 200:
             raise status_error(status, text, got)

@@ -14,9 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ragmeter.calls.body import DEFAULT_MAX_REPLY_BYTES
 from ragmeter.calls.errors import CallError
 from ragmeter.registry import Registry
 
@@ -30,10 +31,10 @@ TARGET_REASONS = ("target_unreachable", "target_timeout", "target_http_4xx", "ta
                   "target_rate_limited", "target_connection_error", "target_bad_reply",
                   "target_unmapped", "target_error", "target_backend_error",
                   "target_not_recorded", "target_budget", "target_circuit_open",
-                  "target_reply_too_large")
+                  "target_reply_too_large", "target_redirected")
 
-#: the default bound of one reply (``max_reply_bytes``): 16 MiB
-MAX_REPLY_BYTES = 16 * 1024 * 1024
+#: the default bound of one reply (``max_reply_bytes``): 16 MiB, on the wire and decoded
+MAX_REPLY_BYTES = DEFAULT_MAX_REPLY_BYTES
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,12 @@ class TargetRequest:
 class TargetReply:
     """What one call captured. ``reason`` set ⇔ the call gave nothing usable (unscored).
 
-    ``raw`` is the reply as received (text), masked before it is stored or shown;
-    ``ttft_s`` is the time to the first byte of the answer (streamed kinds) or to the reply.
+    ``raw`` is the reply as received (text), masked before it is stored or shown.
+    ``latency_s`` is the call's: from its first send to its final reply, retries and the
+    waits between them included; ``ttft_s`` the time from the first send to the first byte
+    of the final reply's answer (streamed kinds) or of the reply; ``attempt_s`` each
+    attempt's own duration. ``warmup``: the first call of its caller (a connection opened, a
+    service woken), kept out of the latency percentiles and reported apart.
     """
 
     answer: str | None = None
@@ -85,6 +90,9 @@ class TargetReply:
     reason: str | None = None
     detail: str | None = None
     attempts: int = 1
+    #: every attempt's duration (seconds), the last one the final reply's
+    attempt_s: list[float] | None = None
+    warmup: bool = False
     #: invalid characters (lone surrogates, undecodable bytes) replaced by U+FFFD
     invalid_text: int = 0
     recorded: bool = False   # served from the recorded replies (no call made)
@@ -98,13 +106,25 @@ class TargetReply:
         return self.reason is None
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v not in (None, {}, [])
-                and not (k == "invalid_text" and v == 0)}
+        """The fields that are set (a shallow copy: lists and mappings are copied one level,
+        as a reply's values are plain JSON)."""
+        out: dict[str, Any] = {}
+        for k in _FIELDS:
+            v = getattr(self, k)
+            if v is None or v == {} or v == [] or (k in _ZERO_UNSET and not v):
+                continue
+            out[k] = list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> TargetReply:
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in d.items() if k in known})
+
+
+_FIELDS = tuple(TargetReply.__dataclass_fields__)
+#: fields left out of :meth:`TargetReply.to_dict` at their default (0 / False)
+_ZERO_UNSET = frozenset({"invalid_text", "warmup"})
 
 
 def target_reason(err: CallError) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter import schema
+from ragmeter.calls.redirects import DEFAULT_REDIRECTS, REDIRECT_MODES
 from ragmeter.errors import ConfigError
 from ragmeter.schema import spec
 from ragmeter.targets.base import ENTRIES, MAX_REPLY_BYTES
@@ -29,9 +30,11 @@ RESPONSE_FIELDS = ("answer", "contexts", "context_ids", "doc_ids", "scores", "me
 _COMMON = ("name", "kind", "timeout_s", "max_concurrency", "max_retries", "retry_initial_s",
            "max_calls", "ids", "entries")
 KEYS = {
-    "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header"),
+    "http": (*_COMMON, "url", "method", "headers", "request", "response", "version_header",
+             "follow_redirects", "max_reply_bytes"),
     "openai": (*_COMMON, "url", "model", "headers", "api_key_env", "sources_field",
-               "system_prompt", "version_header", "stream", "response"),
+               "system_prompt", "version_header", "stream", "response", "follow_redirects",
+               "max_reply_bytes"),
     "python": (*_COMMON, "function", "max_reply_bytes"),
     "command": (*_COMMON, "command", "jsonl", "cwd", "max_reply_bytes"),
 }
@@ -72,6 +75,9 @@ class TargetConfig:
     max_calls: int | None = spec(None, ge=0)
     #: the largest reply kept (bytes); a larger one is the sample's target_reply_too_large
     max_reply_bytes: int = spec(MAX_REPLY_BYTES, ge=1)
+    #: redirects of an http / openai target: never, same-origin (default) or always; the
+    #: configured headers never reach another origin (ragmeter.calls.redirects)
+    follow_redirects: str = spec(DEFAULT_REDIRECTS, choices=REDIRECT_MODES, noun="mode")
     ids: IdRule = field(default_factory=IdRule)
     ids_from: str = "auto"
     url: str | None = None
@@ -98,9 +104,10 @@ def _name_of(obj: Any) -> str:
     return f"{mod}:{getattr(obj, '__qualname__', type(obj).__name__)}"
 
 
-#: the call limits of a target, checked by the rules on their TargetConfig fields
-_LIMITS = ("timeout_s", "max_concurrency", "max_retries", "retry_initial_s", "max_calls",
-           "max_reply_bytes")
+#: the call limits and the redirect mode of a target, checked by the rules on their
+#: TargetConfig fields
+_CHECKED = ("timeout_s", "max_concurrency", "max_retries", "retry_initial_s", "max_calls",
+            "max_reply_bytes", "follow_redirects")
 
 
 def _response(data: Any, path: str) -> dict[str, str]:
@@ -246,7 +253,7 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
         kind=kind, name=name, entries=entries, headers={str(k): v for k, v in headers.items()},
         ids=ids, ids_from=ids_from,
         **schema.fields_of(TargetConfig, {k: v for k, v in data.items() if v is not None},
-                           path, only=_LIMITS),
+                           path, only=_CHECKED),
         url=main.url, model=str(data.get("model", "rag")),
         api_key_env=data.get("api_key_env"), sources_field=data.get("sources_field", "sources"),
         system_prompt=data.get("system_prompt"), version_header=data.get("version_header"),

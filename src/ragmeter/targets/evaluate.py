@@ -99,6 +99,8 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
         lat = session.latency(entry, seed=seed)
         if lat is not None:
             _merge(out, lat, {})
+            if "warmup" in lat.meta:    # kept out of the percentiles, reported apart
+                out.meta["latency_warmup"] = lat.meta["warmup"]
     return out
 
 

@@ -68,6 +68,10 @@ def call_record(rep: TargetReply) -> dict[str, Any]:
         v = getattr(rep, key)
         if v is not None:
             d[key] = round(float(v), 6)
+    if rep.attempt_s is not None:   # every attempt's seconds, the final reply's last
+        d["attempt_s"] = [round(float(x), 6) for x in rep.attempt_s]
+    if rep.warmup:                  # kept out of the latency percentiles
+        d["warmup"] = True
     for key in ("tokens_in", "tokens_out", "version", "raw", "reason", "detail"):
         v = getattr(rep, key)
         if v is not None:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ragmeter.calls.http import LoopSessions, status_error, transport_error, transport_exceptions
+from ragmeter.calls.http import LoopSessions
 from ragmeter.secrets import mask_url, split_url_credentials
 from ragmeter.targets.base import (
     KINDS,
@@ -32,7 +32,7 @@ from ragmeter.targets.base import (
 )
 from ragmeter.targets.config import EntryConfig, TargetConfig
 from ragmeter.targets.mapping import expand_env, render
-from ragmeter.targets.reading import parse_json, read_mapped
+from ragmeter.targets.reading import clean_text, parse_json, read_mapped
 
 #: the request sent when a config declares no template
 DEFAULT_REQUEST = {"question": "{question}", "history": "{history}",
@@ -45,11 +45,16 @@ def request_values(req: TargetRequest) -> dict[str, Any]:
             "id": req.sample_id}
 
 
-def http_sessions(config: TargetConfig) -> LoopSessions:
+def http_sessions(config: TargetConfig, headers: Mapping[str, str] | None = None
+                  ) -> LoopSessions:
     """One aiohttp session per event loop with the config's headers (secrets from the
-    environment, registered for masking)."""
-    headers = {h: expand_env(v, f"target.headers.{h}") for h, v in config.headers.items()}
-    return LoopSessions(timeout_s=config.timeout_s, headers=headers)
+    environment, registered for masking; sent to the configured origin only), its redirect
+    mode and its reply bound."""
+    given = config.headers if headers is None else headers
+    expanded = {h: expand_env(v, f"target.headers.{h}") for h, v in given.items()}
+    return LoopSessions(timeout_s=config.timeout_s, headers=expanded,
+                        redirects=config.follow_redirects,
+                        max_reply_bytes=config.max_reply_bytes)
 
 
 def split_url(url: str) -> tuple[str, dict[str, str]]:
@@ -58,24 +63,28 @@ def split_url(url: str) -> tuple[str, dict[str, str]]:
     return clean, ({"Authorization": auth} if auth else {})
 
 
-async def send(session: Any, method: str, url: str, body: Any,
-               headers: Mapping[str, str]) -> tuple[str, float, Mapping[str, str]]:
-    """One request -> ``(body text, seconds to the first body byte, headers)``; network
-    failures and non-2xx replies as :class:`~ragmeter.calls.errors.CallError`."""
-    t0 = time.perf_counter()
+def decode(data: bytes) -> tuple[str, int]:
+    """A reply body as text: bytes that are not UTF-8 replaced by U+FFFD, and counted."""
     try:
-        async with session.request(method, url, json=body if method != "GET" else None,
-                                   params=_params(body) if method == "GET" else None,
-                                   headers=headers) as resp:
-            first = await resp.content.read(1)
-            ttft = time.perf_counter() - t0
-            text = (first + await resp.content.read()).decode("utf-8", errors="replace")
-            status, got = resp.status, resp.headers
-    except transport_exceptions() as exc:
-        raise transport_error(exc, mask_url(url)) from None
-    if status >= 300:
-        raise status_error(status, text, got)
-    return text, ttft, got
+        return data.decode("utf-8"), 0
+    except UnicodeDecodeError:
+        return clean_text(data.decode("utf-8", errors="surrogateescape"))
+
+
+async def send(http: LoopSessions, method: str, url: str, body: Any,
+               headers: Mapping[str, str]) -> tuple[str, float | None, Mapping[str, str], int]:
+    """One request -> ``(body text, time of its first byte, headers, invalid bytes)``;
+    network failures, redirects not followed, replies over the bound and non-2xx replies as
+    :class:`~ragmeter.calls.errors.CallError`."""
+    async with http.request(method, url, json=body if method != "GET" else None,
+                            params=_params(body) if method == "GET" else None,
+                            headers=headers) as reply:
+        if reply.status >= 300:
+            raise await reply.error()
+        data = await reply.read()
+        first, got = reply.first_byte_at, reply.headers
+    text, invalid = decode(data)
+    return text, first, got, invalid
 
 
 def _params(body: Any) -> dict[str, str] | None:
@@ -88,6 +97,8 @@ class HttpTarget:
     """A JSON-over-HTTP service (see the module doc)."""
 
     kind = "http"
+    #: its connections stay open from one batch to the next (TargetCaller.call_many)
+    keeps_connections = True
 
     def __init__(self, config: TargetConfig):
         self.config = config
@@ -99,6 +110,11 @@ class HttpTarget:
             e: split_url(c.url or "") for e, c in config.entries.items()}
         self.signature = TargetSignature("http", mask_url(self._urls["answer"][0]),
                                          config.config_hash())
+
+    def check(self) -> None:
+        """Before calls are made (``ragmeter run`` checks every target before its first
+        tier): the HTTP client is loaded here, not inside the first batch's timing."""
+        import aiohttp  # noqa: F401
 
     def entries(self) -> list[str]:
         return list(self.config.entries)
@@ -112,10 +128,11 @@ class HttpTarget:
         body = render(ec.request if ec.request is not None else DEFAULT_REQUEST,
                       request_values(request))
         t0 = time.perf_counter()
-        text, ttft, headers = await send(self.http.get(), ec.method, url, body, auth)
-        latency = time.perf_counter() - t0
+        text, first, headers, invalid = await send(self.http, ec.method, url, body, auth)
+        end = time.perf_counter()
         rep = read_mapped(parse_json(text), ec.response, request.entry, text)
-        rep.ttft_s, rep.latency_s = ttft, latency
+        rep.ttft_s, rep.latency_s = (first or end) - t0, end - t0
+        rep.invalid_text += invalid
         if self.config.version_header:
             rep.version = headers.get(self.config.version_header)
         return rep
@@ -126,5 +143,5 @@ class HttpTarget:
 
 KINDS.register("http", HttpTarget)
 
-__all__ = ["DEFAULT_REQUEST", "HttpTarget", "http_sessions", "request_values", "send",
-           "split_url"]
+__all__ = ["DEFAULT_REQUEST", "HttpTarget", "decode", "http_sessions", "request_values",
+           "send", "split_url"]

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -58,9 +59,14 @@ def parse_path(path: str) -> list[str]:
     return steps
 
 
+@functools.lru_cache(maxsize=1024)
+def _steps(path: str) -> tuple[str, ...]:
+    return tuple(parse_path(path))
+
+
 def extract(data: Any, path: str) -> Any:
-    """The value at ``path`` in ``data``, or :data:`MISSING`."""
-    return _walk(data, parse_path(path))
+    """The value at ``path`` in ``data``, or :data:`MISSING` (a path is parsed once)."""
+    return _walk(data, _steps(path) if isinstance(path, str) else parse_path(path))
 
 
 def extract_steps(data: Any, steps: Sequence[str]) -> Any:

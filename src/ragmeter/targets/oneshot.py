@@ -89,6 +89,8 @@ def finish(result: EvalResult, filled: Filled, *, seed: int = 42) -> EvalResult:
     if lat is not None:
         for r in lat:
             result.add(r)
+        if "warmup" in lat.meta:    # kept out of the percentiles, reported apart
+            result.meta["latency_warmup"] = lat.meta["warmup"]
     result.meta["target"] = sig
     result.meta["target_calls"] = session.call_counts()
     session.close()

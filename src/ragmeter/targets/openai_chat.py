@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from ragmeter.calls.errors import CallError
-from ragmeter.calls.http import status_error, transport_error, transport_exceptions
+from ragmeter.calls.http import Reply
 from ragmeter.errors import ConfigError
 from ragmeter.secrets import mask_url
 from ragmeter.targets.base import (
@@ -29,7 +29,7 @@ from ragmeter.targets.base import (
     TargetSignature,
 )
 from ragmeter.targets.config import TargetConfig
-from ragmeter.targets.http import http_sessions, split_url
+from ragmeter.targets.http import decode, http_sessions, split_url
 from ragmeter.targets.mapping import extract
 from ragmeter.targets.reading import parse_json, read_mapped, read_plain, stream_reply
 
@@ -50,6 +50,8 @@ class OpenAIChatTarget:
     """An OpenAI-compatible chat endpoint (see the module doc)."""
 
     kind = "openai"
+    #: its connections stay open from one batch to the next (TargetCaller.call_many)
+    keeps_connections = True
 
     def __init__(self, config: TargetConfig):
         self.config = config
@@ -62,12 +64,15 @@ class OpenAIChatTarget:
                               f"{config.api_key_env} is not set")
         if config.api_key_env and "Authorization" not in headers:
             headers["Authorization"] = "Bearer ${env:" + config.api_key_env + "}"
-        from dataclasses import replace
-
-        self.http = http_sessions(replace(config, headers=headers))
+        self.http = http_sessions(config, headers)
         self.url, self.auth = split_url(_endpoint(config.url or ""))
         self.signature = TargetSignature("openai", mask_url(self.url) + f"#{config.model}",
                                          config.config_hash())
+
+    def check(self) -> None:
+        """Before calls are made (``ragmeter run`` checks every target before its first
+        tier): the HTTP client is loaded here, not inside the first batch's timing."""
+        import aiohttp  # noqa: F401
 
     def entries(self) -> list[str]:
         return ["answer", "generate"]
@@ -91,37 +96,36 @@ class OpenAIChatTarget:
         return body
 
     async def call(self, request: TargetRequest) -> TargetReply:
-        session = self.http.get()
         t0 = time.perf_counter()
-        try:
-            async with session.post(self.url, json=self._body(request),
-                                    headers=self.auth) as resp:
-                if resp.status >= 300:
-                    text = await resp.text(errors="replace")
-                    raise status_error(resp.status, text, resp.headers)
-                version = resp.headers.get(self.config.version_header or "") \
-                    if self.config.version_header else None
-                if self.config.stream:
-                    rep = await self._read_stream(resp, t0, request.entry)
-                else:
-                    text = await resp.text(errors="replace")
-                    rep = self._read_whole(text, request.entry)
-                    rep.ttft_s = time.perf_counter() - t0
-        except transport_exceptions() as exc:
-            raise transport_error(exc, mask_url(self.url)) from None
+        async with self.http.request("POST", self.url, json=self._body(request),
+                                     headers=self.auth) as reply:
+            if reply.status >= 300:
+                raise await reply.error()
+            version = reply.headers.get(self.config.version_header or "") \
+                if self.config.version_header else None
+            if self.config.stream:
+                rep = await self._read_stream(reply, t0, request.entry)
+            else:
+                text, invalid = decode(await reply.read())
+                rep = self._read_whole(text, request.entry)
+                rep.invalid_text += invalid
+                rep.ttft_s = (reply.first_byte_at or time.perf_counter()) - t0
         rep.latency_s = time.perf_counter() - t0
         rep.version = version
         return rep
 
-    async def _read_stream(self, resp: Any, t0: float, entry: str) -> TargetReply:
+    async def _read_stream(self, reply: Reply, t0: float, entry: str) -> TargetReply:
         lines: list[str] = []
         chunks: list[dict[str, Any]] = []
         ttft: float | None = None
         done = False
-        async for raw_line in resp.content:
-            line = raw_line.decode("utf-8", errors="replace").strip()
+        invalid = 0
+        async for raw_line in reply.lines():
+            line, bad = decode(raw_line)
+            line = line.strip()
             if not line.startswith("data:"):
                 continue
+            invalid += bad
             lines.append(line)
             payload = line[5:].strip()
             if payload == "[DONE]":
@@ -140,6 +144,7 @@ class OpenAIChatTarget:
                             raw=raw)
         rep = self._read(data, raw, entry)
         rep.ttft_s = ttft if ttft is not None else time.perf_counter() - t0
+        rep.invalid_text += invalid
         return rep
 
     def _read_whole(self, text: str, entry: str) -> TargetReply:

@@ -1,18 +1,24 @@
 """The recorded replies of targets (stdlib sqlite3), keyed by target identity + request.
 
-Every final reply of a live run is stored (its raw text masked), so ``--replay`` re-scores a
-run without calling the target and gets the same values, and ``--resume`` asks the target
-only what it has not answered yet. The file is ``targets.sqlite`` in the cache directory
+Every final reply of a live run is stored, so ``--replay`` re-scores a run without calling the
+target and gets the same values, and ``--resume`` asks the target only what it has not
+answered yet. What is stored is masked (:func:`masked`): every secret value wherever it
+appears — the raw reply, the answer, contexts, ids, metadata keys and values, a header's
+value, an error's detail — so a target that echoes its key back leaves no trace of it. It is
+strict JSON: a number that is not finite (``NaN`` in a reply) is stored as ``null`` (a score
+read back as NaN, so a replay scores the same). The file is ``targets.sqlite`` in the cache directory
 (``$RAGMETER_CACHE_DIR``, else ``~/.cache/ragmeter``) unless a path is given.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from ragmeter.paths import default_cache_dir
 from ragmeter.secrets import mask
@@ -47,15 +53,20 @@ class ReplyStore:
         if row is None:
             return None
         rep = TargetReply.from_dict(json.loads(row[0]))
+        if rep.scores is not None:   # a NaN score was stored as null
+            rep.scores = [math.nan if x is None else x for x in rep.scores]
         rep.recorded = True
         return rep
 
-    def put(self, key: str, target: str, reply: TargetReply) -> None:
-        d = reply.to_dict()
+    def put(self, key: str, target: str, reply: TargetReply, *,
+            is_masked: bool = False) -> None:
+        """Store ``reply`` (masked now unless ``is_masked`` says :func:`masked` ran)."""
+        d = _strict((reply if is_masked else masked(reply)).to_dict())
         d.pop("recorded", None)
+        text = json.dumps(d, ensure_ascii=False, allow_nan=False)
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?, ?, ?)",
-                             (key, target, json.dumps(d, ensure_ascii=False), time.time()))
+                             (key, target, text, time.time()))
             self._db.commit()
 
     def count(self, target: str | None = None) -> int:
@@ -70,13 +81,41 @@ class ReplyStore:
             self._db.close()
 
 
+#: the reply's fields that hold what the target said (every string in them is masked)
+_TEXT_FIELDS = ("answer", "contexts", "context_ids", "doc_ids", "metadata", "raw", "detail",
+                "version")
+
+
 def masked(reply: TargetReply) -> TargetReply:
-    """The reply with its raw text and error detail masked (what is stored and shown)."""
-    if reply.raw:
-        reply.raw = mask(reply.raw)
-    if reply.detail:
-        reply.detail = mask(reply.detail)
+    """The reply (in place) with every secret value masked wherever it appears: its raw
+    text, answer, contexts, ids, metadata (keys and values), version and error detail —
+    what is stored and shown."""
+    for name in _TEXT_FIELDS:
+        value = getattr(reply, name)
+        if value:
+            setattr(reply, name, _mask_all(value))
     return reply
+
+
+def _mask_all(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {_mask_all(k): _mask_all(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_mask_all(v) for v in value]
+    return value
+
+
+def _strict(value: Any) -> Any:
+    """``value`` with every number that is not finite (NaN, infinities) as None: strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strict(v) for v in value]
+    return value
 
 
 __all__ = ["ReplyStore", "default_path", "masked"]

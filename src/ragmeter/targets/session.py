@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, WorkFailedError
 from ragmeter.results.records import EvalResult
-from ragmeter.targets.base import KINDS, Target, TargetReply
+from ragmeter.targets.base import KINDS, Target, TargetReply, TargetRequest
 from ragmeter.targets.calls import TargetCaller, make_caller
 from ragmeter.targets.config import TargetConfig, load_target
 from ragmeter.targets.conformance import Conformance
@@ -52,6 +53,11 @@ def waves(samples: Sequence[Sample]) -> list[list[int]]:
                 out.append([])
             out[t].append(i)
     return [w for w in out if w]
+
+
+def _conversations(samples: Sequence[Sample]) -> bool:
+    """Whether any sample is a turn of a conversation (has a session id)."""
+    return any(s.metadata and s.metadata.get("session_id") is not None for s in samples)
 
 
 def _turn(sample: Sample, index: int) -> tuple[int, int]:
@@ -118,6 +124,8 @@ class TargetSession:
         self.conformance = Conformance(self.config)
         #: invalid characters replaced by U+FFFD in this session's replies
         self.invalid_text = 0
+        #: per entry, the requests sent ahead and their future (see :meth:`call`)
+        self._ahead: dict[str, list[tuple[list[TargetRequest], Future[list[TargetReply]]]]] = {}
 
     @property
     def name(self) -> str:
@@ -145,7 +153,7 @@ class TargetSession:
 
     def call(self, samples: Sequence[Sample], entry: str, *, k: int | None = None,
              contexts: Sequence[Sequence[str]] | None = None, final: bool = True,
-             known: set[str] | None = None) -> list[Sample]:
+             known: set[str] | None = None, ahead: Sequence[Sample] = ()) -> list[Sample]:
         """Ask the target about every sample through ``entry``; the samples filled.
 
         The turns of one conversation (samples sharing ``metadata["session_id"]``) are sent
@@ -153,30 +161,93 @@ class TargetSession:
         conversations run in parallel (:func:`waves`). The replies then go through the
         mapping checks of :class:`~ragmeter.targets.conformance.Conformance`: ``final`` says
         this is the run's last call for the entry; ``known``: the ids a returned id may meet
-        (given where returned ids are scored) — a rule that meets none fails the run."""
+        (given where returned ids are scored) — a rule that meets none fails the run.
+
+        ``ahead``: the samples the next calls will ask about (the runner's next batches, in
+        batches the size of this one): their requests are sent now, behind these, and their
+        replies are ready — or on their way — when those calls come, instead of the target
+        idling while this batch is scored and saved.
+        Only for kinds that keep their connections, and never for conversations (their
+        turns wait for each other) or given contexts."""
         self._check_entry(entry)
         samples = list(samples)
         if not samples:
             return []
+        try:
+            done = self._ask(samples, entry, k, contexts, ahead)
+        except BaseException:
+            self._drop_ahead()
+            raise
+        assert len(done) == len(samples)
+        self.replies.setdefault(entry, []).extend(
+            (s.id, r) for s, r in zip(samples, done, strict=True))
+        try:
+            self._raise_if_down(done)
+            self._count_invalid(done)
+            filled = apply_replies(samples, done, entry, self.config)
+            self.conformance.observe(entry, done)
+            if known is not None:
+                self.conformance.observe_ids(entry, samples, done, known)
+            self.conformance.check(final=final)
+        except BaseException:
+            self._drop_ahead()
+            raise
+        return filled
+
+    def _ask(self, samples: list[Sample], entry: str, k: int | None,
+             contexts: Sequence[Sequence[str]] | None,
+             ahead: Sequence[Sample]) -> list[TargetReply]:
+        """The replies to ``samples`` (those sent ahead when they are these), sending
+        ``ahead`` behind them."""
         reqs = build_requests(samples, entry, k=k, contexts=contexts)
+        queue = self._ahead.pop(entry, [])
+        sent = queue.pop(0)[1] if queue and queue[0][0] == reqs else None
+        if sent is None:                  # the runner asked for other samples
+            _cancel(queue)
+            queue = []
+        if sent is None and not _conversations(samples):
+            sent = self.caller.start(reqs)
+        if sent is not None and ahead and contexts is None and not _conversations(ahead):
+            queue = self._send_ahead(queue, list(ahead), len(samples), entry, k)
+            if queue:
+                self._ahead[entry] = queue
+        else:
+            _cancel(queue)
+        if sent is not None:
+            return self.caller.wait(sent)
         replies: list[TargetReply | None] = [None] * len(reqs)
         for wave in waves(samples):
             got = self.caller.call_many([reqs[i] for i in wave])
             self._raise_if_down(got)       # a target that is down: no more waves
             for i, rep in zip(wave, got, strict=True):
                 replies[i] = rep
-        done = [r for r in replies if r is not None]
-        assert len(done) == len(samples)
-        self.replies.setdefault(entry, []).extend(
-            (s.id, r) for s, r in zip(samples, done, strict=True))
-        self._raise_if_down(done)
-        self._count_invalid(done)
-        filled = apply_replies(samples, done, entry, self.config)
-        self.conformance.observe(entry, done)
-        if known is not None:
-            self.conformance.observe_ids(entry, samples, done, known)
-        self.conformance.check(final=final)
-        return filled
+        return [r for r in replies if r is not None]
+
+    def _send_ahead(self, queue: list[tuple[list[TargetRequest], Future[list[TargetReply]]]],
+                    ahead: list[Sample], size: int, entry: str, k: int | None
+                    ) -> list[tuple[list[TargetRequest], Future[list[TargetReply]]]]:
+        """``ahead`` in batches of ``size``, each sent unless ``queue`` (what was sent ahead
+        before, in order) already holds it; what no longer fits is cancelled."""
+        out: list[tuple[list[TargetRequest], Future[list[TargetReply]]]] = []
+        for start in range(0, len(ahead), size):
+            later = build_requests(ahead[start:start + size], entry, k=k)
+            if queue and queue[0][0] == later:
+                out.append(queue.pop(0))
+                continue
+            _cancel(queue)
+            queue = []
+            future = self.caller.start(later)
+            if future is None:
+                break
+            out.append((later, future))
+        _cancel(queue)
+        return out
+
+    def _drop_ahead(self) -> None:
+        """Cancel the calls sent ahead (the run stops, or asked for something else)."""
+        for queue in self._ahead.values():
+            _cancel(queue)
+        self._ahead.clear()
 
     def _count_invalid(self, replies: Sequence[TargetReply]) -> None:
         bad = [r.invalid_text for r in replies if r.invalid_text]
@@ -213,9 +284,21 @@ class TargetSession:
         return latency_result(ids, reps, self.target.signature, seed=seed,
                               name=f"{self.name}:latency", entry=entry)
 
+    def release(self) -> None:
+        """Close the connections kept open between calls (the next call opens new ones)
+        and cancel what was sent ahead."""
+        self._drop_ahead()
+        self.caller.close()
+
     def close(self) -> None:
+        self.release()
         if self.store is not None:
             self.store.close()
+
+
+def _cancel(queue: Sequence[tuple[Any, Future[list[TargetReply]]]]) -> None:
+    for _, future in queue:
+        future.cancel()
 
 
 __all__ = ["TargetSession", "TargetUnreachableError", "check_targets", "make_target", "waves"]

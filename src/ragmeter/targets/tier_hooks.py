@@ -82,6 +82,23 @@ def _final(ctx: Any, samples: Sequence[Sample]) -> bool:
     return not every or not samples or samples[-1].id == every[-1].id
 
 
+#: batches of a target's calls sent ahead of the one being scored: two keep the target
+#: busy through a slow save or scoring of one batch (a journal's fsync on a loaded disk)
+AHEAD_BATCHES = 2
+
+
+def _next(ctx: Any, samples: Sequence[Sample]) -> list[Sample]:
+    """The samples of the runner's next :data:`AHEAD_BATCHES` batches, as far as the tier's
+    samples tell: as many per batch as this batch has, after its last one (sent ahead: see
+    ``TargetSession.call``)."""
+    every = getattr(ctx, "all_samples", None)
+    if not every or not samples:
+        return []
+    last = samples[-1].id
+    pos = next((i for i, s in enumerate(every) if s.id == last), None)
+    return [] if pos is None else list(every[pos + 1:pos + 1 + AHEAD_BATCHES * len(samples)])
+
+
 def _known(ctx: Any, samples: Sequence[Sample]) -> set[str]:
     """The ids a returned id may meet: the tier's gold ids and the configured corpus'."""
     extra: list[str] = []
@@ -112,8 +129,13 @@ def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
             out.append(score(_stand_ins(samples, use), name, session.signature_fields()))
             continue
         before = len(session.replies.get(use, []))
-        filled = session.call(samples, use, k=k, contexts=contexts,
-                              final=_final(ctx, samples), known=known)
+        final = _final(ctx, samples)
+        try:
+            filled = session.call(samples, use, k=k, contexts=contexts, final=final,
+                                  known=known, ahead=() if final else _next(ctx, samples))
+        finally:
+            if final:    # the tier's last batch: its connections are not needed any more
+                session.release()
         for asked, s in zip(samples, filled, strict=True):
             ctx.annotate(s.id, f"target:{name}:{use}", shown_call(asked, s))
         res = score(filled, name, session.signature_fields())

@@ -8,6 +8,14 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.batch_files import (
+    JudgeBatchOpt,
+    batch_command,
+    collects,
+    parse_judge_batch,
+    round_metrics,
+    write_slice,
+)
 from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
 from ragmeter.cli.lazy import group
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
@@ -109,6 +117,7 @@ def register(app: typer.Typer) -> None:
         target: TargetOpt = None,
         target_entry: TargetEntryOpt = None,
         replay: ReplayOpt = False,
+        judge_batch: JudgeBatchOpt = None,
     ) -> None:
         """Score generation metrics and print metric, mean, CI, n, n_unscored and reasons.
 
@@ -120,21 +129,26 @@ def register(app: typer.Typer) -> None:
           ragmeter score generation --samples answers.jsonl --metrics rouge_l,bleu
 
           ragmeter score generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
+
+          ragmeter score generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --judge-batch write judge-batches
         """
 
         from ragmeter.generation.evaluate import evaluate_generation
 
+        batch = parse_judge_batch(judge_batch, estimate=estimate,
+                                  budget=max_cost is not None or max_calls is not None)
         common.parse_fraction(max_unscored)
         slice_spec = slicing.spec_of(by, min_n)
-        _loaded, items, filled = _load(samples, skip_invalid, data_format, column_map, target,
-                                       target_entry, replay, estimate)
+        _loaded, items, filled = (None, [], None) if collects(batch) else _load(
+            samples, skip_invalid, data_format, column_map, target, target_entry, replay,
+            estimate)   # a collect reads result files, no samples
         cfg = judge.config_or_none(language=language)
         if cfg is not None and not estimate:
             judge.check_reachable([cfg])
-        metric_list = _metric_list(metrics)
+        metric_list = round_metrics(batch, _metric_list(metrics))   # a round: judged ones
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
-            else None
+            and batch is None else None
 
         def work() -> Any:
             llm = None
@@ -147,9 +161,11 @@ def register(app: typer.Typer) -> None:
                 return evaluate_generation(
                     items, metric_list, judge=llm, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
-                    batch_size=batch_size if sink is not None else None,
+                    batch_size=batch_size if sink is not None else write_slice(batch, len(items)),
                     on_batch=sink.write if sink is not None else None)
 
+        if batch is not None:
+            return batch_command(work, cfg, batch)
         from ragmeter.cli.cost_options import CostOptions, run_costed
 
         try:
@@ -170,12 +186,7 @@ def register(app: typer.Typer) -> None:
             finish(result, filled, seed=seed)
         console = common.human_console()
         console.print(_table(result))
-        for skip in result.meta.get("skipped_metrics", ()):
-            if not common.state().quiet:
-                common.err_console().print(
-                    f"note: skipped {skip['metric']} (a default metric): {skip['reason']}. "
-                    "Name it in --metrics to make its absence an error.",
-                    highlight=False, markup=False)
+        _note_skipped(result)
         _print_calls(result.meta.get("judge_calls"), console)
         if slice_spec is not None:
             slicing.slice_and_show(result, items, slice_spec, console)
@@ -184,6 +195,16 @@ def register(app: typer.Typer) -> None:
             common.err_console().print(f"partly unscored: {line}", highlight=False,
                                        markup=False)
         report_lost(common.results_of(result), max_lost)
+
+
+def _note_skipped(result: Any) -> None:
+    """A note per default metric skipped (it cannot run here)."""
+    for skip in result.meta.get("skipped_metrics", ()):
+        if not common.state().quiet:
+            common.err_console().print(
+                f"note: skipped {skip['metric']} (a default metric): {skip['reason']}. "
+                "Name it in --metrics to make its absence an error.",
+                highlight=False, markup=False)
 
 
 def _print_calls(calls: dict[str, Any] | None, console: Any) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
 
 from ragmeter.cli.lazy import group
@@ -29,14 +32,26 @@ def mock_judge_command(
                                             help="Reject response_format like servers "
                                                  "without structured output."),
     seed: int = typer.Option(0, "--seed", help="Seed of the fault draws."),
+    run_batch: Optional[Path] = typer.Option(  # noqa: B008, UP045 - typer
+        None, "--run-batch", help="Offline: answer every line of this OpenAI Batch input "
+        "file (e.g. a round of --judge-batch write) and write vllm run-batch's output shape "
+        "to --output, then exit."),
+    output: Optional[Path] = typer.Option(  # noqa: B008, UP045 - typer
+        None, "--output", help="Output file of --run-batch."),
 ) -> None:
     """Serve a fake OpenAI-compatible judge until Ctrl+C; GET /stats shows counters.
 
     Point a judge config at it with base_url http://127.0.0.1:PORT/v1 (any API key).
 
+    It also serves an OpenAI-compatible Batch API (POST /v1/files, POST /v1/batches, GET
+    /v1/batches/{id}, GET /v1/files/{id}/content): `ragmeter judge batch submit --url` works
+    against it.
+
     Examples:
 
       ragmeter serve mock-judge --port 8766 --latency-ms 0
+
+      ragmeter serve mock-judge --run-batch batches/round-01/judge.001.jsonl --output out.jsonl --latency-ms 0
     """
     from ragmeter.judges.mock_server import FAULT_KINDS, MockConfig, serve_forever
 
@@ -52,6 +67,19 @@ def mock_judge_command(
                      fault_kinds=kinds or ("500",), max_concurrency=max_concurrency or None,
                      reject_over_cap=reject_over_cap, retry_after_s=retry_after_s, hang_s=hang_s,
                      supports_response_format=not no_response_format, seed=seed)
+
+    if (run_batch is None) != (output is None):
+        raise UsageError("--run-batch" if run_batch is None else "--output",
+                         "--run-batch and --output go together")
+    if run_batch is not None and output is not None:
+        from ragmeter.judges.mock_batches import run_batch_file
+
+        if not run_batch.is_file():
+            raise UsageError("--run-batch", f"no such file: {run_batch}")
+        counts = run_batch_file(run_batch, output, cfg)
+        typer.echo(f"{counts['requests']} requests answered ({counts['ok']} ok, "
+                   f"{counts['failed']} failed) into {output}", err=True)
+        return
 
     def ready(srv: object) -> None:
         base = getattr(srv, "base_url", "")

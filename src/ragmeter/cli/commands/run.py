@@ -10,6 +10,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.batch_files import JudgeBatchOpt
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
 from ragmeter.cli.judge_options import CheckJudgeOpt
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost_run
@@ -79,6 +80,27 @@ def _run(cfg: Any, url: str, tier: list[str] | None, limit: int | None, resume: 
             plain.close()
 
 
+def _judge_batch(cfg: Any, batch: tuple[str, Path], tier: list[str] | None,
+                 limit: int | None, out: Any) -> None:
+    """``--judge-batch``: the run planned without storing it, its judges writing or
+    collecting batch files; a tier that could not run is named."""
+    from ragmeter.cli.batch_files import command_line, run_batch_files
+    from ragmeter.runner.costing import dry_run
+
+    if not getattr(cfg, "judges", None):
+        raise RagmeterError("--judge-batch: the config has no judge ('judges:')")
+    run = run_batch_files(lambda: dry_run(cfg, tiers=tier or None, limit=limit), cfg.judges,
+                          batch, command=command_line(),
+                          echo=lambda text: out.print(text, highlight=False, markup=False))
+    from ragmeter.judges.batchfiles import PENDING
+
+    for name, rec in getattr(run, "tiers", {}).items():
+        # a tier whose values all wait for batch results is how a written round looks
+        if rec.status == "error" and PENDING not in (rec.reason or ""):
+            out.print(f"  note: tier {name} did not run: {rec.reason}", highlight=False,
+                      markup=False)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
@@ -115,6 +137,7 @@ def register(app: typer.Typer) -> None:
         replay: Annotated[bool, typer.Option(
             "--replay", help="Re-score the targets' recorded replies, calling none of them "
             "(the config's target: / targets:).")] = False,
+        judge_batch: JudgeBatchOpt = None,
     ) -> None:
         """Run the tiers of a benchmark config and save the run to the results store.
 
@@ -164,6 +187,14 @@ def register(app: typer.Typer) -> None:
                                                                markup=False))
             for line in plan_lines(target_calls):
                 out.print(line, highlight=False, markup=False)
+
+        from ragmeter.cli.batch_files import parse_judge_batch
+
+        batch = parse_judge_batch(judge_batch, estimate=estimate,
+                                  budget=max_cost is not None or max_calls is not None)
+        if batch is not None:
+            _judge_batch(cfg, batch, tier, limit, out)
+            return
 
         def work() -> Any:
             preflight(cfg, url)
