@@ -142,7 +142,7 @@ def register(app: typer.Typer) -> None:
         _loaded, items, filled = (None, [], None) if collects(batch) else _load(
             samples, skip_invalid, data_format, column_map, target, target_entry, replay,
             estimate)   # a collect reads result files, no samples
-        cfg = judge.config_or_none(language=language)
+        cfg = judge.config_or_none(language=language, name="judge")
         if cfg is not None and not estimate:
             judge.check_reachable([cfg])
         metric_list = round_metrics(batch, _metric_list(metrics))   # a round: judged ones

@@ -55,7 +55,7 @@ def judge_pipeline_command(
         from ragmeter.judges import make_judge
 
         template = read_text(prompt)
-        cfg = judge.config_or_none()
+        cfg = judge.config_or_none(name="judge")
         if cfg is None:
             raise UsageError("--judge-config", "--prompt needs a judge: --judge-config, or "
                              "--judge-url with --judge-model")

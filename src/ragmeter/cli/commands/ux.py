@@ -65,7 +65,7 @@ def ux_command(
             raise UsageError("--threshold", f"must be a number or 'auto', got {threshold!r}"
                               ) from None
     llm = None
-    judge_cfg = judge.config_or_none()
+    judge_cfg = judge.config_or_none(name="judge")
     if judge_cfg is not None:
         from ragmeter.judges import make_judge
 
