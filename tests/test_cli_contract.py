@@ -219,7 +219,7 @@ def test_help_mentions_only_existing_commands() -> None:
     tree = cli.click_command()
     leaves = _leaves(tree)
     groups = {p[0] for p, _ in leaves if len(p) > 1}
-    known = {" ".join(p) for p, _ in leaves} | {p[0] for p, _ in leaves}
+    known = {" ".join(p[:i]) for p, _ in leaves for i in range(1, len(p) + 1)}  # + subgroups
     for path, cmd in leaves:
         for ref in re.findall(r"`ragmeter ([a-z][a-z0-9-]*(?: [a-z][a-z0-9-]*)?)",
                               getattr(cmd, "help", None) or ""):
