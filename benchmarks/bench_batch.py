@@ -17,7 +17,7 @@ are its own: ``write`` (the command's plan with the batch judge, files written),
 (the fake server's offline ``vllm run-batch``-shaped runner: not the client's work, shown for
 scale), ``collect`` (result lines into the judge cache), the ordinary run from the cache (must
 make 0 calls), and the online run of the same plan against the fake server in another process
-(the client's CPU and RSS only); ``ragmeter generation --out`` over the cache as a user runs
+(the client's CPU and RSS only); ``ragmeter score generation --out`` over the cache as a user runs
 it (a subprocess: per-sample records streamed batch by batch). The values of the ordinary run
 after the batch cycle are
 compared with the online run's (they must be identical). Targets: writing + collecting ≤ 30 s
@@ -160,7 +160,7 @@ def _line(label: str, r: dict[str, Any], extra: str = "") -> str:
 
 
 def cli_out_run(plan: str, samples: int, base: Path) -> dict[str, Any]:
-    """``ragmeter generation --out`` over the batch cycle's cache, as a user runs it: per-sample
+    """``ragmeter score generation --out`` over the batch cycle's cache, as a user runs it: per-sample
     records appended batch by batch; its CPU seconds and peak RSS (the whole process)."""
     import subprocess
 
@@ -173,7 +173,7 @@ def cli_out_run(plan: str, samples: int, base: Path) -> dict[str, Any]:
                                 ensure_ascii=False) + "\n")
     out = base / "scored.json"
     env = {**os.environ, "RAGMETER_CACHE_DIR": str(base / "cache"), "COLUMNS": "200"}
-    cmd = [sys.executable, "-m", "ragmeter", "generation", "-s", str(path), "-m",
+    cmd = [sys.executable, "-m", "ragmeter", "score", "generation", "-s", str(path), "-m",
            ",".join(_metrics(plan)), "--judge-backend", "mock", "--judge-url",
            "http://127.0.0.1:9/v1", "--judge-model", "mock", "--judge-key-env", "",
            "--out", str(out), "-q"]
@@ -259,7 +259,7 @@ def main() -> None:
     ap.add_argument("--no-final", action="store_true",
                     help="stop after the batch cycle (no run from the cache, no online run)")
     ap.add_argument("--no-cli-out", action="store_true",
-                    help="skip the `ragmeter generation --out` run from the cache")
+                    help="skip the `ragmeter score generation --out` run from the cache")
     ap.add_argument("--json", type=Path, help="Also write the figures here.")
     args = ap.parse_args()
     print(f"# bench_batch.py {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPU(s), load "

@@ -1,4 +1,4 @@
-"""Trace import at scale: CPU seconds, peak RSS and output size of ``ragmeter import``.
+"""Trace import at scale: CPU seconds, peak RSS and output size of ``ragmeter traces import``.
 
 Generates its own files (nothing downloaded):
 
@@ -137,12 +137,13 @@ def write_session(path: Path, turns: int) -> None:
 
 
 def run_import(src: Path, out: Path, fmt: str) -> dict[str, float]:
-    """``ragmeter import`` in a child; its own CPU seconds and peak RSS (``os.wait4`` gives the
+    """``ragmeter traces import`` in a child; its own CPU seconds and peak RSS (``os.wait4`` gives the
     rusage of that child alone) and the output's size."""
     t = time.perf_counter()
     err = out.with_suffix(".stderr")
     with err.open("w") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "ragmeter.cli.app", "import", str(src),
+        proc = subprocess.Popen([sys.executable, "-m", "ragmeter.cli.app", "traces", "import",
+                                 str(src),
                                  "--format", fmt, "--out", str(out)], stdout=fh, stderr=fh,
                                 env={**os.environ, "PYTHONPATH": str(
                                     Path(__file__).resolve().parents[1] / "src")})

@@ -1,17 +1,17 @@
-"""Benchmark: streaming and bounded memory of ``ragmeter retrieval`` on large files.
+"""Benchmark: streaming and bounded memory of ``ragmeter score retrieval`` on large files.
 
 Two scenarios, each tool run in its own process under ``/usr/bin/time -v`` (wall time and peak
 RSS as the kernel reports them; medians over ``--repeat`` runs):
 
 1. **TREC file → metrics**: a generated run of ``--queries`` queries × ``--depth`` documents
-   (10,000,000 lines by default) and its qrels, evaluated by ``ragmeter retrieval --qrels --run
+   (10,000,000 lines by default) and its qrels, evaluated by ``ragmeter score retrieval --qrels --run
    --ties trec`` and by the trec_eval C binary (``-q``, same measures). Per-query values are
    compared to 4 decimals. trec_eval is built from the source in ``--trec-eval-src`` (default:
    ``../shared/bench/trec_eval`` next to the repository, or ``$TREC_EVAL_SRC``) with ``make`` in
    a temporary directory; without a C compiler or the source the comparison is skipped with a
    message. Targets: ragmeter ≥ 3× faster than trec_eval, peak RSS ≤ trec_eval's.
 2. **Evalset → metrics**: generated evalset files of ``--evalset-lines`` lines (100k, 300k, 1M by
-   default; 10 retrieved ids, 2 gold documents per question) through ``ragmeter retrieval
+   default; 10 retrieved ids, 2 gold documents per question) through ``ragmeter score retrieval
    --evalset ... --out result.json --csv per_query.csv`` with five metrics (each with its
    bootstrap CI; every per-query record written, as users write them). Targets: peak RSS under 2 GiB at 1M lines, and linear time (seconds per 100k
    lines roughly constant).
@@ -130,7 +130,7 @@ def build_trec_eval(src: Path, work: Path) -> Path | None:
 
 
 def ragmeter_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "ragmeter", "retrieval", *args]
+    return [sys.executable, "-m", "ragmeter", "score", "retrieval", *args]
 
 
 def env_with_src() -> dict[str, str]:
@@ -200,7 +200,7 @@ def trec_scenario(args: argparse.Namespace, work: Path) -> None:
 
 def evalset_scenario(args: argparse.Namespace, work: Path) -> None:
     sizes = [int(x) for x in args.evalset_lines.split(",") if x]
-    print("== evalset -> ragmeter retrieval --evalset")
+    print("== evalset -> ragmeter score retrieval --evalset")
     env = env_with_src()
     rows = []
     for n in sizes:

@@ -1,4 +1,4 @@
-"""Benchmark: ``ragmeter retrieval --qrels --run`` against the trec_eval C binary, from files.
+"""Benchmark: ``ragmeter score retrieval --qrels --run`` against the trec_eval C binary, from files.
 
 Whole processes, run in turn (ragmeter, trec_eval as released, trec_eval with a linear lookup,
 then again), the same five measures (``ndcg_cut.10``, ``recip_rank``, ``recall.10``, ``P.10``,

@@ -132,8 +132,8 @@ def build_cases(root: Path) -> list[Case]:
 
     # ---- samples loader through two commands (retrieval needs a ranking: the records have it)
     def samples_cmds(p: Path) -> list[list[str]]:
-        return [["retrieval", "--samples", str(p), "-q"],
-                ["generation", "--samples", str(p), "--metrics", "rouge_1", "-q"]]
+        return [["score", "retrieval", "--samples", str(p), "-q"],
+                ["score", "generation", "--samples", str(p), "--metrics", "rouge_1", "-q"]]
 
     for name, data, reject in _variants_text(jsonl(SAMPLES)):
         p = b.file(".jsonl", data)
@@ -242,23 +242,23 @@ def build_cases(root: Path) -> list[Case]:
                                                "gold_chunk_ids", "type")} for r in SAMPLES]
     for name, data, reject in _variants_text(jsonl(ev)):
         p = b.file(".jsonl", data)
-        b.add("evalset:bytes", name, ["retrieval", "--evalset", str(p), "--run", str(run_file),
-                                      "-q"], reject, p.name if reject else None)
+        b.add("evalset:bytes", name, ["score", "retrieval", "--evalset", str(p), "--run",
+                                      str(run_file), "-q"], reject, p.name if reject else None)
     for fld in ("id", "question", "gold_doc_ids", "gold_chunk_ids", "type"):
         for value in WRONG_VALUES:
             rows = json.loads(json.dumps(ev))
             rows[0][fld] = value
             p = b.file(".jsonl", jsonl(rows))
             b.add("evalset:types", f"{fld}={json.dumps(value)}",
-                  ["retrieval", "--evalset", str(p), "--run", str(run_file), "-q"], False)
+                  ["score", "retrieval", "--evalset", str(p), "--run", str(run_file), "-q"], False)
     neg = b.file(".jsonl", jsonl([{"id": "n", "question": "q", "type": "negative",
                                    "gold_doc_ids": ["d"]}]))
-    b.add("evalset:rules", "negative with gold", ["retrieval", "--evalset", str(neg), "--run",
-                                                  str(run_file)], True, "negative")
+    b.add("evalset:rules", "negative with gold", ["score", "retrieval", "--evalset", str(neg),
+                                                  "--run", str(run_file)], True, "negative")
 
     # ---- qrels / run (TREC and JSON)
     def rr(q: Path, r: Path) -> list[str]:
-        return ["retrieval", "--qrels", str(q), "--run", str(r), "-q"]
+        return ["score", "retrieval", "--qrels", str(q), "--run", str(r), "-q"]
 
     for name, data, reject in _variants_text(QRELS):
         p = b.file(".txt", data)
@@ -296,11 +296,11 @@ def build_cases(root: Path) -> list[Case]:
     # ---- judge-pipeline items
     for name, data, reject in _variants_text(jsonl(PIPE)):
         p = b.file(".jsonl", data)
-        b.add("pipeline:bytes", name, ["judge-pipeline", str(p), "-q"], reject,
+        b.add("pipeline:bytes", name, ["judge", "pipeline", str(p), "-q"], reject,
               p.name if reject else None)
     for name, data, reject in _variants_text(json.dumps(PIPE, separators=(",", ":"))):
         p = b.file(".json", data)
-        b.add("pipeline-json:bytes", name, ["judge-pipeline", str(p), "-q"], reject,
+        b.add("pipeline-json:bytes", name, ["judge", "pipeline", str(p), "-q"], reject,
               p.name if reject else None)
     for fld in ("ground_truth_show", "predicted_show", "predicted_score", "id", "context",
                 "question"):
@@ -308,7 +308,7 @@ def build_cases(root: Path) -> list[Case]:
             rows = json.loads(json.dumps(PIPE))
             rows[0][fld] = value
             p = b.file(".jsonl", jsonl(rows))
-            b.add("pipeline:types", f"{fld}={json.dumps(value)}", ["judge-pipeline", str(p),
+            b.add("pipeline:types", f"{fld}={json.dumps(value)}", ["judge", "pipeline", str(p),
                                                                   "-q"], False)
 
     # ---- benchmark configs (YAML)
@@ -357,11 +357,11 @@ def build_cases(root: Path) -> list[Case]:
     items_f = b.file(".jsonl", items)
     for name, text in judge_bad:
         p = b.file(".yaml", text)
-        b.add("judge-config", name, ["judge-pipeline", str(items_f), "--prompt", str(prompt),
+        b.add("judge-config", name, ["judge", "pipeline", str(items_f), "--prompt", str(prompt),
                                      "--judge-config", str(p), "-q"], True)
     bad_prompt = b.file(".txt", "no placeholders here")
     b.add("judge-config", "prompt without placeholders",
-          ["judge-pipeline", str(items_f), "--prompt", str(bad_prompt), "--judge-url",
+          ["judge", "pipeline", str(items_f), "--prompt", str(bad_prompt), "--judge-url",
            "http://127.0.0.1:9/v1", "--judge-model", "m"], True, "placeholder")
 
     # ---- bad option values, per command
@@ -379,9 +379,8 @@ def build_cases(root: Path) -> list[Case]:
     }
     for opt, values in opt_values.items():
         for v in values:
-            argv = ["retrieval", "--samples", str(samples_ok), opt, v, "-q"]
-            b.add("options:retrieval", f"{opt} {v!r}", argv, opt not in ("--score-threshold",)
-                  or v == "x")
+            argv = ["score", "retrieval", "--samples", str(samples_ok), opt, v, "-q"]
+            b.add("options:retrieval", f"{opt} {v!r}", argv, opt != "--score-threshold" or v == "x")
     gen_opts = {"--metrics": ["", "nope", "rouge_l(stem=xx)", "bleu(tokenize=zz)", "((("],
                 "--max-unscored": ["2", "-1", "x"], "--judge-concurrency": ["0", "-3", "x"],
                 "--judge-timeout": ["0", "-1", "x"], "--judge-backend": ["nope"],
@@ -389,7 +388,7 @@ def build_cases(root: Path) -> list[Case]:
                 "--judge-model": ["m"]}
     for opt, values in gen_opts.items():
         for v in values:
-            argv = ["generation", "--samples", str(samples_ok), opt, v, "-q"]
+            argv = ["score", "generation", "--samples", str(samples_ok), opt, v, "-q"]
             b.add("options:generation", f"{opt} {v!r}", argv, opt != "--language")
     run_opts = {"--limit": ["0", "-1", "x"], "--tier": ["nope"], "--resume": ["no-such-run"],
                 "--max-unscored": ["5"], "--store": ["mysql+nope://x/y", "sqlite:////no/dir/x"]}
@@ -398,18 +397,18 @@ def build_cases(root: Path) -> list[Case]:
     for opt, values in run_opts.items():
         for v in values:
             b.add("options:run", f"{opt} {v!r}", ["run", str(good_cfg), opt, v, "-q"], True)
-    for argv in (["check", "nope-run", "--min", "x"], ["check", str(samples_ok), "--min", "a=b"],
-                 ["compare", "a", "b", "--method", "magic"], ["compare", "a", "b",
-                                                              "--n-resamples", "5"],
+    for argv in (["gate", "nope-run", "--min", "x"], ["gate", str(samples_ok), "--min", "a=b"],
+                 ["compare", "a", "b", "--method", "magic"],
+                 ["compare", "a", "b", "--n-resamples", "5"],
                  ["report", "nope", "--format", "pdf"], ["runs", "show", "nope-run-id"],
-                 ["judge-pipeline", str(items_f), "--prompt", "missing.txt"],
-                 ["judge-pipeline", str(items_f), "--judge-url", "http://x"],
-                 ["judge-pipeline", str(items_f), "--strict-reply", "--max-unscored", "3"],
-                 ["judge-pipeline"], ["retrieval"], ["generation"], ["run"], ["--bogus"],
-                 ["retrieval", "--qrels", str(qrels)], ["retrieval", "--evalset", str(samples_ok),
-                                                        "--samples", str(samples_ok)],
-                 ["retrieval", "--samples", str(samples_ok), "--doc-map", str(samples_ok)],
-                 ["retrieval", "--samples", str(samples_ok), "--doc-map", "missing.json"]):
+                 ["judge", "pipeline", str(items_f), "--prompt", "missing.txt"],
+                 ["judge", "pipeline", str(items_f), "--judge-url", "http://x"],
+                 ["judge", "pipeline", str(items_f), "--strict-reply", "--max-unscored", "3"],
+                 ["judge", "pipeline"], ["score", "retrieval"], ["score", "generation"], ["run"],
+                 ["--bogus"], ["score", "retrieval", "--qrels", str(qrels)],
+                 ["score", "retrieval", "--evalset", str(samples_ok), "--samples", str(samples_ok)],
+                 ["score", "retrieval", "--samples", str(samples_ok), "--doc-map", str(samples_ok)],
+                 ["score", "retrieval", "--samples", str(samples_ok), "--doc-map", "missing.json"]):
         b.add("options:misc", " ".join(argv)[:60], list(argv), True)
     build_edge_cases(b)
     return b.cases
@@ -426,53 +425,56 @@ def build_edge_cases(b: Builder) -> None:
 
     bad_all = b.file(".jsonl", jsonl([{**SAMPLES[0], "question": ["x"]},
                                       {**SAMPLES[1], "question": 3}]))
-    for cmd in (["generation", "--metrics", "rouge_1"], ["retrieval"]):
-        add(f"{cmd[0]} --skip-invalid, every record invalid",
-            [cmd[0], "--samples", str(bad_all), *cmd[1:], "--skip-invalid", "-q"],
+    for cmd in (["score", "generation", "--metrics", "rouge_1"], ["score", "retrieval"]):
+        add(f"{cmd[1]} --skip-invalid, every record invalid",
+            [*cmd[:2], "--samples", str(bad_all), *cmd[2:], "--skip-invalid", "-q"],
             "leaves no sample")
     for name, text in (("empty", ""), ("{}", "{}"), ("only empty queries", '{"q1": {}}')):
         p = b.file(".json" if text else ".txt", text)
-        add(f"qrels {name}", ["retrieval", "--qrels", str(p), "--run", str(run_file), "-q"],
-            p.name if text else "")
+        add(f"qrels {name}", ["score", "retrieval", "--qrels", str(p), "--run", str(run_file),
+                              "-q"], p.name if text else "")
     header = b.file(".csv", "id,question,retrieved_ids,gold_doc_ids\n")
-    add("header-only CSV", ["retrieval", "--samples", str(header), "-q"], "no records")
+    add("header-only CSV", ["score", "retrieval", "--samples", str(header), "-q"], "no records")
     ws = b.file(".jsonl", jsonl([{**SAMPLES[0], "question": "  \t "}, SAMPLES[1]]))
-    add("whitespace-only question", ["generation", "--samples", str(ws), "--metrics", "rouge_1",
+    add("whitespace-only question", ["score", "generation", "--samples", str(ws), "--metrics",
+                                     "rouge_1",
                                      "-q"], "field 'user_input'")
     items = jsonl(PIPE)
     for name, rows in (("id as list", [{**PIPE[0], "id": ["a"]}, *PIPE[1:]]),
                        ("id as object", [{**PIPE[0], "id": {"a": 1}}, *PIPE[1:]])):
         p = b.file(".jsonl", jsonl(rows))
-        add(f"judge-pipeline {name}", ["judge-pipeline", str(p), "-q"], "field 'id'")
+        add(f"judge-pipeline {name}", ["judge", "pipeline", str(p), "-q"], "field 'id'")
     nan_score = b.file(".jsonl", items.replace('"predicted_show": false', '"predicted_score": '
                                                'NaN, "predicted_show": false', 1))
-    add("judge-pipeline NaN score", ["judge-pipeline", str(nan_score), "-q"],
+    add("judge-pipeline NaN score", ["judge", "pipeline", str(nan_score), "-q"],
         "field 'predicted_score'")
     cache = b.file(".jsonl", jsonl([{"id": "a", "question": "q1", "answer": "x"},
                                     {"id": "a", "question": "q2", "answer": "y"}]))
     queries = b.file(".jsonl", jsonl([{"id": "z", "question": "q1"}, {"id": "z",
                                                                       "question": "q3"}]))
-    add("ux duplicate cache ids", ["ux", "--cache", str(cache), "--queries", str(queries)],
+    add("ux duplicate cache ids", ["score", "ux", "--cache", str(cache), "--queries", str(queries)],
         "duplicate id 'a'")
     ok_cache = b.file(".jsonl", jsonl([{"id": "a", "question": "q1", "answer": "x"}]))
-    add("ux duplicate query ids", ["ux", "--cache", str(ok_cache), "--queries", str(queries)],
+    add("ux duplicate query ids", ["score", "ux", "--cache", str(ok_cache), "--queries",
+                                   str(queries)],
         "duplicate id 'z'")
     for name, turn in (("NaN", "NaN"), ("Infinity", "Infinity"), ("true", "true")):
         p = b.file(".jsonl", f'{{"session_id": "s", "question": "q1", "answer": "a", '
                              f'"turn": {turn}}}\n'
                              '{"session_id": "s", "question": "q2", "answer": "b", "turn": 2}\n')
-        add(f"ux turn {name}", ["ux", "--sessions", str(p)], "field 'turn'")
+        add(f"ux turn {name}", ["score", "ux", "--sessions", str(p)], "field 'turn'")
     dup_sessions = b.file(".jsonl", jsonl([{"session_id": "s", "turns": [{"question": "a"}]},
                                            {"session_id": "s", "turns": [{"question": "b"}]}]))
-    add("ux duplicate nested session", ["ux", "--sessions", str(dup_sessions)], "duplicate")
+    add("ux duplicate nested session", ["score", "ux", "--sessions", str(dup_sessions)],
+        "duplicate")
     corpus = b.root / "binary-corpus"
     corpus.mkdir()
     (corpus / "a.txt").write_text("Плата 950 рублей в месяц. " * 20, "utf-8")
     (corpus / "b.txt").write_bytes(bytes(range(256)) * 8)
-    add("binary .txt in a corpus", ["generate", "--corpus", str(corpus), "--out",
+    add("binary .txt in a corpus", ["testset", "generate", "--corpus", str(corpus), "--out",
                                     str(b.root / "g.jsonl"), "--generator-backend", "mock",
                                     "--estimate"], "b.txt")
-    add("generate --chunk-size 0", ["generate", "--corpus", str(corpus), "--out",
+    add("generate --chunk-size 0", ["testset", "generate", "--corpus", str(corpus), "--out",
                                     str(b.root / "g.jsonl"), "--generator-backend", "mock",
                                     "--estimate", "--chunk-size", "0"], "--chunk-size")
     add_shape_and_path_edges(b, add, qrels=QRELS, run=RUN, config=CONFIG, items=jsonl(PIPE))

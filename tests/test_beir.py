@@ -1,5 +1,5 @@
 """BEIR datasets: a corpus loaded by content, and a BEIR folder (corpus, queries, qrels) given
-to `ragmeter retrieval` and `ragmeter retrievers`."""
+to `ragmeter score retrieval` and `ragmeter score baselines`."""
 
 from __future__ import annotations
 
@@ -47,16 +47,17 @@ def test_retrieval_and_retrievers_take_a_beir_folder(
     results = tmp_path / "results.json"  # BEIR results: {qid: {doc_id: score}}
     results.write_text(json.dumps({"q1": {"d1": 0.9, "d2": 0.1}, "q2": {"d1": 0.8, "d2": 0.7}}),
                        encoding="utf-8")
-    code, out, err = run(capsys, "retrieval", "--beir", str(beir), "--run", str(results),
+    code, out, err = run(capsys, "score", "retrieval", "--beir", str(beir), "--run", str(results),
                          "--metrics", "hit_rate@1,mrr", "--json")
     assert code == 0, err
     means = {k: r["aggregate"]["mean"] for k, r in json.loads(out)["results"].items()}
     assert means == {"hit_rate@1": 0.5, "mrr": 0.75}
-    code, _, err = run(capsys, "retrieval", "--beir", str(beir))
+    code, _, err = run(capsys, "score", "retrieval", "--beir", str(beir))
     assert code == EXIT_USAGE and "--run" in err
 
     needs_extra("retrieval", "bm25s", "Stemmer")
-    code, _, err = run(capsys, "retrievers", "--beir", str(beir), "--out", str(tmp_path / "o"),
+    code, _, err = run(capsys, "score", "baselines", "--beir", str(beir), "--out",
+                       str(tmp_path / "o"),
                        "-r", "bm25", "-k", "1,2", "--no-charts")
     assert code == 0, err
     table = json.loads((tmp_path / "o" / "comparison.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""Box plots of per-query values: the engine's box plot, the report's and `ragmeter retrievers`'
+"""Box plots of per-query values: the engine's box plot, the report's and `ragmeter score baselines`'
 chart files (context precision / recall and the other non-binary retrieval metrics)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The hit@k chart is drawn as bars grouped per k (one bar per system), starting at 0, in the
-report and in `ragmeter retrievers`' chart file."""
+report and in `ragmeter score baselines`' chart file."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`ragmeter retrievers` rejects a bad --chunk-size / --overlap / -k as a usage error (exit 2,
+"""`ragmeter score baselines` rejects a bad --chunk-size / --overlap / -k as a usage error (exit 2,
 one line naming the option) before it reads a file or writes the output folder."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def test_bad_chunking_option_is_a_usage_error_before_any_work(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], option: str) -> None:
     out = tmp_path / "out"
     missing = tmp_path / "no-such-corpus.jsonl"  # would fail later if it were read
-    code = run(["retrievers", "--corpus", str(missing), "--evalset",
+    code = run(["score", "baselines", "--corpus", str(missing), "--evalset",
                 str(tmp_path / "no-such-evalset.jsonl"), "--out", str(out), *args])
     captured = capsys.readouterr()
     text = captured.out + captured.err

@@ -1,4 +1,4 @@
-"""CI gating: thresholds, missing metrics, CI bounds, exit codes of `ragmeter check`."""
+"""CI gating: thresholds, missing metrics, CI bounds, exit codes of `ragmeter gate`."""
 
 from __future__ import annotations
 
@@ -94,18 +94,18 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_check_cli_exit_codes(tmp_path):
     path = tmp_path / "bm25.json"
     path.write_text(_result().to_json(), encoding="utf-8")
-    ok = _cli("check", str(path), "--min", "hit_rate@5=0.8", "--max", "latency_s=0.9",
+    ok = _cli("gate", str(path), "--min", "hit_rate@5=0.8", "--max", "latency_s=0.9",
               cwd=tmp_path)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "PASSED" in ok.stdout
-    bad = _cli("check", str(path), "--min", "hit_rate@5=0.9", "--min", "ndcg@10=0.5",
+    bad = _cli("gate", str(path), "--min", "hit_rate@5=0.9", "--min", "ndcg@10=0.5",
                cwd=tmp_path)
     assert bad.returncode == 1
     assert "FAIL" in bad.stdout and "missing from run" in bad.stdout and "ndcg@10" in bad.stdout
-    strict = _cli("check", str(path), "--min", "hit_rate@5=0.75", "--use-ci-bound",
+    strict = _cli("gate", str(path), "--min", "hit_rate@5=0.75", "--use-ci-bound",
                   cwd=tmp_path)
     assert strict.returncode == 1
-    usage = _cli("check", str(path), cwd=tmp_path)
+    usage = _cli("gate", str(path), cwd=tmp_path)
     assert usage.returncode == 2 and "no thresholds" in usage.stderr
 
 
@@ -114,15 +114,15 @@ def test_check_cli_on_store_run_uses_config_thresholds(tmp_path):
     run = builders.make_run("gate-run")
     run.config["thresholds"] = {"bm25:hit_rate@10": {"min": 0.99}, "mrr": {"min": 0.0}}
     ResultStore(url).save_run(run)
-    out = _cli("check", "gate-run", "--store", url, cwd=tmp_path)
+    out = _cli("gate", "gate-run", "--store", url, cwd=tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "hit_rate@10" in out.stdout and "FAIL" in out.stdout
-    passing = _cli("check", "latest", "--store", url, "--min", "mrr=0.0", cwd=tmp_path)
+    passing = _cli("gate", "latest", "--store", url, "--min", "mrr=0.0", cwd=tmp_path)
     assert passing.returncode == 0, passing.stdout + passing.stderr
-    missing = _cli("check", "no-such-run", "--store", url, "--min", "mrr=0", cwd=tmp_path)
+    missing = _cli("gate", "no-such-run", "--store", url, "--min", "mrr=0", cwd=tmp_path)
     assert missing.returncode == 2 and "no run" in missing.stderr
     # JSON written by the check table is not required; the stored JSON export round-trips
     exported = tmp_path / "run.json"
     ResultStore(url).export("gate-run", exported)
-    again = _cli("check", str(exported), "--min", "mrr=0.0", cwd=tmp_path)
+    again = _cli("gate", str(exported), "--min", "mrr=0.0", cwd=tmp_path)
     assert again.returncode == 0 and json.loads(exported.read_text())["id"] == "gate-run"

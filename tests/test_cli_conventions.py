@@ -138,7 +138,8 @@ def test_unwritable_output_exit_3(capsys: pytest.CaptureFixture[str], store: str
 
 
 def test_unwritable_output_exit_3_retrieval(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "retrieval", "--qrels", str(FIX / "retrieval" / "qrels.txt"),
+    code, _, err = run(capsys, "score", "retrieval", "--qrels",
+                       str(FIX / "retrieval" / "qrels.txt"),
                        "--run", str(FIX / "retrieval" / "run.txt"), "--out",
                        "/proc/nonexistent/x.json")
     assert code == EXIT_WORK and "cannot write" in err
@@ -156,9 +157,9 @@ def test_judge_options_spelled_one_way() -> None:
     shared = {"--judge-config", "--judge-url", "--judge-model", "--judge-key-env",
               "--judge-timeout"}
     assert shared <= _options("judge", "check")
-    assert shared | {"--judge-concurrency"} <= _options("ux")
-    assert "--n-repeats" in _options("judge-quality")
-    argv = cli.normalize_argv(["judge-quality", "d.jsonl", "--repeats", "3"])
+    assert shared | {"--judge-concurrency"} <= _options("score", "ux")
+    assert "--n-repeats" in _options("judge", "quality")
+    argv = cli.normalize_argv(["judge", "quality", "d.jsonl", "--repeats", "3"])
     assert argv[-2:] == ["--n-repeats", "3"]
 
 
@@ -199,9 +200,10 @@ def test_piped_table_keeps_identifiers() -> None:
 def test_option_errors_name_the_option(capsys: pytest.CaptureFixture[str], store: str) -> None:
     code, _, err = run(capsys, "report", "g1", "--store", store, "--lang", "xx")
     assert code == EXIT_USAGE and "option '--lang'" in err and "config key" not in err
-    code, _, err = run(capsys, "retrieval", "--qrels", str(FIX / "retrieval" / "qrels.txt"))
+    code, _, err = run(capsys, "score", "retrieval", "--qrels",
+                       str(FIX / "retrieval" / "qrels.txt"))
     assert code == EXIT_USAGE and "option '--run'" in err
-    code, _, err = run(capsys, "check", "g1", "--store", store, "--min", "x")
+    code, _, err = run(capsys, "gate", "g1", "--store", store, "--min", "x")
     assert code == EXIT_USAGE and "option '--min'" in err
 
 

@@ -18,29 +18,50 @@ from ragmeter.cli import lazy
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_lazy_command_table_matches_what_modules_register() -> None:
+def _registered_paths() -> dict[str, set[str]]:
+    """command words -> the modules whose ``register`` adds that command."""
     registered: dict[str, set[str]] = {}
     for module in lazy.discovered_modules():
         rec = lazy.recorded(module)
-        names = [c.name for c in rec.registered_commands] + [g.name for g in rec.registered_groups]
-        for name in names:
-            assert name is not None
-            registered.setdefault(name, set()).add(module)
+        for c in rec.registered_commands:
+            assert c.name is not None
+            registered.setdefault(c.name, set()).add(module)
+        for g in rec.registered_groups:
+            assert g.name is not None and g.typer_instance is not None
+            sub = g.typer_instance
+            for name in [c.name for c in sub.registered_commands] + \
+                    [x.name for x in sub.registered_groups]:
+                registered.setdefault(f"{g.name} {name}", set()).add(module)
+    return registered
+
+
+def test_lazy_command_table_matches_what_modules_register() -> None:
+    registered = _registered_paths()
     assert set(lazy.COMMAND_MODULES) == set(registered)
     for name, modules in registered.items():
         assert modules <= set(lazy.COMMAND_MODULES[name]), name
-    # every module is listed under some command (a group's extra modules included)
+    # every module is listed under some command
     listed = {m for mods in lazy.COMMAND_MODULES.values() for m in mods}
     assert listed == set(lazy.discovered_modules())
 
 
 def test_one_command_tree_holds_only_that_command_and_help_lists_all() -> None:
-    small = cli.command_for(["-q", "retrieval", "--qrels", "q"])
-    assert list(small.commands) == ["retrieval"]
-    assert set(cli.command_for(["--help"]).commands) == set(lazy.COMMAND_MODULES)
-    assert set(cli.command_for(["no-such-command"]).commands) == set(lazy.COMMAND_MODULES)
+    small = cli.command_for(["-q", "score", "retrieval", "--qrels", "q"])
+    assert list(small.commands) == ["score"]
+    assert list(small.commands["score"].commands) == ["retrieval"]
+    tops = {k.split(" ")[0] for k in lazy.COMMAND_MODULES}
+    assert set(cli.command_for(["--help"]).commands) == tops
+    assert set(cli.command_for(["no-such-command"]).commands) == tops
     judge = cli.command_for(["judge", "card", "--help"]).commands["judge"]
-    assert {"bench", "card", "check", "demo"} <= set(judge.commands)
+    assert {"bench", "card"} <= set(judge.commands)
+    # a group's name alone: all of its commands (its --help lists them)
+    judge = cli.command_for(["judge", "--help"]).commands["judge"]
+    assert {"bench", "card", "check", "demo", "quality", "pipeline", "cache"} <= set(
+        judge.commands)
+    # an old name builds the tree of its new one
+    old = cli.command_for(["-q", "retrieval", "--qrels", "q"])
+    assert list(old.commands) == ["score"] and list(old.commands["score"].commands) == [
+        "retrieval"]
     assert isinstance(cli.app, typer.Typer)
 
 
@@ -51,7 +72,7 @@ def test_retrieval_file_path_imports_no_judge_engine(tmp_path: Path) -> None:
     code = ("import io, json, sys, contextlib\n"
             "from ragmeter.cli.app import run\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    rc = run(['retrieval', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, "
+            f"    rc = run(['score', 'retrieval', '--qrels', {str(qrels)!r}, '--run', {str(run)!r}, "
             "'--metrics', 'ndcg@10,mrr,recall@10,precision@10,map'])\n"
             "print(json.dumps([rc, sorted(sys.modules)]))\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

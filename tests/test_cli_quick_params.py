@@ -54,14 +54,16 @@ def test_quick_coercion_equals_typer_coercion_for_every_option(tmp_path: Path) -
 
 
 def test_every_plain_option_of_retrieval_takes_the_quick_path() -> None:
-    cmd = cli.command_for(["retrieval"])
-    sub = cmd.commands["retrieval"]
-    slow = [p.name for p in [*cmd.params, *sub.params]
+    cmd = cli.command_for(["score", "retrieval"])
+    group = cmd.commands["score"]
+    sub = group.commands["retrieval"]
+    slow = [p.name for p in [*cmd.params, *group.params, *sub.params]
             if not isinstance(p._runtime_param, quick_params.QuickCoercion)]
     assert slow == []
 
 
-@pytest.mark.parametrize("argv", [["retrieval", "--seed", "abc"], ["retrieval", "--seed", "1.5"],
-                                  ["retrieval", "--min-n", "0"]])
+@pytest.mark.parametrize("argv", [["score", "retrieval", "--seed", "abc"],
+                                  ["score", "retrieval", "--seed", "1.5"],
+                                  ["score", "retrieval", "--min-n", "0"]])
 def test_values_the_quick_path_refuses_get_typers_usage_error(argv: list[str]) -> None:
     assert cli.run(argv) == 2

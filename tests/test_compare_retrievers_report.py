@@ -159,7 +159,7 @@ def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
     from ragmeter.cli.app import app
 
     out = tmp_path / "out"
-    res = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
+    res = CliRunner().invoke(app, ["score", "baselines", "--corpus", str(corpus), "--evalset",
                                    str(evalset), "-r", "bm25,dense,hybrid,hybrid-rrf",
                                    "-k", "1,3", "--chunk-size", "300", "--overlap", "40",
                                    "--out", str(out)])
@@ -186,7 +186,7 @@ def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
     rows[0]["gold_chunk_ids"] = ["dorm#7"]
     evalset.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n",
                        encoding="utf-8")
-    res = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
+    res = CliRunner().invoke(app, ["score", "baselines", "--corpus", str(corpus), "--evalset",
                                    str(evalset), "-r", "bm25", "-k", "1", "--no-charts",
                                    "--out", str(tmp_path / "out2")])
     assert res.exit_code == 0, res.output
@@ -194,7 +194,7 @@ def test_compare_by_names_shares_children_and_cli(tmp_path: Path,
     assert "dorm#7" in (tmp_path / "out2" / "comparison.md").read_text(encoding="utf-8")
     assert not (tmp_path / "out2" / "hit_vs_k.svg").exists()
 
-    bad = CliRunner().invoke(app, ["retrievers", "--corpus", str(corpus), "--evalset",
+    bad = CliRunner().invoke(app, ["score", "baselines", "--corpus", str(corpus), "--evalset",
                                    str(evalset), "-k", "0,5", "--out", str(out)])
     assert bad.exit_code != 0
 

@@ -64,8 +64,8 @@ def test_data_layer_names_keys_and_the_cli_names_options(
     with pytest.raises(ConfigError) as e:
         from_records([{"q": 1}], column_map={"user_input": "missing"})
     assert e.value.key == "column_map" and "--map" not in str(e.value)
-    code, _, err = run(capsys, "generation", "--samples", str(f), "--format", "xml")
+    code, _, err = run(capsys, "score", "generation", "--samples", str(f), "--format", "xml")
     assert code == EXIT_USAGE and "option '--format'" in err
-    code, _, err = run(capsys, "generation", "--samples", str(f), "--map", "user_input=zz",
+    code, _, err = run(capsys, "score", "generation", "--samples", str(f), "--map", "user_input=zz",
                        "--metrics", "rouge_1")
     assert code == EXIT_USAGE and "option '--map'" in err and "'zz'" in err

@@ -1,7 +1,7 @@
 """Control characters in samples never reach a terminal or an XML file raw.
 
 A question holding ``ESC [ 31 m``, an OSC title sequence, NUL, DEL, a C1 CSI (U+009B) or a
-right-to-left override is stored, then gated with ``ragmeter check --junit`` in a real process:
+right-to-left override is stored, then gated with ``ragmeter gate --junit`` in a real process:
 the JUnit file parses with strict XML parsers (expat, and lxml when installed) and holds no
 character XML 1.0 forbids; stdout and stderr hold none of those characters raw, only their
 visible escapes. Error messages and ``-v`` logs naming a hostile id are escaped the same way.
@@ -62,7 +62,7 @@ def test_check_junit_is_strict_xml_and_the_terminal_gets_escapes(tmp_path: Path)
     run = _cli("run", "bench.yaml", "-q", cwd=tmp_path)
     assert run.returncode == 0, run.stderr.decode(errors="replace")
     xml_path = tmp_path / "ci" / "gate.xml"
-    out = _cli("check", "latest", "--store", f"sqlite:///{tmp_path / 'ctl.sqlite'}",
+    out = _cli("gate", "latest", "--store", f"sqlite:///{tmp_path / 'ctl.sqlite'}",
                "--min", "rouge_1=0.99", "--junit", str(xml_path), cwd=tmp_path)
     assert out.returncode == 1, out.stderr.decode(errors="replace")
     stdout = _assert_no_raw(out.stdout, "stdout")
@@ -91,7 +91,7 @@ def test_error_messages_and_logs_escape_a_hostile_id(tmp_path: Path) -> None:
             {"id": HOSTILE_ID, "question": "b", "answer": "y", "reference": "y"}]
     p = tmp_path / "dup\x1b[2J.jsonl"
     p.write_text("\n".join(json.dumps(r) for r in rows) + "\n", "utf-8")
-    out = _cli("-v", "generation", "--samples", str(p), "--metrics", "rouge_1", cwd=tmp_path)
+    out = _cli("-v", "score", "generation", "--samples", str(p), "--metrics", "rouge_1", cwd=tmp_path)
     assert out.returncode == 2
     err = _assert_no_raw(out.stderr, "stderr")
     _assert_no_raw(out.stdout, "stdout")

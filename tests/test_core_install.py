@@ -55,7 +55,7 @@ def test_the_block_simulates_a_core_install(core_env: dict[str, str]) -> None:
 
 def test_default_generation_metrics_skip_what_needs_an_extra(core_env: dict[str, str],
                                                              answers: Path) -> None:
-    proc = _ragmeter(core_env, "generation", "--samples", str(answers), "--json")
+    proc = _ragmeter(core_env, "score", "generation", "--samples", str(answers), "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     names = set(data["results"])
@@ -69,7 +69,7 @@ def test_default_generation_metrics_skip_what_needs_an_extra(core_env: dict[str,
 
 def test_explicit_metric_needing_an_extra_is_exit_2(core_env: dict[str, str],
                                                     answers: Path) -> None:
-    proc = _ragmeter(core_env, "generation", "--samples", str(answers), "--metrics",
+    proc = _ragmeter(core_env, "score", "generation", "--samples", str(answers), "--metrics",
                      "rouge_l,semantic_similarity")
     assert proc.returncode == 2, proc.stderr
     assert HINT in proc.stderr and "Traceback" not in proc.stderr

@@ -26,7 +26,7 @@ def test_generation_data_signature_ignores_system_outputs(
     sigs = []
     for name, resp in (("h1", "Paris"), ("h2", "London")):
         f = _jsonl(tmp_path / f"{name}.jsonl", [{**gold, "response": resp}])
-        code, out, err = run(capsys, "-q", "generation", "--samples", str(f),
+        code, out, err = run(capsys, "-q", "score", "generation", "--samples", str(f),
                              "--metrics", "rouge_1", "--json")
         assert code == 0, err
         sigs.append(_sig(json.dumps(json.loads(out)).split('"signature": "')[1].split('"')[0]))

@@ -60,7 +60,7 @@ def test_trec_lines_of_other_shapes_are_exit_2_naming_line_and_column(
     q, r = tmp_path / "q.txt", tmp_path / "r.txt"
     q.write_text(text if which == "qrels" else QRELS, "utf-8")
     r.write_text(text if which == "run" else RUN, "utf-8")
-    _exit_2(ragmeter("retrieval", "--qrels", str(q), "--run", str(r), "-q", cwd=tmp_path),
+    _exit_2(ragmeter("score", "retrieval", "--qrels", str(q), "--run", str(r), "-q", cwd=tmp_path),
             needle)
 
 
@@ -82,14 +82,16 @@ def _evalset(tmp_path: Path) -> Path:
 def test_a_binary_txt_in_a_corpus_folder_is_exit_2_naming_it(tmp_path: Path) -> None:
     needs_extra("retrieval", "bm25s", "Stemmer")
     corpus = _corpus_folder(tmp_path)
-    out = ragmeter("retrievers", "--corpus", str(corpus), "--evalset", str(_evalset(tmp_path)),
+    out = ragmeter("score", "baselines", "--corpus", str(corpus), "--evalset",
+                   str(_evalset(tmp_path)),
                    "--out", str(tmp_path / "cmp"), "-r", "bm25", "-k", "1", "--no-charts",
                    cwd=tmp_path)
     _exit_2(out, "b.txt:1", "binary content")
     assert not (tmp_path / "cmp").exists()
     # a stray control character in a long text document is still text
     (corpus / "b.txt").write_text("Сессия с 9 по 31 января. \x0b " * 200, "utf-8")
-    out = ragmeter("retrievers", "--corpus", str(corpus), "--evalset", str(_evalset(tmp_path)),
+    out = ragmeter("score", "baselines", "--corpus", str(corpus), "--evalset",
+                   str(_evalset(tmp_path)),
                    "--out", str(tmp_path / "cmp"), "-r", "bm25", "-k", "1", "--no-charts",
                    cwd=tmp_path)
     assert out.returncode == 0, out.stderr
@@ -103,10 +105,10 @@ def test_a_lone_surrogate_in_a_corpus_is_exit_2_naming_line_and_field(
     corpus.write_text('{"doc_id": "a", "text": "Плата 950 рублей."}\n'
                       '{"doc_id": "b", "text": "bad \\ud800 text"}\n', "utf-8")
     if command == "retrievers":
-        argv = ["retrievers", "--corpus", str(corpus), "--evalset", str(_evalset(tmp_path)),
+        argv = ["score", "baselines", "--corpus", str(corpus), "--evalset", str(_evalset(tmp_path)),
                 "--out", str(tmp_path / "cmp"), "-r", "bm25", "-k", "1", "--no-charts"]
     else:
-        argv = ["generate", "--corpus", str(corpus), "--out", str(tmp_path / "g.jsonl"),
+        argv = ["testset", "generate", "--corpus", str(corpus), "--out", str(tmp_path / "g.jsonl"),
                 "--generator-backend", "mock", "--estimate"]
     _exit_2(ragmeter(*argv, cwd=tmp_path), "kb.jsonl:2 field 'text'", "lone surrogate")
 
@@ -166,7 +168,7 @@ def test_doc_map_with_a_bom_and_samples_under_a_key_are_read(tmp_path: Path) -> 
     plain, bom = tmp_path / "map.json", tmp_path / "map-bom.json"
     plain.write_text(json.dumps(doc_map), "utf-8")
     bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(doc_map).encode())
-    base = ["retrieval", "--metrics", "mrr,recall@1", "--json"]
+    base = ["score", "retrieval", "--metrics", "mrr,recall@1", "--json"]
     want = _values(ragmeter(*base, "--samples", str(lines), "--doc-map", str(plain),
                             cwd=tmp_path))
     assert want == {"mrr": 0.75, "recall@1": 0.5}

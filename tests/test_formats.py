@@ -288,7 +288,7 @@ def test_explicit_format_on_another_layout_names_the_likely_one(
     for load in (load_samples, load_dataset_file):
         with pytest.raises(DataError, match=f"--format {likely}"):
             load(f, format=fmt)
-    code, _, err = run(capsys, "generation", "--samples", str(f), "--format", fmt,
+    code, _, err = run(capsys, "score", "generation", "--samples", str(f), "--format", fmt,
                        "--metrics", "rouge_1")
     assert code == EXIT_USAGE and f"--format {likely}" in err
 

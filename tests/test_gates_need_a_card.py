@@ -20,7 +20,7 @@ def test_a_judged_gate_needs_a_matching_card_and_then_gates_on_the_corrected_bou
     judge = run_task(ResultStore.open_readonly(url)[0].load_run("r1"), "faithfulness").values
     raw = sum(judge.values()) / len(judge)
     low = f"faithfulness={raw - 0.2:.3f}"          # the judge's own mean passes it easily
-    check = ["check", "r1", "--store", url, "--min"]
+    check = ["gate", "r1", "--store", url, "--min"]
 
     # no card: advisory (not enforced) by default, failed with the reason under --require-card
     assert cli([*check, low]) == 0

@@ -1,4 +1,4 @@
-"""``ragmeter generation`` end to end (fake OpenAI-compatible judge server, no network)."""
+"""``ragmeter score generation`` end to end (fake OpenAI-compatible judge server, no network)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_cli_generation_table_and_json(tmp_path, monkeypatch):
     out = tmp_path / "res.json"
     with MockJudgeServer(MockConfig(reply_fn=_reply)) as srv:
         res = CliRunner().invoke(app, [
-            "generation", "--samples", str(data), "--metrics",
+            "score", "generation", "--samples", str(data), "--metrics",
             "rouge_1,faithfulness,context_relevance", "--judge-url", srv.base_url,
             "--judge-model", "m", "--judge-key-env", "", "--out", str(out)])
     assert res.exit_code == 0, res.output

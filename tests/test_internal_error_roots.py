@@ -27,7 +27,7 @@ def test_integer_of_5000_digits_names_file_line_and_column(tmp_path: Path, capsy
     p = tmp_path / "s.jsonl"
     p.write_text(json.dumps(SAMPLE) + "\n" + '{"id": "q2", "question": "q", "answer": "a", '
                  '"n": ' + "9" * 5000 + "}\n", "utf-8")
-    code, err = _cli(["generation", "--samples", str(p), "--metrics", "rouge_1"], capsys)
+    code, err = _cli(["score", "generation", "--samples", str(p), "--metrics", "rouge_1"], capsys)
     assert code == 2 and "s.jsonl:2" in err and "5000 digits" in err
 
 
@@ -36,17 +36,19 @@ def test_integer_of_5000_digits_in_qrels_json(tmp_path: Path, capsys) -> None:
     q.write_text('{"q1": {"d1": ' + "1" * 5000 + "}}", "utf-8")
     r = tmp_path / "r.txt"
     r.write_text("q1 Q0 d1 1 1.0 t\n", "utf-8")
-    code, err = _cli(["retrieval", "--qrels", str(q), "--run", str(r)], capsys)
+    code, err = _cli(["score", "retrieval", "--qrels", str(q), "--run", str(r)], capsys)
     assert code == 2 and "q.json" in err and "digits" in err
 
 
 @pytest.mark.parametrize("seed", ["-1", str(2 ** 32), str(2 ** 70)])
-@pytest.mark.parametrize("command", [["generation", "--metrics", "rouge_1"], ["retrieval"]])
+@pytest.mark.parametrize("command", [["score", "generation", "--metrics", "rouge_1"],
+                                     ["score", "retrieval"]])
 def test_seed_outside_its_range_names_the_option(tmp_path: Path, capsys, seed: str,
                                                  command: list[str]) -> None:
     p = tmp_path / "s.jsonl"
     p.write_text(json.dumps(SAMPLE) + "\n", "utf-8")
-    code, err = _cli([command[0], "--samples", str(p), *command[1:], "--seed", seed], capsys)
+    code, err = _cli([*command[:2], "--samples", str(p), *command[2:], "--seed", seed],
+                     capsys)
     assert code == 2 and "option '--seed'" in err
 
 
@@ -64,11 +66,11 @@ def test_config_seed_2_pow_70_is_refused_when_read_not_at_save(tmp_path: Path, c
 def test_tier0_input_not_utf8_and_lone_surrogates(tmp_path: Path, capsys) -> None:
     p = tmp_path / "t.jsonl"
     p.write_bytes('{"text": "й текст", "label": "a"}\n'.encode("cp1251"))
-    code, err = _cli(["tier0", str(p)], capsys)
+    code, err = _cli(["score", "tier0", str(p)], capsys)
     assert code == 2 and "t.jsonl:1" in err and "UTF-8" in err
     p.write_text('{"text": "bad \\udc80 text", "label": "a"}\n'
                  '{"text": "good", "label": "b"}\n', "utf-8")
-    code, err = _cli(["tier0", str(p)], capsys)
+    code, err = _cli(["score", "tier0", str(p)], capsys)
     assert code == 2 and "t.jsonl:1" in err and "surrogate" in err
 
 
@@ -76,7 +78,7 @@ def test_lone_surrogate_in_samples_is_a_data_error(tmp_path: Path, capsys) -> No
     p = tmp_path / "s.jsonl"
     p.write_text('{"id": "a", "question": "\\udc80 q", "answer": "x", "reference": "x"}\n',
                  "utf-8")
-    code, err = _cli(["generation", "--samples", str(p), "--metrics", "rouge_1"], capsys)
+    code, err = _cli(["score", "generation", "--samples", str(p), "--metrics", "rouge_1"], capsys)
     assert code == 2 and "s.jsonl:1" in err and "surrogate" in err
 
 
@@ -132,6 +134,6 @@ def test_wrongly_typed_judge_config_file_exits_2(tmp_path: Path, capsys) -> None
     jc = tmp_path / "j.yaml"
     jc.write_text("defaults: 3\njudges:\n  - name: j\n    backend: openai\n"
                   "    base_url: http://127.0.0.1:9/v1\n    model: m\n", "utf-8")
-    code, err = _cli(["generation", "--samples", str(data), "--metrics", "faithfulness",
+    code, err = _cli(["score", "generation", "--samples", str(data), "--metrics", "faithfulness",
                       "--judge-config", str(jc)], capsys)
     assert code == 2 and "'defaults'" in err

@@ -73,7 +73,7 @@ def test_submit_reads_the_key_from_the_environment_and_never_shows_it(
                                                    "response": "a."}])
     with MockJudgeServer(MockConfig(require_api_key=secret)) as srv:
         folder = tmp_path / "b"
-        code, out, _ = run_cli(capsys, "generation", "-s", str(samples), "-m",
+        code, out, _ = run_cli(capsys, "score", "generation", "-s", str(samples), "-m",
                                "answer_relevance", "--judge-backend", "mock", "--judge-url",
                                srv.base_url, "--judge-batch", "write", str(folder))
         assert code == 0, out
@@ -105,7 +105,7 @@ def test_misuse_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[s
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
     judge = ["--judge-backend", "mock", "--judge-url", DEAD]
-    args = ["generation", "-s", str(FIX), "-m", "answer_relevance", *judge]
+    args = ["score", "generation", "-s", str(FIX), "-m", "answer_relevance", *judge]
     folder = str(tmp_path / "b")
     code, _, err = run_cli(capsys, *args, "--judge-batch", "send", folder)
     assert code == 2 and "unknown mode 'send'" in err
@@ -118,15 +118,15 @@ def test_misuse_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 2 and "has not been collected" in err
     code, _, err = run_cli(capsys, *args, "--judge-batch", "collect", folder)
     assert code == 2 and "no result files" in err
-    code, _, err = run_cli(capsys, "generation", "-s", str(FIX), "-m", "answer_relevance",
+    code, _, err = run_cli(capsys, "score", "generation", "-s", str(FIX), "-m", "answer_relevance",
                            "--judge-batch", "write", str(tmp_path / "c"))
     assert code == 2 and "needs a judge" in err
-    code, _, err = run_cli(capsys, "generation", "-s", str(FIX), "-m", "rouge_l,bleu", *judge,
+    code, _, err = run_cli(capsys, "score", "generation", "-s", str(FIX), "-m", "rouge_l,bleu", *judge,
                            "--judge-batch", "write", str(tmp_path / "c"))
     assert code == 2 and "none of the metrics rouge_l, bleu asks a judge" in err
     rec = tmp_path / "rec.json"
     rec.write_text("[]", encoding="utf-8")
-    code, _, err = run_cli(capsys, "generation", "-s", str(FIX), "-m", "answer_relevance",
+    code, _, err = run_cli(capsys, "score", "generation", "-s", str(FIX), "-m", "answer_relevance",
                            "--judge-backend", "recorded", "--judge-record", str(rec),
                            "--judge-batch", "write", str(tmp_path / "d"))
     assert code == 2 and "cannot be judged through batch files" in err

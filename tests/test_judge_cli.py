@@ -1,4 +1,4 @@
-"""CLI: `ragmeter mock-judge` options and `ragmeter judge check` against the fake server."""
+"""CLI: `ragmeter serve mock-judge` options and `ragmeter judge check` against the fake server."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ runner = CliRunner()
 
 
 def test_mock_judge_help_lists_options() -> None:
-    out = runner.invoke(app, ["mock-judge", "--help"])
+    out = runner.invoke(app, ["serve", "mock-judge", "--help"])
     assert out.exit_code == 0
     for opt in ("--port", "--latency-ms", "--fault-rate", "--max-concurrency"):
         assert opt in out.output
 
 
 def test_mock_judge_rejects_unknown_fault() -> None:
-    out = runner.invoke(app, ["mock-judge", "--faults", "429,meteor"])
+    out = runner.invoke(app, ["serve", "mock-judge", "--faults", "429,meteor"])
     assert isinstance(out.exception, UsageError) and "--faults" in str(out.exception)
 
 
@@ -51,7 +51,7 @@ def test_judge_demo_status_runs() -> None:
 
 @pytest.mark.parametrize("bad", ["--fault-rate=1.5", "--port=70000"])
 def test_mock_judge_validates_numbers(bad: str) -> None:
-    out = runner.invoke(app, ["mock-judge", bad])
+    out = runner.invoke(app, ["serve", "mock-judge", bad])
     assert isinstance(out.exception, UsageError)
 
 
@@ -61,7 +61,8 @@ def test_mock_judge_command_serves_until_stopped() -> None:
     import time
     import urllib.request
 
-    proc = subprocess.Popen([sys.executable, "-m", "ragmeter.cli.app", "mock-judge", "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter.cli.app", "serve", "mock-judge",
+                             "--port",
                              "0", "--latency-ms", "0"], stderr=subprocess.PIPE, text=True)
     try:
         line = ""

@@ -172,7 +172,7 @@ def test_a_judged_run_names_its_examples_in_the_signature(tmp_path: Path, monkey
         cfg = tmp_path / "judges.yaml"
         cfg.write_text(f"judges:\n  - name: j\n    backend: openai\n    base_url: "
                        f"{srv.base_url}\n    model: m\n    examples: {shots_file}\n", "utf-8")
-        res = CliRunner().invoke(app, ["generation", "--samples", str(data), "--metrics",
+        res = CliRunner().invoke(app, ["score", "generation", "--samples", str(data), "--metrics",
                                        "faithfulness,context_relevance", "--judge-config",
                                        str(cfg), "--judge-key-env", "", "--out", str(out)])
     assert res.exit_code == 0, res.output

@@ -101,19 +101,19 @@ def test_cache_cli_info_and_clear(tmp_path: Path) -> None:
     ns = replace(judge.config, cache_namespace="other")
     ScriptedJudge(lambda r: {"v": 2}, config=ns).ask_many([req(9)])
     runner = CliRunner()
-    r = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path), "--json"])
+    r = runner.invoke(app, ["judge", "cache", "info", "--cache-dir", str(tmp_path), "--json"])
     assert r.exit_code == 0, r.output
     import json
 
     info = json.loads(r.output)
     assert info["entries"] == 4
-    r = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path),
+    r = runner.invoke(app, ["judge", "cache", "clear", "--cache-dir", str(tmp_path),
                             "--namespace", "other", "--yes"])
     assert r.exit_code == 0 and "1 " in r.output, r.output
     assert len(JudgeCache(tmp_path)) == 3
-    r = runner.invoke(app, ["cache", "clear", "--cache-dir", str(tmp_path), "--yes"])
+    r = runner.invoke(app, ["judge", "cache", "clear", "--cache-dir", str(tmp_path), "--yes"])
     assert r.exit_code == 0 and len(JudgeCache(tmp_path)) == 0
-    r = runner.invoke(app, ["cache", "info", "--cache-dir", str(tmp_path / "none")])
+    r = runner.invoke(app, ["judge", "cache", "info", "--cache-dir", str(tmp_path / "none")])
     assert isinstance(r.exception, UsageError) and "no judge cache" in str(r.exception)
 
 

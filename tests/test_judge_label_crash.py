@@ -1,4 +1,4 @@
-"""A labelling session killed with SIGKILL loses no saved label: the real `ragmeter judge label`
+"""A labelling session killed with SIGKILL loses no saved label: the real `ragmeter label`
 process (its page's POSTs over a real socket, and the terminal fallback over a pipe) is killed
 mid-session; every label it acknowledged is in the file, and the next session resumes after
 them."""
@@ -39,7 +39,7 @@ def _env() -> dict[str, str]:
 
 def start_server(url: str, labels: Path, port: int, rater: str = "anna",
                  *extra: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "judge", "label", "r1",
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "label", "r1",
                              "--labels", str(labels), "--metric", "faithfulness", "--store", url,
                              "--port", str(port), "--rater", rater, "--lang", "en", *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env())
@@ -52,7 +52,7 @@ def start_server(url: str, labels: Path, port: int, rater: str = "anna",
             if proc.poll() is not None:
                 raise RuntimeError(proc.stdout.read().decode() if proc.stdout else "") from None
             time.sleep(0.2)
-    raise TimeoutError("ragmeter judge label did not start")
+    raise TimeoutError("ragmeter label did not start")
 
 
 def page_token(base: str) -> str:
@@ -126,7 +126,7 @@ def test_kill_9_of_the_labelling_server_loses_no_acknowledged_label(tmp_path: Pa
 def test_kill_9_of_the_terminal_session_loses_no_saved_label(tmp_path: Path) -> None:
     url = make_run(tmp_path)
     labels = tmp_path / "labels.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "judge", "label", "r1",
+    proc = subprocess.Popen([sys.executable, "-m", "ragmeter", "label", "r1",
                              "--labels", str(labels), "--metric", "faithfulness", "--store", url,
                              "--terminal", "--rater", "vera", "--lang", "en"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -1,4 +1,4 @@
-"""``ragmeter judge label``: the labelling session writes the labels file ``judge card`` reads,
+"""``ragmeter label``: the labelling session writes the labels file ``judge card`` reads,
 with the selection's inclusion probabilities; it resumes, revises, skips, refuses what would
 bias the estimate, and reports agreement between labellers."""
 from __future__ import annotations
@@ -267,13 +267,13 @@ def test_terminal_labelling_and_option_errors(tmp_path: Path, monkeypatch, capsy
     assert len(labs.values("faithfulness")) == 3 and labs.by_rater("faithfulness").keys() \
         == {"vera"}
     assert "labels in" in out.err and "vera 3" in out.err
-    assert cli(["judge", "label", "r1", "--labels", str(tmp_path / "x.jsonl"), "-m",
+    assert cli(["label", "r1", "--labels", str(tmp_path / "x.jsonl"), "-m",
                 "faithfulness", "--terminal", "--store", url, "--select", "stratified"]) == 2
     assert "--by" in capsys.readouterr().err
-    assert cli(["judge", "label", "r1", "--labels", str(tmp_path / "x.jsonl"), "-m",
+    assert cli(["label", "r1", "--labels", str(tmp_path / "x.jsonl"), "-m",
                 "answer_relevance", "--terminal", "--store", url]) == 2
     assert "no judged metric 'answer_relevance'" in capsys.readouterr().err
-    assert cli(["judge", "label", "r1", "--labels", str(tmp_path / "x.jsonl"), "-m",
+    assert cli(["label", "r1", "--labels", str(tmp_path / "x.jsonl"), "-m",
                 "faithfulness", "--terminal", "--store", url, "--rater", "a b"]) == 2
 
 

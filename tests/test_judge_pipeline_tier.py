@@ -165,7 +165,7 @@ def test_cli_predictions_and_judge(tmp_path: Path) -> None:
 
     data = _write(tmp_path, _rows())
     out = tmp_path / "jp.json"
-    r = CliRunner().invoke(app, ["judge-pipeline", str(data), "--out", str(out),
+    r = CliRunner().invoke(app, ["judge", "pipeline", str(data), "--out", str(out),
                                  "--charts", str(tmp_path / "charts")])
     assert r.exit_code == 0, r.output
     res = json.loads(out.read_text(encoding="utf-8"))
@@ -174,7 +174,7 @@ def test_cli_predictions_and_judge(tmp_path: Path) -> None:
     prompt = tmp_path / "prompt.txt"
     prompt.write_text(TEMPLATE, encoding="utf-8")
     with MockJudgeServer(MockConfig(reply_fn=_reply)) as srv:
-        r = CliRunner().invoke(app, ["judge-pipeline", str(data), "--prompt", str(prompt),
+        r = CliRunner().invoke(app, ["judge", "pipeline", str(data), "--prompt", str(prompt),
                                      "--base-url", srv.base_url, "--model", "prod",
                                      "--api-key-env", "", "--out", str(out)])
     assert r.exit_code == 0, r.output

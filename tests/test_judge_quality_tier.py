@@ -181,7 +181,7 @@ def test_cli_over_http_fake_server(tmp_path) -> None:
         cfg.write_text(f"name: j\nbackend: openai\nbase_url: {srv.base_url}\nmodel: m1\n"
                        "api_key_env: null\n", encoding="utf-8")
         out = tmp_path / "jq.json"
-        r = CliRunner().invoke(app, ["judge-quality", str(items), "--judge-config", str(cfg),
+        r = CliRunner().invoke(app, ["judge", "quality", str(items), "--judge-config", str(cfg),
                                      "-n", "3", "--out", str(out)])
     assert r.exit_code == 0, r.output
     data = json.loads(out.read_text(encoding="utf-8"))[0]

@@ -81,7 +81,7 @@ def _garbage_for(bad: set[int]):
 
 
 def _generation(tmp_path: Path, url: str, *extra: str) -> int:
-    return cli(["generation", "--samples", str(_samples(tmp_path, 20)), "--metrics",
+    return cli(["score", "generation", "--samples", str(_samples(tmp_path, 20)), "--metrics",
                 "answer_relevance", "--judge-url", url, "--judge-model", "m",
                 "--judge-key-env", "", *extra])
 

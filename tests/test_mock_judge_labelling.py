@@ -1,4 +1,4 @@
-"""Numbers scored from ``ragmeter mock-judge`` replies are labelled as mock everywhere: the
+"""Numbers scored from ``ragmeter serve mock-judge`` replies are labelled as mock everywhere: the
 signature, the console, the HTML report (and so the dashboard) and the Markdown summary."""
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _generation(tmp_path: Path, mark: bool, capsys) -> tuple[dict, str]:
                     "utf-8")
     out = tmp_path / f"o{int(mark)}.json"
     with MockJudgeServer(MockConfig(reply_fn=_reply, mark_replies=mark)) as srv:
-        code = cli(["generation", "--samples", str(data), "--metrics", "answer_relevance",
+        code = cli(["score", "generation", "--samples", str(data), "--metrics", "answer_relevance",
                     "--judge-url", srv.base_url, "--judge-model", "m", "--judge-key-env", "",
                     "--out", str(out)])
     text = capsys.readouterr().out

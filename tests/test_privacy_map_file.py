@@ -31,7 +31,7 @@ def _import(tmp_path: Path, map_path: Path, umask: int = 0o022
     src.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
            "RAGMETER_PSEUDONYMISE_MAP": str(map_path)}
-    return subprocess.run([sys.executable, "-m", "ragmeter", "--pseudonymise", "import",
+    return subprocess.run([sys.executable, "-m", "ragmeter", "--pseudonymise", "traces", "import",
                            str(src), "--out", str(tmp_path / "s.jsonl")], capture_output=True,
                           text=True, timeout=300, env=env, cwd=tmp_path,
                           preexec_fn=lambda: os.umask(umask))

@@ -64,7 +64,7 @@ def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *flags: str
     data.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
     out = tmp_path / "res.json"
     with MockJudgeServer(MockConfig(reply_fn=_reply, record_bodies=True)) as srv:
-        code = cli.run([*flags, "generation", "--samples", str(data), "--metrics",
+        code = cli.run([*flags, "score", "generation", "--samples", str(data), "--metrics",
                         "faithfulness,context_relevance", "--judge-url", srv.base_url,
                         "--judge-model", "m", "--judge-key-env", "", "--out", str(out)])
         bodies = list(srv.received)
@@ -119,7 +119,7 @@ def test_allow_hosts_refuses_unlisted_endpoints(tmp_path: Path,
     data = tmp_path / "s.jsonl"
     data.write_text(json.dumps({"id": "1", "user_input": "q", "response": "a",
                                 "retrieved_contexts": ["c"]}), "utf-8")
-    code = cli.run(["generation", "--samples", str(data), "--metrics", "faithfulness",
+    code = cli.run(["score", "generation", "--samples", str(data), "--metrics", "faithfulness",
                     "--judge-config", str(cfg)])
     err = capsys.readouterr().err
     assert code == 2 and "allow_hosts" in err and "127.0.0.1" in err

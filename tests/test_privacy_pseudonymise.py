@@ -121,7 +121,7 @@ def test_import_with_pseudonymise_writes_tokens_only(tmp_path: Path,
     map_path = tmp_path / "secret" / "map.json"
     monkeypatch.setenv("RAGMETER_PSEUDONYMISE_MAP", str(map_path))
     out = tmp_path / "s.jsonl"
-    assert cli.run(["--pseudonymise", "import", str(src), "--out", str(out)]) == 0, \
+    assert cli.run(["--pseudonymise", "traces", "import", str(src), "--out", str(out)]) == 0, \
         capsys.readouterr()
     written = out.read_text("utf-8")
     for raw in ("Иван", "Петров", "912", "21-0456"):
@@ -174,7 +174,7 @@ def test_import_with_pseudonymise_leaves_no_raw_value_in_a_sampled_history(
                    "utf-8")
     monkeypatch.setenv("RAGMETER_PSEUDONYMISE_MAP", str(tmp_path / "map.json"))
     dest = tmp_path / "s.jsonl"
-    assert cli.run(["--pseudonymise", "import", str(src), "--out", str(dest), "--sample", "2",
+    assert cli.run(["--pseudonymise", "traces", "import", str(src), "--out", str(dest), "--sample", "2",
                     "--seed", "3"]) == 0, capsys.readouterr()
     written = dest.read_text("utf-8")
     assert "[INN_1]" in written and "7707083893" not in written

@@ -31,7 +31,7 @@ def test_estimate_says_planning_not_scoring(tmp_path: Path, capsys) -> None:
     data = tmp_path / "s.jsonl"
     data.write_text(json.dumps({"id": "1", "user_input": "q?", "response": "a",
                                 "retrieved_contexts": ["c"]}) + "\n", "utf-8")
-    code = cli(["generation", "--samples", str(data), "--metrics", "faithfulness",
+    code = cli(["score", "generation", "--samples", str(data), "--metrics", "faithfulness",
                 "--judge-backend", "mock", "--estimate"])
     err = capsys.readouterr().err
     assert code == 0 and "planning the calls of 1 samples" in err and "scoring" not in err

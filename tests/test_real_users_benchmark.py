@@ -143,7 +143,7 @@ def test_cli_bad_column_lists_real_ones(db, tmp_path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("\n".join(json.dumps({"doc_id": d.doc_id, "text": d.text, "url": d.url})
                                 for d in _docs()), encoding="utf-8")
-    args = ["real-users", "--corpus", str(corpus), "--db-url", db.url, "-k", "3",
+    args = ["score", "real-users", "--corpus", str(corpus), "--db-url", db.url, "-k", "3",
             *(["--schema", db.schema] if db.schema else [])]
     r = CliRunner().invoke(app, [*args, "--url-col", "link"])
     assert r.exit_code != 0 and "confluence_url" in str(r.exception)

@@ -87,10 +87,10 @@ def _gate(tmp_path: Path, name: str, answer: str) -> int:
             f.write(json.dumps({**r, "response": answer}, ensure_ascii=False) + "\n")
     out = tmp_path / f"{name}.json"
     run = [sys.executable, "-m", "ragmeter"]
-    proc = subprocess.run([*run, "generation", "--samples", str(data), "--metrics", "answer_rate,over_refusal,unsupported_answer",
+    proc = subprocess.run([*run, "score", "generation", "--samples", str(data), "--metrics", "answer_rate,over_refusal,unsupported_answer",
                            "--out", str(out), "-q"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    gate = subprocess.run([*run, "check", str(out), "--max", "over_refusal=0.05", "--max",
+    gate = subprocess.run([*run, "gate", str(out), "--max", "over_refusal=0.05", "--max",
                            "unsupported_answer=0.05"], capture_output=True, text=True)
     return gate.returncode
 

@@ -234,7 +234,7 @@ def test_judge_pipeline_accuracy_band_applies_and_is_translated(
     assert band.title("ru") != band.label and band.title("en") == band.label
 
     res = tmp_path / "jp.json"
-    code, _, err = run(capsys, "judge-pipeline", str(DEMO / "judge_pipeline.jsonl"),
+    code, _, err = run(capsys, "judge", "pipeline", str(DEMO / "judge_pipeline.jsonl"),
                        "--out", str(res))
     assert code == 0, err
     for lang in ("ru", "en"):
@@ -260,7 +260,7 @@ def test_reports_from_results_json_follow_the_recorded_language(
     f = _jsonl(tmp_path / "allru.jsonl", [{"user_input": "Где находится библиотека?",
                                            "reference": "В корпусе Б.", "response": "В корпусе Б."}])
     res = tmp_path / "allru.json"
-    code, _, err = run(capsys, "generation", "--samples", str(f), "--metrics", "rouge_1",
+    code, _, err = run(capsys, "score", "generation", "--samples", str(f), "--metrics", "rouge_1",
                        "--out", str(res))
     assert code == 0, err
     page = tmp_path / "r.html"

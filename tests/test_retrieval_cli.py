@@ -1,4 +1,4 @@
-"""``ragmeter retrieval``: both input modes, outputs that round-trip, errors with exit code 2."""
+"""``ragmeter score retrieval``: both input modes, outputs that round-trip, errors with exit code 2."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ runner = CliRunner()
 
 
 def invoke(*args: str):  # type: ignore[no-untyped-def]
-    return runner.invoke(app, ["retrieval", *args], catch_exceptions=True, env={"COLUMNS": "200"})
+    return runner.invoke(app, ["score", "retrieval", *args], catch_exceptions=True,
+                         env={"COLUMNS": "200"})
 
 
 def test_split_and_build_metrics() -> None:
@@ -117,7 +118,7 @@ def test_bad_input_raises_data_error() -> None:
 
 
 def test_entry_point_exit_code_and_message() -> None:
-    proc = subprocess.run([sys.executable, "-m", "ragmeter", "retrieval", "--evalset",
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "score", "retrieval", "--evalset",
                            str(FIX / "bad_samples.jsonl")], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 2

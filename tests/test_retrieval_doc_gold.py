@@ -85,7 +85,8 @@ def test_nothing_scored_cli_message_names_reason_and_fix(
     path = tmp_path / "e.jsonl"
     path.write_text(json.dumps({"id": "a", "question": "q?", "gold_doc_ids": ["d1"],
                                 "retrieved_ids": ["d1#0"]}) + "\n", encoding="utf-8")
-    code = cli.run(["retrieval", "--evalset", str(path), "--metrics", "mrr", "--level", "chunk"])
+    code = cli.run(["score", "retrieval", "--evalset", str(path), "--metrics", "mrr", "--level",
+                    "chunk"])
     err = capsys.readouterr().err
     assert code == 3 and "missing_field:gold_chunk_ids" in err and "fix:" in err
 
@@ -150,7 +151,8 @@ def test_doc_id_pattern_cli_option(tmp_path: Path, capsys: pytest.CaptureFixture
                                 "gold_chunk_ids": ["law12-part4"],
                                 "retrieved_ids": ["law12-part4"]}) + "\n", encoding="utf-8")
     out = tmp_path / "r.json"
-    code = cli.run(["retrieval", "--evalset", str(path), "--metrics", "hit_rate@1(level=doc)",
+    code = cli.run(["score", "retrieval", "--evalset", str(path), "--metrics",
+                    "hit_rate@1(level=doc)",
                     "--doc-id-pattern", r"(?P<doc>.+)-part\d+", "--out", str(out)])
     assert code == 0, capsys.readouterr()
     res = EvalResult.from_dict(json.loads(out.read_text()))

@@ -1,4 +1,4 @@
-"""``ragmeter retrieval --out/--csv/--by-query`` stream the per-query records: the written
+"""``ragmeter score retrieval --out/--csv/--by-query`` stream the per-query records: the written
 documents equal ``to_json`` / the per-query table, without building them whole in memory."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_out_csv_by_query_never_build_the_whole_document(
                                  "gold_chunk_ids": ["d1#0"],
                                  "retrieved_ids": ["d1#0" if i % 2 else "d2#0"]}) + "\n")
     out, qcsv = tmp_path / "r.json", tmp_path / "q.csv"
-    code = cli.run(["retrieval", "--evalset", str(path), "--metrics", "hit_rate@1,mrr",
+    code = cli.run(["score", "retrieval", "--evalset", str(path), "--metrics", "hit_rate@1,mrr",
                     "--out", str(out), "--csv", str(qcsv), "--by-query"])
     printed = capsys.readouterr().out
     assert code == 0

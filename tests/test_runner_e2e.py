@@ -73,7 +73,7 @@ def test_run_real_tiers_report_and_gate(tmp_path):
               cwd=tmp_path)
     assert "| retrieval | bm25 |" in md.stdout and "Quality gate" in md.stdout
 
-    gate = _run("check", "w1", "--store", url, "--min", "hit_rate@1(level=doc)=1.01",
+    gate = _run("gate", "w1", "--store", url, "--min", "hit_rate@1(level=doc)=1.01",
                 cwd=tmp_path)
     assert gate.returncode == 1 and "FAIL" in gate.stdout
     listed = _run("runs", "list", "--store", url, cwd=tmp_path)

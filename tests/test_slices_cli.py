@@ -53,17 +53,18 @@ def _pair() -> tuple[EvalResult, EvalResult]:
 
 def test_retrieval_by_type_prints_slices_and_keeps_them(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    p = _cli("retrieval", "--evalset", str(FIX / "evalset.jsonl"), "--by", "type",
+    p = _cli("score", "retrieval", "--evalset", str(FIX / "evalset.jsonl"), "--by", "type",
              "--min-n", "2", "--out", str(out), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "worst slice (mrr): type=" in p.stdout
     assert "withheld (n<2)" in p.stdout        # a type with one question
     meta = json.loads(out.read_text())["meta"]
     assert meta["slices"]["by"] == ["type"] and meta["slice_table"]["min_n"] == 2
-    bad = _cli("retrieval", "--evalset", str(FIX / "evalset.jsonl"), "--by", "sectoin",
+    bad = _cli("score", "retrieval", "--evalset", str(FIX / "evalset.jsonl"), "--by", "sectoin",
                cwd=tmp_path)
     assert bad.returncode == 2 and "sectoin" in bad.stderr
-    qrels = _cli("retrieval", "--qrels", str(FIX / "qrels.txt"), "--run", str(FIX / "run.txt"),
+    qrels = _cli("score", "retrieval", "--qrels", str(FIX / "qrels.txt"), "--run",
+                 str(FIX / "run.txt"),
                  "--by", "type", cwd=tmp_path)
     assert qrels.returncode == 2 and "--evalset or --samples" in qrels.stderr
 

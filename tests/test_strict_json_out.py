@@ -33,7 +33,8 @@ def test_corpus_bleu_with_nothing_scorable_is_null_with_reason(tmp_path: Path,
     data.write_text('{"id":"1","user_input":"q?","response":"a"}\n'
                     '{"id":"2","user_input":"q2?","response":"b"}\n', "utf-8")
     out = tmp_path / "o.json"
-    code = run(["generation", "--samples", str(data), "--metrics", "bleu", "--out", str(out)])
+    code = run(["score", "generation", "--samples", str(data), "--metrics", "bleu", "--out",
+                str(out)])
     assert code == 3  # nothing scored
     saved = _strict(out.read_text("utf-8"))
     corpus = saved["meta"]["corpus"]["bleu"]  # type: ignore[index]

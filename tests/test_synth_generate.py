@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import needs_extra
+from ragmeter.cost import Estimate
 from ragmeter.data.evalset import load_evalset
 from ragmeter.errors import ConfigError
 from ragmeter.judges import JudgeConfig, RetryPolicy, ScriptedJudge
@@ -273,12 +274,14 @@ def test_estimate_sends_nothing_and_bounds_the_calls() -> None:
     j = judge(gen, price_in=1.0, price_out=2.0)
     est = estimate_testset(CORPUS, generator=j, n=12, seed=1)
     assert j.scripted.calls == 0
-    assert est.breakdown["generate"]["calls"] == 18  # ceil(target × 1.25) per kind
-    assert est.calls == est.breakdown["generate"]["calls"] + est.breakdown["check"]["calls"]
-    assert est.cost is not None and est.cost > 0
+    assert est.by_prompt["generate"]["calls"] == 18  # ceil(target × 1.25) per kind
+    assert est.calls == est.by_prompt["generate"]["calls"] + est.by_prompt["check"]["calls"]
+    assert est.priced and est.cost > 0
+    # the one estimate shape of every --estimate (ragmeter.cost.Estimate)
+    assert isinstance(est, Estimate) and est.cost_max >= est.cost and est.wall_s > 0
     ts = generate_testset(CORPUS, generator=j, n=12, seed=1)
     assert ts.report["generator_calls"]["calls"] <= est.calls
-    assert estimate_testset(CORPUS, generator=judge(gen), n=12, seed=1).cost is None
+    assert not estimate_testset(CORPUS, generator=judge(gen), n=12, seed=1).priced
 
 
 def test_max_calls_refuses_a_plan_that_cannot_fit(tmp_path: Path) -> None:
@@ -367,7 +370,7 @@ def test_resume_after_sigkill_reasks_no_finished_call(tmp_path: Path) -> None:
 # -- command line ------------------------------------------------------------------------------
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
-    return subprocess.run([sys.executable, "-m", "ragmeter", "generate", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "ragmeter", "testset", "generate", *args], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -455,7 +458,8 @@ def test_a_judge_config_is_accepted_as_the_generator() -> None:
     cfg = JudgeConfig(name="gen", backend="openai", base_url="http://127.0.0.1:9/v1",
                       model="some-model", price_in=0.5, price_out=1.5)
     est = estimate_testset(CORPUS, generator=cfg, n=6, seed=1)
-    assert est.cost is not None and est.calls >= 8
+    assert est.priced and est.calls >= 8
+    assert (est.judge, est.model, est.concurrency) == ("gen", "some-model", 16)
 
 
 def test_a_separate_checker_answers_the_checks_and_is_signed() -> None:

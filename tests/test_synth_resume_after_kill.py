@@ -1,6 +1,6 @@
-"""A kill during ``ragmeter generate`` loses only the calls in flight.
+"""A kill during ``ragmeter testset generate`` loses only the calls in flight.
 
-A real ``ragmeter generate`` process asks the fake OpenAI-compatible server over HTTP with 8
+A real ``ragmeter testset generate`` process asks the fake OpenAI-compatible server over HTTP with 8
 calls in flight: the server answers the first 12 requests (a scripted generator reads their
 passages) and holds every later one. Once the 12 replies are out, the process is killed with
 SIGKILL. Every one of the 12 must be in the progress file, and ``--resume`` against a server
@@ -59,7 +59,7 @@ def _key(body: dict[str, Any] | str) -> str:
 def _generate(url: str, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"),
            "RAGMETER_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = [sys.executable, "-m", "ragmeter", "generate", "--corpus",
+    cmd = [sys.executable, "-m", "ragmeter", "testset", "generate", "--corpus",
            str(FIX / "corpus_ru.jsonl"), "--out", str(tmp_path / "set.jsonl"), "--n", "12",
            "--seed", "3", "--generator-url", url, "--generator-model", "m",
            "--generator-key-env", "", "--concurrency", str(IN_FLIGHT), "--embedder", "none",

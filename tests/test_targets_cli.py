@@ -1,4 +1,4 @@
-"""``--target`` on ``ragmeter generation`` / ``ragmeter retrieval``, ``--replay`` (identical
+"""``--target`` on ``ragmeter score generation`` / ``ragmeter score retrieval``, ``--replay`` (identical
 values, no call), ``--estimate`` (calls counted, none sent), an unreachable target (exit 3),
 and ``ragmeter.evaluate`` with a plain function."""
 
@@ -44,7 +44,7 @@ def _run(args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> An
 def test_generation_target_then_replay_is_identical_with_no_call(
         service: ExampleService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = _target_file(tmp_path, service.url)
-    args = ["generation", "--samples", str(EVALSET), "--metrics", "rouge_l,bleu",
+    args = ["score", "generation", "--samples", str(EVALSET), "--metrics", "rouge_l,bleu",
             "--target", str(target)]
     live = _run([*args, "--out", str(tmp_path / "live.json")], tmp_path, monkeypatch)
     assert live.exit_code == 0, live.output
@@ -68,7 +68,8 @@ def test_generation_target_generate_entry_uses_gold_context(
     samples = tmp_path / "gold.jsonl"
     samples.write_text(json.dumps({"id": "a", "user_input": "q", "reference": "Один. Два.",
                                    "reference_contexts": ["Один. Два. Три."]}) + "\n")
-    res = _run(["generation", "--samples", str(samples), "--metrics", "rouge_l", "--target",
+    res = _run(["score", "generation", "--samples", str(samples), "--metrics", "rouge_l",
+                "--target",
                 str(_target_file(tmp_path, service.url)), "--target-entry", "generate",
                 "--out", str(tmp_path / "g.json")], tmp_path, monkeypatch)
     assert res.exit_code == 0, res.output
@@ -78,7 +79,7 @@ def test_generation_target_generate_entry_uses_gold_context(
 
 def test_retrieval_target_ranks_questions(service: ExampleService, tmp_path: Path,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    res = _run(["retrieval", "--evalset", str(EVALSET), "--target",
+    res = _run(["score", "retrieval", "--evalset", str(EVALSET), "--target",
                 str(_target_file(tmp_path, service.url)), "-k", "1,5", "--level", "both",
                 "--out", str(tmp_path / "r.json")], tmp_path, monkeypatch)
     assert res.exit_code == 0, res.output
@@ -92,7 +93,8 @@ def test_retrieval_target_ranks_questions(service: ExampleService, tmp_path: Pat
 def test_estimate_counts_target_calls_and_sends_none(service: ExampleService, tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     before = service.counts["requests"]
-    res = _run(["generation", "--samples", str(EVALSET), "--metrics", "rouge_l", "--target",
+    res = _run(["score", "generation", "--samples", str(EVALSET), "--metrics", "rouge_l",
+                "--target",
                 str(_target_file(tmp_path, service.url)), "--estimate"], tmp_path, monkeypatch)
     assert res.exit_code == 0, res.output
     n = sum(1 for line in EVALSET.read_text(encoding="utf-8").splitlines() if line.strip())
@@ -110,7 +112,8 @@ def test_unreachable_target_exits_3_with_the_reason(
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
     from ragmeter.cli.app import run
 
-    code = run(["generation", "--samples", str(EVALSET), "--metrics", "rouge_l", "--target",
+    code = run(["score", "generation", "--samples", str(EVALSET), "--metrics", "rouge_l",
+                "--target",
                 str(target)])
     assert code == 3
     assert "unreachable" in capsys.readouterr().err

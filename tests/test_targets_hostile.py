@@ -143,7 +143,7 @@ def test_system_exit_does_not_become_ragmeters_exit_code(tmp_path: Path) -> None
     """)
     samples = tmp_path / "s.jsonl"
     samples.write_text(json.dumps({"id": "a", "user_input": "q", "reference": "r"}) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "ragmeter", "generation", "--samples",
+    proc = subprocess.run([sys.executable, "-m", "ragmeter", "score", "generation", "--samples",
                            str(samples), "--metrics", "rouge_l", "--target",
                            "exit_rag.py:answer"], capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**ENV, "RAGMETER_CACHE_DIR": str(tmp_path / "c")})

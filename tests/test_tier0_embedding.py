@@ -160,6 +160,6 @@ def test_cli_reports_missing_labels_cleanly(tmp_path: Path) -> None:
 
     p = tmp_path / "t.jsonl"
     p.write_text('{"text": "a", "label": "x"}\n{"text": "b"}\n', encoding="utf-8")
-    r = CliRunner().invoke(app, ["tier0", str(p)])
+    r = CliRunner().invoke(app, ["score", "tier0", str(p)])
     assert r.exit_code != 0
     assert "missing cluster label" in str(r.exception)

@@ -26,9 +26,10 @@ def test_three_commands_then_scores_back_to_the_traces(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     samples, results, report = (tmp_path / "samples.jsonl", tmp_path / "results.json",
                                 tmp_path / "report.html")
-    _ok(capsys, "import", str(FIX / "otlp_current.json"), "--out", str(samples), "--gold",
+    _ok(capsys, "traces", "import", str(FIX / "otlp_current.json"), "--out", str(samples), "--gold",
         str(FIX / "same_as_evalset.jsonl"))
-    _ok(capsys, "generation", "--samples", str(samples), "--metrics", "rouge_l,bleu", "--out",
+    _ok(capsys, "score", "generation", "--samples", str(samples), "--metrics", "rouge_l,bleu",
+        "--out",
         str(results))
     _ok(capsys, "report", str(results), "--out", str(report))
     assert report.read_text("utf-8").lstrip().lower().startswith("<!doctype html")
@@ -36,7 +37,8 @@ def test_three_commands_then_scores_back_to_the_traces(
     saved = json.loads(results.read_text("utf-8"))["results"]["rouge_l"]["per_sample"]
     want = {r["sample_id"]: r["value"] for r in saved}
     otlp = tmp_path / "scores.otlp.json"
-    _ok(capsys, "export", str(results), "--to", "otlp", "--samples", str(samples), "--out",
+    _ok(capsys, "traces", "export", str(results), "--to", "otlp", "--samples", str(samples),
+        "--out",
         str(otlp))
     logs = json.loads(otlp.read_text("utf-8"))["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
     rouge = [r for r in logs if {"key": "gen_ai.evaluation.name",
@@ -52,13 +54,13 @@ def test_three_commands_then_scores_back_to_the_traces(
     assert {r["traceId"] for r in rouge} == roots
 
     lf = tmp_path / "scores.csv"
-    _ok(capsys, "export", str(results), "--to", "langfuse-csv", "--samples", str(samples),
+    _ok(capsys, "traces", "export", str(results), "--to", "langfuse-csv", "--samples", str(samples),
         "--out", str(lf))
     rows = list(csv.DictReader(lf.read_text("utf-8").splitlines()))
     assert {(r["traceId"], r["name"]) for r in rows} >= {(t, "rouge_l") for t in roots}
     assert all(r["dataType"] == "NUMERIC" and "|metric:" in r["comment"] for r in rows)
     lf_json = tmp_path / "scores.json"
-    _ok(capsys, "export", str(results), "--to", "langfuse", "--out", str(lf_json))
+    _ok(capsys, "traces", "export", str(results), "--to", "langfuse", "--out", str(lf_json))
     assert len(json.loads(lf_json.read_text("utf-8"))) == len(rows)
 
 
@@ -70,10 +72,11 @@ def test_unscored_samples_are_counted_not_zero(tmp_path: Path,
                        {"sample_id": "t2", "value": None, "reason": "parse_error"}]}}}
     p = tmp_path / "r.json"
     p.write_text(json.dumps(res), "utf-8")
-    out = _ok(capsys, "export", str(p), "--to", "langfuse", "--out", str(tmp_path / "l.json"))
+    out = _ok(capsys, "traces", "export", str(p), "--to", "langfuse", "--out",
+              str(tmp_path / "l.json"))
     assert "1 unscored" in out
     assert [r["traceId"] for r in json.loads((tmp_path / "l.json").read_text())] == ["t1"]
-    _ok(capsys, "export", str(p), "--to", "otlp", "--out", str(tmp_path / "o.json"))
+    _ok(capsys, "traces", "export", str(p), "--to", "otlp", "--out", str(tmp_path / "o.json"))
     recs = json.loads((tmp_path / "o.json").read_text())["resourceLogs"][0]["scopeLogs"][0][
         "logRecords"]
     bad = next(r for r in recs if r["traceId"] == "t2")
@@ -84,7 +87,8 @@ def test_unscored_samples_are_counted_not_zero(tmp_path: Path,
 def test_export_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     p = tmp_path / "empty.json"
     p.write_text(json.dumps({"name": "x", "results": {}}), "utf-8")
-    assert cli.run(["export", str(p), "--to", "otlp", "--out", str(tmp_path / "o")]) == EXIT_USAGE
+    assert cli.run(["traces", "export", str(p), "--to", "otlp", "--out",
+                    str(tmp_path / "o")]) == EXIT_USAGE
     assert "per-sample" in capsys.readouterr().err
-    assert cli.run(["export", str(p), "--to", "zipkin", "--out", "o"]) == EXIT_USAGE
+    assert cli.run(["traces", "export", str(p), "--to", "zipkin", "--out", "o"]) == EXIT_USAGE
     assert "--to" in capsys.readouterr().err

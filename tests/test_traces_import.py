@@ -145,7 +145,7 @@ def test_a_trace_with_a_bad_span_is_skipped_whole() -> None:
 def test_cli_import_writes_samples_and_exits_2_on_bad_traces(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "samples.jsonl"
-    code = cli.run(["import", str(FIX / "otlp_current.json"), "--format", "otlp", "--out",
+    code = cli.run(["traces", "import", str(FIX / "otlp_current.json"), "--format", "otlp", "--out",
                     str(out), "--gold", str(FIX / "same_as_evalset.jsonl")])
     assert code == 0, capsys.readouterr()
     back = load_samples(out).samples
@@ -153,17 +153,18 @@ def test_cli_import_writes_samples_and_exits_2_on_bad_traces(
     meta = json.loads((tmp_path / "samples.import.json").read_text("utf-8"))
     assert meta["format"] == "otlp" and meta["gold"]["matched"] == 3
     capsys.readouterr()
-    code = cli.run(["import", str(FIX / "mlflow_malformed.json"), "--out", str(out)])
+    code = cli.run(["traces", "import", str(FIX / "mlflow_malformed.json"), "--out", str(out)])
     err = capsys.readouterr().err
     assert code == EXIT_USAGE and "mlflow_malformed.json:21 field 'data.spans'" in err
     assert "Traceback" not in err
-    code = cli.run(["import", str(FIX / "otlp_current.json"), "--format", "mlflow", "--out",
+    code = cli.run(["traces", "import", str(FIX / "otlp_current.json"), "--format", "mlflow",
+                    "--out",
                     str(out)])
     assert code == EXIT_USAGE and "--format otlp" in capsys.readouterr().err
 
 
 def test_cli_import_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.run(["import", str(FIX / "phoenix_spans.json"), "--out", "-"]) == 0
+    assert cli.run(["traces", "import", str(FIX / "phoenix_spans.json"), "--out", "-"]) == 0
     out, err = capsys.readouterr()
     rows = [json.loads(line) for line in out.splitlines()]
     assert len(rows) == 3 and all(r["metadata"]["trace_id"] == r["id"] for r in rows)

@@ -78,7 +78,7 @@ def test_cli_sample_goes_into_the_sidecar(tmp_path: Path,
     rows.append({"id": "dup", "question": "ВОПРОС 3?", "metadata": {"model": "a"}})
     src.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows), "utf-8")
     out = tmp_path / "s.jsonl"
-    code = cli.run(["import", str(src), "--out", str(out), "--dedupe", "--sample", "8",
+    code = cli.run(["traces", "import", str(src), "--out", str(out), "--dedupe", "--sample", "8",
                     "--stratify", "model", "--seed", "3"])
     assert code == 0, capsys.readouterr()
     meta = json.loads((tmp_path / "s.import.json").read_text("utf-8"))

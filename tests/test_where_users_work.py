@@ -128,7 +128,7 @@ def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 def test_check_writes_junit_xml_with_the_worst_samples(tmp_path):
     url = _stored(tmp_path)
-    out = _cli("check", "run-b", "--store", url, "--min", "bm25:mrr=0.99", "--min",
+    out = _cli("gate", "run-b", "--store", url, "--min", "bm25:mrr=0.99", "--min",
                "bm25:hit_rate@10=0.1", "--junit", str(tmp_path / "ci" / "gate.xml"), cwd=tmp_path)
     assert out.returncode == 1, out.stdout + out.stderr
     root = ET.parse(tmp_path / "ci" / "gate.xml").getroot()

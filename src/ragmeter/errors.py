@@ -60,16 +60,32 @@ class DataError(RagmeterError):
 
 
 class ConfigError(RagmeterError):
-    """Bad configuration: names the key and the allowed values."""
+    """Bad configuration: names the key (a dotted path, ``tiers[0].options.limit``), the
+    allowed values and, when read from a file, ``where`` (``bench.yaml:12``)."""
 
-    def __init__(self, key: str, message: str, allowed: list[str] | None = None):
+    def __init__(self, key: str, message: str, allowed: list[str] | None = None,
+                 where: str | None = None):
         self.key = key
+        self.message = message
         self.allowed = allowed
+        self.where = where
         # a command-line option (``--min``) is named as the option the user typed
         msg = f"{'option' if key.startswith('-') else 'config key'} '{key}': {message}"
         if allowed:
             msg += f" (allowed: {', '.join(map(str, allowed))})"
+        if where:
+            msg = f"{where}: {msg}"
         super().__init__(msg)
+
+    def under(self, prefix: str) -> ConfigError:
+        """The same error for a key inside ``prefix`` (``backend`` -> ``judges[1].backend``)."""
+        if not prefix:
+            return self
+        return ConfigError(f"{prefix}.{self.key}", self.message, self.allowed, self.where)
+
+    def at(self, where: str) -> ConfigError:
+        """The same error located in a file (``bench.yaml:12``)."""
+        return ConfigError(self.key, self.message, self.allowed, where)
 
 
 class UsageError(RagmeterError):
@@ -193,12 +209,15 @@ def yaml_expanded_size(obj: object, limit: int = YAML_MAX_NODES,
     return size(obj, 0)
 
 
-def read_yaml_file(path: object, key: str = "config") -> object:
+def read_yaml_file(path: object, key: str = "config",
+                   lines: dict[int, tuple[Any, dict[Any, int]]] | None = None) -> object:
     """Parse a YAML (or JSON) file; a missing or malformed file raises :class:`ConfigError`.
 
     A file whose aliases expand to more than :data:`YAML_MAX_NODES` nodes, that nests deeper
     than :data:`YAML_MAX_DEPTH` or whose aliases refer to themselves is refused with a
-    :class:`ConfigError` naming the file.
+    :class:`ConfigError` naming the file. ``lines``, when given, receives the line of every
+    mapping key and list item: ``{id(container): (container, {key or index: line})}``
+    (:func:`ragmeter.schema.line_of` reads it).
     """
     from pathlib import Path
 
@@ -217,7 +236,15 @@ def read_yaml_file(path: object, key: str = "config") -> object:
         raise ConfigError(key, f"{p}:{line} is not UTF-8 text (byte 0x"
                                f"{raw[exc.start:exc.start + 1].hex()}); save it as UTF-8") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        if lines is None:
+            data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+        else:
+            loader = _UniqueKeyLoader.loader_class()(text)
+            loader.ragmeter_lines = lines
+            try:
+                data = loader.get_single_data()
+            finally:
+                loader.dispose()
     except yaml.YAMLError as exc:
         raise ConfigError(key, f"{p} is not valid YAML/JSON: {exc}") from None
     except RecursionError:
@@ -251,6 +278,36 @@ def _unique_key_loader() -> type:
                 seen[k] = key_node.start_mark.line + 1
             return super().construct_mapping(node, deep=deep)
 
+        # the lines of keys and items, recorded on the objects the document ends up holding
+        def construct_lined_map(self, node: Any) -> Any:
+            data: dict[Any, Any] = {}
+            yield data
+            data.update(self.construct_mapping(node))
+            table = getattr(self, "ragmeter_lines", None)
+            if table is not None:
+                keys: dict[Any, int] = {}
+                for key_node, _ in node.value:
+                    try:
+                        k = self.construct_object(key_node)  # already built: from the cache
+                        hash(k)
+                    except TypeError:
+                        continue
+                    keys.setdefault(k, key_node.start_mark.line + 1)
+                table[id(data)] = (data, {k: line for k, line in keys.items() if k in data})
+
+        def construct_lined_seq(self, node: Any) -> Any:
+            data: list[Any] = []
+            yield data
+            data.extend(self.construct_sequence(node))
+            table = getattr(self, "ragmeter_lines", None)
+            if table is not None:
+                table[id(data)] = (data, {i: child.start_mark.line + 1
+                                          for i, child in enumerate(node.value)})
+
+    UniqueKeyLoader.add_constructor("tag:yaml.org,2002:map",
+                                    UniqueKeyLoader.construct_lined_map)
+    UniqueKeyLoader.add_constructor("tag:yaml.org,2002:seq",
+                                    UniqueKeyLoader.construct_lined_seq)
     return UniqueKeyLoader
 
 
@@ -259,10 +316,13 @@ class _LazyLoader:
 
     _cls: type | None = None
 
-    def __call__(self, stream: object) -> object:
+    def loader_class(self) -> type:
         if _LazyLoader._cls is None:
             _LazyLoader._cls = _unique_key_loader()
-        return _LazyLoader._cls(stream)
+        return _LazyLoader._cls
+
+    def __call__(self, stream: object) -> object:
+        return self.loader_class()(stream)
 
 
 _UniqueKeyLoader = _LazyLoader()

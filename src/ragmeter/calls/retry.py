@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -17,11 +17,12 @@ class RetryPolicy:
     ``n_requests × max_retries`` times.
     """
 
-    initial: float = 2.0
-    max: float = 30.0
-    multiplier: float = 2.0
-    max_retries: int = 6
-    budget: int | None = None
+    # the rules a config is checked by (ragmeter.schema reads this metadata)
+    initial: float = field(default=2.0, metadata={"ge": 0.0})
+    max: float = field(default=30.0, metadata={"ge": 0.0})
+    multiplier: float = field(default=2.0, metadata={"ge": 1.0})
+    max_retries: int = field(default=6, metadata={"ge": 0})
+    budget: int | None = field(default=None, metadata={"ge": 0})
 
     def delay(self, attempt: int) -> float:
         """Backoff before retry number ``attempt`` (1-based)."""

@@ -31,7 +31,7 @@ import typer
 from rich.markup import escape
 
 from ragmeter._version import __version__
-from ragmeter.cli import common, completion, lazy, quick_params
+from ragmeter.cli import common, completion, lazy, names, quick_params
 from ragmeter.errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -55,7 +55,12 @@ class RagmeterGroup(typer.core.TyperGroup):
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         common.reset_state(debug="--debug" in args or os.environ.get("RAGMETER_DEBUG") == "1",
                            stdout_reserved=_out_is_stdout(args))
-        return super().parse_args(ctx, normalize_argv(args, self))
+        return super().parse_args(ctx, normalize_argv(renamed_argv(args), self))
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The commands in the order of :data:`ragmeter.cli.names.ORDER` (``--help``)."""
+        rank = {name: i for i, name in enumerate(names.ORDER)}
+        return sorted(super().list_commands(ctx), key=lambda n: (rank.get(n, len(rank)), n))
 
 
 #: the root: its options and help, no command (see :func:`full_app` and :data:`app`)
@@ -144,9 +149,9 @@ def click_command() -> Any:
 def command_for(args: Sequence[str]) -> Any:
     """The click tree :func:`run` needs for ``args``: only the invoked command's modules when
     the arguments before it are global flags (so ``--help``/``--version`` and unknown names get
-    the whole tree), else :func:`click_command`."""
-    name = next((a for a in args if a not in GLOBAL_FLAGS), None)
-    modules = lazy.COMMAND_MODULES.get(name or "")
+    the whole tree; a group's name alone gets the group's modules), else
+    :func:`click_command`. An old command name stands for its new one."""
+    modules = lazy.modules_for(names.command_words(args)[1])
     if modules is None:
         return click_command()
     if modules not in _SUBSETS:
@@ -180,6 +185,18 @@ def _seed_checked(inner: Callable[..., Any] | None) -> Callable[..., Any]:
     return check
 
 
+def renamed_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` with an old command name replaced by its new words (``retrieval`` -> ``score
+    retrieval``), the one-line notice printed on stderr; other arguments unchanged."""
+    args = list(argv)
+    pos, _ = names.command_words(args)
+    if pos < len(args) and args[pos] in names.RENAMED:
+        old = args[pos]
+        sys.stderr.write(names.deprecation(old) + "\n")
+        args[pos:pos + 1] = names.RENAMED[old]
+    return args
+
+
 def _declared(cmd: Any) -> set[str]:
     names: set[str] = set()
     for p in getattr(cmd, "params", []):
@@ -189,7 +206,7 @@ def _declared(cmd: Any) -> set[str]:
 
 
 def normalize_argv(argv: Sequence[str], group: Any = None) -> list[str]:
-    """Move global flags to the root and rewrite old judge-option spellings (hidden aliases).
+    """Move global flags to the root and rewrite old option spellings (hidden aliases).
 
     A flag the subcommand declares itself (e.g. ``run --quiet``) stays where it is.
     """
@@ -220,9 +237,9 @@ def normalize_argv(argv: Sequence[str], group: Any = None) -> list[str]:
         if name in GLOBAL_FLAGS and name not in declared and not eq:
             hoisted.append(a)
             continue
-        if name in common.JUDGE_ALIASES and name not in declared \
-                and common.JUDGE_ALIASES[name] in declared:
-            a = common.JUDGE_ALIASES[name] + (eq + value if eq else "")
+        if name in common.OPTION_ALIASES and name not in declared \
+                and common.OPTION_ALIASES[name] in declared:
+            a = common.OPTION_ALIASES[name] + (eq + value if eq else "")
         rest.append(a)
     # a global flag the subcommand also declares is passed on to it as well
     for a in head:

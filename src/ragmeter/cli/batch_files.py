@@ -1,6 +1,6 @@
 """``--judge-batch write|collect DIR``: the one way a command judges through batch files.
 
-``ragmeter run`` and ``ragmeter generation`` declare :data:`JudgeBatchOpt` and, when it is
+``ragmeter run`` and ``ragmeter score generation`` declare :data:`JudgeBatchOpt` and, when it is
 given, run their ordinary work through :func:`run_batch_files` instead of calling the judge:
 
 * ``write DIR``: every planned judge request not answered yet is written to the next round's

@@ -5,8 +5,7 @@
 * ``--json``: the machine-readable result is the only thing on stdout (:func:`emit_json`); the
   human output goes to stderr (:func:`human_console`).
 * ``--out -`` writes to stdout (:func:`write_text_out`).
-* Judge options have one spelling on every command (:data:`JudgeUrlOpt` ...); the old spellings
-  (``--base-url``, ``--model``, ``--api-key-env``) are rewritten by ``cli/app.py`` (hidden aliases).
+* The judge options are one group, declared once in :mod:`ragmeter.cli.judge_options`.
 * :func:`check_scored` turns "a requested metric scored no sample" and ``--max-unscored`` into
   :class:`~ragmeter.errors.WorkFailedError` (exit 3).
 """
@@ -311,61 +310,15 @@ MaxCostOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
                        "(price table units; needs prices).")]
 MaxCallsOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
     "--max-calls", help="Stop (resumable) before more than N model calls.")]
-JudgeUrlOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--judge-url", help="OpenAI-compatible base URL of the judge.")]
-JudgeModelOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--judge-model", help="Judge model name at --judge-url.")]
-JudgeKeyEnvOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "--judge-key-env", help="Name of the environment variable holding the judge API key "
-                            "(default OPENAI_API_KEY; '' for none).")]
-JudgeConfigOpt = Annotated[Optional[Path], typer.Option(  # noqa: UP045
-    "--judge-config", help="Judge config file (YAML/JSON; the first judge is used).")]
-JudgeConcurrencyOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
-    "--judge-concurrency", min=1, help="Most judge calls in flight at once.")]
-JudgeTimeoutOpt = Annotated[Optional[float], typer.Option(  # noqa: UP045
-    "--judge-timeout", min=0.1, help="Seconds to wait for one judge reply.")]
-CheckJudgeOpt = Annotated[bool, typer.Option(
-    "--check-judge", help="Send one small request to the judge before any work; exit 2 if it "
-                          "cannot be reached.")]
-
-#: old spellings of judge options → the one spelling (applied where the command has the new one)
-JUDGE_ALIASES = {"--base-url": "--judge-url", "--model": "--judge-model",
-                 "--api-key-env": "--judge-key-env", "--concurrency": "--judge-concurrency",
-                 "--timeout": "--judge-timeout", "--repeats": "--n-repeats"}
-
-
-def judge_config_from_options(*, url: str | None, model: str | None, key_env: str | None,
-                              config: Path | None, concurrency: int | None = None,
-                              timeout: float | None = None, backend: str | None = None,
-                              **extra: Any) -> Any:
-    """One :class:`~ragmeter.judges.config.JudgeConfig` from the shared judge options, or None."""
-    from ragmeter.judges.config import JudgeConfig, load_judge_configs
-
-    changes: dict[str, Any] = {}
-    if concurrency is not None:
-        changes["max_concurrency"] = concurrency
-    if timeout is not None:
-        changes["timeout_s"] = timeout
-    if config is not None:
-        cfg = load_judge_configs(config)[0]
-        if url:
-            changes["base_url"] = url
-        if model:
-            changes["model"] = model
-        if key_env is not None:
-            changes["api_key_env"] = key_env or None
-        return cfg.with_(**changes, **extra) if changes or extra else cfg
-    if not url and not backend:
-        if model:
-            raise UsageError("--judge-model", "needs --judge-url (or --judge-config)")
-        return None
-    return JudgeConfig(name="judge", backend=backend or "openai", base_url=url, model=model or "",
-                       api_key_env="OPENAI_API_KEY" if key_env is None else (key_env or None),
-                       **changes, **extra)
+#: old spellings of options -> the one spelling (applied where the command has the new one)
+OPTION_ALIASES = {"--base-url": "--judge-url", "--model": "--judge-model",
+                  "--api-key-env": "--judge-key-env", "--concurrency": "--judge-concurrency",
+                  "--timeout": "--judge-timeout", "--repeats": "--n-repeats"}
 
 
 def check_judge_reachable(cfg: Any) -> None:
-    """Send one tiny request; raise a usage error (exit 2) naming the endpoint if it fails."""
+    """Send one tiny request; raise a usage error (exit 2) naming the endpoint if it fails
+    (``--check-judge``)."""
     if cfg is None or getattr(cfg, "backend", "") != "openai":
         return
     import urllib.error

@@ -2,8 +2,8 @@
 
 Building every command (typer's parameter adapters load pydantic) takes about half a second —
 too slow for a key press. So the command tree's names, options and help lines are written once
-to a small JSON table (``<cache dir>/completion/<version>.json``; also when completion is
-installed) and each Tab reads it: the words typed so far walk down the commands, a word that
+to a small JSON table (``<cache dir>/completion/<version>-<state>.json``, the state of the
+command modules' files; also when completion is installed) and each Tab reads it: the words typed so far walk down the commands, a word that
 starts with ``-`` completes the current command's options, anything else its subcommands.
 bash, zsh and fish are answered in the formats typer's own completion scripts read; any other
 shell, or a table that cannot be written, goes through typer's completion on the whole tree.
@@ -26,8 +26,20 @@ SHELLS = ("complete_bash", "complete_zsh", "complete_fish")
 
 
 def table_path() -> Path:
+    """Where the table is kept: one file per version and state of the command modules (a
+    command renamed or an option added writes a new table; a few ``stat`` calls)."""
+    import hashlib
+
     root = os.environ.get("RAGMETER_CACHE_DIR") or str(Path.home() / ".cache" / "ragmeter")
-    return Path(root) / "completion" / f"{__version__}.json"
+    here = Path(__file__).parent
+    state = hashlib.sha256()
+    for f in sorted([*here.glob("*.py"), *here.glob("commands/*.py")]):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        state.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return Path(root) / "completion" / f"{__version__}-{state.hexdigest()[:12]}.json"
 
 
 def describe(cmd: Any) -> dict[str, Any]:

@@ -13,21 +13,22 @@ import os
 import sys
 from collections.abc import Sequence
 
-#: commands that do no large matrix product (no embedding model)
-SINGLE_BLAS_THREAD = frozenset({"retrieval", "report", "compare", "runs", "check", "metrics",
-                                "cache", "init", "export", "import", "view", "mock-judge"})
-
-
-def _command(argv: Sequence[str]) -> str | None:
-    """The subcommand named by ``argv`` (the first argument that is not an option)."""
-    return next((a for a in argv if not a.startswith("-")), None)
+#: commands that do no large matrix product (no embedding model); a group's name alone
+#: stands for all of its commands
+SINGLE_BLAS_THREAD = frozenset({"score retrieval", "report", "compare", "runs", "gate",
+                                "metrics", "judge cache", "init", "traces", "view",
+                                "serve mock-judge"})
 
 
 def single_blas_thread(argv: Sequence[str], environ: dict[str, str] | None = None) -> bool:
     """Ask for one BLAS thread when ``argv``'s command does no matrix work and the user left the
     thread count alone; True when it did. Must run before numpy is imported."""
+    from ragmeter.cli.names import command_words
+
     env = os.environ if environ is None else environ
-    if _command(argv) not in SINGLE_BLAS_THREAD:
+    words = command_words(argv)[1]
+    if not words or (" ".join(words[:2]) not in SINGLE_BLAS_THREAD
+                     and words[0] not in SINGLE_BLAS_THREAD):
         return False
     if "OPENBLAS_NUM_THREADS" in env or "OMP_NUM_THREADS" in env:
         return False

@@ -85,6 +85,11 @@ class Estimate:
     batch_discount: float = 0.5
     batch_cost: float = 0.0
 
+    @property
+    def priced(self) -> bool:
+        """Whether the model has prices (else ``cost`` is 0 and says nothing)."""
+        return bool(self.price_in or self.price_out)
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -193,22 +198,34 @@ class EstimatingJudge:
         return None
 
 
+def estimate_of(calls: int, tokens_in: int, tokens_out: int, *, config: Any | None = None,
+                tokens_out_max: int | None = None, cost: float | None = None,
+                by_prompt: dict[str, dict[str, int]] | None = None, cached: int = 0,
+                method: str = "chars/token estimate") -> Estimate:
+    """The one :class:`Estimate` of ``calls`` calls with these token totals to the model of
+    ``config`` (a JudgeConfig or None): its prices (``price_in`` / ``price_out`` per 1M
+    tokens), the expected wall time at its concurrency (:data:`LATENCY_MODEL`). ``cost``
+    replaces the priced total when parts of the plan have prices of their own."""
+    price = Price.of(config)
+    local = str(getattr(config, "backend", "openai")) in ("gguf", "local-demo")
+    conc = 1 if local else int(getattr(config, "max_concurrency", 16) or 16)
+    lat = LATENCY_MODEL["local" if local else "remote"]
+    t_max = tokens_out if tokens_out_max is None else tokens_out_max
+    wall = (calls * lat["base"] + tokens_out / lat["out_tok_s"]
+            + (tokens_in / lat["in_tok_s"] if lat["in_tok_s"] else 0.0)) / conc if calls else 0.0
+    full = price.cost(tokens_in, tokens_out)
+    return Estimate(str(getattr(config, "name", "judge") or "judge"),
+                    str(getattr(config, "model", "") or ""), calls, tokens_in, tokens_out, t_max,
+                    full if cost is None else cost, price.cost(tokens_in, t_max), wall, conc,
+                    price.price_in, price.price_out, cached, dict(by_prompt or {}), method,
+                    batch_discount=price.batch_discount,
+                    batch_cost=price.cost(tokens_in, tokens_out, batch=True) if cost is None
+                    else cost * (1.0 - price.batch_discount))
+
+
 def summarise(judge: EstimatingJudge, config: Any | None = None) -> Estimate:
     """The :class:`Estimate` of everything ``judge`` was asked."""
     cfg = config if config is not None else judge.config
-    price = Price.of(cfg)
-    price_in, price_out = price.price_in, price.price_out
-    backend = str(getattr(cfg, "backend", "openai"))
-    local = backend in ("gguf", "local-demo")
-    conc = 1 if local else int(getattr(cfg, "max_concurrency", 16) or 16)
-    lat = LATENCY_MODEL["local" if local else "remote"]
-    t_in = sum(c.tokens_in for c in judge.calls)
-    t_out = sum(c.tokens_out for c in judge.calls)
-    t_max = sum(c.max_tokens for c in judge.calls)
-    per_call = [lat["base"] + c.tokens_out / lat["out_tok_s"]
-                + (c.tokens_in / lat["in_tok_s"] if lat["in_tok_s"] else 0.0)
-                for c in judge.calls]
-    wall = sum(per_call) / conc if per_call else 0.0
     by: dict[str, dict[str, int]] = {}
     rounds: Counter[str] = Counter()
     for c in judge.calls:
@@ -217,12 +234,14 @@ def summarise(judge: EstimatingJudge, config: Any | None = None) -> Estimate:
         d["tokens_in"] += c.tokens_in
         d["tokens_out"] += c.tokens_out
         rounds[str(c.round)] += 1
-    return Estimate(judge.name, judge.model, len(judge.calls), t_in, t_out, t_max,
-                    price.cost(t_in, t_out), price.cost(t_in, t_max), wall, conc, price_in,
-                    price_out, judge.cached, {k: dict(v) for k, v in by.items()},
-                    rounds=max((c.round for c in judge.calls), default=0),
-                    calls_by_round=dict(rounds), batch_discount=price.batch_discount,
-                    batch_cost=price.cost(t_in, t_out, batch=True))
+    est = estimate_of(len(judge.calls), sum(c.tokens_in for c in judge.calls),
+                      sum(c.tokens_out for c in judge.calls), config=cfg,
+                      tokens_out_max=sum(c.max_tokens for c in judge.calls),
+                      by_prompt={k: dict(v) for k, v in by.items()}, cached=judge.cached)
+    est.judge, est.model = judge.name, judge.model
+    est.rounds = max((c.round for c in judge.calls), default=0)
+    est.calls_by_round = dict(rounds)
+    return est
 
 
 def estimate_requests(requests: Sequence[JudgeRequest], config: Any | None = None,
@@ -270,5 +289,6 @@ def planned_judge(config: Any) -> Any | None:
 # make_judge asks it first: inside estimate_scope it builds nothing (judges never import cost)
 WRAPPERS.register("estimate", JudgeWrapper(order=0, instead=planned_judge))
 
-__all__ = ["LATENCY_MODEL", "Estimate", "EstimatingJudge", "PlannedCall", "estimate_requests",
+__all__ = ["LATENCY_MODEL", "Estimate", "EstimatingJudge", "PlannedCall", "estimate_of",
+           "estimate_requests",
            "estimate_scope", "planned_judge", "summarise"]

@@ -280,9 +280,9 @@ def other_kind_hint(records: Sequence[tuple[int | None, Any]]) -> str | None:
     keys = _keys(records)
     if "ground_truth_show" in keys:
         return ("these look like labelled production-judge items: use "
-                "`ragmeter judge-pipeline FILE`")
+                "`ragmeter judge pipeline FILE`")
     if "turns" in keys and "session_id" in keys:
-        return "these look like UX sessions: use `ragmeter ux --sessions FILE`"
+        return "these look like UX sessions: use `ragmeter score ux --sessions FILE`"
     if "_id" in keys and "text" in keys:
         return ("these look like a BEIR corpus or queries file: use "
                 "ragmeter.data.beir.load_beir(folder) (corpus.jsonl, queries.jsonl, qrels/*.tsv)")

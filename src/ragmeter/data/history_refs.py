@@ -5,7 +5,7 @@ the same file instead of repeating every message before it.
 history of record ``after``, then ``after``'s own question and answer, then ``add`` (turns
 between the two that the file does not hold, e.g. left out by a sample). Without ``after``,
 ``add`` is the whole history. A file of N turns of one conversation thus grows linearly with N
-(``ragmeter import`` writes it so); readers see the plain list in ``Sample.history``.
+(``ragmeter traces import`` writes it so); readers see the plain list in ``Sample.history``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which judged results a judge card backs: a judge earns the right to gate.
 
-A gate on a judged metric (``ragmeter check``) is *card-backed* when a judge card stored with
+A gate on a judged metric (``ragmeter gate``) is *card-backed* when a judge card stored with
 the run (``ragmeter judge card RUN --labels FILE``) covers that metric and matches the judge
 that produced the values — the same judge, model, served model version (when the server named
 one) and prompt versions — and holds a bias-corrected (prediction-powered) estimate for it:

@@ -206,7 +206,7 @@ class JudgeCache:
         return int(self._conn().execute(f"SELECT COUNT(*) FROM {TABLE}").fetchone()[0])
 
     def info(self) -> dict[str, Any]:
-        """Size and contents by namespace, endpoint and model (for ``ragmeter cache info``)."""
+        """Size and contents by namespace, endpoint and model (for ``ragmeter judge cache info``)."""
         conn = self._conn()
         groups = [{"namespace": ns, "endpoint": ep, "model": m, "entries": int(n),
                    "oldest": float(lo), "newest": float(hi)}

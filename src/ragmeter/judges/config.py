@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping
@@ -10,9 +9,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ragmeter import schema
 from ragmeter.calls.retry import RetryPolicy
 from ragmeter.errors import ConfigError
 from ragmeter.paths import default_cache_dir
+from ragmeter.schema import spec
 from ragmeter.secrets import register_secret
 
 if TYPE_CHECKING:
@@ -24,46 +25,50 @@ LANGUAGES = ("auto", "ru", "en")
 
 @dataclass(frozen=True)
 class JudgeConfig:
-    """Everything needed to build a judge. ``api_key_env`` names the variable, never the key."""
+    """Everything needed to build a judge. ``api_key_env`` names the variable, never the key.
 
-    name: str = "judge"
-    backend: str = "openai"
+    The dataclass is the schema of a judge's config (:mod:`ragmeter.schema`): its fields are
+    the keys, their types and ``spec`` rules the values; a judge built in Python is checked
+    by the same rules as one read from a file."""
+
+    name: str = spec("judge", nonempty=True)
+    backend: str = spec("openai", choices=BACKENDS, noun="backend")
     #: one URL, or several (an endpoint pool: replicas serving the same model)
     base_url: str | tuple[str, ...] | None = None
     model: str = ""
     #: one variable, or several (one per URL, or several keys for one URL)
     api_key_env: str | tuple[str, ...] | None = "OPENAI_API_KEY"
-    temperature: float = 0.0
+    temperature: float = spec(0.0, ge=0.0, le=2.0)
     #: nucleus sampling: sent (and part of cache keys and signatures) only when set, 0 < p <= 1
-    top_p: float | None = None
-    max_tokens: int = 1000
+    top_p: float | None = spec(None, gt=0.0, le=1.0)
+    max_tokens: int = spec(1000, ge=1)
     seed: int | None = 0
-    timeout_s: float = 60.0
-    max_concurrency: int = 16
+    timeout_s: float = spec(60.0, ge=1e-3)
+    max_concurrency: int = spec(16, ge=1)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-    price_in: float = 0.0
-    price_out: float = 0.0
+    price_in: float = spec(0.0, ge=0.0)
+    price_out: float = spec(0.0, ge=0.0)
     #: the share of the price a batch API takes off (OpenAI Batch: 0.5), for batch estimates
-    batch_discount: float = 0.5
+    batch_discount: float = spec(0.5, ge=0.0, le=0.99)
     cache_dir: str | None = None
     no_cache: bool = False
-    language: str = "auto"
+    language: str = spec("auto", choices=LANGUAGES, noun="language")
     gguf_path: str | None = None
-    n_ctx: int = 4096
-    threads: int | None = None
+    n_ctx: int = spec(4096, ge=256)
+    threads: int | None = spec(None, ge=1)
     structured_output: bool = True
     record_path: str | None = None
     #: replies are cached per namespace: runs that must never share replies use different ones
-    cache_namespace: str = "default"
+    cache_namespace: str = spec("default", nonempty=True)
     #: retry a truncated reply (finish_reason=length) once with this many times the budget
-    truncation_retry_factor: float = 2.0
+    truncation_retry_factor: float = spec(2.0, ge=1.0)
     #: start a duplicate of a call that has run far longer than usual (None: never)
-    hedge_after_p90: float | None = 3.0
+    hedge_after_p90: float | None = spec(3.0, ge=1.0)
     # e.g. OpenRouter's HTTP-Referer; a value "${NAME}" is read from the environment per call
-    extra_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    extra_headers: Mapping[str, str] = spec(default_factory=dict, repr=False)
     #: hosts the judge may be sent to (``api.example.com``, ``*.example.com``,
     #: ``127.0.0.1:8080``); empty: any. A base_url elsewhere is a ConfigError
-    allow_hosts: tuple[str, ...] = ()
+    allow_hosts: tuple[str, ...] = spec((), one_or_many=True)
     #: replace personal data in every request by consistent tokens (ragmeter.privacy)
     pseudonymise: bool = False
     #: where the token map is written (kept locally; never in the store, reports or logs)
@@ -74,7 +79,7 @@ class JudgeConfig:
     logprobs: bool = False
     #: an examples file (``ragmeter judge examples``): items people graded, shown in the
     #: prompt of the metric they grade (:mod:`ragmeter.judges.fewshot`)
-    examples: str | None = None
+    examples: str | None = spec(None, nonempty=True)
 
     def __repr__(self) -> str:
         fields_ = ", ".join(f"{f.name}={self._shown(f.name)!r}" for f in fields(self)
@@ -92,20 +97,14 @@ class JudgeConfig:
         return value
 
     def __post_init__(self) -> None:
+        schema.validate(self)  # types, bounds and choices of every field (the spec rules)
         for key in ("base_url", "api_key_env"):
             value = getattr(self, key)
-            if isinstance(value, list):
-                value = tuple(value)
             if isinstance(value, tuple):
-                if not value or not all(isinstance(v, str) and v for v in value):
+                if not value or not all(v for v in value):
                     raise ConfigError(key, "must be a string or a non-empty list of strings")
                 if len(value) == 1:
-                    value = value[0]
-            object.__setattr__(self, key, value)
-        if not self.name or not isinstance(self.name, str):
-            raise ConfigError("name", "must be a non-empty string")
-        if self.backend not in BACKENDS:
-            raise ConfigError("backend", f"unknown backend {self.backend!r}", list(BACKENDS))
+                    object.__setattr__(self, key, value[0])
         if self.backend == "openai":
             if not self.base_url:
                 raise ConfigError("base_url", "is required for backend 'openai' "
@@ -123,45 +122,10 @@ class JudgeConfig:
                 where = "base_url" if len(self.base_urls()) == 1 else f"base_url[{i}]"
                 raise ConfigError(where, f"must start with http:// or https://, got "
                                   f"{mask_url_credentials(url)!r}")
-        if not isinstance(self.cache_namespace, str) or not self.cache_namespace.strip():
-            raise ConfigError("cache_namespace", "must be a non-empty string")
-        _check_number("truncation_retry_factor", self.truncation_retry_factor, 1.0, None)
-        if self.hedge_after_p90 is not None:
-            _check_number("hedge_after_p90", self.hedge_after_p90, 1.0, None)
-        _check_number("temperature", self.temperature, 0.0, 2.0)
-        if self.top_p is not None:
-            _check_number("top_p", self.top_p, 0.0, 1.0)
-            if self.top_p <= 0.0:
-                raise ConfigError("top_p", f"must be > 0 (nucleus mass, 0 < top_p <= 1), "
-                                  f"got {self.top_p}")
-        _check_int("max_tokens", self.max_tokens, 1)
-        if not isinstance(self.logprobs, bool):
-            raise ConfigError("logprobs", f"must be true or false, got {self.logprobs!r}")
-        if self.examples is not None and (not isinstance(self.examples, str)
-                                          or not self.examples.strip()):
-            raise ConfigError("examples", f"must be the path of an examples file, got "
-                              f"{self.examples!r}")
-        _check_number("timeout_s", self.timeout_s, 1e-3, None)
-        _check_int("max_concurrency", self.max_concurrency, 1)
-        _check_number("price_in", self.price_in, 0.0, None)
-        _check_number("price_out", self.price_out, 0.0, None)
-        _check_number("batch_discount", self.batch_discount, 0.0, 0.99)
-        _check_int("n_ctx", self.n_ctx, 256)
-        if self.threads is not None:
-            _check_int("threads", self.threads, 1)
-        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool)):
-            raise ConfigError("seed", f"must be an integer or null, got {self.seed!r}")
-        if self.language not in LANGUAGES:
-            raise ConfigError("language", f"unknown language {self.language!r}", list(LANGUAGES))
         r = self.retry
         if not isinstance(r, RetryPolicy):
             raise ConfigError("retry", "must be a RetryPolicy (or a mapping in from_dict)")
-        _check_number("retry.initial", r.initial, 0.0, None)
-        _check_number("retry.max", r.max, 0.0, None)
-        _check_number("retry.multiplier", r.multiplier, 1.0, None)
-        _check_int("retry.max_retries", r.max_retries, 0)
-        if r.budget is not None:
-            _check_int("retry.budget", r.budget, 0)
+        schema.validate(r, "retry")
         if r.max < r.initial:
             raise ConfigError("retry.max", f"must be >= retry.initial ({r.initial}), got {r.max}")
         _check_allowed_hosts(self)
@@ -169,24 +133,7 @@ class JudgeConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JudgeConfig:
         """Build from a YAML/JSON mapping; unknown keys raise :class:`ConfigError`."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(unknown[0], "unknown judge config key", sorted(known))
-        values = dict(data)
-        retry = values.get("retry")
-        if isinstance(retry, Mapping):
-            rknown = {f.name for f in fields(RetryPolicy)}
-            bad = sorted(set(retry) - rknown)
-            if bad:
-                raise ConfigError(f"retry.{bad[0]}", "unknown retry key", sorted(rknown))
-            values["retry"] = RetryPolicy(**retry)
-        elif retry is None:
-            values.pop("retry", None)
-        try:
-            return cls(**values)
-        except TypeError as exc:  # wrong types that dataclass itself rejects
-            raise ConfigError("judge", str(exc)) from None
+        return schema.parse(cls, data, what="judge config key")
 
     def with_(self, **changes: Any) -> JudgeConfig:
         """A copy with some fields changed (validated again)."""
@@ -263,22 +210,6 @@ def _check_allowed_hosts(cfg: JudgeConfig) -> None:
                               f"(allowed: {', '.join(allow)}); nothing was sent")
 
 
-def _check_number(key: str, value: Any, lo: float | None, hi: float | None) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ConfigError(key, f"must be a number, got {value!r}")
-    if lo is not None and value < lo:
-        raise ConfigError(key, f"must be >= {lo}, got {value}")
-    if hi is not None and value > hi:
-        raise ConfigError(key, f"must be <= {hi}, got {value}")
-
-
-def _check_int(key: str, value: Any, lo: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(key, f"must be an integer, got {value!r}")
-    if value < lo:
-        raise ConfigError(key, f"must be >= {lo}, got {value}")
-
-
 _ENV_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(?::[^}]*)?\}$")
 
 
@@ -297,11 +228,7 @@ def _section(parent: Mapping[str, Any], key: str, path: str) -> Mapping[str, Any
     """``parent[key]`` as a mapping (empty when absent or null), else a :class:`ConfigError`
     naming the section: a wrongly typed section is the user's to fix, not a crash."""
     value = parent.get(key)
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"must be a mapping, got {type(value).__name__} {value!r:.60}")
-    return value
+    return {} if value is None else schema.mapping(value, path)
 
 
 def _number(value: Any, path: str, kind: type = float) -> Any:
@@ -342,7 +269,13 @@ def configs_from_mapping(data: Mapping[str, Any], source: str = "config") -> lis
             if isinstance(defaults.get("retry"), Mapping) and isinstance(item.get("retry"),
                                                                           Mapping):
                 merged["retry"] = {**defaults["retry"], **item["retry"]}
-            out.append(_priced(JudgeConfig.from_dict(merged), prices))
+            try:
+                judge = JudgeConfig.from_dict(merged)
+            except ConfigError as exc:  # a key of this judge, or of the defaults it merged
+                top = exc.key.split(".")[0].split("[")[0]
+                from_defaults = top in defaults and top not in item
+                raise exc.under("defaults" if from_defaults else f"judges[{i}]") from None
+            out.append(_priced(judge, prices))
         return out
     return [_priced(JudgeConfig.from_dict({k: v for k, v in data.items() if k != "prices"}),
                     prices)]
@@ -405,7 +338,6 @@ def _from_spring(ai: Mapping[str, Any]) -> list[JudgeConfig]:
 
 def load_judge_configs(path: str | os.PathLike[str]) -> list[JudgeConfig]:
     """Read judge configs from a YAML or JSON file (see :func:`configs_from_mapping`)."""
-    from ragmeter.errors import read_yaml_file
-
-    data = read_yaml_file(path)
-    return configs_from_mapping(data or {}, str(Path(path)))  # type: ignore[arg-type]
+    # an error names the file and the line of its key (judges.yaml:7: 'judges[1].model')
+    return schema.read_config_file(
+        Path(path), lambda data: configs_from_mapping(data or {}, str(Path(path))))

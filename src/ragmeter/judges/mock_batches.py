@@ -18,7 +18,7 @@ output file, failed ones to the error file, in OpenAI's per-line shape (``id``,
 as the chat endpoint marks them (``response.headers["x-ragmeter-mock"]``), so a real judge
 never stores them.
 
-:func:`run_batch_file` (``ragmeter mock-judge --run-batch IN --output OUT``) answers an input
+:func:`run_batch_file` (``ragmeter serve mock-judge --run-batch IN --output OUT``) answers an input
 file offline and writes what ``vllm run-batch -i IN -o OUT`` writes: one line per request, in
 input order, ``id`` ``vllm-…``, a failed request with ``status_code`` 400-599, ``body: null``
 and ``error`` its message.

@@ -475,7 +475,7 @@ _mark_mock.__middleware_version__ = 1  # type: ignore[attr-defined]
 
 def serve_forever(config: MockConfig, host: str = "127.0.0.1", port: int = 8765,
                   on_ready: Callable[[MockJudgeServer], None] | None = None) -> None:
-    """Run the server in the foreground until interrupted (used by ``ragmeter mock-judge``)."""
+    """Run the server in the foreground until interrupted (used by ``ragmeter serve mock-judge``)."""
     srv = MockJudgeServer(config, host=host, port=port).start()
     if on_ready is not None:
         on_ready(srv)

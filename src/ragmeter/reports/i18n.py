@@ -123,10 +123,10 @@ TEXT: dict[str, tuple[str, str]] = {
         "Демо-судья. Часть чисел в отчёте получена слабым офлайн-судьёй для демонстрации "
         "({names}). Они показывают, как работает ragmeter, и не измеряют вашу систему."),
     "mock_banner": (
-        "Mock judge. Some numbers in this report come from replies of `ragmeter mock-judge`, a "
+        "Mock judge. Some numbers in this report come from replies of `ragmeter serve mock-judge`, a "
         "test server that answers at random ({names}). They test the plumbing; they measure "
         "nothing.",
-        "Тестовый судья. Часть чисел в отчёте получена из ответов `ragmeter mock-judge` — "
+        "Тестовый судья. Часть чисел в отчёте получена из ответов `ragmeter serve mock-judge` — "
         "тестового сервера со случайными ответами ({names}). Они проверяют связку и ничего не "
         "измеряют."),
     # tiers

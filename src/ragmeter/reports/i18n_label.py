@@ -60,16 +60,16 @@ LABEL_TEXT: dict[str, tuple[str, str]] = {
         "Is the answer as useful as the reference answer? 0 no, 1 partly, 2 yes.",
         "Так же ли полезен ответ, как эталонный? 0 нет, 1 частично, 2 да."),
     "lb_q_other": ("Grade {metric}: {grades}.", "Оцените {metric}: {grades}."),
-    # gates backed by a judge card (ragmeter check, the decision table)
+    # gates backed by a judge card (ragmeter gate, the decision table)
     "gate_card": ("card-backed", "по карточке"),
     "gate_advisory": ("advisory: no matching judge card", "рекомендательно: нет карточки судьи"),
     "gate_card_note": (
         "◆ card-backed: a judge card of this run matches the judge (model, its version, "
         "prompts); a gate on the metric checks the bias-corrected interval shown by ◆. "
-        "◇ advisory: judged, no matching judge card; `ragmeter check` does not enforce a gate "
+        "◇ advisory: judged, no matching judge card; `ragmeter gate` does not enforce a gate "
         "on it unless --require-card.",
         "◆ по карточке: карточка судьи этого запуска совпадает с судьёй (модель, её версия, "
         "промпты); порог по метрике проверяет интервал с поправкой, показанный у ◆. "
-        "◇ рекомендательно: оценка судьи без подходящей карточки; `ragmeter check` не "
+        "◇ рекомендательно: оценка судьи без подходящей карточки; `ragmeter gate` не "
         "применяет порог к ней без --require-card."),
 }

@@ -1,5 +1,5 @@
 """Which judges behind a run's numbers are not graders: the offline demonstration judge and
-``ragmeter mock-judge`` (random test replies). Reports, the Markdown summary and the dashboard
+``ragmeter serve mock-judge`` (random test replies). Reports, the Markdown summary and the dashboard
 label their numbers and give them no quality band."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def is_demo(run: StoredRun) -> list[str]:
 
 
 def is_mock(run: StoredRun) -> list[str]:
-    """Names of judges whose replies behind this run's numbers came from ``ragmeter mock-judge``
+    """Names of judges whose replies behind this run's numbers came from ``ragmeter serve mock-judge``
     (random test replies; ``mock:yes`` in the signature), empty when none."""
     names = set()
     for rec in run.tiers.values():

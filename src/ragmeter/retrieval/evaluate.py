@@ -1,5 +1,5 @@
 """``evaluate_retrieval``: rankings against gold → :class:`EvalResult` with per-query values
-(the retrieval tier, ``ragmeter retrieval`` and ``ragmeter.evaluate`` all score with it).
+(the retrieval tier, ``ragmeter score retrieval`` and ``ragmeter.evaluate`` all score with it).
 
 Two input modes:
 

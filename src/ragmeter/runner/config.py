@@ -13,13 +13,15 @@ import copy
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ragmeter import schema
 from ragmeter.data.formats import FORMATS
 from ragmeter.errors import ConfigError
 from ragmeter.runner.gating import Threshold, thresholds_from_mapping
+from ragmeter.schema import spec
 from ragmeter.seeds import check_seed
 from ragmeter.tiers.registry import (
     TIER_ALIASES,
@@ -41,12 +43,34 @@ TOP_KEYS = ("name", "description", "seed", "k", "limit", "batch_size", "store", 
 RUN_CONTROL_KEYS = ("store", "run_dir", "description", "tags", "target_mode")
 
 
+# The sections below are schemas (ragmeter.schema): their fields are the config's keys, their
+# types and spec() rules the values; a relative path is resolved against the config's folder
+# after the check.
 @dataclass(frozen=True)
 class DatasetConfig:
-    name: str
     path: Path
-    format: str = "auto"
+    name: str = spec("main", nonempty=True)
+    format: str = spec("auto", choices=FORMATS.names(), noun="format")
     skip_invalid: bool = False
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    chunk_size_chars: int = spec(800, ge=1)
+    overlap_chars: int = spec(120, ge=0)
+
+    def __post_init__(self) -> None:
+        if self.overlap_chars >= self.chunk_size_chars:
+            raise ConfigError("overlap_chars", f"must be smaller than chunk_size_chars "
+                              f"({self.chunk_size_chars}), got {self.overlap_chars}")
+
+
+@dataclass(frozen=True)
+class CorpusSection:
+    """``corpus:`` as written (``path`` and ``chunking``)."""
+
+    path: Path
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
 
 
 @dataclass(frozen=True)
@@ -58,15 +82,15 @@ class CorpusConfig:
 
 @dataclass(frozen=True)
 class EmbeddingConfig:
-    name: str
-    model: str
+    name: str = spec(nonempty=True)
+    model: str = spec(nonempty=True)
     options: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class RetrieverConfig:
-    name: str
-    type: str
+    type: str = spec(choices=RETRIEVER_TYPES, noun="retriever type")
+    name: str = ""  # the type's name when not given
     embedding: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
@@ -153,41 +177,26 @@ class BenchConfig:
 # --------------------------------------------------------------------------- helpers
 def _check_keys(data: Any, path: str, allowed: Sequence[str], required: Sequence[str] = ()) \
         -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise ConfigError(path or "<root>", f"must be a mapping, got {type(data).__name__}")
-    for key in data:
-        if key not in allowed:
-            raise ConfigError(_join(path, str(key)), "unknown key", list(allowed))
-    for key in required:
-        if data.get(key) in (None, ""):
-            raise ConfigError(_join(path, key), "is required")
-    return data
+    return schema.mapping(data, path, allowed, required=required)
 
 
 def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
+    return schema.join(path, key)
 
 
 def _int(value: Any, path: str, lo: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(path, f"must be an integer, got {value!r}")
-    if value < lo:
-        raise ConfigError(path, f"must be >= {lo}, got {value}")
-    return value
+    out: int = schema.value(value, int, path, ge=lo)
+    return out
 
 
 def _str(value: Any, path: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(path, f"must be a non-empty string, got {value!r}")
-    return value
+    out: str = schema.value(value, str, path, nonempty=True)
+    return out
 
 
 def _str_list(value: Any, path: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list):
-        raise ConfigError(path, f"must be a list of strings, got {value!r}")
-    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(value))
+    items = [value] if isinstance(value, str) else schema.value(value, list[Any], path)
+    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(items))
 
 
 def parse_tags(value: Any, path: str = "tags") -> tuple[str, ...]:
@@ -220,28 +229,15 @@ def _unique(names: list[str], path: str) -> None:
 def _judge(data: Any, path: str) -> Any:
     from ragmeter.judges.config import JudgeConfig
 
-    if not isinstance(data, Mapping):
-        raise ConfigError(path, "must be a mapping (name, backend, base_url, model, ...)")
-    if any(k in data for k in ("api_key", "key", "password")):
-        bad = next(k for k in ("api_key", "key", "password") if k in data)
+    d = schema.mapping(data, path)
+    if any(k in d for k in ("api_key", "key", "password")):
+        bad = next(k for k in ("api_key", "key", "password") if k in d)
         raise ConfigError(f"{path}.{bad}", "secrets are not allowed in the config; put the key "
                           "in an environment variable and name it with 'api_key_env'")
     try:
-        return JudgeConfig.from_dict(data)
+        return JudgeConfig.from_dict(d)
     except ConfigError as exc:
-        raise ConfigError(f"{path}.{exc.key}", _bare_message(exc), exc.allowed) from None
-
-
-def _bare_message(exc: ConfigError) -> str:
-    text = str(exc)
-    prefix = f"config key '{exc.key}': "
-    if text.startswith(prefix):
-        text = text[len(prefix):]
-    if exc.allowed:
-        suffix = f" (allowed: {', '.join(map(str, exc.allowed))})"
-        if text.endswith(suffix):
-            text = text[: -len(suffix)]
-    return text
+        raise exc.under(path) from None
 
 
 def _store_relative_to(url: str, base: Path) -> str:
@@ -315,61 +311,44 @@ def _parse_settings(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
         cfg.run_dir = base / ".ragmeter" / "runs"
 
 
+def _resolved(p: Path, base: Path) -> Path:
+    return p if p.is_absolute() else base / p
+
+
 def _parse_datasets(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     for i, ds in enumerate(_list(d.get("datasets"), "datasets")):
         p = f"datasets[{i}]"
-        ds = _check_keys(ds, p, ("name", "path", "format", "skip_invalid"), ("path",))
-        fmt = ds.get("format", "auto")
-        if fmt not in DATASET_FORMATS:
-            raise ConfigError(f"{p}.format", f"unknown format {fmt!r}", DATASET_FORMATS.names())
-        skip = ds.get("skip_invalid", False)
-        if not isinstance(skip, bool):
-            raise ConfigError(f"{p}.skip_invalid", f"must be true or false, got {skip!r}")
-        cfg.datasets.append(DatasetConfig(
-            name=_str(ds.get("name", f"dataset{i}" if i else "main"), f"{p}.name"),
-            path=_path(ds["path"], f"{p}.path", base), format=fmt, skip_invalid=skip))
+        named = {"name": f"dataset{i}" if i else "main", **schema.mapping(ds, p)}
+        dataset = schema.parse(DatasetConfig, named, p)
+        cfg.datasets.append(replace(dataset, path=_resolved(dataset.path, base)))
     _unique([x.name for x in cfg.datasets], "datasets")
 
 
 def _parse_corpus(cfg: BenchConfig, d: Mapping[str, Any], base: Path) -> None:
     if d.get("corpus") is not None:
-        c = _check_keys(d["corpus"], "corpus", ("path", "chunking"), ("path",))
-        ch = _check_keys(c.get("chunking") or {}, "corpus.chunking",
-                         ("chunk_size_chars", "overlap_chars"))
-        size = _int(ch.get("chunk_size_chars", 800), "corpus.chunking.chunk_size_chars", 1)
-        overlap = _int(ch.get("overlap_chars", 120), "corpus.chunking.overlap_chars", 0)
-        if overlap >= size:
-            raise ConfigError("corpus.chunking.overlap_chars",
-                              f"must be smaller than chunk_size_chars ({size}), got {overlap}")
-        cfg.corpus = CorpusConfig(_path(c["path"], "corpus.path", base), size, overlap)
+        c = schema.parse(CorpusSection, d["corpus"], "corpus")
+        cfg.corpus = CorpusConfig(_resolved(c.path, base), c.chunking.chunk_size_chars,
+                                  c.chunking.overlap_chars)
 
 
 def _parse_retrievers(cfg: BenchConfig, d: Mapping[str, Any]) -> None:
     """The embedding models, then the retrievers that name them."""
     for i, e in enumerate(_list(d.get("embeddings"), "embeddings")):
-        p = f"embeddings[{i}]"
-        e = _check_keys(e, p, ("name", "model", "options"), ("name", "model"))
-        cfg.embeddings.append(EmbeddingConfig(_str(e["name"], f"{p}.name"),
-                                              _str(e["model"], f"{p}.model"),
-                                              _mapping(e.get("options"), f"{p}.options")))
+        cfg.embeddings.append(schema.parse(EmbeddingConfig, e, f"embeddings[{i}]"))
     _unique([x.name for x in cfg.embeddings], "embeddings")
     emb_names = [x.name for x in cfg.embeddings]
 
     for i, r in enumerate(_list(d.get("retrievers"), "retrievers")):
         p = f"retrievers[{i}]"
-        r = _check_keys(r, p, ("name", "type", "embedding", "options"), ("type",))
-        if r["type"] not in RETRIEVER_TYPES:
-            raise ConfigError(f"{p}.type", f"unknown retriever type {r['type']!r}",
-                              list(RETRIEVER_TYPES))
-        emb = r.get("embedding")
+        ret = schema.parse(RetrieverConfig, r, p)
+        ret = replace(ret, name=ret.name or ret.type, options=dict(ret.options))
+        emb = ret.embedding
         if emb is not None and emb not in emb_names:
             raise ConfigError(f"{p}.embedding", f"no embedding named {emb!r}", emb_names)
-        if r["type"] in ("dense", "hybrid") and emb is None and not emb_names:
-            raise ConfigError(f"{p}.embedding", f"retriever type {r['type']!r} needs an "
+        if ret.type in ("dense", "hybrid") and emb is None and not emb_names:
+            raise ConfigError(f"{p}.embedding", f"retriever type {ret.type!r} needs an "
                               "embedding model: add one under 'embeddings' and name it here")
-        cfg.retrievers.append(RetrieverConfig(_str(r.get("name", r["type"]), f"{p}.name"),
-                                              r["type"], emb,
-                                              _mapping(r.get("options"), f"{p}.options")))
+        cfg.retrievers.append(ret)
     _unique([x.name for x in cfg.retrievers], "retrievers")
     if cfg.retrievers and cfg.corpus is None:
         raise ConfigError("corpus", "is required when retrievers are configured "
@@ -424,9 +403,8 @@ def _targets(d: Mapping[str, Any], cfg: BenchConfig, base: Path) -> None:
 def _list(value: Any, path: str) -> list[Any]:
     if value is None:
         return []
-    if not isinstance(value, list):
-        raise ConfigError(path, f"must be a list, got {type(value).__name__}")
-    return value
+    out: list[Any] = schema.value(value, list[Any], path)
+    return out
 
 
 def _slices(value: Any) -> Any:
@@ -448,9 +426,8 @@ def _slices(value: Any) -> Any:
 def _mapping(value: Any, path: str) -> dict[str, Any]:
     if value is None:
         return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(path, f"must be a mapping, got {type(value).__name__}")
-    return dict(value)
+    out: dict[str, Any] = schema.value(value, dict[str, Any], path)
+    return out
 
 
 def _tier(t: Any, p: str, allowed: list[str], judge_names: list[str],
@@ -514,11 +491,13 @@ def _options(tier: Tier, data: Any, path: str, cfg: BenchConfig) -> Any:
 
 
 def load_config(path: str | Path) -> BenchConfig:
-    """Read and validate a YAML benchmark config."""
-    from ragmeter.errors import read_yaml_file
-
+    """Read and validate a YAML benchmark config; an error names the file and line."""
     p = Path(path)
-    data = read_yaml_file(p)
-    if data is None:
-        raise ConfigError("config", f"{p} is empty")
-    return parse_config(data, base_dir=p.parent)
+
+    def parse(data: Any) -> BenchConfig:
+        if data is None:
+            raise ConfigError("config", f"{p} is empty", where=str(p))
+        return parse_config(data, base_dir=p.parent)
+
+    # an error names the file and the line of its key: bench.yaml:12: config key 'tiers[0]...'
+    return schema.read_config_file(p, parse)

@@ -87,7 +87,7 @@ tiers:
   # - name: judge_quality     # consistency / agreement of several judges
   #   judges: [main, demo]
 
-thresholds:                   # CI gate: `ragmeter check RUN_ID` (exit 1 when one fails)
+thresholds:                   # CI gate: `ragmeter gate RUN_ID` (exit 1 when one fails)
   hit_rate@5: {min: 0.8}
   mrr: {min: 0.5}
   # faithfulness: {min: 0.7}

@@ -1,6 +1,6 @@
 """What a failed quality gate shows: the worst samples of each failed metric (question, answer,
 reason), as text for ``assert_metrics`` and pytest, and as JUnit XML for CI
-(``ragmeter check --junit FILE``).
+(``ragmeter gate --junit FILE``).
 
 Sample texts are untrusted: in both forms their control characters are written as visible
 escapes (:func:`~ragmeter.controls.escape_controls`), so the text cannot drive a terminal and

@@ -1,7 +1,7 @@
 """Resolve what a CLI argument names: a run id in the store, ``latest``, or a JSON file.
 
-JSON files may hold one EvalResult (``ragmeter retrieval --out``), a list of them, a retriever
-comparison (``comparison.json`` of ``ragmeter retrievers``: one result per retriever) or a
+JSON files may hold one EvalResult (``ragmeter score retrieval --out``), a list of them, a retriever
+comparison (``comparison.json`` of ``ragmeter score baselines``: one result per retriever) or a
 whole run exported with ``ragmeter runs export ID --format json``.
 """
 
@@ -38,7 +38,7 @@ def _from_json(path: Path) -> StoredRun:
         if isinstance(data, dict) and "tiers" in data and "id" in data:
             return StoredRun.from_dict(data)
         if isinstance(data, dict) and isinstance(data.get("results"), dict) \
-                and "rows" in data and "ks" in data:  # `ragmeter retrievers` comparison.json
+                and "rows" in data and "ks" in data:  # `ragmeter score baselines` comparison.json
             items: Any = list(data["results"].values())
         else:
             items = data if isinstance(data, list) else [data]

@@ -10,7 +10,6 @@ engine's concurrency, retries, cache and accounting apply.
 
 from __future__ import annotations
 
-from ragmeter.synth.estimate import CostEstimate, estimate_cost
 from ragmeter.synth.filters import FilterSettings, passage_reference
 from ragmeter.synth.items import Item
 from ragmeter.synth.kinds import DEFAULT_MIX, EVALSET_TYPE, KINDS, Mix
@@ -19,7 +18,7 @@ from ragmeter.synth.pipeline import Testset, estimate_testset, generate_testset
 from ragmeter.synth.prompts import PROMPT_SET_VERSION
 
 __all__ = [
-    "DEFAULT_MIX", "EVALSET_TYPE", "KINDS", "PROMPT_SET_VERSION", "CostEstimate",
-    "FilterSettings", "Item", "Mix", "Testset", "estimate_cost", "estimate_testset",
+    "DEFAULT_MIX", "EVALSET_TYPE", "KINDS", "PROMPT_SET_VERSION",
+    "FilterSettings", "Item", "Mix", "Testset", "estimate_testset",
     "generate_testset", "passage_reference", "write_testset",
 ]

@@ -25,6 +25,7 @@ from typing import Any
 
 from ragmeter._version import __version__
 from ragmeter.cost import Budget, active_budget, budgeted
+from ragmeter.cost.estimate import Estimate
 from ragmeter.data.hashing import dataset_hash
 from ragmeter.errors import ConfigError
 from ragmeter.judges.base import Judge, JudgeReply, JudgeRequest
@@ -35,7 +36,7 @@ from ragmeter.retrieval.base import Chunk
 from ragmeter.retrieval.chunking import ChunkingParams, chunk_documents
 from ragmeter.retrieval.corpus import Document, load_corpus
 from ragmeter.synth.asking import StageResult, ask_stage
-from ragmeter.synth.estimate import CostEstimate, plan_estimate
+from ragmeter.synth.estimate import plan_estimate
 from ragmeter.synth.filters import (
     FilterSettings,
     Verdict,
@@ -78,7 +79,7 @@ class Testset:
     report: dict[str, Any]
     signature: dict[str, Any]
     chunks: dict[str, Chunk] = field(repr=False)
-    estimate: CostEstimate | None = None
+    estimate: Estimate | None = None
     stopped: str | None = None
 
     @property
@@ -185,15 +186,24 @@ def estimate_testset(corpus: str | Path | Sequence[Document], *,
                      mix: str | dict[str, float] | Mix | None = None, language: str = "auto",
                      seed: int = 0, chunking: ChunkingParams | None = None,
                      filters: FilterSettings | None = None, oversample: float = 1.25,
-                     checker: Judge | JudgeConfig | None = None) -> CostEstimate:
+                     checker: Judge | JudgeConfig | None = None) -> Estimate:
     """Planned calls, tokens and cost of :func:`generate_testset`; nothing is sent."""
     generator = _judge(generator)
     check = _judge(checker) if checker is not None else generator
     setup = prepare(corpus, generator_model=generator.model, n=n, mix=mix, language=language,
                     seed=seed, chunking=chunking, oversample=oversample)
-    p_in, p_out = _prices(generator)
-    return plan_estimate(setup, filters or FilterSettings(), price_in=p_in, price_out=p_out,
-                         check_prices=_prices(check))
+    return _plan(setup, filters or FilterSettings(), generator, check)
+
+
+def _config(judge: Judge) -> JudgeConfig | None:
+    cfg = getattr(judge, "config", None)
+    return cfg if isinstance(cfg, JudgeConfig) else None
+
+
+def _plan(setup: Setup, filters: FilterSettings, generator: Judge, check: Judge) -> Estimate:
+    est = plan_estimate(setup, filters, config=_config(generator), check_config=_config(check))
+    est.model = est.model or str(getattr(generator, "model", "") or "")
+    return est
 
 
 # -- generation --------------------------------------------------------------------------------
@@ -361,14 +371,14 @@ def _check_priced(generator: tuple[float, float], checker: tuple[float, float]) 
                           "its config (or --price-in/--price-out), or use --max-calls")
 
 
-def _check_fits(budget: Budget, estimate: CostEstimate, gen_left: int) -> None:
+def _check_fits(budget: Budget, estimate: Estimate, gen_left: int) -> None:
     """Refuse before the first call a plan whose generation alone passes a limit."""
     if budget.max_calls is not None and gen_left > budget.max_calls - budget.calls:
         raise ConfigError("max_calls", f"the plan needs {gen_left} generation calls "
-                          f"(plus up to {estimate.breakdown['check']['calls']} checks), "
+                          f"(plus up to {estimate.by_prompt['check']['calls']} checks), "
                           f"more than --max-calls {budget.max_calls}; lower --n or raise "
                           "the limit")
-    if budget.max_cost is None or estimate.cost is None or not estimate.calls:
+    if budget.max_cost is None or not estimate.priced or not estimate.calls:
         return
     gen_cost = estimate.cost / estimate.calls * gen_left
     if gen_cost > budget.max_cost - budget.spent:
@@ -412,8 +422,7 @@ def generate_testset(corpus: str | Path | Sequence[Document], *,
     log, log_path = _open_log(progress_path, {"settings_hash": settings_hash, **setup.settings},
                               resume=resume, fresh=fresh)
     try:
-        estimate = plan_estimate(setup, fs, price_in=p_in, price_out=p_out,
-                                 check_prices=c_prices)
+        estimate = _plan(setup, fs, generator, check_judge)
         gen_left = [k for k, r in setup.requests if log.get("generate", k, _hash(r)) is None]
         log.reused = 0
         if budget is not None:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragmeter.cost.estimate import Estimate
 from ragmeter.judges.stats import JudgeStats
-from ragmeter.synth.estimate import CostEstimate
 from ragmeter.synth.items import Item
 from ragmeter.synth.kinds import KINDS
 
@@ -39,7 +39,7 @@ def _reached(items: Sequence[Item], check: str) -> list[Item]:
 
 
 def build_report(items: Sequence[Item], setup: Setup, *, stats: JudgeStats,
-                 estimate: CostEstimate, resumed: dict[str, int], checked: int,
+                 estimate: Estimate, resumed: dict[str, int], checked: int,
                  stopped: str | None, wall_s: float) -> dict[str, Any]:
     kept = [it for it in items if it.alive]
     by_kind = {k: 0 for k in KINDS}
@@ -159,17 +159,17 @@ def render_report(report: dict[str, Any], signature: dict[str, Any], console: An
         console.print(f"[bold red]stopped early:[/] {report['stopped']}")
 
 
-def render_estimate(est: CostEstimate, console: Any) -> None:
+def render_estimate(est: Estimate, console: Any) -> None:
     from rich.table import Table
 
     t = Table(title="planned generator calls (nothing sent)", title_justify="left")
     for col in ("stage", "calls", "tokens in", "tokens out"):
         t.add_column(col, justify="left" if col == "stage" else "right")
-    for stage, b in est.breakdown.items():
+    for stage, b in est.by_prompt.items():
         t.add_row(stage, str(b["calls"]), str(b["tokens_in"]), str(b["tokens_out"]))
     t.add_row("total", str(est.calls), str(est.tokens_in), str(est.tokens_out))
     console.print(t)
-    if est.cost is None:
+    if not est.priced:
         console.print("cost: unknown (the generator config has no price_in/price_out)")
     else:
         console.print(f"cost: about {est.cost:.4f} (prices per 1M tokens: in {est.price_in:g}, "

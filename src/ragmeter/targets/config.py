@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter import schema
 from ragmeter.calls.redirects import DEFAULT_REDIRECTS, REDIRECT_MODES
 from ragmeter.errors import ConfigError
+from ragmeter.schema import spec
 from ragmeter.targets.base import ENTRIES, MAX_REPLY_BYTES
 from ragmeter.targets.mapping import ID_RULES, IdRule, check_template, env_names, parse_path
 
@@ -65,16 +67,17 @@ class TargetConfig:
     name: str = "target"
     entries: Mapping[str, EntryConfig] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
-    timeout_s: float = 60.0
-    max_concurrency: int = 16
-    max_retries: int = 4
-    retry_initial_s: float = 0.5
-    max_calls: int | None = None
+    # the limits are checked by these rules (ragmeter.schema) when read from a config
+    timeout_s: float = spec(60.0, ge=0.001)
+    max_concurrency: int = spec(16, ge=1)
+    max_retries: int = spec(4, ge=0)
+    retry_initial_s: float = spec(0.5, ge=0.0)
+    max_calls: int | None = spec(None, ge=0)
     #: the largest reply kept (bytes); a larger one is the sample's target_reply_too_large
-    max_reply_bytes: int = MAX_REPLY_BYTES
+    max_reply_bytes: int = spec(MAX_REPLY_BYTES, ge=1)
     #: redirects of an http / openai target: never, same-origin (default) or always; the
     #: configured headers never reach another origin (ragmeter.calls.redirects)
-    follow_redirects: str = DEFAULT_REDIRECTS
+    follow_redirects: str = spec(DEFAULT_REDIRECTS, choices=REDIRECT_MODES, noun="mode")
     ids: IdRule = field(default_factory=IdRule)
     ids_from: str = "auto"
     url: str | None = None
@@ -87,8 +90,8 @@ class TargetConfig:
     jsonl: bool = False
     cwd: str | None = None
     #: prices per 1M input / output tokens of the target's own calls (cost_per_answer)
-    price_in: float = 0.0
-    price_out: float = 0.0
+    price_in: float = spec(0.0, ge=0.0)
+    price_out: float = spec(0.0, ge=0.0)
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     def config_hash(self) -> str:
@@ -104,20 +107,10 @@ def _name_of(obj: Any) -> str:
     return f"{mod}:{getattr(obj, '__qualname__', type(obj).__name__)}"
 
 
-def _num(d: Mapping[str, Any], key: str, path: str, default: float, lo: float) -> float:
-    v = d.get(key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < lo:
-        raise ConfigError(f"{path}.{key}", f"must be a number >= {lo}, got {v!r}")
-    return float(v)
-
-
-def _int(d: Mapping[str, Any], key: str, path: str, default: int | None, lo: int) -> int | None:
-    v = d.get(key, default)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise ConfigError(f"{path}.{key}", f"must be an integer >= {lo}, got {v!r}")
-    return v
+#: the call limits and the redirect mode of a target, checked by the rules on their
+#: TargetConfig fields
+_CHECKED = ("timeout_s", "max_concurrency", "max_retries", "retry_initial_s", "max_calls",
+            "max_reply_bytes", "follow_redirects", "price_in", "price_out")
 
 
 def _response(data: Any, path: str) -> dict[str, str]:
@@ -176,9 +169,7 @@ def _entry(kind: str, d: Mapping[str, Any], path: str, base: EntryConfig | None)
 
 
 def _check(d: Mapping[str, Any], path: str, allowed: tuple[str, ...]) -> None:
-    for k in d:
-        if k not in allowed:
-            raise ConfigError(f"{path}.{k}", "unknown key", list(allowed))
+    schema.mapping(d, path, allowed)
 
 
 def _ids(data: Any, path: str) -> tuple[IdRule, str]:
@@ -259,30 +250,18 @@ def parse_target(data: Any, path: str = "target") -> TargetConfig:
     if kind == "openai":
         entries.setdefault("generate", main)
     ids, ids_from = _ids(data.get("ids"), f"{path}.ids")
-    name = data.get("name", "target")
-    if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"{path}.name", f"must be a non-empty string, got {name!r}")
+    name = schema.value(data.get("name", "target"), str, f"{path}.name", nonempty=True)
     cwd = data.get("cwd")
-    follow = data.get("follow_redirects", DEFAULT_REDIRECTS)
-    if follow not in REDIRECT_MODES:
-        raise ConfigError(f"{path}.follow_redirects", f"unknown mode {follow!r}",
-                          list(REDIRECT_MODES))
     return TargetConfig(
         kind=kind, name=name, entries=entries, headers={str(k): v for k, v in headers.items()},
-        timeout_s=_num(data, "timeout_s", path, 60.0, 0.001),
-        max_concurrency=int(_int(data, "max_concurrency", path, 16, 1) or 16),
-        max_retries=int(_int(data, "max_retries", path, 4, 0) or 0),
-        retry_initial_s=_num(data, "retry_initial_s", path, 0.5, 0.0),
-        max_calls=_int(data, "max_calls", path, None, 0), ids=ids, ids_from=ids_from,
-        max_reply_bytes=int(_int(data, "max_reply_bytes", path, MAX_REPLY_BYTES, 1)
-                            or MAX_REPLY_BYTES), follow_redirects=str(follow),
+        ids=ids, ids_from=ids_from,
+        **schema.fields_of(TargetConfig, {k: v for k, v in data.items() if v is not None},
+                           path, only=_CHECKED),
         url=main.url, model=str(data.get("model", "rag")),
         api_key_env=data.get("api_key_env"), sources_field=data.get("sources_field", "sources"),
         system_prompt=data.get("system_prompt"), version_header=data.get("version_header"),
         stream=bool(data.get("stream", True)), jsonl=bool(data.get("jsonl", False)),
-        cwd=str(cwd) if cwd is not None else None,
-        price_in=_num(data, "price_in", path, 0.0, 0.0),
-        price_out=_num(data, "price_out", path, 0.0, 0.0), raw=dict(data))
+        cwd=str(cwd) if cwd is not None else None, raw=dict(data))
 
 
 def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -> TargetConfig:
@@ -301,12 +280,16 @@ def load_target(spec: Any, *, base_dir: str | Path = ".", key: str = "target") -
         if not p.is_absolute():
             p = Path(base_dir) / p
         if p.suffix.lower() in (".yaml", ".yml", ".json") or p.is_file():
-            from ragmeter.errors import read_yaml_file
+            def nested(data: Any) -> bool:
+                return isinstance(data, Mapping) and "target" in data and "kind" not in data
 
-            data = read_yaml_file(p, key)
-            if isinstance(data, Mapping) and "target" in data and "kind" not in data:
-                data = data["target"]
-            return _relative_to(parse_target(data, key), p.parent)
+            def parse(data: Any) -> TargetConfig:
+                return parse_target(data["target"] if nested(data) else data, key)
+
+            # an error names the file and the line of its key (rag.yaml:4: 'target.url')
+            cfg = schema.read_config_file(
+                p, parse, key, root=lambda data: (key, "target" if nested(data) else ""))
+            return _relative_to(cfg, p.parent)
         if ":" in text and "://" not in text:
             return parse_target({"kind": "python", "function": text}, key)
         if text.startswith(("http://", "https://")):

@@ -1,5 +1,5 @@
-"""The ``--target`` option of the one-shot commands (``ragmeter generation``,
-``ragmeter retrieval``): fill the samples from the target, then put the target's latency
+"""The ``--target`` option of the one-shot commands (``ragmeter score generation``,
+``ragmeter score retrieval``): fill the samples from the target, then put the target's latency
 metrics, signature and per-sample reasons into the command's result.
 
 Under ``--estimate`` nothing is sent: the samples get stand-in outputs (so the judge plan

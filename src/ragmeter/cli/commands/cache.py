@@ -1,4 +1,4 @@
-"""``ragmeter cache info|clear``: what the judge cache holds, and removing it.
+"""``ragmeter judge cache info|clear``: what the judge cache holds, and removing it.
 
 Replies are cached per namespace (a judge config's ``cache_namespace``; the fake server has
 its own), endpoint (base URL without credentials) and model.
@@ -11,6 +11,7 @@ import json
 
 import typer
 
+from ragmeter.cli.lazy import group
 from ragmeter.errors import UsageError
 
 cache_app = typer.Typer(help="Inspect or clear the judge cache.", no_args_is_help=True)
@@ -52,7 +53,7 @@ def info_command(
                    f"{g['entries']:>7}  {_when(g['oldest'])} .. {_when(g['newest'])}")
     if info["legacy_entries"]:
         typer.echo(f"  + {info['legacy_entries']} replies in the older cache format (never "
-                   "served: they do not record their endpoint); 'ragmeter cache clear' drops "
+                   "served: they do not record their endpoint); 'ragmeter judge cache clear' drops "
                    "them")
 
 
@@ -79,4 +80,4 @@ def clear_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(cache_app, name="cache")
+    group(app, "judge").add_typer(cache_app, name="cache")

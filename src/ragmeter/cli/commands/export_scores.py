@@ -1,4 +1,4 @@
-"""``ragmeter export``: per-sample scores as OpenTelemetry ``gen_ai.evaluation.result`` events
+"""``ragmeter traces export``: per-sample scores as OpenTelemetry ``gen_ai.evaluation.result`` events
 (OTLP JSON) or Langfuse scores (JSON or CSV)."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lazy import group
 from ragmeter.errors import UsageError
 
 
@@ -24,9 +25,9 @@ def export_command(
 
     Examples:
 
-      ragmeter export results.json --to otlp --out scores.otlp.json
+      ragmeter traces export results.json --to otlp --out scores.otlp.json
 
-      ragmeter export results.json --to langfuse-csv --out scores.csv
+      ragmeter traces export results.json --to langfuse-csv --out scores.csv
     """
     from ragmeter.data.traces.export import TARGETS, load_scores, render, trace_ids
 
@@ -45,4 +46,4 @@ def export_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("export")(export_command)
+    group(app, "traces").command("export")(export_command)

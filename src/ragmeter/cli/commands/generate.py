@@ -1,4 +1,4 @@
-"""``ragmeter generate``: a checked synthetic evalset from a knowledge base."""
+"""``ragmeter testset generate``: a checked synthetic evalset from a knowledge base."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lazy import group
 from ragmeter.errors import ConfigError, MissingExtraError
 
 GENERATOR_BACKENDS = ("openai", "mock", "local-demo", "tiny-demo", "gguf", "recorded")
@@ -70,7 +71,7 @@ def make_generator(*, config: Path | None, name: str | None, backend: str, url: 
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("generate")
+    @group(app, "testset").command("generate")
     def generate(
         corpus: Annotated[Path, typer.Option(
             "--corpus", "-c", help="Knowledge base: a .jsonl file (doc_id, text, title, url) "

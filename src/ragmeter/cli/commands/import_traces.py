@@ -1,4 +1,4 @@
-"""``ragmeter import``: production traces (OTLP JSON, Langfuse, Phoenix, MLflow exports) or any
+"""``ragmeter traces import``: production traces (OTLP JSON, Langfuse, Phoenix, MLflow exports) or any
 samples file → a samples JSON Lines file, with gold merged in, duplicates out and a recorded
 sample."""
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lazy import group
 
 if TYPE_CHECKING:
     from ragmeter.data.sample import Sample
@@ -53,9 +54,9 @@ def import_command(
 
     Examples:
 
-      ragmeter import otel.json --format otlp --out samples.jsonl
+      ragmeter traces import otel.json --format otlp --out samples.jsonl
 
-      ragmeter import langfuse.csv --out s.jsonl --dedupe --sample 2 --stratify model
+      ragmeter traces import langfuse.csv --out s.jsonl --dedupe --sample 2 --stratify model
     """
     from ragmeter.data.traces.importing import import_samples, sidecar, write_lines
     from ragmeter.errors import WorkFailedError
@@ -135,4 +136,4 @@ def _pseudonymiser() -> tuple[Callable[[Sample], Sample] | None, Callable[[], di
 
 
 def register(app: typer.Typer) -> None:
-    app.command("import")(import_command)
+    group(app, "traces").command("import")(import_command)

@@ -96,6 +96,6 @@ def fetch_command(
 
 def register(app: typer.Typer) -> None:
     """Add ``judge batch`` to the ``judge`` group."""
-    from ragmeter.cli.commands.judge_model import judge_app
+    from ragmeter.cli.lazy import group
 
-    judge_app.add_typer(batch_app, name="batch")
+    group(app, "judge").add_typer(batch_app, name="batch")

@@ -15,6 +15,8 @@ from typing import Annotated, Any, Optional
 import typer
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
+from ragmeter.cli.lazy import group
 
 
 def _f(v: Any, digits: int = 3) -> str:
@@ -60,23 +62,17 @@ def card_table(card: Any) -> Any:
     return t
 
 
-def _judges(judge_url: str | None, judge_model: str | None, judge_key_env: str | None,
-            judge_backend: str, judge_config: Path | None, base_url: str | None,
-            price_in: float, price_out: float) -> list[Any]:
-    from ragmeter.errors import ConfigError
-    from ragmeter.judges.config import JudgeConfig, load_judge_configs
-
-    if judge_config is not None:
-        configs = load_judge_configs(judge_config)
-        return [c.with_(base_url=base_url) if base_url else c for c in configs]
-    if judge_backend == "tiny":
+def _judges(judge: JudgeOptions, price_in: float, price_out: float) -> list[Any]:
+    """The judges to grade: every judge of --judge-config, one from --judge-url /
+    --judge-backend, or the tiny test model (``--judge-backend tiny``)."""
+    if judge.backend == "tiny" and judge.config is None:
         return ["tiny"]
-    if not judge_url and judge_backend == "openai":
-        raise ConfigError("--judge-url", "give a judge: --judge-url and --judge-model, "
-                          "--judge-config FILE, or --judge-backend local-demo|tiny|mock")
-    return [JudgeConfig(name=judge_model or judge_backend, backend=judge_backend,
-                        base_url=judge_url, model=judge_model or "", api_key_env=judge_key_env,
-                        price_in=price_in, price_out=price_out)]
+    prices: dict[str, Any] = {k: v for k, v in (("price_in", price_in),
+                                                 ("price_out", price_out)) if v}
+    prices["name"] = judge.model or judge.backend  # a judge made from the options: its model
+    if judge.config is None and judge.backend not in (None, "openai"):
+        return judge.configs(**prices)
+    return judge.required("judge bench", **prices)
 
 
 def _build(cfg: Any) -> Any:
@@ -97,20 +93,9 @@ def _build(cfg: Any) -> Any:
     return make_judge(cfg)
 
 
+@judge_options()
 def bench_command(
-    judge_url: Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs it
-        "--judge-url", help="OpenAI-compatible base URL of the judge.")] = None,
-    judge_model: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--judge-model", help="Judge model name.")] = None,
-    judge_key_env: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--judge-key-env", help="Name of the variable holding the judge API key.")] = None,
-    judge_backend: Annotated[str, typer.Option(
-        "--judge-backend", help="openai (default), mock, local-demo (the bundled demo "
-                                "judge) or tiny (the tiny test model).")] = "openai",
-    judge_config: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--judge-config", help="Judge config YAML/JSON (one judge or a 'judges' list).")] = None,
-    base_url: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "--base-url", help="Override base_url of every configured judge.")] = None,
+    judge: JudgeOptions = NONE_GIVEN,
     lang: Annotated[str, typer.Option("--lang", help="ru, en or all.")] = "ru",
     task: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--task", help="Only this task (repeatable): a judged metric's name or "
@@ -130,7 +115,7 @@ def bench_command(
     max_cost: common.MaxCostOpt = None,
     max_calls: common.MaxCallsOpt = None,
     price_in: Annotated[float, typer.Option("--price-in", help="Price per 1M input tokens "
-                                                               "(with --judge-url).")] = 0.0,
+                                                               "(sets every judge's).")] = 0.0,
     price_out: Annotated[float, typer.Option("--price-out", help="Price per 1M output "
                                                                  "tokens.")] = 0.0,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 42,
@@ -162,8 +147,9 @@ def bench_command(
     console = Console()
     chosen_probes = _probe_names(probe) if probe else (PROBES if probes else ())
     items = load_bench(items_file, lang=lang, tasks=task or None, limit=limit)
-    configs = _judges(judge_url, judge_model, judge_key_env, judge_backend, judge_config,
-                      base_url, price_in, price_out)
+    configs = _judges(judge, price_in, price_out)
+    if not estimate:
+        judge.check_reachable(c for c in configs if c != "tiny")
     binary = None if graded is None else not graded
 
     def work() -> list[Any]:
@@ -550,8 +536,6 @@ def _estimator_strata(estimator: str, sliced: Any, chosen: dict[str, Any]
 
 
 def register(app: typer.Typer) -> None:
-    # the `judge` group is defined by the judge-model command module; add our subcommands
-    from ragmeter.cli.commands.judge_model import judge_app
-
-    judge_app.command("bench")(bench_command)
-    judge_app.command("card")(card_command)
+    judge = group(app, "judge")
+    judge.command("bench")(bench_command)
+    judge.command("card")(card_command)

@@ -1,4 +1,4 @@
-"""``ragmeter label RUN`` (also ``ragmeter judge label``): people label a run's judged samples, blind, into the labels
+"""``ragmeter label RUN``: people label a run's judged samples, blind, into the labels
 file ``ragmeter judge card`` reads — on a local page (served like ``ragmeter view``) or in
 the terminal (``--terminal``)."""
 
@@ -338,9 +338,8 @@ def _lang(rt: Any) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    # the `judge` group is defined by the judge-model command module
-    from ragmeter.cli.commands.judge_model import judge_app
+    from ragmeter.cli.lazy import group
 
-    judge_app.command("label")(label_command)
-    judge_app.command("examples")(examples_command)
-    app.command("label")(label_command)   # the same command, top level: ``ragmeter label``
+    judge = group(app, "judge")
+    judge.command("examples")(examples_command)
+    app.command("label")(label_command)   # people's labels: a top-level step of its own

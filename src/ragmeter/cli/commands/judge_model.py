@@ -1,4 +1,5 @@
-"""``ragmeter judge``: check judge configs with a few probe calls; status of the demo judge."""
+"""``ragmeter judge check|demo``: check judge configs with a few probe calls; status of the demo
+judge."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from typing import Any, Optional
 import typer
 
 from ragmeter.cli import common
-
-judge_app = typer.Typer(help="LLM judges: dry-run a config, check the offline demo judge.",
-                        no_args_is_help=True)
+from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
+from ragmeter.cli.lazy import group
 
 _PROBES = [
     ("Does the text answer the question 'What is the capital of France?'",
@@ -22,15 +22,11 @@ _PROBES = [
 ]
 
 
-@judge_app.command("check")
+@judge_options(omit=("check_judge",))
 def check_command(
     config: Optional[Path] = typer.Argument(  # noqa: B008, UP045 - typer needs Optional
         None, hidden=True, help="Judge config file (older form of --judge-config)."),
-    judge_config: common.JudgeConfigOpt = None,
-    judge_url: common.JudgeUrlOpt = None,
-    judge_model: common.JudgeModelOpt = None,
-    judge_key_env: common.JudgeKeyEnvOpt = None,
-    judge_timeout: common.JudgeTimeoutOpt = None,
+    judge: JudgeOptions = NONE_GIVEN,
     n: int = typer.Option(3, "--n", help="Probe calls per judge."),
     no_cache: bool = typer.Option(True, "--no-cache/--cache", help="Bypass the cache."),
     against: Optional[Path] = typer.Option(  # noqa: B008, UP045
@@ -59,31 +55,13 @@ def check_command(
 
     from ragmeter.errors import UsageError
     from ragmeter.judges import get_prompt, make_judge
-    from ragmeter.judges.config import load_judge_configs
 
-    if config is not None and judge_config is not None and config != judge_config:
+    if config is not None and judge.config is not None and config != judge.config:
         raise UsageError("--judge-config", "given twice (as an argument and as the option)")
-    path = judge_config or config
-    if path is not None:
-        configs = list(load_judge_configs(path))
-        changes: dict[str, Any] = {}
-        if judge_url:
-            changes["base_url"] = judge_url
-        if judge_model:
-            changes["model"] = judge_model
-        if judge_key_env is not None:
-            changes["api_key_env"] = judge_key_env or None
-        if judge_timeout is not None:
-            changes["timeout_s"] = judge_timeout
-        configs = [c.with_(**changes) for c in configs] if changes else configs
-    else:
-        one = common.judge_config_from_options(url=judge_url, model=judge_model,
-                                               key_env=judge_key_env, config=None,
-                                               timeout=judge_timeout)
-        if one is None:
-            raise UsageError("--judge-config", "give a judge: --judge-config FILE or "
-                                               "--judge-url URL --judge-model NAME")
-        configs = [one]
+    if judge.config is None and config is not None:
+        judge = judge.with_(config=config)
+    path = judge.config
+    configs = judge.required("judge check")
     if against is not None:
         _drift(configs, against, drift_n, items_file, alpha, no_cache)
         return
@@ -91,25 +69,25 @@ def check_command(
     requests = [tpl.request("ru" if "Содерж" in q else "en", question=q, text=t,
                             metric="probe", sample_id=str(i))
                 for i, (q, t) in enumerate((_PROBES * (n // len(_PROBES) + 1))[:n])]
-    table = Table(title=f"judge check: {path or judge_url}")
+    table = Table(title=f"judge check: {path or judge.url or judge.backend}")
     for col in ("judge", "model", "scored", "unscored (reasons)", "calls", "p50 s", "tokens",
                 "cost"):
         table.add_column(col)
     rows: list[dict[str, Any]] = []
     for cfg in configs:
         cfg = cfg.with_(no_cache=no_cache)
-        judge = make_judge(cfg)
-        replies = judge.ask_many(requests)
-        st = getattr(judge, "last_stats", None)
+        llm = make_judge(cfg)
+        replies = llm.ask_many(requests)
+        st = getattr(llm, "last_stats", None)
         reasons = ", ".join(sorted({f"{r.reason}: {(r.detail or '')[:60]}"
                                     for r in replies if not r.ok})) or "-"
-        table.add_row(cfg.name, judge.model, str(sum(r.ok for r in replies)),
+        table.add_row(cfg.name, llm.model, str(sum(r.ok for r in replies)),
                       f"{sum(not r.ok for r in replies)} ({reasons})",
                       str(st.calls if st else "-"),
                       f"{st.p50_s:.2f}" if st and st.p50_s is not None else "-",
                       f"{st.tokens_in}/{st.tokens_out}" if st else "-",
                       f"{st.cost:.5f}" if st else "-")
-        rows.append({"judge": cfg.name, "model": judge.model,
+        rows.append({"judge": cfg.name, "model": llm.model,
                      "scored": sum(r.ok for r in replies),
                      "unscored": sum(not r.ok for r in replies),
                      "unscored_reasons": sorted({str(r.reason) for r in replies if not r.ok}),
@@ -158,7 +136,6 @@ def _drift(configs: list[Any], against: Path, n: int, items_file: Path | None, a
         raise typer.Exit(1)
 
 
-@judge_app.command("demo")
 def demo_command(
     probe: bool = typer.Option(False, "--probe", help="Load the model and ask one question."),
     tiny: bool = typer.Option(False, "--tiny", help="Use the 0.5B test model (extra tiny-judge)."),
@@ -193,4 +170,6 @@ def demo_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(judge_app, name="judge")
+    judge = group(app, "judge")
+    judge.command("check")(check_command)
+    judge.command("demo")(demo_command)

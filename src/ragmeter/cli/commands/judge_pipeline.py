@@ -1,4 +1,4 @@
-"""``ragmeter judge-pipeline``: accuracy / precision / recall / F1 of a production yes/no judge."""
+"""``ragmeter judge pipeline``: accuracy / precision / recall / F1 of a production yes/no judge."""
 
 from __future__ import annotations
 
@@ -7,24 +7,21 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
+from ragmeter.cli.lazy import group
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.errors import UsageError
 from ragmeter.reports.console import fmt3 as _f
 
 
+@judge_options()
 def judge_pipeline_command(
     data: Path = typer.Argument(..., help="Labelled items: question, answer, context, "  # noqa: B008
                                 "ground_truth_show (+ predicted_show / predicted_score)."),
     prompt: Path = typer.Option(None, "--prompt", help="Production prompt template with "  # noqa: B008
                                 "{question} {answer} {context} (optional ---system--- / "
                                 "---user--- parts). Needs a judge."),
-    judge_config: common.JudgeConfigOpt = None,
-    judge_url: common.JudgeUrlOpt = None,
-    judge_model: common.JudgeModelOpt = None,
-    judge_key_env: common.JudgeKeyEnvOpt = None,
-    judge_concurrency: common.JudgeConcurrencyOpt = None,
-    judge_timeout: common.JudgeTimeoutOpt = None,
-    check_judge: common.CheckJudgeOpt = False,
+    judge: JudgeOptions = NONE_GIVEN,
     strict_reply: bool = typer.Option(False, "--strict-reply", help="Accept only replies "
                                       "exactly in the prompt's format (Yes / No: reason); "
                                       "default: also Yes., **No**, Нет — причина ..."),
@@ -38,9 +35,9 @@ def judge_pipeline_command(
 
     Examples:
 
-      ragmeter judge-pipeline items.jsonl
+      ragmeter judge pipeline items.jsonl
 
-      ragmeter judge-pipeline items.jsonl --prompt prompt.txt --judge-url http://127.0.0.1:8000/v1 --judge-model qwen
+      ragmeter judge pipeline items.jsonl --prompt prompt.txt --judge-url http://127.0.0.1:8000/v1 --judge-model qwen
     """
     from rich.table import Table
 
@@ -50,7 +47,7 @@ def judge_pipeline_command(
         load_pipeline_items,
     )
 
-    judge = None
+    llm = None
     template = None
     common.parse_fraction(max_unscored)
     if prompt is not None:
@@ -58,20 +55,17 @@ def judge_pipeline_command(
         from ragmeter.judges import make_judge
 
         template = read_text(prompt)
-        cfg = common.judge_config_from_options(
-            url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
-            concurrency=judge_concurrency, timeout=judge_timeout)
+        cfg = judge.config_or_none(name="judge")
         if cfg is None:
             raise UsageError("--judge-config", "--prompt needs a judge: --judge-config, or "
                              "--judge-url with --judge-model")
-        if check_judge:
-            common.check_judge_reachable(cfg)
-        judge = make_judge(cfg.with_(no_cache=True))
-    elif judge_config is not None or judge_url:
+        judge.check_reachable([cfg])
+        llm = make_judge(cfg.with_(no_cache=True))
+    elif judge.given():
         raise UsageError("--prompt", "calling the production judge needs its prompt template")
-    items = load_pipeline_items(data, need_predictions=judge is None)
+    items = load_pipeline_items(data, need_predictions=llm is None)
     with common.working(f"judging {len(items)} items"):
-        res = evaluate_judge_pipeline(items, judge=judge, prompt_template=template, seed=seed,
+        res = evaluate_judge_pipeline(items, judge=llm, prompt_template=template, seed=seed,
                                       strict=strict_reply)
     console = common.human_console()
     c = res.meta["confusion"]
@@ -105,4 +99,4 @@ def judge_pipeline_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("judge-pipeline")(judge_pipeline_command)
+    group(app, "judge").command("pipeline")(judge_pipeline_command)

@@ -1,4 +1,4 @@
-"""``ragmeter judge-quality``: consistency, agreement, error rate and latency of LLM judges."""
+"""``ragmeter judge quality``: consistency, agreement, error rate and latency of LLM judges."""
 
 from __future__ import annotations
 
@@ -8,24 +8,20 @@ from typing import Any
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
+from ragmeter.cli.lazy import group
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 
 
+@judge_options()
 def judge_quality_command(
     data: Path = typer.Argument(..., help="Items: jsonl/json/csv with question, answer, "  # noqa: B008
                                 "context (or contexts)."),
-    judge_config: Path = typer.Option(..., "--judge-config", help="Judge config YAML/JSON "  # noqa: B008
-                                      "(one judge or a 'judges' list: one result per judge)."),
     repeats: int = typer.Option(2, "-n", "--n-repeats", help="Calls per item (>= 2); the "
                                 "config key is n_repeats."),
     delta: float = typer.Option(0.5, "--delta", help="Consistency tolerance on the judge "
                                 "scale: |s1 - s2| <= delta (max - min for n > 2)."),
-    base_url: common.JudgeUrlOpt = None,
-    judge_model: common.JudgeModelOpt = None,
-    judge_key_env: common.JudgeKeyEnvOpt = None,
-    judge_concurrency: common.JudgeConcurrencyOpt = None,
-    judge_timeout: common.JudgeTimeoutOpt = None,
-    check_judge: common.CheckJudgeOpt = False,
+    judge: JudgeOptions = NONE_GIVEN,
     limit: int = typer.Option(0, "--limit", help="Use only the first N items (0 = all)."),
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the results as JSON here."),  # noqa: B008
@@ -34,15 +30,15 @@ def judge_quality_command(
     max_calls: common.MaxCallsOpt = None,
     max_lost: MaxLostOpt = None,
 ) -> None:
-    """Judge quality: every item is judged N times with the cache off.
+    """Judge quality: every item is judged N times with the cache off (every judge of
+    --judge-config: one result per judge).
 
     Examples:
 
-      ragmeter judge-quality qa.jsonl --judge-config judge.yaml --repeats 3 --limit 5
+      ragmeter judge quality qa.jsonl --judge-config judge.yaml --repeats 3 --limit 5
     """
     from rich.table import Table
 
-    from ragmeter.judges.config import load_judge_configs
     from ragmeter.tiers.judge_quality import (
         evaluate_judge_quality,
         judge_quality_table,
@@ -52,13 +48,9 @@ def judge_quality_command(
     samples = load_judge_items(data)
     if limit > 0:
         samples = samples[:limit]
-    changes: dict[str, object] = {k: v for k, v in (
-        ("base_url", base_url), ("model", judge_model), ("api_key_env", judge_key_env),
-        ("max_concurrency", judge_concurrency), ("timeout_s", judge_timeout)) if v}
-    configs = [c.with_(**changes) if changes else c for c in load_judge_configs(judge_config)]
-    if check_judge and not estimate:
-        for c in configs:
-            common.check_judge_reachable(c)
+    configs = judge.required("judge quality")
+    if not estimate:
+        judge.check_reachable(configs)
     from ragmeter.cli.cost_options import CostOptions, run_costed
 
     def work() -> Any:
@@ -105,4 +97,4 @@ def _f(v: float | None, digits: int = 3) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("judge-quality")(judge_quality_command)
+    group(app, "judge").command("quality")(judge_quality_command)

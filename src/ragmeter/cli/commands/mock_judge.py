@@ -1,4 +1,4 @@
-"""``ragmeter mock-judge``: a fake OpenAI-compatible judge server to dry-run a config."""
+"""``ragmeter serve mock-judge``: a fake OpenAI-compatible judge server to dry-run a config."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from ragmeter.cli.lazy import group
 from ragmeter.errors import UsageError
 
 _FAULTS_HELP = "Comma list of fault kinds for --fault-rate: 429,500,timeout,invalid_json,truncated," \
@@ -48,9 +49,9 @@ def mock_judge_command(
 
     Examples:
 
-      ragmeter mock-judge --port 8766 --latency-ms 0
+      ragmeter serve mock-judge --port 8766 --latency-ms 0
 
-      ragmeter mock-judge --run-batch batches/round-01/judge.001.jsonl --output out.jsonl --latency-ms 0
+      ragmeter serve mock-judge --run-batch batches/round-01/judge.001.jsonl --output out.jsonl --latency-ms 0
     """
     from ragmeter.judges.mock_server import FAULT_KINDS, MockConfig, serve_forever
 
@@ -89,4 +90,4 @@ def mock_judge_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("mock-judge")(mock_judge_command)
+    group(app, "serve").command("mock-judge")(mock_judge_command)

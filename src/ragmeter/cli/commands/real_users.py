@@ -1,4 +1,4 @@
-"""``ragmeter real-users``: retrieval against URLs logged by production (SQL, read-only)."""
+"""``ragmeter score real-users``: retrieval against URLs logged by production (SQL, read-only)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lazy import group
 from ragmeter.reports.console import fmt3 as _f
 
 
@@ -35,7 +36,7 @@ def real_users_command(
 
     Examples:
 
-      ragmeter real-users --corpus kb.jsonl --db-url logs.sqlite --min-score 1 -k 5
+      ragmeter score real-users --corpus kb.jsonl --db-url logs.sqlite --min-score 1 -k 5
     """
     from rich.table import Table
 
@@ -69,4 +70,4 @@ def real_users_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("real-users")(real_users_command)
+    group(app, "score").command("real-users")(real_users_command)

@@ -1,4 +1,4 @@
-"""``ragmeter retrieval``: Tier 1 retrieval metrics from qrels + run, or an evalset (+ run)."""
+"""``ragmeter score retrieval``: Tier 1 retrieval metrics from qrels + run, or an evalset (+ run)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 from ragmeter.cli import common, slicing
+from ragmeter.cli.lazy import group
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.data.formats import parse_map
 from ragmeter.data.trec import load_qrels, load_run
@@ -217,9 +218,9 @@ def retrieval(
 
     Examples:
 
-      ragmeter retrieval --qrels qrels.txt --run run.txt -k 5,10
+      ragmeter score retrieval --qrels qrels.txt --run run.txt -k 5,10
 
-      ragmeter retrieval --evalset evalset.jsonl --run run.txt --metrics ndcg@10,mrr --json
+      ragmeter score retrieval --evalset evalset.jsonl --run run.txt --metrics ndcg@10,mrr --json
     """
     console = common.human_console()
     common.parse_fraction(max_unscored)
@@ -330,4 +331,4 @@ def _with_target(target: str | None, replay: bool, path: Path | None, run: Path 
 
 
 def register(app: typer.Typer) -> None:
-    app.command("retrieval")(retrieval)
+    group(app, "score").command("retrieval")(retrieval)

@@ -12,6 +12,7 @@ import typer
 from ragmeter.cli import common, slicing
 from ragmeter.cli.batch_files import JudgeBatchOpt
 from ragmeter.cli.common import JsonOpt, MaxUnscoredOpt
+from ragmeter.cli.judge_options import CheckJudgeOpt
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost_run
 from ragmeter.errors import GateFailedError, RagmeterError, WorkFailedError
 
@@ -123,7 +124,7 @@ def register(app: typer.Typer) -> None:
         max_unscored: MaxUnscoredOpt = None,
         max_lost: MaxLostOpt = None,
         json_out: JsonOpt = False,
-        check_judge: common.CheckJudgeOpt = False,
+        check_judge: CheckJudgeOpt = False,
         tag: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
             "--tag", help="Label the run (repeatable), added to the config's tags; `ragmeter "
                           "view` and `ragmeter runs list` filter by it.")] = None,

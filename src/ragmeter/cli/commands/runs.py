@@ -8,6 +8,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
+from ragmeter.cli.lazy import group
+
 StoreOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
     "--store", help="Results store URL (default: $RAGMETER_STORE_URL or "
                     "./ragmeter-results.sqlite).")]
@@ -42,9 +44,7 @@ def _run_json(run: Any) -> dict[str, Any]:
 
 
 def register(app: typer.Typer) -> None:
-    runs = typer.Typer(help="Runs in the results store: list, show, export.",
-                       no_args_is_help=True)
-    app.add_typer(runs, name="runs")
+    runs = group(app, "runs")
 
     @runs.command("list")
     def list_(

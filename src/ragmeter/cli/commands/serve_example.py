@@ -1,9 +1,10 @@
-"""``ragmeter serve-example``: the reference RAG service (demo knowledge base) on 127.0.0.1."""
+"""``ragmeter serve example``: the reference RAG service (demo knowledge base) on 127.0.0.1."""
 
 from __future__ import annotations
 
 import typer
 
+from ragmeter.cli.lazy import group
 from ragmeter.errors import UsageError
 
 
@@ -36,7 +37,7 @@ def serve_example_command(
 
     Examples:
 
-      ragmeter serve-example --port 8790
+      ragmeter serve example --port 8790
     """
     from ragmeter.targets.example_service import ExampleService, ServiceConfig, wait_until_stopped
 
@@ -63,4 +64,4 @@ def serve_example_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("serve-example")(serve_example_command)
+    group(app, "serve").command("example")(serve_example_command)

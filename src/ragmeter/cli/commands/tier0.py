@@ -1,4 +1,4 @@
-"""``ragmeter tier0``: embedding quality (silhouette, intra/inter cluster) of labelled texts."""
+"""``ragmeter score tier0``: embedding quality (silhouette, intra/inter cluster) of labelled texts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lazy import group
 from ragmeter.errors import UsageError
 
 
@@ -29,9 +30,9 @@ def tier0_command(
 
     Examples:
 
-      ragmeter tier0 labelled.jsonl --charts charts
+      ragmeter score tier0 labelled.jsonl --charts charts
 
-      ragmeter tier0 kb.jsonl --label-field metadata.section --out tier0.json
+      ragmeter score tier0 kb.jsonl --label-field metadata.section --out tier0.json
     """
     from rich.table import Table
 
@@ -82,4 +83,4 @@ def _f(v: float | None) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("tier0")(tier0_command)
+    group(app, "score").command("tier0")(tier0_command)

