@@ -23,7 +23,7 @@ field           meaning
 Labels are put on the judged metric's 0–1 scale for comparison: binary 0/1, ordinal
 0/½/1 (grade / 2), continuous as is. Every problem is reported with file, line and field.
 
-A file written by ``ragmeter judge label`` also holds lines with a ``kind``: ``selection``
+A file written by ``ragmeter label`` also holds lines with a ``kind``: ``selection``
 (which items were chosen for labelling and each one's inclusion probability, so the
 bias-corrected estimate can weight the labels: :class:`~ragmeter.stats.selection.Selection`)
 ``skip`` (an item a labeller passed over) and ``examples`` (labelled items shown to the judge

@@ -93,7 +93,7 @@ def ppi_estimates(judge_values: Mapping[str, Mapping[str, float | None]], labels
                   ) -> dict[str, MetricPPI]:
     """:func:`metric_ppi` for every metric with judge values and at least 2 usable labels;
     ``selections``: per metric, the selection its labels were drawn by (a labels file of
-    ``ragmeter judge label`` records them), in place of ``selection``."""
+    ``ragmeter label`` records them), in place of ``selection``."""
     out: dict[str, MetricPPI] = {}
     for metric in labels.metrics:
         if metric not in judge_values:

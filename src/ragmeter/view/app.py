@@ -3,7 +3,7 @@
 Its routes come from the page table, :data:`ragmeter.view.table.PAGES` (the built-in pages are
 declared in :mod:`ragmeter.view.routes`). Every response carries a strict
 Content-Security-Policy (no network, no framing); nothing is ever written to the store. The
-only POST entries are a labelling session's answers (``ragmeter judge label``), written to its
+only POST entries are a labelling session's answers (``ragmeter label``), written to its
 labels file: accepted as JSON from the viewer's own pages only (same origin, the viewer's
 token in ``X-Ragmeter-Token``), see :func:`post_refused`.
 """
@@ -53,7 +53,7 @@ class Viewer:
         #: pages written as static files (``view --export``): no control that needs the
         #: server, no local path
         self.static = static
-        #: the labelling session this server answers for (``ragmeter judge label``), if any
+        #: the labelling session this server answers for (``ragmeter label``), if any
         self.labelling = labelling
         #: what the viewer's own pages send with a POST (a page elsewhere cannot read it)
         self.token = secrets.token_urlsafe(24)

@@ -1,4 +1,4 @@
-"""The labelling page of ``ragmeter judge label``: one item at a time, the judge's verdict
+"""The labelling page of ``ragmeter label``: one item at a time, the judge's verdict
 hidden, keyboard-driven; answers saved through the session's POST entry.
 
 The page carries the viewer's token (:attr:`~ragmeter.view.app.Viewer.token`) for its POSTs;

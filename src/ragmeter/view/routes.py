@@ -236,7 +236,7 @@ def sample(req: PageRequest) -> PageOut:
 
 @page("/label", title=("Blind labelling", "Слепая разметка"), name="label", params=("rater",),
       cache=False, shown_route="/label?rater=ID",
-      doc="the labelling session of `ragmeter judge label`: one chosen sample at a time "
+      doc="the labelling session of `ragmeter label`: one chosen sample at a time "
           "(question, contexts, answer; the judge's verdict hidden), graded with the keys "
           "1/0 (or 0/1/2), s skips, ← goes back; every answer saved to the labels file at once")
 def label(req: PageRequest) -> PageOut:

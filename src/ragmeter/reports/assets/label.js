@@ -1,4 +1,4 @@
-/* The labelling page of `ragmeter judge label`: one item at a time, keys 0/1/2 grade,
+/* The labelling page of `ragmeter label`: one item at a time, keys 0/1/2 grade,
    s skips, ← / b goes back, → forward. Every answer is POSTed (JSON, the viewer's token) and
    the next item shown only once the server has saved it; keys pressed meanwhile wait their
    turn. Sample text is set with textContent only. The page's data comes after this script in
