@@ -187,3 +187,18 @@ def test_nothing_is_cached_past_a_store_change(tmp_path):
     first, again, after, status = asyncio.run(go())
     assert "r2-new" not in first and first == again
     assert "r2-new" in after and status == 200
+
+
+def test_the_dashboard_run_page_folds_the_worst_200_rows_the_report_500(tmp_path):
+    """Each row of the dashboard's explorer links to its sample page, so it folds the 200 worst
+    samples in (the page's cost grows with its rows); the standalone report keeps 500."""
+    from ragmeter.reports.html import render_run_body
+
+    run = builders.make_run("big", n=600)
+    url = _fill(tmp_path / "big.sqlite", run)
+    status, html = _fetch(url, ["/run/big"])["/run/big"]
+    assert status == 200
+    assert html.count('<tr class="rm-sample"') == 200
+    assert "Showing the 200 worst samples of 600." in html
+    body, _, _ = render_run_body(ResultStore(url).load_run("big"), "en")
+    assert body.count('<tr class="rm-sample"') == 500

@@ -489,11 +489,12 @@ def tier_decisions(run: StoredRun, lang: str = "en", compare: Any = None
 
 def render_run_body(run: StoredRun, lang: str | None = None, *,
                     sample_href: str | None = None, source: Any = None,
-                    compare: Any = None, hide_paths: bool = False
-                    ) -> tuple[str, dict[str, Any], str]:
+                    compare: Any = None, hide_paths: bool = False,
+                    explorer_rows: int | None = None) -> tuple[str, dict[str, Any], str]:
     """The report's body HTML, its JSON data and its language (the viewer embeds these).
     ``source``: where the explorer reads the shown samples' text and details (default: the
-    run); ``compare``: the paired test of the decisions (default ``compare_metric``)."""
+    run); ``compare``: the paired test of the decisions (default ``compare_metric``);
+    ``explorer_rows``: the explorer's rows (default: the report's)."""
     lang = check_lang(lang) if lang else run_lang(run)
     demo = is_demo(run)
     decisions = tier_decisions(run, lang, compare)
@@ -530,7 +531,9 @@ def render_run_body(run: StoredRun, lang: str | None = None, *,
         section.append("</section>")
         parts.append("".join(section))
     parts.append(card_section(run, lang))
-    html_explorer, sample_data = explorer(run, decisions, lang, sample_href, source)
+    html_explorer, sample_data = explorer(run, decisions, lang, sample_href, source,
+                                          **({"max_rows": explorer_rows} if explorer_rows
+                                             else {}))
     parts.append(html_explorer)
     from ragmeter.secrets import mask_secrets
 

@@ -95,8 +95,11 @@ def run_page(run: StoredRun, lang: str, *, source: Any = None, compare: Any = No
     details, ``compare``: the decisions' paired test (both from the viewer's store reads);
     ``static``: an exported page (local paths of the config shortened)."""
     sample_href = f"/run/{quote(run.id, safe='')}/sample/{{id}}?lang={lang}"
+    from ragmeter.reports.explorer import VIEW_EXPLORER_SAMPLES
+
     body, data, _ = render_run_body(run, lang, sample_href=sample_href, source=source,
-                                    compare=compare, hide_paths=static)
+                                    compare=compare, hide_paths=static,
+                                    explorer_rows=VIEW_EXPLORER_SAMPLES)
     return body, data
 
 
