@@ -28,7 +28,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -243,18 +243,7 @@ class MockJudgeServer(BackgroundServer):
                                                            "in 1..8192"}}, status=400)
         cfg = self.config
         action = self._next_action() if cfg.script or cfg.fault_rate else "ok"
-        if action == "429":
-            with self._lock:
-                self._counters.faults["429"] += 1
-            return self._too_many()
-        if self._sem is not None:
-            if cfg.reject_over_cap and self._sem.locked():
-                with self._lock:
-                    self._counters.rejected_over_cap += 1
-                return self._too_many()
-            async with self._sem:
-                return await self._embedded(body, texts, dim, action)
-        return await self._embedded(body, texts, dim, action)
+        return await self._gated(action, lambda: self._embedded(body, texts, dim, action))
 
     async def _embedded(self, body: dict[str, Any], texts: list[str], dim: int,
                         action: str) -> Any:
@@ -333,6 +322,12 @@ class MockJudgeServer(BackgroundServer):
             return web.json_response(
                 {"error": {"message": "response_format json_schema is not supported"}},
                 status=400)
+        return await self._gated(action, lambda: self._answer(body, action))
+
+    async def _gated(self, action: str, answer: Callable[[], Awaitable[Any]]) -> Any:
+        """``answer()`` behind the scripted 429 and the concurrency cap (a 429 when
+        ``reject_over_cap`` and every slot is taken, else a wait for a slot)."""
+        cfg = self.config
         if action == "429":
             with self._lock:
                 self._counters.faults["429"] += 1
@@ -343,8 +338,8 @@ class MockJudgeServer(BackgroundServer):
                     self._counters.rejected_over_cap += 1
                 return self._too_many()
             async with self._sem:
-                return await self._answer(body, action)
-        return await self._answer(body, action)
+                return await answer()
+        return await answer()
 
     def _too_many(self) -> Any:
         from aiohttp import web

@@ -38,14 +38,7 @@ def _rows(store: Any, run_id: str, samples: bool, details: bool
         cols.append(v.details_json)
     sample_data: dict[str, dict[str, Any]] = {}
     with store.engine.connect() as conn:
-        row = conn.execute(sa.select(store.t_runs).where(store.t_runs.c.id == run_id)).one()
-        tier_rows = list(conn.execute(sa.select(store.t_tiers)
-                                      .where(store.t_tiers.c.run_id == run_id)
-                                      .order_by(store.t_tiers.c.position)))
-        metric_rows = list(conn.execute(
-            sa.select(*store._metric_columns()).where(store.t_metrics.c.run_id == run_id)
-            .order_by(store.t_metrics.c.tier, store.t_metrics.c.system_position,
-                      store.t_metrics.c.position)))
+        row, tier_rows, metric_rows = store._run_rows(conn, run_id)
         in_row = not details and all(getattr(m, "values_blob", None) is not None
                                      for m in metric_rows)
         value_rows = [] if in_row else conn.execute(

@@ -223,6 +223,20 @@ class ResultStore:
             t.tiers, t.metrics, t.values, t.samples)
 
 
+    def _run_rows(self, conn: Any, run_id: str) -> tuple[Any, list[Any], list[Any]]:
+        """A run's row, its tier rows in order and its metric rows in report order."""
+        import sqlalchemy as sa
+
+        row = conn.execute(sa.select(self.t_runs).where(self.t_runs.c.id == run_id)).one()
+        tier_rows = list(conn.execute(sa.select(self.t_tiers)
+                                      .where(self.t_tiers.c.run_id == run_id)
+                                      .order_by(self.t_tiers.c.position)))
+        metric_rows = list(conn.execute(
+            sa.select(*self._metric_columns()).where(self.t_metrics.c.run_id == run_id)
+            .order_by(self.t_metrics.c.tier, self.t_metrics.c.system_position,
+                      self.t_metrics.c.position)))
+        return row, tier_rows, metric_rows
+
     def _metric_columns(self) -> list[Any]:
         """The columns of ``rm_metrics`` this store has (an older store lacks those added
         since; it is read without them)."""
@@ -419,14 +433,7 @@ class ResultStore:
         if not details or stored_aggregates:
             return self._load_light(run_id, samples, details, stored_aggregates)
         with self.engine.connect() as conn:
-            row = conn.execute(sa.select(self.t_runs).where(self.t_runs.c.id == run_id)).one()
-            tier_rows = list(conn.execute(sa.select(self.t_tiers)
-                                          .where(self.t_tiers.c.run_id == run_id)
-                                          .order_by(self.t_tiers.c.position)))
-            metric_rows = list(conn.execute(
-                sa.select(*self._metric_columns()).where(self.t_metrics.c.run_id == run_id)
-                .order_by(self.t_metrics.c.tier, self.t_metrics.c.system_position,
-                          self.t_metrics.c.position)))
+            row, tier_rows, metric_rows = self._run_rows(conn, run_id)
             value_rows = conn.execute(
                 sa.select(self.t_values.c.tier, self.t_values.c.system, self.t_values.c.metric,
                           self.t_values.c.sample_id, self.t_values.c.value,
