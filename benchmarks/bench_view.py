@@ -404,16 +404,25 @@ def _saver(url: str) -> Callable[[str], None]:
     return change
 
 
+#: what a built store's marker file says; a store built by an older script (another text) is
+#: built again, so every run in it is written as ragmeter writes runs now
+BUILD_FORMAT = "2: runs keep their samples' order in their row"
+
+
+def _built(marker: Path) -> bool:
+    return marker.exists() and marker.read_text() == BUILD_FORMAT
+
+
 def sqlite_store(args: argparse.Namespace, folder: Path) -> str:
     """The SQLite store (built once per size), copied so the cold phase may change it."""
     db = folder / f"store-{args.runs}x{args.samples}.sqlite"
     done = db.with_suffix(".built")
-    if not done.exists():
+    if not _built(done):
         t0 = time.perf_counter()
         for p in folder.glob(db.name + "*"):
             p.unlink()
         build(db, args.runs, args.samples)
-        done.write_text("ok")
+        done.write_text(BUILD_FORMAT)
         _log(f"built {db} ({db.stat().st_size / 1e6:.0f} MB) in "
              f"{time.perf_counter() - t0:.0f} s")
     work = folder / f"work-{args.runs}x{args.samples}.sqlite"  # changed by the cold phase
@@ -431,10 +440,10 @@ def pg_store(args: argparse.Namespace, folder: Path) -> str:
     schema = f"bench_view_{args.runs}x{args.samples}"
     marker = folder / f"{schema}.pg-built"
     url = pg_url_with_schema(args.pg_url, schema)
-    if not marker.exists():
+    if not _built(marker):
         t0 = time.perf_counter()
         url = build_pg(args.pg_url, schema, args.runs, args.samples)
-        marker.write_text("ok")
+        marker.write_text(BUILD_FORMAT)
         _log(f"built PostgreSQL schema {schema} in {time.perf_counter() - t0:.0f} s")
         return url
     from ragmeter.results.store import ResultStore

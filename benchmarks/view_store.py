@@ -53,7 +53,10 @@ def _rows_of_run(r: int, samples: int, rng: random.Random, sample_rows: Sequence
     config = "{not json" if r == CORRUPT[0] else json.dumps({"name": name})
     out: dict[str, list[tuple[Any, ...]]] = {
         "rm_runs": [(rid, created, name, "", config, f"{r:040x}", "complete",
-                     json.dumps(meta))],
+                     json.dumps(meta),
+                     # the samples' order kept with the run, where the measured version does
+                     *([json.dumps([f"q{i}" for i in range(samples)])]
+                       if "sample_ids_json" in _columns("rm_runs") else []))],
         "rm_tiers": [], "rm_metrics": [], "rm_values": [], "rm_samples": []}
     tiers = [("retrieval", 0), ("generation", 1)]
     if r % 40 == 0:

@@ -89,15 +89,21 @@ def test_a_corrupt_run_is_an_error_on_that_run_alone(store):
         # a metric's values that cannot be read (three bytes: not a float64 per sample)
         con.execute("UPDATE rm_metrics SET values_blob=x'616263' WHERE run_id='r04' AND "
                     "rowid=(SELECT min(rowid) FROM rm_metrics WHERE run_id='r04')")
+        broken = con.execute("SELECT sample_id FROM rm_values WHERE run_id='r07' AND "
+                             "details_json='{broken'").fetchone()[0]
     from ragmeter.view import make_app
 
     got = asyncio.run(_get(make_app(url, lang="en"), [
         "/", "/history", "/judges", "/run/r07", "/run/r05", "/compare?run=r07&run=r05",
-        "/diff?a=r05&b=r07", "/compare?run=r04&run=r05", "/diff?a=r05&b=r04", "/run/r04"]))
+        "/diff?a=r05&b=r07", "/compare?run=r04&run=r05", "/diff?a=r05&b=r04", "/run/r04",
+        f"/run/r07/sample/{broken}"]))
     assert got["/"][0] == 200 and "r07" in got["/"][1]  # the registry lists it
     assert got["/history"][0] == 200 and got["/judges"][0] == 200
     assert got["/run/r05"][0] == 200
-    status, text = got["/run/r07"]   # the run page reads the shown rows' details: its error
+    # the run page reads no judge details (each row links to its sample's page): it is shown;
+    # the broken sample's own page reads them: its error
+    assert got["/run/r07"][0] == 200
+    status, text = got[f"/run/r07/sample/{broken}"]
     assert status == 500 and "run r07 cannot be read" in text and "JSONDecodeError" in text
     # the compare page and the diff read aggregates and values, which r07 has intact
     assert got["/compare?run=r07&run=r05"][0] == 200

@@ -12,19 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from html import escape
 
+import numpy as np
+
 from ragmeter.reports import svg
 
 #: at most this many outlier dots per row (distinct pixel positions): a large run stays small
 MAX_OUTLIERS = 200
 
 
-def box_plot(title: str, rows: Sequence[tuple[str, Sequence[float], svg.Point]], *,
+def box_plot(title: str, rows: Sequence[tuple[str, Sequence[float] | np.ndarray, svg.Point]], *,
              colors: Mapping[str, str] | None = None, lang: str = "en",
              shades: Sequence[svg.Shade] = ()) -> str:
     """Box plots of per-query ``values`` per row label, each with its mean and 95% CI."""
     colors = colors or svg.system_colors(n for n, _, _ in rows)
     labels = [svg.short(n) for n, _, _ in rows]
-    stats = [svg.box_stats(values) for _, values, _ in rows]
+    finite = [svg.finite_array(values) for _, values, _ in rows]
+    stats = [svg.box_stats(values) for values in finite]
     note = ("ящик: квартили, усы: 1,5 IQR, точка: среднее с 95% ДИ" if lang == "ru" else
             "box: quartiles, whiskers: 1.5 IQR, dot: mean with 95% CI")
     left = max([svg.text_width(s) for s in labels] + [40.0]) + 16
@@ -36,10 +39,10 @@ def box_plot(title: str, rows: Sequence[tuple[str, Sequence[float], svg.Point]],
     y_axis = top + row_h * max(1, len(rows)) + 4
     legend, legend_h = svg.shade_legend(shades, 8, y_axis + 20, width - 16, lang)
     height = y_axis + 20 + legend_h + 30
-    vals: list[float | None] = []
-    for (_, values, p), st in zip(rows, stats, strict=True):
+    vals: list[float | None] = []   # the axis spans every value: its ends are enough
+    for (_, _, p), values, st in zip(rows, finite, stats, strict=True):
         if st is not None:
-            vals += [float(v) for v in values if svg._ok(v)] + [p.low, p.high]
+            vals += [float(values.min()), float(values.max()), p.low, p.high]
     a, b = svg.nice_range(vals)
     span = (b - a) or 1.0
 
@@ -51,7 +54,7 @@ def box_plot(title: str, rows: Sequence[tuple[str, Sequence[float], svg.Point]],
                  f'data-w="{plot_w:.1f}" data-h="{y_axis - top + 6:.1f}">')
     svg.draw_shades(parts, shades, a, b, px, (top - 6, y_axis), vertical_axis=False)
     svg.grid_x(parts, a, b, px, top - 6, y_axis)
-    for i, (name, values, point) in enumerate(rows):
+    for i, ((name, _, point), values) in enumerate(zip(rows, finite, strict=True)):
         y = top + row_h * i + row_h / 2 - 4
         parts.append(f'<text class="rm-label" x="{left - 8:.1f}" y="{y + 4:.1f}" '
                      f'text-anchor="end"><title>{escape(name)}</title>{escape(labels[i])}</text>')
@@ -79,9 +82,10 @@ def box_plot(title: str, rows: Sequence[tuple[str, Sequence[float], svg.Point]],
     return "\n".join(parts)
 
 
-def _box(parts: list[str], name: str, values: Sequence[float], point: svg.Point,
+def _box(parts: list[str], name: str, values: np.ndarray, point: svg.Point,
          st: Mapping[str, float], y: float, color: str, px: Callable[[float], float]) -> None:
-    """One row: whiskers with caps, the quartile box, the median, outliers, mean and CI."""
+    """One row (``values``: the finite ones): whiskers with caps, the quartile box, the
+    median, outliers, mean and CI."""
     tip = (f"{name}: median {st['median']:.4f}, quartiles [{st['q1']:.4f}, {st['q3']:.4f}], "
            f"whiskers [{st['lo']:.4f}, {st['hi']:.4f}], mean {st['mean']:.4f}, n={int(st['n'])}")
     for x1, x2 in ((st["lo"], st["q1"]), (st["q3"], st["hi"])):
@@ -98,8 +102,8 @@ def _box(parts: list[str], name: str, values: Sequence[float], point: svg.Point,
     parts.append(f'<line class="rm-median" x1="{px(st["median"]):.1f}" y1="{y - 7:.1f}" '
                  f'x2="{px(st["median"]):.1f}" y2="{y + 7:.1f}" stroke="{color}" '
                  'stroke-width="3"/>')
-    outliers = sorted({round(px(float(v)) * 2) / 2 for v in values
-                       if svg._ok(v) and (v < st["lo"] or v > st["hi"])})
+    out = np.unique(values[(values < st["lo"]) | (values > st["hi"])])
+    outliers = sorted({round(px(v) * 2) / 2 for v in out.tolist()})  # distinct half-pixels
     for ox in outliers[:MAX_OUTLIERS]:
         parts.append(f'<circle class="rm-outlier" cx="{ox:.1f}" cy="{y:.1f}" r="2.2" '
                      f'fill="none" stroke="{color}"/>')

@@ -99,7 +99,7 @@ def grouped_bar_chart(panels: Mapping[str, Series], out_stem: str | Path, *,
     return _write(compose(charts, title, kind="bars"), out_stem, formats)
 
 
-def box_chart(panels: Mapping[str, Sequence[tuple[str, Sequence[float], Point]]],
+def box_chart(panels: Mapping[str, Sequence[tuple[str, Sequence[float] | np.ndarray, Point]]],
               out_stem: str | Path, *, title: str = "", formats: Sequence[str] = FORMATS,
               lang: str = "en", colors: Mapping[str, str] | None = None) -> list[Path]:
     """Box plots of per-query values, one panel per metric (rows: label, values and the
@@ -118,7 +118,7 @@ def box_chart(panels: Mapping[str, Sequence[tuple[str, Sequence[float], Point]]]
 
 
 def per_query_panels(results: Mapping[str, Any], names: Sequence[str] = BOX_METRICS,
-                     ) -> dict[str, list[tuple[str, list[float], Point]]]:
+                     ) -> dict[str, list[tuple[str, np.ndarray, Point]]]:
     """Box-plot panels from ``{system: EvalResult}``: one per metric of ``names`` (with its
     parameters; every k in one panel), rows ``(label, per-query values, (mean, lo, hi))`` per k
     and system. A metric whose values are all 0 or 1 (hit@k, precision@1) is left out: its
@@ -133,7 +133,7 @@ def per_query_panels(results: Mapping[str, Any], names: Sequence[str] = BOX_METR
                 found.setdefault(f"{name}({params})" if params else name, []).append(
                     (k, system, mr))
     systems = list(results)
-    panels: dict[str, list[tuple[str, list[float], Point]]] = {}
+    panels: dict[str, list[tuple[str, np.ndarray, Point]]] = {}
     for family, entries in found.items():
         finite = np.concatenate([mr.values[np.isfinite(mr.values)] for _, _, mr in entries])
         if finite.size == 0 or np.isin(finite, (0.0, 1.0)).all():
@@ -143,7 +143,7 @@ def per_query_panels(results: Mapping[str, Any], names: Sequence[str] = BOX_METR
         for k, system, mr in sorted(entries, key=lambda e: (e[0] or 0, systems.index(e[1]))):
             a = mr.aggregate
             label = f"k={k} · {system}" if several_k else system
-            rows.append((label, [float(v) for v in mr.values],
+            rows.append((label, mr.values,
                          (a.mean, a.ci_low, a.ci_high) if a.n else (None, None, None)))
         panels[family] = rows
     return panels

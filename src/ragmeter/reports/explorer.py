@@ -83,18 +83,61 @@ def _heat(v: float | None, hib: bool, unit: bool) -> str:
 
 @dataclass(frozen=True)
 class _Column:
-    """One (tier, system) column on the tier's primary metric."""
+    """One (tier, system) column on the tier's primary metric: its value at each position of
+    the explorer's order (NaN: unscored or absent) and whether the sample is in it."""
 
     tier: str
     system: str
     metric: str
     mr: MetricResult
-    values: Mapping[str, float | None]
-    reasons: Mapping[str, str | None]
+    values: np.ndarray
+    present: np.ndarray
+    reasons: Mapping[int, str]   # position → why unscored
     unit: bool  # every value on the 0–1 scale: coloured
 
 
-def _columns(run: StoredRun, decisions: Mapping[str, TierDecision]) -> list[_Column]:
+class _Positions:
+    """Every sample id of a run in the explorer's order — the dataset's first, then any other
+    scored item (texts, sessions, log rows) as the metrics meet them — and where each metric's
+    samples sit in it (a metric over the dataset in its order: no per-sample lookup)."""
+
+    def __init__(self, run: StoredRun, dataset: Sequence[str]):
+        self.order: list[str] = list(dict.fromkeys(dataset))
+        self.n_dataset = len(self.order)
+        self.pos = {sid: i for i, sid in enumerate(self.order)}
+        self._at = {id(mr): self._place(mr.sample_ids) for rec in run.tiers.values()
+                    for res in rec.results for mr in res.results.values()}
+
+    def _place(self, ids: Sequence[str]) -> np.ndarray:
+        if list(ids) == self.order[:len(ids)]:
+            return np.arange(len(ids), dtype=np.intp)
+        out = np.empty(len(ids), dtype=np.intp)
+        for k, sid in enumerate(ids):
+            i = self.pos.get(sid)
+            if i is None:
+                i = self.pos[sid] = len(self.order)
+                self.order.append(sid)
+            out[k] = i
+        return out
+
+    def at(self, mr: MetricResult) -> np.ndarray:
+        """The positions of ``mr``'s samples (one per value)."""
+        return self._at[id(mr)]
+
+    def column(self, tier: str, system: str, metric: str, mr: MetricResult) -> _Column:
+        n, at = len(self.order), self.at(mr)
+        values = np.full(n, np.nan)
+        values[at] = mr.values
+        present = np.zeros(n, dtype=bool)
+        present[at] = True
+        scored = mr.values[mr.scored_mask]
+        return _Column(tier, system, metric, mr, values, present,
+                       {int(at[i]): why for i, why in mr.reasons.items()},
+                       bool(scored.size) and bool(np.all((scored >= 0.0) & (scored <= 1.0))))
+
+
+def _columns(run: StoredRun, decisions: Mapping[str, TierDecision], where: _Positions
+             ) -> list[_Column]:
     columns = []
     for tier, dec in decisions.items():
         if dec.primary is None:
@@ -102,11 +145,7 @@ def _columns(run: StoredRun, decisions: Mapping[str, TierDecision]) -> list[_Col
         for res in run.tiers[tier].results:
             mr = res.results.get(dec.primary)
             if mr is not None and mr.aggregate.n + mr.aggregate.n_unscored > 0:
-                scored = mr.values[mr.scored_mask]
-                columns.append(_Column(
-                    tier, res.name, dec.primary, mr, mr.by_id(),
-                    {mr.sample_ids[i]: why for i, why in mr.reasons.items()},
-                    bool(scored.size) and bool(np.all((scored >= 0.0) & (scored <= 1.0)))))
+                columns.append(where.column(tier, res.name, dec.primary, mr))
     return columns
 
 
@@ -123,47 +162,64 @@ class SampleSource:
     def texts(self, ids: Sequence[str]) -> Mapping[str, Mapping[str, Any]]:
         return self.run.samples
 
+    #: the folded rows list every score and the judge's reasons (the report); False: they
+    #: link to the sample's page for them (the viewer's run page: no judge details read)
+    every_score = True
+
     def details(self, ids: Sequence[str]) -> Mapping[tuple[str, str, str, str], Any] | None:
         """``(tier, system, metric, sample id)`` → details; None: they are in the results."""
         return None
 
 
-def _order(run: StoredRun, dataset: Sequence[str]) -> list[str]:
-    """Every sample id: the dataset's first, then any other scored item."""
-    order: list[str] = list(dataset)
-    seen = set(order)
-    for rec in run.tiers.values():
-        for res in rec.results:
-            for mr in res.results.values():
-                for sid in mr.sample_ids:
-                    if sid not in seen:
-                        seen.add(sid)
-                        order.append(sid)
-    return order
-
-
-def _scores_of(run: StoredRun, ids: Sequence[str]) -> dict[str, list[Score]]:
+def _scores_of(run: StoredRun, where: _Positions, ids: Sequence[str]
+               ) -> dict[str, list[Score]]:
     """The scores of the shown samples (a target's latency once per sample: the call's
     seconds, not each percentile)."""
-    wanted = set(ids)
+    shown = np.zeros(len(where.order), dtype=bool)
+    shown[[where.pos[sid] for sid in ids]] = True
     scores: dict[str, list[Score]] = {sid: [] for sid in ids}
     for tier, rec in run.tiers.items():
         for res in rec.results:
             latency = is_latency(res)
             for key, mr in res.results.items():
-                shown = per_call_name(key) if latency else key
-                if shown is None:
+                name = per_call_name(key) if latency else key
+                if name is None:
                     continue
-                values = mr.values.tolist()
-                for i, sid in enumerate(mr.sample_ids):
-                    if sid not in wanted:
-                        continue
-                    v = values[i]
+                at = where.at(mr)
+                for i in np.flatnonzero(shown[at]).tolist():
+                    v = float(mr.values[i])
                     det = mr.details[i] if mr.details else None
-                    scores[sid].append((tier, res.name, shown, None if v != v else v,
-                                        mr.reasons.get(i, "unscored") if v != v else None,
-                                        reasons_from_details(det)))
+                    scores[where.order[at[i]]].append(
+                        (tier, res.name, name, None if v != v else v,
+                         mr.reasons.get(i, "unscored") if v != v else None,
+                         reasons_from_details(det)))
     return scores
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """Per position of the explorer's order: the sample's scores, its unscored ones, and
+    whether each tier scored it (counted over every metric, vectorised)."""
+
+    scores: np.ndarray
+    unscored: np.ndarray
+    tiers: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, run: StoredRun, where: _Positions) -> _Tally:
+        n = len(where.order)
+        tally = cls(np.zeros(n, dtype=np.intp), np.zeros(n, dtype=np.intp), {})
+        for tier, rec in run.tiers.items():
+            for res in rec.results:
+                latency = is_latency(res)
+                for key, mr in res.results.items():
+                    if latency and per_call_name(key) is None:
+                        continue
+                    at = where.at(mr)
+                    np.add.at(tally.scores, at, 1)
+                    np.add.at(tally.unscored, at[np.isnan(mr.values)], 1)
+                    tally.tiers.setdefault(tier, np.zeros(n, dtype=bool))[at] = True
+        return tally
 
 
 def _with_details(scores: Sequence[Score], sid: str,
@@ -174,41 +230,42 @@ def _with_details(scores: Sequence[Score], sid: str,
             for tier, system, key, value, reason, js in scores]
 
 
-def _worst_first(order: Sequence[str], columns: Sequence[_Column], questions: set[str]
-                 ) -> list[str]:
-    """The samples, questions of the dataset first, then other items (texts, sessions, log
-    rows); within each, the lowest mean of the row's 0–1 scores first, rows without one
-    after them (ties in the given order; vectorised over the samples)."""
-    n = len(order)
+def _worst_first(where: _Positions, columns: Sequence[_Column]) -> list[int]:
+    """The positions of the rows shown (with a value or an unscored mark in a column; every
+    sample when there is no column): questions of the dataset first, then other items; within
+    each, the lowest mean of the row's 0–1 scores first, rows without one after them (ties in
+    the explorer's order; vectorised over the samples)."""
+    n = len(where.order)
     total = np.zeros(n)
     count = np.zeros(n)
+    kept = np.zeros(n, dtype=bool) if columns else np.ones(n, dtype=bool)
     for col in columns:
+        kept |= col.present
         if not col.unit:
             continue
-        v = np.array([np.nan if (x := col.values.get(sid)) is None else x for sid in order],
-                     dtype=np.float64)
-        good = ~np.isnan(v)
-        total[good] += v[good] if col.mr.higher_is_better else 1.0 - v[good]
+        good = ~np.isnan(col.values)
+        total[good] += col.values[good] if col.mr.higher_is_better else 1.0 - col.values[good]
         count += good
-    mean = np.divide(total, count, out=np.zeros(n), where=count > 0)
-    other = np.array([sid not in questions for sid in order], dtype=bool)
-    keys = np.lexsort((mean, count == 0, other))   # the last key sorts first; stable
-    return [order[i] for i in keys]
+    rows = np.flatnonzero(kept)
+    mean = np.divide(total[rows], count[rows], out=np.zeros(rows.size), where=count[rows] > 0)
+    other = rows >= where.n_dataset
+    keys = np.lexsort((mean, count[rows] == 0, other))   # the last key sorts first; stable
+    return [int(i) for i in rows[keys]]
 
 
-def _cells(sid: str, columns: Sequence[_Column], lang: str) -> tuple[list[str], set[str]]:
-    """The row's cells and the tiers that scored the sample."""
+def _cells(at: int, columns: Sequence[_Column], lang: str) -> tuple[list[str], set[str]]:
+    """The cells of the row at position ``at`` and the tiers that scored its sample."""
     cells, tiers_here = [], set()
     for col in columns:
         tier = escape(col.tier)
-        if sid not in col.values:
+        if not col.present[at]:
             cells.append(f'<td class=num data-tier="{tier}"></td>')
             continue
         tiers_here.add(col.tier)
-        v = col.values[sid]
-        if v is None or math.isnan(v):
+        v = float(col.values[at])
+        if math.isnan(v):
             cells.append(f'<td class="num unscored" data-tier="{tier}" '
-                         f'title="{escape(str(col.reasons.get(sid) or ""))}">'
+                         f'title="{escape(str(col.reasons.get(at) or ""))}">'
                          f'{t("unscored", lang)}</td>')
         else:
             heat = _heat(v, col.mr.higher_is_better, col.unit)
@@ -218,12 +275,20 @@ def _cells(sid: str, columns: Sequence[_Column], lang: str) -> tuple[list[str], 
 
 
 def _row(sid: str, sample: Mapping[str, Any], cells: Sequence[str], tiers_here: set[str],
-         scores: Sequence[Score], did: str, lang: str, sample_href: str | None) -> str:
+         scores: Sequence[Score] | int, n_unscored: int, did: str, lang: str,
+         sample_href: str | None) -> str:
+    """One row and its folded details; ``scores``: the sample's scores, or how many it has
+    (listed on its page, linked)."""
     q = str(sample.get("user_input") or "")
     qtype = str(sample.get("type") or "")
-    n_unscored = sum(1 for s in scores if s[3] is None)
-    link = (f' <a class=drill href="{escape(sample_href.format(id=quote(sid, safe="")))}">↗</a>'
-            if sample_href else "")
+    href = escape(sample_href.format(id=quote(sid, safe=""))) if sample_href else ""
+    link = f' <a class=drill href="{href}">↗</a>' if sample_href else ""
+    if isinstance(scores, int):
+        more = (f'<p class=muted><a href="{href}">{escape(t("scores_on_page", lang, n=scores))}'
+                "</a></p>" if sample_href else "")
+        folded = _sample_details(sample, [], lang, more)
+    else:
+        folded = _sample_details(sample, scores, lang)
     return (
         f'<tr class="rm-sample" data-id="{escape(sid)}" data-type="{escape(qtype)}" '
         f'data-tiers="{escape(" ".join(sorted(tiers_here)))}" data-unscored="{n_unscored}" '
@@ -232,7 +297,7 @@ def _row(sid: str, sample: Mapping[str, Any], cells: Sequence[str], tiers_here: 
         + (f' <span class="qtype">{escape(qtype)}</span>' if qtype else "")
         + f"</summary></details>{link}</td>{''.join(cells)}</tr>"
         f'<tr class="rm-detail" id="{did}" hidden><td colspan="{len(cells) + 1}">'
-        f"{_sample_details(sample, scores, lang)}</td></tr>")
+        f"{folded}</td></tr>")
 
 
 def _filter_bar(types: Sequence[str], tiers: Sequence[str], lang: str, total: int) -> str:
@@ -262,21 +327,23 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
     ``source``: where the shown rows' text and details are read (default: the run itself);
     ``max_rows``: the worst rows shown (the rest counted in a note)."""
     source = source or SampleSource(run)
-    dataset = source.dataset_ids()
-    columns = _columns(run, decisions)
-    order = _order(run, dataset)
-    if columns:  # only rows with a value (or an unscored mark) in one of the columns
-        kept = [sid for sid in order if any(sid in c.values for c in columns)]
-        hidden, order = len(order) - len(kept), kept
-    else:
-        hidden = 0
-    total = len(order)
-    order = _worst_first(order, columns, set(dataset))[:max_rows]
+    where = _Positions(run, source.dataset_ids())
+    columns = _columns(run, decisions, where)
+    rows_at = _worst_first(where, columns)
+    hidden = len(where.order) - len(rows_at)  # no value nor unscored mark in any column
+    total = len(rows_at)
+    rows_at = rows_at[:max_rows]
+    order = [where.order[i] for i in rows_at]
     texts = source.texts(order)
-    details = source.details(order)
-    all_scores = _scores_of(run, order)
-    if details is not None:
-        all_scores = {sid: _with_details(sc, sid, details) for sid, sc in all_scores.items()}
+    all_scores: dict[str, list[Score]] = {}
+    tally = None
+    if source.every_score:
+        details = source.details(order)
+        all_scores = _scores_of(run, where, order)
+        if details is not None:
+            all_scores = {sid: _with_details(sc, sid, details) for sid, sc in all_scores.items()}
+    else:
+        tally = _Tally.of(run, where)
     types = sorted({str(texts.get(s, {}).get("type")) for s in order
                     if texts.get(s, {}).get("type")})
     head = "".join(
@@ -286,17 +353,23 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
     rows: list[str] = []
     data: list[dict[str, Any]] = []
     tiers_seen: set[str] = set()
-    for sid in order:
+    for at, sid in zip(rows_at, order, strict=True):
         sample = texts.get(sid, {})
-        cells, tiers_here = _cells(sid, columns, lang)
-        sc = all_scores.get(sid, [])
-        tiers_here |= {s[0] for s in sc}
+        cells, tiers_here = _cells(at, columns, lang)
+        if tally is None:
+            listed = all_scores.get(sid, [])
+            n_scores, n_unscored = len(listed), sum(1 for s in listed if s[3] is None)
+            tiers_here |= {s[0] for s in listed}
+        else:
+            n_scores, n_unscored = int(tally.scores[at]), int(tally.unscored[at])
+            tiers_here |= {tier for tier, mask in tally.tiers.items() if mask[at]}
         tiers_seen |= tiers_here
-        rows.append(_row(sid, sample, cells, tiers_here, sc, f"rm-d{len(rows)}", lang,
-                         sample_href))
+        rows.append(_row(sid, sample, cells, tiers_here,
+                         listed if tally is None else n_scores, n_unscored,
+                         f"rm-d{len(rows)}", lang, sample_href))
         data.append({"id": sid, "question": str(sample.get("user_input") or ""),
-                     "type": str(sample.get("type") or ""), "n_scores": len(sc),
-                     "n_unscored": sum(1 for s in sc if s[3] is None)})
+                     "type": str(sample.get("type") or ""), "n_scores": n_scores,
+                     "n_unscored": n_unscored})
     note = (f"<p class=muted>{t('truncated', lang, n=max_rows, total=total)}</p>"
             if total > max_rows else "")
     if hidden:
@@ -310,9 +383,9 @@ def explorer(run: StoredRun, decisions: Mapping[str, TierDecision], lang: str,
     return html, data
 
 
-def _sample_details(sample: Mapping[str, Any],
-                    scores: Sequence[Score],
-                    lang: str) -> str:
+def _sample_details(sample: Mapping[str, Any], scores: Sequence[Score], lang: str,
+                    more: str = "") -> str:
+    """A row's folded details; ``more``: HTML after them (a link to the sample's page)."""
     parts = []
     ref = str(sample.get("reference") or "")
     if ref:
@@ -353,5 +426,5 @@ def _sample_details(sample: Mapping[str, Any],
         parts.append(f"<p><b>{t('judge_reasons', lang)}:</b></p><ul class=judge>"
                      + "".join(f"<li><code>{escape(k)}</code>: {escape(_clip(j, 1000))}</li>"
                                for k, j in judge) + "</ul>")
-    return "<div class=detail>" + "".join(parts) + "</div>"
+    return "<div class=detail>" + "".join(parts) + more + "</div>"
 

@@ -236,6 +236,9 @@ TEXT: dict[str, tuple[str, str]] = {
     "reference": ("reference", "эталон"),
     "gold": ("gold", "эталонные документы"),
     "judge_reasons": ("judge replies and reasons", "ответы и обоснования судьи"),
+    "scores_on_page": ("every score ([[n|one|{n}]]) and the judge's reasons: on the "
+                       "sample's page", "все оценки ({n}) и обоснования судьи — на странице "
+                                        "примера"),
     "scores": ("all scores", "все оценки"),
     "unscored": ("unscored", "без оценки"),
     "shown": ("{n} / {total} [[total|sample|samples]]",

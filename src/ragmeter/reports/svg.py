@@ -521,9 +521,15 @@ def diff_chart(rows: Sequence[tuple[str, Point]], title: str, *, lang: str = "en
     return svg.replace('data-chart="forest"', 'data-chart="diff"', 1)
 
 
-def box_stats(values: Sequence[float]) -> dict[str, float] | None:
+def finite_array(values: Sequence[float | None] | np.ndarray) -> np.ndarray:
+    """The finite values as a float array (None, NaN and ±inf left out)."""
+    arr = np.asarray(values, dtype=float)   # None becomes NaN
+    return arr[np.isfinite(arr)]
+
+
+def box_stats(values: Sequence[float] | np.ndarray) -> dict[str, float] | None:
     """Quartiles and Tukey whiskers (1.5 IQR) of the finite values, or None when empty."""
-    arr = np.asarray([v for v in values if _ok(v)], dtype=float)
+    arr = finite_array(values)
     if arr.size == 0:
         return None
     q1, med, q3 = (float(q) for q in np.percentile(arr, [25, 50, 75]))

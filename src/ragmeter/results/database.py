@@ -114,6 +114,9 @@ def define_tables() -> Tables:
         sa.Column("git_commit", sa.String(64)),
         sa.Column("status", sa.String(20), nullable=False),
         sa.Column("meta_json", text, nullable=False),
+        # the samples' ids in dataset order, one JSON list (a run page orders its rows
+        # without reading every sample row)
+        sa.Column("sample_ids_json", text),
     )
     tiers = sa.Table(
         "rm_tiers", md,
@@ -156,7 +159,8 @@ def define_tables() -> Tables:
 #: columns added to a table after schema version 1 (nullable; an older store gets them on its
 #: first write-side open, and is read without them until then)
 ADDED_COLUMNS = {"rm_metrics": ("ids_json", "values_blob", "reasons_json", "signs_blob",
-                                 "boots_blob")}
+                                 "boots_blob"),
+                 "rm_runs": ("sample_ids_json",)}
 
 
 def add_missing_columns(conn: Any, tables: Tables) -> None:
@@ -186,13 +190,19 @@ def values_columns(mr: Any) -> dict[str, Any]:
             **to_columns(project(mr))}
 
 
-def values_from_columns(ids_json: str, blob: bytes, reasons_json: str | None
+def values_from_columns(ids_json: str, blob: bytes, reasons_json: str | None,
+                        seen: dict[str, list[str]] | None = None
                         ) -> tuple[list[str], Any, dict[int, str]]:
     """:func:`values_columns` read back: sample ids, values (float64, NaN unscored), reasons
-    by position."""
+    by position. ``seen``: the ids already read for this run (its metrics mostly share one
+    list: read once, shared)."""
     import numpy as np
 
-    ids = [str(x) for x in json.loads(ids_json)]
+    ids = seen.get(ids_json) if seen is not None else None
+    if ids is None:
+        ids = [str(x) for x in json.loads(ids_json)]
+        if seen is not None:
+            seen[ids_json] = ids
     values = np.frombuffer(blob, dtype="<f8").astype(np.float64)
     if values.shape != (len(ids),):
         raise ValueError(f"{values.size} stored values for {len(ids)} sample ids")
@@ -251,7 +261,8 @@ def table_rows(run: StoredRun) -> TableRows:
                      "signature": run.signature,
                      "config_json": masked_json(mask_secrets(run.config)),
                      "git_commit": run.git_commit,
-                     "meta_json": masked_json(mask_secrets(run.meta))})
+                     "meta_json": masked_json(mask_secrets(run.meta)),
+                     "sample_ids_json": json.dumps(list(run.samples), ensure_ascii=False)})
     return rows
 
 

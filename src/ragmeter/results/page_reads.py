@@ -54,10 +54,12 @@ def _rows(store: Any, run_id: str, samples: bool, details: bool
 
 
 def _metric(m: Any, rows: Sequence[Any], in_row: bool, details: bool,
-            stored_aggregates: bool) -> MetricResult:
-    """One metric from its row (and its per-sample rows when it is read from them)."""
+            stored_aggregates: bool, seen: dict[str, list[str]]) -> MetricResult:
+    """One metric from its row (and its per-sample rows when it is read from them);
+    ``seen``: the run's sample id lists read so far."""
     if in_row:
-        ids, values, kept = values_from_columns(m.ids_json, m.values_blob, m.reasons_json)
+        ids, values, kept = values_from_columns(m.ids_json, m.values_blob, m.reasons_json,
+                                                seen)
         reasons = {i: kept.get(i, "unscored")
                    for i in (int(x) for x in np.flatnonzero(np.isnan(values)))}
         det = None
@@ -93,13 +95,14 @@ def load_light(store: Any, run_id: str, *, samples: bool, details: bool,
     tiers = {t.tier: TierRecord(t.tier, t.status, t.reason, [], json.loads(t.stats_json))
              for t in tier_rows}
     systems: dict[tuple[str, str], EvalResult] = {}
+    seen: dict[str, list[str]] = {}
     for m in metric_rows:
         key = (m.tier, m.system)
         if key not in systems:
             systems[key] = EvalResult(m.system, meta=json.loads(m.system_meta_json))
             tiers.setdefault(m.tier, TierRecord(m.tier)).results.append(systems[key])
         systems[key].add(_metric(m, grouped.get((m.tier, m.system, m.metric), []), in_row,
-                                 details, stored_aggregates))
+                                 details, stored_aggregates, seen))
     return StoredRun(id=row.id, created_at=row.created_at, name=row.name,
                      signature=row.signature, config=json.loads(row.config_json),
                      git_commit=row.git_commit, status=row.status, tiers=tiers,
@@ -107,12 +110,18 @@ def load_light(store: Any, run_id: str, *, samples: bool, details: bool,
 
 
 def sample_ids(store: Any, run_id: str) -> list[str]:
-    """The ids of a run's samples, in dataset order."""
+    """The ids of a run's samples, in dataset order: the list stored with the run's row, else
+    (a run saved before it was kept) read from the sample rows."""
     import sqlalchemy as sa
 
-    q = (sa.select(store.t_samples.c.sample_id).where(store.t_samples.c.run_id == run_id)
-         .order_by(store.t_samples.c.position))
     with store.engine.connect() as conn:
+        if store.has_column("rm_runs", "sample_ids_json"):
+            kept = conn.execute(sa.select(store.t_runs.c.sample_ids_json)
+                                .where(store.t_runs.c.id == run_id)).scalar()
+            if kept is not None:
+                return [str(x) for x in json.loads(kept)]
+        q = (sa.select(store.t_samples.c.sample_id).where(store.t_samples.c.run_id == run_id)
+             .order_by(store.t_samples.c.position))
         return [str(r[0]) for r in conn.execute(q)]
 
 

@@ -217,7 +217,7 @@ class ResultStore:
     def _define_tables(self) -> None:
         t = define_tables()
         self._tables = t
-        self._present: list[Any] | None = None
+        self._present: dict[str, set[str]] = {}
         self.metadata, self.t_schema, self.t_runs = t.metadata, t.schema, t.runs
         self.t_tiers, self.t_metrics, self.t_values, self.t_samples = (
             t.tiers, t.metrics, t.values, t.samples)
@@ -227,26 +227,32 @@ class ResultStore:
         """A run's row, its tier rows in order and its metric rows in report order."""
         import sqlalchemy as sa
 
-        row = conn.execute(sa.select(self.t_runs).where(self.t_runs.c.id == run_id)).one()
+        row = conn.execute(sa.select(*self.present_columns("rm_runs", skip=("sample_ids_json",)))
+                           .where(self.t_runs.c.id == run_id)).one()
         tier_rows = list(conn.execute(sa.select(self.t_tiers)
                                       .where(self.t_tiers.c.run_id == run_id)
                                       .order_by(self.t_tiers.c.position)))
         metric_rows = list(conn.execute(
-            sa.select(*self._metric_columns()).where(self.t_metrics.c.run_id == run_id)
+            sa.select(*self.present_columns("rm_metrics")).where(self.t_metrics.c.run_id == run_id)
             .order_by(self.t_metrics.c.tier, self.t_metrics.c.system_position,
                       self.t_metrics.c.position)))
         return row, tier_rows, metric_rows
 
-    def _metric_columns(self) -> list[Any]:
-        """The columns of ``rm_metrics`` this store has (an older store lacks those added
-        since; it is read without them)."""
-        if self._present is None:
+    def present_columns(self, table: str, skip: tuple[str, ...] = ()) -> list[Any]:
+        """The columns of ``table`` this store has, less ``skip`` (an older store lacks those
+        added since: it is read without them)."""
+        if table not in self._present:
             import sqlalchemy as sa
 
             with self.engine.connect() as conn:
-                have = {c["name"] for c in sa.inspect(conn).get_columns("rm_metrics")}
-            self._present = [c for c in self.t_metrics.columns if c.name in have]
-        return self._present
+                self._present[table] = {c["name"] for c in sa.inspect(conn).get_columns(table)}
+        have = self._present[table]
+        return [c for c in getattr(self._tables, table[3:]).columns
+                if c.name in have and c.name not in skip]
+
+    def has_column(self, table: str, name: str) -> bool:
+        """Whether this store's ``table`` has column ``name`` (one added since version 1)."""
+        return any(c.name == name for c in self.present_columns(table))
 
     # ------------------------------------------------------------------ writing
     def save_run(

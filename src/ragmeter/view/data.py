@@ -16,7 +16,8 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -120,10 +121,27 @@ class StoreData:
         self._path = _sqlite_path(store.url)
         self._cache = _LRU(CACHE_ENTRIES, CACHE_CHARS)
         self._runs = _LRU(RUN_ENTRIES)
+        self._pin = threading.local()
 
     # ------------------------------------------------------------------ version
     def version(self) -> str:
-        """Changes whenever the store's content does (cheap: a few ``stat`` calls on SQLite)."""
+        """Changes whenever the store's content does (cheap: a few ``stat`` calls on SQLite,
+        one look at the runs elsewhere); inside :meth:`pinned`, the version of that request."""
+        pinned = getattr(self._pin, "version", None)
+        return pinned if pinned is not None else self._look()
+
+    @contextmanager
+    def pinned(self) -> Iterator[str]:
+        """The store's version, looked at once for everything one request reads (a page reads
+        several cached things; on PostgreSQL each look is a query)."""
+        outer = getattr(self._pin, "version", None)
+        self._pin.version = outer if outer is not None else self._look()
+        try:
+            yield self._pin.version
+        finally:
+            self._pin.version = outer
+
+    def _look(self) -> str:
         if self._path is not None:
             parts = []
             for p in (self._path, Path(f"{self._path}-wal")):
@@ -141,6 +159,12 @@ class StoreData:
 
         s = self.store
         with s.engine.connect() as conn:
+            if conn.dialect.name == "postgresql":  # one short answer, summed up on the server
+                row = conn.execute(sa.text(
+                    "SELECT (SELECT md5(coalesce(string_agg(id || ':' || status, '|' "
+                    "ORDER BY id), '')) FROM rm_runs), (SELECT count(*) FROM rm_metrics), "
+                    "(SELECT count(*) FROM rm_tiers)")).one()
+                return hashlib.sha256(repr(tuple(row)).encode()).hexdigest()[:16]
             runs = conn.execute(sa.select(s.t_runs.c.id, s.t_runs.c.status)).all()
             n_metrics = conn.execute(sa.select(sa.func.count()).select_from(s.t_metrics)).scalar()
             n_tiers = conn.execute(sa.select(sa.func.count()).select_from(s.t_tiers)).scalar()
@@ -169,7 +193,7 @@ class StoreData:
     def run(self, run_id: str) -> StoredRun:
         """The run as the pages read it (cached per version): each metric's stored aggregate
         and its per-sample values, without the samples' text or the judge's details (read
-        for the samples a page shows: :meth:`sample_data`, :meth:`sample_details`).
+        for the samples a page shows: :meth:`sample_data`; the judge's details on a sample's page).
         :class:`CorruptRun` when its rows cannot be read."""
         version = self.version()
 
@@ -216,11 +240,6 @@ class StoreData:
     def sample_data(self, run_id: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The stored text of the chosen samples of a run."""
         return self._read(run_id, lambda: self.store.sample_data(run_id, ids))
-
-    def sample_details(self, run_id: str, ids: Sequence[str]
-                       ) -> dict[tuple[str, str, str, str], Any]:
-        """The judge's details of the chosen samples of a run (by their index)."""
-        return self._read(run_id, lambda: self.store.sample_details(run_id, ids))
 
     def compare(self) -> Callable[..., Any]:
         """The paired test of two stored metrics, each pair computed once per store version
@@ -337,8 +356,12 @@ class StoreData:
 
 
 class RunSamples:
-    """The explorer's samples of a stored run: ids of the whole dataset, text and the judge's
-    details of the shown rows only (:class:`ragmeter.reports.explorer.SampleSource`)."""
+    """The explorer's samples of a stored run: ids of the whole dataset, the text of the shown
+    rows only (:class:`ragmeter.reports.explorer.SampleSource`); every score and the judge's
+    details are on each row's sample page."""
+
+    #: each row links to its sample's page for every score and the judge's reasons
+    every_score = False
 
     def __init__(self, data: StoreData, run: StoredRun):
         self.data, self.run = data, run
@@ -348,6 +371,3 @@ class RunSamples:
 
     def texts(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         return self.data.sample_data(self.run.id, ids)
-
-    def details(self, ids: Sequence[str]) -> dict[tuple[str, str, str, str], Any]:
-        return self.data.sample_details(self.run.id, ids)

@@ -3,10 +3,12 @@ of its metric (:mod:`ragmeter.runner.comparing`), then every metric's paired tes
 
 from __future__ import annotations
 
-import math
+import heapq
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
+
+import numpy as np
 
 from ragmeter.reports import svg
 from ragmeter.reports.comparison import comparison_body
@@ -24,7 +26,8 @@ def sample_changes(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
     """Per-sample changes B − A on every shared tier/system/metric, signed in the metric's
     direction: regressions (worst first) and improvements (best first); only samples both
     runs scored. A target's latency is not a per-sample quality: its percentiles are compared
-    once, in the latency block, never sample by sample."""
+    once, in the latency block, never sample by sample. Vectorised per metric: only the
+    ``limit`` largest changes of each metric become rows (ties at the cut by sample id)."""
     from ragmeter.results.statistic import is_latency
     from ragmeter.runner.comparing import pair_results
 
@@ -37,18 +40,38 @@ def sample_changes(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
             mb = rb.results.get(metric)
             if mb is None:
                 continue
-            va, vb = ma.by_id(), mb.by_id()
+            ids, x, y = _aligned(ma, mb)
             sign = 1.0 if ma.higher_is_better else -1.0
-            for sid, x in va.items():
-                y = vb.get(sid)
-                if x is None or y is None or math.isnan(x) or math.isnan(y) or x == y:
-                    continue
-                row: dict[str, Any] = {"result": key, "metric": metric, "sample": sid, "a": x, "b": y,
-                       "change": (y - x) * sign}
-                (worse if row["change"] < 0 else better).append(row)
+            with np.errstate(invalid="ignore"):
+                change = (y - x) * sign
+            keep = ~np.isnan(change) & (x != y)
+            for rows, chosen in ((worse, keep & (change < 0)), (better, keep & (change > 0))):
+                at = np.flatnonzero(chosen)
+                if at.size > limit:  # the limit largest |change|; ties by sample id
+                    size = np.abs(change[at])
+                    cut = np.partition(size, at.size - limit)[at.size - limit]
+                    above = at[size > cut]
+                    ties = heapq.nsmallest(limit - above.size, at[size == cut].tolist(),
+                                           key=ids.__getitem__)
+                    at = np.concatenate([above, np.array(ties, dtype=np.intp)])
+                rows.extend({"result": key, "metric": metric, "sample": ids[i],
+                             "a": float(x[i]), "b": float(y[i]), "change": float(change[i])}
+                            for i in at.tolist())
     worse.sort(key=lambda r: (r["change"], r["sample"]))
     better.sort(key=lambda r: (-r["change"], r["sample"]))
     return worse[:limit], better[:limit]
+
+
+def _aligned(ma: Any, mb: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """A's sample ids (each once, its last value, as :meth:`MetricResult.by_id` reads them)
+    with A's and B's values (NaN where B lacks the sample)."""
+    if ma.sample_ids == mb.sample_ids and len(set(ma.sample_ids)) == len(ma.sample_ids):
+        return list(ma.sample_ids), ma.values, mb.values
+    va, vb = ma.by_id(), mb.by_id()
+    ids = list(va)
+    x = np.array([np.nan if v is None else v for v in va.values()], dtype=np.float64)
+    y = np.array([np.nan if (v := vb.get(s)) is None else v for s in ids], dtype=np.float64)
+    return ids, x, y
 
 
 def sample_regressions(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN

@@ -199,8 +199,8 @@ def _live_run(req: PageRequest) -> LiveRun:
 @page("/run/{run_id}", title=("Run details", "Запуск"), name="run", section="runs",
       shown_route="/run/ID", params=(),
       doc="the report above (read from the stored aggregates and per-sample values; the "
-          "explorer's text and judge's details for its shown rows only), with a link from "
-          "each explorer row to its sample")
+          "explorer's text for its 200 worst rows only), each explorer row linking to its "
+          "sample's page for every score and the judge's reasons")
 def run_details(req: PageRequest) -> PageOut:
     from ragmeter.view.data import RunSamples
 
