@@ -65,8 +65,22 @@ class RequestDigest:
 
 def _request_parts(request: JudgeRequest) -> dict[str, str]:
     return {"messages": _canonical([dict(m) for m in request.messages]),
-            "schema": _canonical(request.schema),
+            "schema": _schema_json(request.schema),
             "prompt_version": _scalar(request.prompt_version)}
+
+
+#: id(schema) -> (the schema, kept so its id is not reused; its canonical JSON): the judged
+#: metrics' requests of one shape share one schema object
+_SCHEMA_JSON: dict[int, tuple[Any, str]] = {}
+
+
+def _schema_json(schema: Any) -> str:
+    got = _SCHEMA_JSON.get(id(schema))
+    if got is None or got[0] is not schema:
+        if len(_SCHEMA_JSON) >= 4096:
+            _SCHEMA_JSON.clear()
+        got = _SCHEMA_JSON[id(schema)] = (schema, _canonical(schema))
+    return got[1]
 
 
 def digest(request: JudgeRequest, *, backend: str, model: str, temperature: float,

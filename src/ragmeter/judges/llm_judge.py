@@ -18,7 +18,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ragmeter.calls.dispatch import Dispatcher, HedgeClock
@@ -270,7 +270,7 @@ async def aask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[Jud
     wave, n = list(requests), judge_round()
     while wave:
         with _in_round(n):
-            got = list(await judge.aask_many([replace(r, then=None) for r in wave]))
+            got = list(await judge.aask_many([r.but(then=None) for r in wave]))
         out += got
         wave, n = _followups(wave, got), n + 1
     return out
@@ -284,7 +284,7 @@ def ask_chained(judge: Any, requests: Sequence[JudgeRequest]) -> list[JudgeReply
     wave, n = list(requests), judge_round()
     while wave:
         with _in_round(n):
-            got = list(judge.ask_many([replace(r, then=None) for r in wave]))
+            got = list(judge.ask_many([r.but(then=None) for r in wave]))
         out += got
         wave, n = _followups(wave, got), n + 1
     return out

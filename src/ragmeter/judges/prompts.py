@@ -25,9 +25,14 @@ _TAGLIKE = re.compile(r"<\s*(/?)\s*([A-Za-z_][\w\-.:]*)([^<>]{0,200}?)(/?)\s*>")
 _TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
+_CLEAN = {**_ZERO_WIDTH, **_BRACKETS}   # one pass: no character is in both
+
+
 def neutralise(text: str) -> str:
     """Strip zero-width characters and turn every tag-like ``<x>``/``</x>`` into ``‹x›``."""
-    s = str(text).translate(_ZERO_WIDTH).translate(_BRACKETS)
+    s = str(text).translate(_CLEAN)
+    if "<" not in s:
+        return s
     return _TAGLIKE.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}{m.group(4)}›", s)
 
 
@@ -70,6 +75,7 @@ def schema_instruction(schema: Mapping[str, Any], language: str = "en") -> str:
     """The "reply with JSON matching this schema" sentence, in ``language``."""
     text = json.dumps(schema, ensure_ascii=False, sort_keys=True)
     return _SCHEMA_NOTE.get(language, _SCHEMA_NOTE["en"]).format(schema=text)
+
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,12 @@ def register_call(call: Call, *questions: Question) -> Call:
     return call
 
 
+#: (prompt version, language, the schema's repr) -> (titled schema, system prompt): requests
+#: of one shape share them (read-only), so the schema is serialised once per shape
+_MADE: dict[tuple[str, str, str], tuple[dict[str, Any], str]] = {}
+_MADE_MAX = 4096
+
+
 def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sample_id: str,
                  kind: str) -> JudgeRequest:
     """A judge request: system prompt with the schema instruction, the user text, the schema
@@ -134,8 +140,14 @@ def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sam
     from ragmeter.judges.base import JudgeRequest
     from ragmeter.judges.prompts import schema_instruction
 
-    schema = {"title": version, **schema}
-    system = _SYSTEM[lang] + "\n" + schema_instruction(schema, lang)
+    key = (version, lang, repr(schema))
+    made = _MADE.get(key)
+    if made is None:  # one titled schema object and system prompt per shape
+        if len(_MADE) >= _MADE_MAX:
+            _MADE.clear()
+        titled = {"title": version, **schema}
+        made = _MADE[key] = (titled, _SYSTEM[lang] + "\n" + schema_instruction(titled, lang))
+    schema, system = made
     return JudgeRequest(
         messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
         schema=schema, prompt_version=version, sample_id=sample_id, kind=kind)

@@ -28,7 +28,6 @@ benchmark uses it too, on its items); :func:`run_plan` applies it to a run's sam
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ragmeter.data.sample import Sample
@@ -145,10 +144,10 @@ class Asking:
                     continue
                 ch.issued.add(call.kind)
                 metrics = sorted({m for q in questions for m in ch.asked_by.get(q, ())})
-                req = replace(req, metric=",".join(metrics) or req.metric,
+                req = req.but(metric=",".join(metrics) or req.metric,
                               kind=req.kind or call.kind)
                 sent = self.send(req) if self.send is not None else req
-                out.append(replace(sent, then=self._then(ch, call, req)))
+                out.append(sent.but(then=self._then(ch, call, req)))
         self.n_requests += len(out)
         return out
 
