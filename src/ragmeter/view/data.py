@@ -297,13 +297,16 @@ class StoreData:
                 row = conn.execute(sa.select(s.t_samples.c.data_json).where(
                     s.t_samples.c.run_id == run_id, s.t_samples.c.sample_id == sample_id)).first()
                 sample = json.loads(row[0]) if row else {}
-                scores = [(x.tier, x.system, x.metric, x.value, x.reason,
-                           json.loads(x.details_json) if x.details_json else None)
-                          for x in conn.execute(
-                              sa.select(v.tier, v.system, v.metric, v.value, v.reason,
-                                        v.details_json)
-                              .where(v.run_id == run_id, v.sample_id == sample_id)
-                              .order_by(v.tier, v.system, v.metric))]
+                # ordered here: an ORDER BY would steer SQLite off the sample index onto the
+                # whole run's rows
+                scores = sorted(
+                    ((x.tier, x.system, x.metric, x.value, x.reason,
+                      json.loads(x.details_json) if x.details_json else None)
+                     for x in conn.execute(
+                         sa.select(v.tier, v.system, v.metric, v.value, v.reason,
+                                   v.details_json)
+                         .where(v.run_id == run_id, v.sample_id == sample_id))),
+                    key=lambda sc: sc[:3])
         except Exception as exc:
             raise CorruptRun(run_id, exc) from None
         return dict(sample), scores
