@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmeter.judges.parsing import (
     JSONExtractError,
@@ -134,3 +136,51 @@ def test_compiled_validator_matches_validate(schema: dict, values: list) -> None
         assert compiled.problems(value) == validate(value, schema), value
         text = json.dumps(value)
         assert compiled.parse(text) == parse_reply(text, schema), value
+
+
+def _real_schemas() -> list[dict]:
+    """The judged metrics' own request schemas (contexts, answer, claims of two sizes)."""
+    from ragmeter.metrics.judged import prompts as P
+
+    reqs = [P.contexts_request("s", "en", binary=False, question="q", contexts=["a", "b"],
+                               reference="r", relevance=True, useful=True),
+            P.contexts_request("s", "ru", binary=True, question="q", contexts=["a"],
+                               reference=None, relevance=True, useful=False),
+            P.answer_request("s", "en", binary=False, question="q", answer="a",
+                             reference="r", relevance=True, e2e=True)]
+    return [r.schema for r in reqs]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 7) | st.floats(-3, 7, allow_nan=False)
+    | st.sampled_from(["yes", "no", "x", "", "ab"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["id", "verdict", "score", "contexts", "relevance", "useful",
+                         "relevant", "t", "x", "answer_relevance", "correct"]), inner,
+        max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=st.integers(0, 7), value=_JSON)
+def test_compiled_ok_and_coerce_match_the_plain_functions(case: int, value: object) -> None:
+    """The fast paths (a valid reply: no messages built; integers coerced only where the
+    schema has them) agree with validate() and coerce_integers() on any JSON value."""
+    from ragmeter.judges.parsing import CompiledSchema, coerce_integers, validate
+
+    schemas = [s for s, _ in COMPILED_CASES] + _real_schemas()
+    schema = schemas[case % len(schemas)]
+    compiled = CompiledSchema.of(schema)
+    assert compiled.ok(value) == (validate(value, schema) == [])
+    coerced = compiled.coerce(value) if compiled.coerce is not None else value
+    assert coerced == coerce_integers(value, schema)
+    assert [type(x) for x in _leaves(coerced)] == [type(x) for x in
+                                                   _leaves(coerce_integers(value, schema))]
+
+
+def _leaves(v: object) -> list:
+    if isinstance(v, dict):
+        return [x for k in v for x in _leaves(v[k])]
+    if isinstance(v, list):
+        return [x for i in v for x in _leaves(i)]
+    return [v]

@@ -64,7 +64,7 @@ class RequestDigest:
 
 
 def _request_parts(request: JudgeRequest) -> dict[str, str]:
-    return {"messages": _canonical([dict(m) for m in request.messages]),
+    return {"messages": _canonical(request.messages),   # a tuple of dicts: a JSON array
             "schema": _schema_json(request.schema),
             "prompt_version": _scalar(request.prompt_version)}
 

@@ -267,6 +267,90 @@ def _array_check(schema: dict[str, Any]) -> Check | None:
     return check
 
 
+def compile_ok(schema: Any) -> Callable[[Any], bool]:
+    """``schema`` compiled into ``ok(value)``: True exactly when :func:`compile_validator`'s
+    check finds no problem, without building a path or a message (most replies are valid:
+    the messages are made only for one that is not)."""
+    if not isinstance(schema, dict):
+        return _always
+    stype = schema.get("type")
+    names = None if stype is None else (stype if isinstance(stype, list) else [stype])
+    simple = names is not None and not ({"number", "integer"} & set(names))
+    types = tuple(t for n in names or () for t in _TYPES.get(n, (object,)))
+    enum, const = schema.get("enum"), schema.get("const", _ABSENT)
+    lo_n, hi_n = schema.get("minimum"), schema.get("maximum")
+    lo_s, hi_s = schema.get("minLength"), schema.get("maxLength")
+    props = schema.get("properties", {})
+    required = list(schema.get("required", []))
+    closed = schema.get("additionalProperties") is False
+    subs = [(k, compile_ok(v)) for k, v in props.items()]
+    lo_a, hi_a, items = schema.get("minItems"), schema.get("maxItems"), schema.get("items")
+    item_ok = compile_ok(items) if isinstance(items, dict) else None
+
+    def ok(value: Any) -> bool:
+        if names is not None and not (isinstance(value, types) if simple
+                                      else any(_is_type(value, n) for n in names)):
+            return False
+        if enum is not None and value not in enum:
+            return False
+        if const is not _ABSENT and value != const:
+            return False
+        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+                and _outside(value, lo_n, hi_n)):
+            return False
+        if isinstance(value, str) and _outside(len(value), lo_s, hi_s):
+            return False
+        if isinstance(value, dict):
+            if any(key not in value for key in required):
+                return False
+            if any(key in value and not sub(value[key]) for key, sub in subs):
+                return False
+            if closed and any(key not in props for key in value):
+                return False
+        if isinstance(value, list):
+            if _outside(len(value), lo_a, hi_a):
+                return False
+            if item_ok is not None and not all(item_ok(item) for item in value):
+                return False
+        return True
+
+    return ok
+
+
+_ABSENT = object()
+
+
+def _outside(x: Any, lo: Any, hi: Any) -> bool:
+    return (lo is not None and x < lo) or (hi is not None and x > hi)
+
+
+def _always(value: Any) -> bool:
+    return True
+
+
+def compile_coerce(schema: Any) -> Callable[[Any], Any] | None:
+    """:func:`coerce_integers` compiled for ``schema``, visiting only the parts of a reply
+    that hold an integer (None: the schema has none)."""
+    if not _has_integers(schema):
+        return None
+    integer = schema.get("type") == "integer"
+    subs = {k: c for k, v in (schema.get("properties") or {}).items()
+            if (c := compile_coerce(v)) is not None}
+    items = schema.get("items")
+    item = compile_coerce(items) if isinstance(items, dict) else None
+
+    def coerce(value: Any) -> Any:
+        if integer and isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, dict) and subs:
+            return {k: subs[k](v) if k in subs else v for k, v in value.items()}
+        if isinstance(value, list) and item is not None:
+            return [item(v) for v in value]
+        return value
+
+    return coerce
+
+
 def _has_integers(schema: Any) -> bool:
     if not isinstance(schema, dict):
         return False
@@ -282,13 +366,17 @@ class CompiledSchema:
 
     schema: dict[str, Any]
     check: Check
-    integers: bool
+    ok: Callable[[Any], bool]
+    coerce: Callable[[Any], Any] | None
 
     @classmethod
     def of(cls, schema: dict[str, Any]) -> CompiledSchema:
-        return cls(schema, compile_validator(schema), _has_integers(schema))
+        return cls(schema, compile_validator(schema), compile_ok(schema),
+                   compile_coerce(schema))
 
     def problems(self, value: Any) -> list[str]:
+        if self.ok(value):
+            return []
         errors: list[str] = []
         self.check(value, "$", errors)
         return errors
@@ -314,8 +402,8 @@ def _parse(text: str | None, schema: dict[str, Any],
         value = coerce_integers(value, schema)
         problems = validate(value, schema)
     else:
-        if compiled.integers:
-            value = coerce_integers(value, schema)
+        if compiled.coerce is not None:
+            value = compiled.coerce(value)
         problems = compiled.problems(value)
     if problems:
         return ParseOutcome(None, "schema_error", "; ".join(problems[:5]))

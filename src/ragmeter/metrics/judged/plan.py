@@ -76,6 +76,8 @@ class _Chain:
         self.asked_by = asked_by    # question -> the metrics that need it
         self.settled: set[str] = set()
         self.issued: set[str] = set()
+        #: call kind -> the sample's questions that call asks (made at its first use)
+        self.asks: dict[str, frozenset[str]] = {}
 
 
 class Asking:
@@ -133,7 +135,10 @@ class Asking:
                 if call.kind in ch.settled or call.kind in ch.issued \
                         or not all(a in ch.settled for a in call.after):
                     continue
-                questions = frozenset(q for q in j.needs if C.QUESTIONS[q].call == call.kind)
+                questions = ch.asks.get(call.kind)
+                if questions is None:
+                    questions = ch.asks[call.kind] = frozenset(
+                        q for q in j.needs if C.QUESTIONS[q].call == call.kind)
                 req = None
                 if questions and not any(a in j.failed for a in call.after):
                     req = call.build(C.Ask(ch.sample, ch.lang, self.binary, questions, j,
