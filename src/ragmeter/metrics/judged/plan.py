@@ -78,6 +78,8 @@ class _Chain:
         self.issued: set[str] = set()
         #: call kind -> the sample's questions that call asks (made at its first use)
         self.asks: dict[str, frozenset[str]] = {}
+        #: the calls some of its questions need, in the plan's order
+        self.calls: list[C.Call] = []
 
 
 class Asking:
@@ -117,7 +119,12 @@ class Asking:
         j = SampleJudgement(sample.id)
         j.needs |= set(needs)
         self.judgements.append(j)
-        self._chains.append(_Chain(sample, j, lang, dict(asked_by or {})))
+        ch = _Chain(sample, j, lang, dict(asked_by or {}))
+        # the calls none of its questions needs are settled from the start (nothing to ask)
+        kinds = {C.QUESTIONS[q].call for q in j.needs}
+        ch.calls = [c for c in self.calls if c.kind in kinds]
+        ch.settled.update(c.kind for c in self.calls if c.kind not in kinds)
+        self._chains.append(ch)
         return j
 
     def requests(self) -> list[JudgeRequest]:
@@ -131,7 +138,7 @@ class Asking:
         progress = True
         while progress:
             progress = False
-            for call in self.calls:
+            for call in ch.calls:
                 if call.kind in ch.settled or call.kind in ch.issued \
                         or not all(a in ch.settled for a in call.after):
                     continue
