@@ -36,10 +36,17 @@ def neutralise(text: str) -> str:
     return _TAGLIKE.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}{m.group(4)}›", s)
 
 
+#: tags already checked (a plan fences the same few tags hundreds of thousands of times)
+_TAGS_OK: set[str] = set()
+
+
 def fence(text: str | None, tag: str = "text") -> str:
     """``<tag>\\n…\\n</tag>`` around ``text``, neutralised so it cannot escape the fence."""
-    if not _TAG_NAME.fullmatch(tag):
-        raise ValueError(f"fence tag must be lower_snake_case, got {tag!r}")
+    if tag not in _TAGS_OK:
+        if not _TAG_NAME.fullmatch(tag):
+            raise ValueError(f"fence tag must be lower_snake_case, got {tag!r}")
+        if len(_TAGS_OK) < 10_000:
+            _TAGS_OK.add(tag)
     body = neutralise("" if text is None else text)
     return f"<{tag}>\n{body}\n</{tag}>"
 

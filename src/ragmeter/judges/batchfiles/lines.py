@@ -34,6 +34,8 @@ from typing import Any, TextIO
 
 from ragmeter.calls.errors import CallError
 from ragmeter.judges.backend import Completion
+from ragmeter.judges.openai_http import chat_status_error, read_completion
+from ragmeter.secrets import mask
 
 #: the endpoint every request line names
 CHAT_URL = "/v1/chat/completions"
@@ -201,9 +203,6 @@ def _error_text(error: Any, body: Any) -> str:
 
 def parse_result(obj: Any, where: str, model: str) -> ResultLine | Malformed:
     """One decoded result line (any shape of the module doc)."""
-    from ragmeter.judges.openai_http import chat_status_error, read_completion
-    from ragmeter.secrets import mask
-
     if not isinstance(obj, dict):
         return Malformed(where, "not a JSON object")
     cid = obj.get("custom_id")

@@ -40,6 +40,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmeter.calls.record import CallRecord
 from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.batchfiles.lines import OPENAI_LIMITS, Limits, SplitWriter
@@ -55,6 +56,7 @@ from ragmeter.judges.batchfiles.manifest import (
     save_schemas,
 )
 from ragmeter.judges.cache import RequestDigest, digest_and_messages
+from ragmeter.judges.exchange import Session
 from ragmeter.judges.wrappers import WRAPPERS, JudgeWrapper
 
 Mode = Literal["write", "collect"]
@@ -77,9 +79,6 @@ def conversation(engine: Any, request: JudgeRequest, dig: RequestDigest,
     """The online exchange of ``request`` with the kept ``turns`` replayed: ``(exchange,
     call record, fits)``; ``fits`` is False (and a fresh exchange returned) when a kept turn
     would have ended the conversation, so the turns no longer belong to this request."""
-    from ragmeter.calls.record import CallRecord
-    from ragmeter.judges.exchange import Session
-
     def fresh() -> tuple[Any, Any]:
         return (engine.exchange(request, dig, Session(engine._schema_ok, Counter())),
                 CallRecord())

@@ -21,6 +21,7 @@ imports every metric module, and metrics stay cheap to import.)
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -132,23 +133,32 @@ _MADE: dict[tuple[str, str, str], tuple[dict[str, Any], str]] = {}
 _MADE_MAX = 4096
 
 
+@functools.cache
+def _judges() -> Any:
+    """The judges' request and prompt modules, imported at first use (the metrics stay
+    cheap to import; a function-level import on every request is not free)."""
+    from types import SimpleNamespace
+
+    from ragmeter.judges import base, prompts
+
+    return SimpleNamespace(base=base, prompts=prompts)
+
+
 def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sample_id: str,
                  kind: str) -> JudgeRequest:
     """A judge request: system prompt with the schema instruction, the user text, the schema
     titled with the prompt version; ``kind`` is the call kind (the planner adds the metrics
     the call is asked for)."""
-    from ragmeter.judges.base import JudgeRequest
-    from ragmeter.judges.prompts import schema_instruction
-
     key = (version, lang, repr(schema))
     made = _MADE.get(key)
     if made is None:  # one titled schema object and system prompt per shape
         if len(_MADE) >= _MADE_MAX:
             _MADE.clear()
         titled = {"title": version, **schema}
-        made = _MADE[key] = (titled, _SYSTEM[lang] + "\n" + schema_instruction(titled, lang))
+        made = _MADE[key] = (titled, _SYSTEM[lang] + "\n"
+                             + _judges().prompts.schema_instruction(titled, lang))
     schema, system = made
-    return JudgeRequest(
+    return _judges().base.JudgeRequest(
         messages=({"role": "system", "content": system}, {"role": "user", "content": user}),
         schema=schema, prompt_version=version, sample_id=sample_id, kind=kind)
 
@@ -156,16 +166,12 @@ def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sam
 def fence(text: str | None, tag: str = "text") -> str:
     """Untrusted ``text`` between ``<tag>`` markers it cannot escape
     (:func:`ragmeter.judges.prompts.fence`)."""
-    from ragmeter.judges import prompts
-
-    return prompts.fence(text, tag)
+    return _judges().prompts.fence(text, tag)
 
 
 def fence_many(texts: Iterable[str], tag: str = "context") -> str:
     """Several fenced items, numbered ``<tag_1>`` … (:func:`ragmeter.judges.prompts.fence_many`)."""
-    from ragmeter.judges import prompts
-
-    return prompts.fence_many(texts, tag)
+    return _judges().prompts.fence_many(texts, tag)
 
 
 def yes(v: Any) -> int:
