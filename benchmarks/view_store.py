@@ -117,6 +117,8 @@ def _in_row(samples: int, vals: Sequence[float]) -> tuple[Any, ...]:
                           Signature.make(metric="m"), seed=42)
         cols = to_columns(project(mr))
         row += (cols["signs_blob"], cols["boots_blob"])
+        if "gaps_blob" in _columns("rm_metrics"):
+            row += (cols["gaps_blob"],)
     return row
 
 

@@ -94,6 +94,8 @@ def _metrics_table(md: Any) -> Any:
         # (:mod:`ragmeter.results.projections`): a diff of two runs is a subtraction
         sa.Column("signs_blob", sa.LargeBinary),
         sa.Column("boots_blob", sa.LargeBinary),
+        # the test's draws at the metric's unscored samples (a pair dropped from a paired test)
+        sa.Column("gaps_blob", sa.LargeBinary),
     )
 
 
@@ -159,7 +161,7 @@ def define_tables() -> Tables:
 #: columns added to a table after schema version 1 (nullable; an older store gets them on its
 #: first write-side open, and is read without them until then)
 ADDED_COLUMNS = {"rm_metrics": ("ids_json", "values_blob", "reasons_json", "signs_blob",
-                                 "boots_blob"),
+                                 "boots_blob", "gaps_blob"),
                  "rm_runs": ("sample_ids_json",)}
 
 

@@ -75,7 +75,8 @@ def _metric(m: Any, rows: Sequence[Any], in_row: bool, details: bool,
                       higher_is_better=bool(m.higher_is_better), seed=int(m.seed),
                       n_boot=int(m.n_boot))
     if in_row and getattr(m, "signs_blob", None) is not None:
-        mr.__dict__["projection"] = from_columns(m.seed, m.signs_blob, m.boots_blob)
+        mr.__dict__["projection"] = from_columns(m.seed, m.signs_blob, m.boots_blob,
+                                                 getattr(m, "gaps_blob", None))
     if stored_aggregates:  # the aggregate as stored with the run: no bootstrap on reading
         mr.__dict__["aggregate"] = Aggregate(
             finite_or_none(m.mean), int(m.n), int(m.n_unscored), finite_or_none(m.ci_low),

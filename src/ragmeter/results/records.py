@@ -416,9 +416,9 @@ def compare_metric(
     both = ~np.isnan(va) & ~np.isnan(vb)
     union = len(set(a.sample_ids) | set(b.sample_ids))
     return paired_test(
-        va[both], vb[both], metric=a.metric, method=method, n_resamples=n_resamples,
+        va, vb, metric=a.metric, method=method, n_resamples=n_resamples,
         seed=a.seed if seed is None else seed, higher_is_better=a.higher_is_better,
-        n_dropped=union - int(both.sum()),
+        n_dropped=union - int(both.sum()), keep=both,
     )
 
 

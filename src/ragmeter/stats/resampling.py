@@ -13,7 +13,7 @@ Everything is deterministic for a given seed (NumPy ``PCG64`` via ``default_rng`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -153,6 +153,7 @@ def paired_test(
     level: float = 0.95,
     higher_is_better: bool = True,
     n_dropped: int = 0,
+    keep: np.ndarray | None = None,
 ) -> PairedComparison:
     """Two-sided paired test of mean(B − A).
 
@@ -161,12 +162,24 @@ def paired_test(
     zero (two-sided). The CI of the difference comes from :func:`paired_interval` (exact
     discordant shares for 0/1 values, MOVER for values in 0–1, t otherwise): never a
     zero-width interval from a bootstrap at the boundary.
+
+    ``keep``: the pairs tested (the others, e.g. unscored in one run, are dropped). The
+    randomization test still draws a sign for every pair given, a dropped pair's difference
+    counted as 0: the kept pairs' signs are fair coins either way (the same test as over the
+    kept pairs alone), and the draws stay those of the samples, so the sums stored with each
+    run (:mod:`ragmeter.results.projections`) give it.
     """
     xa = np.asarray(a, dtype=np.float64)
     xb = np.asarray(b, dtype=np.float64)
     if xa.shape != xb.shape:
         raise ValueError("paired_test needs two arrays of the same length (aligned samples)")
+    kept = None if keep is None or bool(np.all(keep)) else np.asarray(keep, dtype=bool)
+    if kept is not None:
+        d_all = np.where(kept, np.nan_to_num(xb) - np.nan_to_num(xa), 0.0)
+        xa, xb = xa[kept], xb[kept]
     d = xb - xa
+    if kept is None:
+        d_all = d
     n = d.size
     if n == 0:
         nan = float("nan")
@@ -174,7 +187,7 @@ def paired_test(
                                 seed, n_dropped, higher_is_better, "-")
     obs = float(d.mean())
     if method == "randomization":
-        perm = (2.0 * sign_flip_sums(d, seed, n_resamples) - float(d.sum())) / n
+        perm = (2.0 * sign_flip_sums(d_all, seed, n_resamples) - float(d.sum())) / n
         extreme = int(np.count_nonzero(np.abs(perm) >= abs(obs) - 1e-12))
         p = (1 + extreme) / (1 + n_resamples)
     elif method == "bootstrap":
@@ -199,35 +212,56 @@ def paired_test(
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(7, -1, -1)[None, :]) & 1).astype(np.float64)
 
 
-def sign_flip_sums(x: np.ndarray, seed: int = DEFAULT_SEED,
-                   n_resamples: int = DEFAULT_N_RESAMPLES) -> np.ndarray:
-    """``Σ_i b_ri · x_i`` for each of the randomization test's ``n_resamples`` rows of {0, 1}
-    draws ``b`` (seeded; a sign is ``2b − 1``), so that a flip's mean of ``d`` is
-    ``(2 · sums(d) − Σ d) / n`` — linear in ``x``: two runs' sums give their differences'.
+def _flip_draws(n: int, seed: int, n_resamples: int) -> Iterator[tuple[int, np.ndarray]]:
+    """The randomization test's {0, 1} draws, ``n`` per resample, chunk by chunk: ``(first
+    resample, the chunk's draws packed eight to a byte along the samples)``.
 
     The draws are ``rng.integers(0, 2, (rows, n), int8)`` chunk by chunk, as the test always
     drew them — read from the generator's raw 32-bit words (a bounded int8 in {0, 1} is the
-    top bit of one byte of a word; each chunk starts on a fresh word) — and summed eight at a
-    time through a table of the 256 sums of every eight values: about 3× faster than
-    multiplying the signs out, mostly outside the GIL."""
+    top bit of one byte of a word; each chunk starts on a fresh word)."""
+    rng = np.random.default_rng(seed)
+    rows = max(1, _CHUNK_CELLS // n)
+    for start in range(0, n_resamples, rows):
+        m = min(rows, n_resamples - start)
+        words = rng.integers(0, 1 << 32, size=-(-m * n // 4), dtype=np.uint32)
+        low_first = words.astype("<u4", copy=False).view(np.uint8)  # a word's low byte first
+        top = low_first[:m * n].reshape(m, n) >= 128                # the {0, 1} draws
+        yield start, np.packbits(top, axis=1)
+
+
+def sign_flip_sums(x: np.ndarray, seed: int = DEFAULT_SEED,
+                   n_resamples: int = DEFAULT_N_RESAMPLES) -> np.ndarray:
+    """``Σ_i b_ri · x_i`` for each of the randomization test's ``n_resamples`` rows of {0, 1}
+    draws ``b`` (seeded; a sign is ``2b − 1``; :func:`_flip_draws`), so that a flip's mean of
+    ``d`` is ``(2 · sums(d) − Σ d) / n`` — linear in ``x``: two runs' sums give their
+    differences'. Summed eight draws at a time through a table of the 256 sums of every eight
+    values: about 3× faster than multiplying the signs out, mostly outside the GIL."""
     x = np.asarray(x, dtype=np.float64)
     n = x.size
     if n == 0:
         return np.zeros(n_resamples)
-    rng = np.random.default_rng(seed)
-    rows = max(1, _CHUNK_CELLS // n)
     groups = -(-n // 8)
     padded = np.zeros(groups * 8)
     padded[:n] = x
     table = (_BYTE_BITS @ padded.reshape(groups, 8).T).T.ravel()  # group j: 256 sums
     offsets = np.arange(groups, dtype=np.intp) * 256
     out = np.empty(n_resamples)
-    for start in range(0, n_resamples, rows):
-        m = min(rows, n_resamples - start)
-        words = rng.integers(0, 1 << 32, size=-(-m * n // 4), dtype=np.uint32)
-        low_first = words.astype("<u4", copy=False).view(np.uint8)  # a word's low byte first
-        top = low_first[:m * n].reshape(m, n) >= 128                # the {0, 1} draws
-        out[start:start + m] = np.take(table, np.packbits(top, axis=1) + offsets).sum(axis=1)
+    for start, packed in _flip_draws(n, seed, n_resamples):
+        out[start:start + packed.shape[0]] = np.take(table, packed + offsets).sum(axis=1)
+    return out
+
+
+def sign_flip_columns(n: int, columns: np.ndarray, seed: int = DEFAULT_SEED,
+                      n_resamples: int = DEFAULT_N_RESAMPLES) -> np.ndarray:
+    """The draws ``b`` of :func:`sign_flip_sums` for ``n`` samples at the given sample
+    positions only: ``(n_resamples, len(columns))`` of 0/1 (uint8)."""
+    columns = np.asarray(columns, dtype=np.intp)
+    out = np.empty((n_resamples, columns.size), dtype=np.uint8)
+    if n == 0 or columns.size == 0:
+        return out
+    byte, shift = columns // 8, (7 - columns % 8).astype(np.uint8)
+    for start, packed in _flip_draws(n, seed, n_resamples):
+        out[start:start + packed.shape[0]] = (packed[:, byte] >> shift) & 1
     return out
 
 
