@@ -3,7 +3,7 @@ of its metric (:mod:`ragmeter.runner.comparing`), then every metric's paired tes
 
 from __future__ import annotations
 
-import heapq
+import itertools
 from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
@@ -31,8 +31,10 @@ def sample_changes(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
     from ragmeter.results.statistic import is_latency
     from ragmeter.runner.comparing import pair_results
 
-    worse: list[dict[str, Any]] = []
-    better: list[dict[str, Any]] = []
+    # candidates as tuples (sort key, then insertion order for equal keys, then the row)
+    worse: list[tuple[Any, ...]] = []
+    better: list[tuple[Any, ...]] = []
+    shared, seq = _SharedIds(), itertools.count()
     for key, ra, rb in pair_results(a.results(), b.results()):
         if is_latency(ra):
             continue
@@ -40,33 +42,62 @@ def sample_changes(a: StoredRun, b: StoredRun, limit: int = CHANGES_SHOWN
             mb = rb.results.get(metric)
             if mb is None:
                 continue
-            ids, x, y = _aligned(ma, mb)
+            ids, x, y = _aligned(ma, mb, shared)
             sign = 1.0 if ma.higher_is_better else -1.0
             with np.errstate(invalid="ignore"):
                 change = (y - x) * sign
             keep = ~np.isnan(change) & (x != y)
-            for rows, chosen in ((worse, keep & (change < 0)), (better, keep & (change > 0))):
+            for rows, chosen, toward in ((worse, keep & (change < 0), 1.0),
+                                         (better, keep & (change > 0), -1.0)):
                 at = np.flatnonzero(chosen)
                 if at.size > limit:  # the limit largest |change|; ties by sample id
                     size = np.abs(change[at])
                     cut = np.partition(size, at.size - limit)[at.size - limit]
                     above = at[size > cut]
-                    ties = heapq.nsmallest(limit - above.size, at[size == cut].tolist(),
-                                           key=ids.__getitem__)
-                    at = np.concatenate([above, np.array(ties, dtype=np.intp)])
-                rows.extend({"result": key, "metric": metric, "sample": ids[i],
-                             "a": float(x[i]), "b": float(y[i]), "change": float(change[i])}
-                            for i in at.tolist())
-    worse.sort(key=lambda r: (r["change"], r["sample"]))
-    better.sort(key=lambda r: (-r["change"], r["sample"]))
-    return worse[:limit], better[:limit]
+                    ties = at[size == cut]
+                    order = np.argsort(shared.array(ids)[ties], kind="stable")
+                    at = np.concatenate([above, ties[order[:limit - above.size]]])
+                rows.extend((toward * float(change[i]), ids[i], next(seq), key, metric,
+                             float(x[i]), float(y[i]), float(change[i])) for i in at.tolist())
+    worse.sort()
+    better.sort()
+    return ([_row(c) for c in worse[:limit]], [_row(c) for c in better[:limit]])
 
 
-def _aligned(ma: Any, mb: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
+def _row(c: tuple[Any, ...]) -> dict[str, Any]:
+    return {"result": c[3], "metric": c[4], "sample": c[1], "a": c[5], "b": c[6],
+            "change": c[7]}
+
+
+class _SharedIds:
+    """What a diff learns once per sample-id list (a run's metrics share one): whether its ids
+    are distinct, and the ids as an array (to order ties)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[list[str], bool, np.ndarray | None]] = {}
+
+    def _entry(self, ids: list[str]) -> tuple[list[str], bool, np.ndarray | None]:
+        got = self._seen.get(id(ids))
+        if got is None or got[0] is not ids:
+            got = self._seen[id(ids)] = (ids, len(set(ids)) == len(ids), None)
+        return got
+
+    def distinct(self, ids: list[str]) -> bool:
+        return self._entry(ids)[1]
+
+    def array(self, ids: list[str]) -> np.ndarray:
+        kept, distinct, arr = self._entry(ids)
+        if arr is None:
+            arr = np.asarray(ids, dtype=object)
+            self._seen[id(ids)] = (kept, distinct, arr)
+        return arr
+
+
+def _aligned(ma: Any, mb: Any, shared: _SharedIds) -> tuple[list[str], np.ndarray, np.ndarray]:
     """A's sample ids (each once, its last value, as :meth:`MetricResult.by_id` reads them)
     with A's and B's values (NaN where B lacks the sample)."""
-    if ma.sample_ids == mb.sample_ids and len(set(ma.sample_ids)) == len(ma.sample_ids):
-        return list(ma.sample_ids), ma.values, mb.values
+    if ma.sample_ids == mb.sample_ids and shared.distinct(ma.sample_ids):
+        return ma.sample_ids, ma.values, mb.values
     va, vb = ma.by_id(), mb.by_id()
     ids = list(va)
     x = np.array([np.nan if v is None else v for v in va.values()], dtype=np.float64)
