@@ -29,6 +29,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -55,18 +56,29 @@ class Limits:
 OPENAI_LIMITS = Limits(50_000, 200 * 1024 * 1024)
 
 
-def request_line(custom_id: str, body: dict[str, Any],
+def request_line(custom_id: str, body: dict[str, Any] | str,
                  parts: dict[str, str] | None = None) -> bytes:
     """One input line (``custom_id`` first, so a reader can take it without parsing the body).
 
+    ``body``: the chat body, or its JSON text already made (compact, not ASCII-escaped);
     ``parts``: JSON texts already made (a request's canonical messages and schema, from its
     cache key), by the JSON text of the stand-in values the body holds in their place — the
     same JSON values, serialised once."""
-    text = json.dumps({"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body},
-                      ensure_ascii=False, separators=(",", ":"))
+    if not isinstance(body, str):
+        body = body_json(body)
+    text = '{"custom_id":' + encode_basestring(custom_id) + _METHOD_URL + body + "}"
     for mark, value in (parts or {}).items():
         text = text.replace(mark, value, 1)
     return (text + "\n").encode("utf-8")
+
+
+def body_json(body: dict[str, Any]) -> str:
+    """A chat body's JSON text as a line holds it (compact, not ASCII-escaped)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+#: what follows the custom_id in every line, up to the body
+_METHOD_URL = ',"method":"POST","url":' + json.dumps(CHAT_URL) + ',"body":'
 
 
 _ID_PREFIX = b'{"custom_id":"'
@@ -130,7 +142,7 @@ class SplitWriter:
         self._fh: Any = None
         self._sha: Any = None
 
-    def write(self, custom_id: str, body: dict[str, Any],
+    def write(self, custom_id: str, body: dict[str, Any] | str,
               parts: dict[str, str] | None = None) -> None:
         line = request_line(custom_id, body, parts)
         if len(line) > self.limits.max_bytes:

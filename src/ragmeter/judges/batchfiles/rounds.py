@@ -43,7 +43,7 @@ from typing import Any, Literal
 from ragmeter.calls.record import CallRecord
 from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 from ragmeter.judges.base import JudgeReply, JudgeRequest
-from ragmeter.judges.batchfiles.lines import OPENAI_LIMITS, Limits, SplitWriter
+from ragmeter.judges.batchfiles.lines import OPENAI_LIMITS, Limits, SplitWriter, body_json
 from ragmeter.judges.batchfiles.manifest import (
     RESULTS,
     JudgeIdentity,
@@ -228,6 +228,9 @@ class BatchSession:
         self.warnings: list[str] = []
         self.report: Any = None
         self._index: list[bytes] = []
+        #: (judge member, token budget, temperature, seed) -> (the member; the JSON text of
+        #: its chat body with the messages and schema stand-ins)
+        self._bodies: dict[tuple[int, Any], tuple[Any, str]] = {}
 
     # -- opening ------------------------------------------------------------------------------
     def open(self) -> None:
@@ -339,7 +342,16 @@ class BatchSession:
             payload["messages"], parts[_MESSAGES_JSON] = [_MESSAGES], messages_json
             if schema is req.schema:
                 payload["schema"], parts[_SCHEMA_JSON] = _SCHEMA, dig.schema_json
-        body = engine.members[0].chat_body(**payload)
+        member = engine.members[0]
+        if len(parts) == 2:  # only stand-ins and settings: one body text per judge and settings
+            settings = (payload["max_tokens"], payload["temperature"], payload["seed"])
+            made = self._bodies.get((id(member), settings))
+            if made is None or made[0] is not member:
+                made = self._bodies[(id(member), settings)] = (
+                    member, body_json(member.chat_body(**payload)))
+            body: dict[str, Any] | str = made[1]
+        else:
+            body = member.chat_body(**payload)
         if st.writer is None:
             st.writer = SplitWriter(self.folder / f"round-{self.round_no:02d}", st.stem,
                                     st.identity.name, self.folder, self.limits)
