@@ -6,6 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmeter.judges import JudgeConfig, JudgeRequest, RetryPolicy, ScriptedJudge, make_judge
 from ragmeter.judges.cache import JudgeCache, cache_key, request_hash
@@ -146,3 +148,43 @@ def test_one_digest_gives_the_cache_key_and_the_request_hash() -> None:
     known = JudgeRequest(messages=({"role": "user", "content": "q"},), schema={"type": "object"},
                          prompt_version="v@1")
     assert request_hash(known) == KNOWN_HASH
+
+
+@settings(max_examples=200, deadline=None)
+@given(temperature=st.one_of(st.none(), st.floats(0, 2)), max_tokens=st.one_of(st.none(),
+       st.integers(1, 4000)), seed=st.one_of(st.none(), st.integers(0, 99)),
+       top_p=st.one_of(st.none(), st.floats(0, 1)), logprobs=st.booleans(),
+       text=st.text(max_size=30), namespace=st.sampled_from(["default", "mock:x", "ж"]))
+def test_cache_keys_are_hashes_of_the_canonical_json(temperature, max_tokens, seed, top_p,
+                                                     logprobs, text, namespace) -> None:
+    """The key and the hash written out from their parts equal the SHA-256 of the canonical
+    JSON of the whole dicts (sorted keys, no spaces) — the keys every stored reply has."""
+    import hashlib
+    import json
+
+    from ragmeter.judges.base import JudgeRequest
+    from ragmeter.judges.cache import CACHE_FORMAT, digest_and_messages
+
+    def canonical(obj: object) -> str:
+        return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False,
+                                         separators=(",", ":")).encode()).hexdigest()
+
+    req = JudgeRequest(messages=({"role": "system", "content": "s"},
+                                 {"role": "user", "content": text}),
+                       schema={"type": "object", "title": "t@1"}, prompt_version="t@1",
+                       max_tokens=max_tokens, temperature=temperature)
+    dig, msgs = digest_and_messages(req, backend="openai", model="m", temperature=0.0, seed=seed,
+                                    max_tokens=1000, endpoint="http://x", namespace=namespace,
+                                    top_p=top_p, logprobs=logprobs)
+    base = {"messages": list(req.messages), "schema": req.schema, "prompt_version": "t@1"}
+    keyed = {**base, "format": CACHE_FORMAT, "namespace": namespace, "endpoint": "http://x",
+             "backend": "openai", "model": "m",
+             "temperature": temperature if temperature is not None else 0.0,
+             "max_tokens": max_tokens if max_tokens is not None else 1000, "seed": seed}
+    if top_p is not None:
+        keyed["top_p"] = top_p
+    if logprobs:
+        keyed["logprobs"] = 1
+    assert dig.key == canonical(keyed)
+    assert dig.hash == canonical({**base, "max_tokens": max_tokens, "temperature": temperature})
+    assert json.loads(msgs) == list(req.messages)

@@ -42,12 +42,6 @@ def _scalar(value: str | int | float | None) -> str:
     return _canonical(value)
 
 
-def _join(parts: Mapping[str, str]) -> str:
-    """The canonical JSON of a dict whose values are already canonical JSON (same bytes as
-    ``_canonical`` of the dict itself: sorted keys, no spaces)."""
-    return "{" + ",".join(f'"{k}":{parts[k]}' for k in sorted(parts)) + "}"
-
-
 def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -104,20 +98,22 @@ def digest_and_messages(request: JudgeRequest, *, backend: str, model: str,
     """:func:`digest`, and the canonical JSON of the request's messages it was made from
     (batch files write it instead of serialising the messages again)."""
     parts = _request_parts(request)
-    own = {**parts, "max_tokens": _scalar(request.max_tokens),
-           "temperature": _scalar(request.temperature)}
+    msgs, schema, version = parts["messages"], parts["schema"], parts["prompt_version"]
+    # the canonical JSON (sorted keys, no spaces) of the two dicts the keys hash, written
+    # out in their keys' order from the parts already serialised
+    own = ('{"max_tokens":' + _scalar(request.max_tokens) + ',"messages":' + msgs
+           + ',"prompt_version":' + version + ',"schema":' + schema + ',"temperature":'
+           + _scalar(request.temperature) + "}")
     eff_t = request.temperature if request.temperature is not None else temperature
     eff_m = request.max_tokens if request.max_tokens is not None else max_tokens
-    keyed = {**parts, "format": _scalar(CACHE_FORMAT), "namespace": _scalar(namespace),
-             "endpoint": _scalar(endpoint), "backend": _scalar(backend),
-             "model": _scalar(model), "temperature": _scalar(eff_t),
-             "max_tokens": _scalar(eff_m), "seed": _scalar(seed)}
-    if top_p is not None:
-        keyed["top_p"] = _scalar(top_p)
-    if logprobs:
-        keyed["logprobs"] = "1"
-    return (RequestDigest(_sha(_join(keyed)), _sha(_join(own)), parts["schema"]),
-            parts["messages"])
+    keyed = ('{"backend":' + _scalar(backend) + ',"endpoint":' + _scalar(endpoint)
+             + ',"format":' + _scalar(CACHE_FORMAT) + (',"logprobs":1' if logprobs else "")
+             + ',"max_tokens":' + _scalar(eff_m) + ',"messages":' + msgs + ',"model":'
+             + _scalar(model) + ',"namespace":' + _scalar(namespace) + ',"prompt_version":'
+             + version + ',"schema":' + schema + ',"seed":' + _scalar(seed)
+             + ',"temperature":' + _scalar(eff_t)
+             + (',"top_p":' + _scalar(top_p) if top_p is not None else "") + "}")
+    return RequestDigest(_sha(keyed), _sha(own), schema), msgs
 
 
 def request_hash(request: JudgeRequest) -> str:
