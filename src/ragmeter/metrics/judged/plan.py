@@ -110,6 +110,8 @@ class Asking:
         #: the model names on the replies that were read
         self.served: set[str] = set()
         self._chains: list[_Chain] = []
+        #: a set of questions -> (the calls it needs, the kinds settled from the start)
+        self._routes: dict[frozenset[str], tuple[list[C.Call], frozenset[str]]] = {}
 
     def add(self, sample: Sample, needs: Iterable[str], lang: str,
             asked_by: Mapping[str, Iterable[str]] | None = None) -> SampleJudgement:
@@ -120,10 +122,17 @@ class Asking:
         j.needs |= set(needs)
         self.judgements.append(j)
         ch = _Chain(sample, j, lang, dict(asked_by or {}))
-        # the calls none of its questions needs are settled from the start (nothing to ask)
-        kinds = {C.QUESTIONS[q].call for q in j.needs}
-        ch.calls = [c for c in self.calls if c.kind in kinds]
-        ch.settled.update(c.kind for c in self.calls if c.kind not in kinds)
+        # the calls none of its questions needs are settled from the start (nothing to ask);
+        # samples mostly need the same questions: worked out once per set of them
+        needs = frozenset(j.needs)
+        route = self._routes.get(needs)
+        if route is None:
+            kinds = {C.QUESTIONS[q].call for q in needs}
+            route = self._routes[needs] = (
+                [c for c in self.calls if c.kind in kinds],
+                frozenset(c.kind for c in self.calls if c.kind not in kinds))
+        ch.calls = route[0]
+        ch.settled.update(route[1])
         self._chains.append(ch)
         return j
 
