@@ -183,10 +183,8 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
             body = await _post_body(request, viewer.token)
             if isinstance(body, web.Response):
                 return body
-            def pinned() -> tuple[str, str, int, dict[str, Any] | None]:
-                with viewer.data.pinned():
-                    return render(request, body)
-            return await asyncio.get_running_loop().run_in_executor(PAGE_THREADS, pinned)
+            return await asyncio.get_running_loop().run_in_executor(
+                PAGE_THREADS, _pinned, viewer.data, lambda: render(request, body))
 
         async def handler(request: Any) -> Any:
             if page.method == "POST":
@@ -209,6 +207,12 @@ def make_app(store_url: str | None = None, lang: str | None = None, *,
     for page in PAGES:  # routes from the page table
         app.router.add_route(page.method, page.route, serve_page(page))
     return app
+
+
+def _pinned(data: StoreData, fn: Callable[[], Any]) -> Any:
+    """``fn()`` with the store looked at once for all it reads (a POST's page)."""
+    with data.pinned():
+        return fn()
 
 
 def _check_query(query: Any, page: Page) -> None:
