@@ -9,7 +9,7 @@ viewer's run page.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from typing import Any
@@ -105,8 +105,15 @@ class _Positions:
         self.order: list[str] = list(dict.fromkeys(dataset))
         self.n_dataset = len(self.order)
         self.pos = {sid: i for i, sid in enumerate(self.order)}
-        self._at = {id(mr): self._place(mr.sample_ids) for rec in run.tiers.values()
-                    for res in rec.results for mr in res.results.values()}
+        placed: dict[int, np.ndarray] = {}   # a run's metrics mostly share one id list
+        self._at: dict[int, np.ndarray] = {}
+        for rec in run.tiers.values():
+            for res in rec.results:
+                for mr in res.results.values():
+                    ids = mr.sample_ids
+                    if id(ids) not in placed:
+                        placed[id(ids)] = self._place(ids)
+                    self._at[id(mr)] = placed[id(ids)]
 
     def _place(self, ids: Sequence[str]) -> np.ndarray:
         if list(ids) == self.order[:len(ids)]:
@@ -171,6 +178,18 @@ class SampleSource:
         return None
 
 
+def _scored(run: StoredRun) -> Iterator[tuple[str, str, str, MetricResult]]:
+    """Every metric a sample's scores come from, as ``(tier, system, shown name, metric)``
+    (a target's latency once per sample: the call's seconds, not each percentile)."""
+    for tier, rec in run.tiers.items():
+        for res in rec.results:
+            latency = is_latency(res)
+            for key, mr in res.results.items():
+                name = per_call_name(key) if latency else key
+                if name is not None:
+                    yield tier, res.name, name, mr
+
+
 def _scores_of(run: StoredRun, where: _Positions, ids: Sequence[str]
                ) -> dict[str, list[Score]]:
     """The scores of the shown samples (a target's latency once per sample: the call's
@@ -178,21 +197,15 @@ def _scores_of(run: StoredRun, where: _Positions, ids: Sequence[str]
     shown = np.zeros(len(where.order), dtype=bool)
     shown[[where.pos[sid] for sid in ids]] = True
     scores: dict[str, list[Score]] = {sid: [] for sid in ids}
-    for tier, rec in run.tiers.items():
-        for res in rec.results:
-            latency = is_latency(res)
-            for key, mr in res.results.items():
-                name = per_call_name(key) if latency else key
-                if name is None:
-                    continue
-                at = where.at(mr)
-                for i in np.flatnonzero(shown[at]).tolist():
-                    v = float(mr.values[i])
-                    det = mr.details[i] if mr.details else None
-                    scores[where.order[at[i]]].append(
-                        (tier, res.name, name, None if v != v else v,
-                         mr.reasons.get(i, "unscored") if v != v else None,
-                         reasons_from_details(det)))
+    for tier, system, name, mr in _scored(run):
+        at = where.at(mr)
+        for i in np.flatnonzero(shown[at]).tolist():
+            v = float(mr.values[i])
+            det = mr.details[i] if mr.details else None
+            scores[where.order[at[i]]].append(
+                (tier, system, name, None if v != v else v,
+                 mr.reasons.get(i, "unscored") if v != v else None,
+                 reasons_from_details(det)))
     return scores
 
 
@@ -209,16 +222,11 @@ class _Tally:
     def of(cls, run: StoredRun, where: _Positions) -> _Tally:
         n = len(where.order)
         tally = cls(np.zeros(n, dtype=np.intp), np.zeros(n, dtype=np.intp), {})
-        for tier, rec in run.tiers.items():
-            for res in rec.results:
-                latency = is_latency(res)
-                for key, mr in res.results.items():
-                    if latency and per_call_name(key) is None:
-                        continue
-                    at = where.at(mr)
-                    np.add.at(tally.scores, at, 1)
-                    np.add.at(tally.unscored, at[np.isnan(mr.values)], 1)
-                    tally.tiers.setdefault(tier, np.zeros(n, dtype=bool))[at] = True
+        for tier, _, _, mr in _scored(run):
+            at = where.at(mr)
+            np.add.at(tally.scores, at, 1)
+            np.add.at(tally.unscored, at[np.isnan(mr.values)], 1)
+            tally.tiers.setdefault(tier, np.zeros(n, dtype=bool))[at] = True
         return tally
 
 

@@ -54,9 +54,7 @@ def project(mr: Any) -> Projection | None:
             or is_statistic(mr.metric, mr.counts)):
         return None
     seed = int(mr.seed)
-    scored = values[~gap]
-    if scored.size == 0:
-        return None
+    scored = values[~gap]   # at least 90 % of PROJECT_MIN or more: never empty
     return Projection(seed, sign_flip_sums(np.where(gap, 0.0, values), seed,
                                            DEFAULT_N_RESAMPLES),
                       bootstrap_means(scored, seed=seed + 1, n_boot=DEFAULT_N_BOOT),

@@ -252,7 +252,8 @@ class ResultStore:
 
     def has_column(self, table: str, name: str) -> bool:
         """Whether this store's ``table`` has column ``name`` (one added since version 1)."""
-        return any(c.name == name for c in self.present_columns(table))
+        self.present_columns(table)   # reads the store's columns once
+        return name in self._present[table]
 
     # ------------------------------------------------------------------ writing
     def save_run(
