@@ -40,6 +40,7 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmeter.bulk import fewer_collections
 from ragmeter.calls.record import CallRecord
 from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 from ragmeter.judges.base import JudgeReply, JudgeRequest
@@ -461,12 +462,13 @@ def batch_scope(mode: Mode, folder: str | Path, *, limits: Limits = OPENAI_LIMIT
     session.open()
     token = _SESSION.set(session)
     ok = False
-    try:
-        yield session
-        ok = True
-    finally:
-        _SESSION.reset(token)
-        session.close(ok)
+    with fewer_collections():   # a round plans, writes or reads every request at once
+        try:
+            yield session
+            ok = True
+        finally:
+            _SESSION.reset(token)
+            session.close(ok)
 
 
 def check_folder(folder: Path) -> None:

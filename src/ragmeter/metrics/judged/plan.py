@@ -28,8 +28,9 @@ benchmark uses it too, on its items); :func:`run_plan` applies it to a run's sam
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ragmeter.bulk import fewer_collections
 from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError, MetricSpecError
 from ragmeter.metrics.inputs import missing_field
@@ -240,6 +241,12 @@ def run_plan(ctx: JudgedContext, metrics: Sequence[tuple[JudgedMetric, Metric]])
     if judge is None:
         raise ConfigError("judge", "judged metrics need a judge: pass judge=make_judge("
                           "JudgeConfig(...)) or --judge-url/--judge-model on the command line")
+    with fewer_collections():   # every sample's requests and chained calls are made at once
+        return _run_plan(ctx, judge, metrics)
+
+
+def _run_plan(ctx: JudgedContext, judge: Any,
+              metrics: Sequence[tuple[JudgedMetric, Metric]]) -> JudgePlan:
     binary = bool(getattr(judge, "demo", False))
     asked = [(row.fields, questions_of(row, m), str(m)) for row, m in metrics]
     asking = Asking(binary=binary)
