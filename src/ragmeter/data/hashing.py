@@ -23,10 +23,14 @@ def _plain(obj: Any) -> Any:
     raise TypeError(f"cannot hash object of type {type(obj).__name__}")
 
 
+#: one encoder for every record (``json.dumps`` with options makes a new one per call)
+_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+                            default=_plain, allow_nan=True)
+
+
 def canonical_json(obj: Any) -> str:
     """One canonical JSON text for ``obj`` (dataclasses with ``to_dict`` are accepted)."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"),
-                      default=_plain, allow_nan=True)
+    return _ENCODER.encode(obj)
 
 
 def dataset_hash(records: Iterable[Any], *, short: bool = True) -> str:

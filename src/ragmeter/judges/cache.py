@@ -20,7 +20,6 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any
@@ -47,15 +46,41 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
 class RequestDigest:
     """A request's cache key, its provenance hash and its schema's canonical JSON, from one
     serialisation of its messages and schema (the two hashes are what :func:`cache_key` and
-    :func:`request_hash` return)."""
+    :func:`request_hash` return).
 
-    key: str
-    hash: str
-    schema_json: str
+    The provenance hash is worked out when first read (``own``: the parts of the canonical
+    JSON it hashes): a request written to a batch file, or never answered, needs only its
+    key."""
+
+    __slots__ = ("_hash", "_own", "key", "schema_json")
+
+    def __init__(self, key: str, hash: str, schema_json: str,
+                 own: tuple[str, ...] | None = None) -> None:
+        self.key = key
+        self.schema_json = schema_json
+        self._hash = hash
+        self._own = own
+
+    @property
+    def hash(self) -> str:
+        own = self._own
+        if own is not None:   # the hash is set before the parts are let go (threads)
+            self._hash = _sha("".join(own))
+            self._own = None
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, RequestDigest) and (self.key, self.hash, self.schema_json)
+                == (other.key, other.hash, other.schema_json))
+
+    def __hash__(self) -> int:
+        return hash((self.key, self.schema_json))
+
+    def __repr__(self) -> str:
+        return f"RequestDigest(key={self.key!r}, hash={self.hash!r})"
 
 
 def _request_parts(request: JudgeRequest) -> dict[str, str]:
@@ -115,9 +140,9 @@ def digest_and_messages(request: JudgeRequest, *, backend: str, model: str,
     msgs, schema, version = parts["messages"], parts["schema"], parts["prompt_version"]
     # the canonical JSON (sorted keys, no spaces) of the two dicts the keys hash, written
     # out in their keys' order from the parts already serialised
-    own = ('{"max_tokens":' + _scalar(request.max_tokens) + ',"messages":' + msgs
-           + ',"prompt_version":' + version + ',"schema":' + schema + ',"temperature":'
-           + _scalar(request.temperature) + "}")
+    own = ('{"max_tokens":', _scalar(request.max_tokens), ',"messages":', msgs,
+           ',"prompt_version":', version, ',"schema":', schema, ',"temperature":',
+           _scalar(request.temperature), "}")
     eff_t = request.temperature if request.temperature is not None else temperature
     eff_m = request.max_tokens if request.max_tokens is not None else max_tokens
     keyed = ('{"backend":' + _scalar(backend) + ',"endpoint":' + _scalar(endpoint)
@@ -127,7 +152,7 @@ def digest_and_messages(request: JudgeRequest, *, backend: str, model: str,
              + version + ',"schema":' + schema + ',"seed":' + _scalar(seed)
              + ',"temperature":' + _scalar(eff_t)
              + (',"top_p":' + _scalar(top_p) if top_p is not None else "") + "}")
-    return RequestDigest(_sha(keyed), _sha(own), schema), msgs
+    return RequestDigest(_sha(keyed), "", schema, own), msgs
 
 
 def request_hash(request: JudgeRequest) -> str:
