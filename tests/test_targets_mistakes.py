@@ -118,6 +118,38 @@ def test_id_rule_that_maps_no_returned_id_fails_the_run(
     assert run is not None and _mean(run, "retrieval", "hit_rate@5(level=doc)")["mean"] > 0.5
 
 
+def test_document_ids_scored_by_chunk_level_metrics_fail_the_run(
+        service: ExampleService, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # a table maps the service's URLs onto gold *documents*, while the evalset's gold is
+    # chunks: chunk-level hit@5 would be 0.000 for every question
+    rows = [json.loads(line) for line in
+            (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    target = {"kind": "http", "url": service.url + "/answer",
+              "ids": {"from": "doc_ids", "map": {r["url"]: r["doc_id"] for r in rows}}}
+    code, _, err = _run(capsys, monkeypatch, tmp_path, _bench(
+        tmp_path, target, [{"name": "retrieval", "metrics": ["hit_rate@5", "mrr",
+                                                           "hit_rate@5(level=doc)"]}]))
+    assert code == 3, err
+    assert "are documents" in err and "hit_rate@5, mrr score chunks" in err
+    assert "hit_rate@5(level=doc), mrr(level=doc)" in err and "context_ids" in err
+    assert "(from doc_ids, rule map" in err and "'https://wiki.sgut.example/" in err
+    # the tier's default metrics for a target that ranks documents are document-level
+    code, run, err = _run(capsys, monkeypatch, tmp_path, _bench(
+        tmp_path, target, [{"name": "retrieval"}]))
+    assert code == 0, err
+    assert run is not None
+    res = next(r for r in run["tiers"]["retrieval"]["results"] if r["name"] == "target")
+    ranking = [n for n in res["results"] if n.split("@")[0].split("(")[0] in
+               ("hit_rate", "recall", "ndcg", "mrr")]
+    assert len(ranking) >= 4 and all(n.endswith("(level=doc)") for n in ranking), ranking
+    assert _mean(run, "retrieval", "hit_rate@5(level=doc)")["mean"] > 0.5
+    # the same ids scored at document level only: no complaint
+    code, run, err = _run(capsys, monkeypatch, tmp_path, _bench(
+        tmp_path, target, [{"name": "retrieval", "metrics": ["hit_rate@5(level=doc)"]}]))
+    assert code == 0, err
+
+
 def test_star_path_whose_field_no_item_has_fails_the_run(
         service: ExampleService, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -49,8 +49,12 @@ class _PathStats:
 class _IdStats:
     seen: int = 0        # successful replies that returned ids, for samples with gold
     matched: int = 0     # ... of which at least one id met a known id
+    chunks: int = 0      # ... of which at least one id is a known chunk
+    documents: int = 0   # ... of which no id is a known chunk and one is a known document
     examples: list[tuple[str, str]] = field(default_factory=list)
+    doc_examples: list[tuple[str, str]] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
+    chunk_metrics: tuple[str, ...] = ()
 
 
 def doc_part(item_id: str) -> str:
@@ -60,15 +64,59 @@ def doc_part(item_id: str) -> str:
     return m.group(1) if m else base
 
 
-def known_ids(samples: Iterable[Sample], extra: Iterable[str] = ()) -> set[str]:
+@dataclass(frozen=True)
+class KnownIds:
+    """The ids a returned id may meet, by level, and the run's metrics that score chunks."""
+
+    chunks: frozenset[str] = frozenset()
+    #: the gold and corpus documents, and the documents of the gold chunks
+    docs: frozenset[str] = frozenset()
+    #: metrics of the run scored at chunk level (named when the ids are documents)
+    chunk_metrics: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.chunks or self.docs)
+
+    def meets(self, mapped: str) -> bool:
+        """Whether a mapped id is a known id, or a chunk of a known document."""
+        return mapped in self.chunks or mapped in self.docs or doc_part(mapped) in self.docs
+
+
+def known_ids(samples: Iterable[Sample], chunks: Iterable[str] = (), docs: Iterable[str] = (),
+              *, chunk_metrics: Sequence[str] = ()) -> KnownIds:
     """Every id a returned id may meet: the samples' gold chunk and document ids, the
-    documents of the gold chunks, and ``extra`` (the corpus' chunk and document ids)."""
-    out: set[str] = set(extra)
+    documents of the gold chunks, and the corpus' ``chunks`` and ``docs``;
+    ``chunk_metrics``: the run's metrics scored at chunk level (:func:`chunk_level_metrics`)."""
+    known_chunks: set[str] = set(chunks)
+    known_docs: set[str] = set(docs)
     for s in samples:
         for g in s.gold_chunk_ids or ():
-            out.update((str(g), doc_part(str(g))))
-        out.update(str(g) for g in s.gold_doc_ids or ())
-    return out
+            known_chunks.add(str(g))
+            known_docs.add(doc_part(str(g)))
+        known_docs.update(str(g) for g in s.gold_doc_ids or ())
+    return KnownIds(frozenset(known_chunks), frozenset(known_docs), tuple(chunk_metrics))
+
+
+def chunk_level_metrics(metrics: Iterable[Any], samples: Iterable[Sample]) -> tuple[str, ...]:
+    """The ranking metrics of ``metrics`` scored at chunk level on ``samples``: ``level=chunk``,
+    or no level (``auto``) when some sample has gold chunk ids."""
+    from ragmeter.metrics.registry import parse_metric
+    from ragmeter.metrics.retrieval import RANKING_METRICS
+
+    chunk_gold: bool | None = None
+    out: list[str] = []
+    for m in metrics:
+        parsed = parse_metric(m) if isinstance(m, str) else m
+        if parsed.name not in RANKING_METRICS:
+            continue
+        level = str(parsed.get("level"))
+        if level == "auto":
+            if chunk_gold is None:
+                chunk_gold = any(s.gold_chunk_ids for s in samples)
+            level = "chunk" if chunk_gold else "doc"
+        if level == "chunk":
+            out.append(str(parsed))
+    return tuple(out)
 
 
 def _useful(value: Any) -> bool:
@@ -141,13 +189,15 @@ class Conformance:
                     st.examples.append(_where(data, path))
 
     def observe_ids(self, entry: str, samples: Sequence[Sample],
-                    replies: Sequence[TargetReply], known: set[str]) -> None:
-        """Count the replies whose returned ids (under the config's id rule) meet ``known``."""
+                    replies: Sequence[TargetReply], known: KnownIds) -> None:
+        """Count the replies whose returned ids (under the config's id rule) meet ``known``,
+        and those whose ids are documents only."""
         if not known:
             return
         st = self.ids.setdefault(entry, _IdStats())
         if not st.known:
-            st.known = sorted(known)[:3]
+            st.known = sorted(known.chunks | known.docs)[:3]
+        st.chunk_metrics = known.chunk_metrics
         rule = self.config.ids
         for s, rep in zip(samples, replies, strict=True):
             if not rep.ok or not (s.gold_chunk_ids or s.gold_doc_ids):
@@ -157,10 +207,18 @@ class Conformance:
                 continue
             st.seen += 1
             mapped = [rule.apply(v) for v in returned]
-            if any(m in known or doc_part(m) in known for m in mapped):
+            if any(known.meets(m) for m in mapped):
                 st.matched += 1
             elif len(st.examples) < 3:
                 st.examples.append((returned[0], mapped[0]))
+            if any(m in known.chunks for m in mapped):
+                st.chunks += 1
+                continue
+            doc = next((i for i, m in enumerate(mapped) if m in known.docs), None)
+            if doc is not None:
+                st.documents += 1
+                if len(st.doc_examples) < 3:
+                    st.doc_examples.append((returned[doc], mapped[doc]))
 
     def _returned(self, rep: TargetReply) -> list[str]:
         src = self.config.ids_from
@@ -194,6 +252,9 @@ class Conformance:
                     "or doc_ids), 'rule' (last_segment, regex with the id as the pattern's "
                     "first group, or a map table {returned: gold id}); when the returned ids "
                     "are documents, score with level=doc metrics (hit_rate@5(level=doc))")
+            elif (ids.seen and ids.chunk_metrics and not ids.chunks and ids.documents
+                  and (final or ids.seen >= CONCLUSIVE)):
+                problems.append(self._documents_problem(entry, ids))
         if problems:
             raise TargetMappingError(
                 f"target {self.config.name!r}: its mapping gives nothing usable, so its "
@@ -201,4 +262,30 @@ class Conformance:
                 + "\n  ".join(problems))
 
 
-__all__ = ["CONCLUSIVE", "Conformance", "TargetMappingError", "doc_part", "known_ids"]
+    def _documents_problem(self, entry: str, ids: _IdStats) -> str:
+        """The returned ids are documents while metrics of the run score chunks: each of
+        them would be 0 for every question."""
+        shown = ", ".join(f"{a!r} -> {b!r}" if a != b else repr(a) for a, b in ids.doc_examples)
+        metrics = ", ".join(ids.chunk_metrics[:6]) + (" …" if len(ids.chunk_metrics) > 6
+                                                       else "")
+        docs = ", ".join(_doc_level(m) for m in ids.chunk_metrics[:3])
+        return (f"the ids the target returns (from {self.config.ids_from}, rule "
+                f"{self.config.ids.describe()}) are documents: in {ids.documents} of the "
+                f"{ids.seen} replies of this run ({entry}) they name gold or corpus documents "
+                f"(e.g. {shown}) and in none a chunk, while {metrics} score chunks (the "
+                "evalset has gold_chunk_ids), so they would be 0 for every question. Score "
+                f"documents ({docs}: a returned document is a hit when it is a gold chunk's "
+                "document), or map the target's chunk ids (target.response.context_ids, "
+                "target.ids.from: context_ids)")
+
+
+def _doc_level(metric: str) -> str:
+    """``metric`` asked at document level (its other parameters kept)."""
+    from ragmeter.metrics.registry import make_metric, parse_metric
+
+    m = parse_metric(metric)
+    return str(make_metric(m.name, k=m.k, **{**dict(m.params), "level": "doc"}))
+
+
+__all__ = ["CONCLUSIVE", "Conformance", "KnownIds", "TargetMappingError", "chunk_level_metrics",
+           "doc_part", "known_ids"]

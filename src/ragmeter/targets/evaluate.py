@@ -23,7 +23,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.metrics.registry import parse_metric
 from ragmeter.results.records import EvalResult
-from ragmeter.targets.conformance import known_ids
+from ragmeter.targets.conformance import chunk_level_metrics, known_ids
 from ragmeter.targets.fill import mark_unscored
 from ragmeter.targets.session import TargetSession
 
@@ -79,8 +79,9 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
     ret_metrics, gen_metrics = _split(metrics)
     scores_ids = any(s.gold_chunk_ids or s.gold_doc_ids for s in samples) and (
         ret_metrics is None or bool(ret_metrics))
-    filled = session.call(samples, entry, k=k,
-                          known=known_ids(samples) if scores_ids else None)
+    known = known_ids(samples, chunk_metrics=chunk_level_metrics(
+        ret_metrics or DEFAULT_METRICS, samples)) if scores_ids else None
+    filled = session.call(samples, entry, k=k, known=known)
     sig = session.signature_fields()
     out = EvalResult(name or session.name, meta={
         "n_samples": len(filled), "target": sig, "entry": entry,

@@ -46,10 +46,12 @@ def pick_entry(session_entries: Sequence[str], wanted: str | None, default: str)
 
 def fill_from_target(samples: Sequence[Sample], spec: str | Path, *, entry: str | None,
                      default_entry: str, k: int | None = None, replay: bool = False,
-                     estimate: bool = False, scores_ids: bool = False) -> Filled:
+                     estimate: bool = False, scores_ids: bool = False,
+                     chunk_metrics: Sequence[str] = ()) -> Filled:
     """Ask the target about every sample (or, under ``estimate``, only count the calls).
     ``scores_ids``: the returned ids are scored, so an id rule that maps none of them onto a
-    gold id fails the command (:mod:`ragmeter.targets.conformance`)."""
+    gold id fails the command (:mod:`ragmeter.targets.conformance`), and so do document ids
+    scored by ``chunk_metrics`` (the command's metrics scored at chunk level)."""
     session = TargetSession(str(spec), mode="replay" if replay else "live")
     chosen = pick_entry(session.target.entries(), entry, default_entry)
     items = list(samples)
@@ -63,7 +65,8 @@ def fill_from_target(samples: Sequence[Sample], spec: str | Path, *, entry: str 
     contexts = [list(s.reference_contexts or []) for s in items] if chosen == "generate" \
         else None
     filled = session.call(items, chosen, k=k, contexts=contexts,
-                          known=known_ids(items) if scores_ids else None)
+                          known=known_ids(items, chunk_metrics=chunk_metrics)
+                          if scores_ids else None)
     return Filled(filled, session, chosen, len(items))
 
 

@@ -22,7 +22,7 @@ from ragmeter.results.records import EvalResult
 from ragmeter.targets.base import KINDS, Target, TargetReply, TargetRequest
 from ragmeter.targets.calls import TargetCaller, make_caller
 from ragmeter.targets.config import TargetConfig, load_target
-from ragmeter.targets.conformance import Conformance
+from ragmeter.targets.conformance import Conformance, KnownIds
 from ragmeter.targets.fill import apply_replies, build_requests
 from ragmeter.targets.latency import latency_result
 from ragmeter.targets.recorded import ReplyStore
@@ -154,7 +154,7 @@ class TargetSession:
 
     def call(self, samples: Sequence[Sample], entry: str, *, k: int | None = None,
              contexts: Sequence[Sequence[str]] | None = None, final: bool = True,
-             known: set[str] | None = None, ahead: Sequence[Sample] = ()) -> list[Sample]:
+             known: KnownIds | None = None, ahead: Sequence[Sample] = ()) -> list[Sample]:
         """Ask the target about every sample through ``entry``; the samples filled.
 
         The turns of one conversation (samples sharing ``metadata["session_id"]``) are sent

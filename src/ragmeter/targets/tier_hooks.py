@@ -22,7 +22,7 @@ from typing import Any
 from ragmeter.cost.pricing import Price, UsageEstimate, estimate_usage
 from ragmeter.data.sample import Sample
 from ragmeter.results.records import EvalResult
-from ragmeter.targets.conformance import known_ids
+from ragmeter.targets.conformance import KnownIds, known_ids
 from ragmeter.targets.fill import mark_unscored
 from ragmeter.targets.latency import latency_result
 from ragmeter.targets.session import TargetSession
@@ -142,24 +142,30 @@ def _next(ctx: Any, samples: Sequence[Sample]) -> list[Sample]:
     return [] if pos is None else list(every[pos + 1:pos + 1 + AHEAD_BATCHES * len(samples)])
 
 
-def _known(ctx: Any, samples: Sequence[Sample]) -> set[str]:
+def _known(ctx: Any, samples: Sequence[Sample], chunk_metrics: Sequence[str]) -> KnownIds:
     """The ids a returned id may meet: the tier's gold ids and the configured corpus'."""
-    extra: list[str] = []
+    chunks: list[str] = []
+    docs: list[str] = []
     if getattr(ctx.config, "corpus", None) is not None:
         for c in ctx.chunks():
-            extra += [c.chunk_id, c.doc_id]
-    return known_ids(getattr(ctx, "all_samples", None) or samples, extra)
+            chunks.append(c.chunk_id)
+            docs.append(c.doc_id)
+    return known_ids(getattr(ctx, "all_samples", None) or samples, chunks, docs,
+                     chunk_metrics=chunk_metrics)
 
 
 def run_targets(ctx: Any, samples: list[Sample], entry: str, score: Score, *,
                 k: int | None = None, contexts: Sequence[Sequence[str]] | None = None,
-                scores_ids: bool = False) -> list[EvalResult]:
+                scores_ids: bool = False,
+                chunk_metrics: Sequence[str] = ()) -> list[EvalResult]:
     """Ask every configured target through ``entry`` and score each (see the module doc);
     targets without that entry are skipped (an empty list: none has it). ``scores_ids``:
     the returned ids are scored (Tier 1), so an id rule that maps none of them onto a known
-    id fails the tier (:mod:`ragmeter.targets.conformance`)."""
+    id fails the tier (:mod:`ragmeter.targets.conformance`), and so do document ids scored
+    by ``chunk_metrics`` (the tier's metrics scored at chunk level)."""
     out: list[EvalResult] = []
-    known = _known(ctx, samples) if scores_ids and _PLANNED.get() is None else None
+    known = (_known(ctx, samples, chunk_metrics) if scores_ids and _PLANNED.get() is None
+             else None)
     for name, session in target_sessions(ctx).items():
         entries = session.target.entries()
         use = entry if entry in entries else ("answer" if entry == "retrieve" and

@@ -35,19 +35,30 @@ class RetrievalOptions(TierOptions):
     doc_id_pattern: str | None = None
 
 
-def default_tier_metrics(ks: Sequence[int]) -> list[str]:
-    """The retrieval tier's metrics when the config lists none."""
+def default_tier_metrics(ks: Sequence[int], *, documents: bool = False) -> list[str]:
+    """The retrieval tier's metrics when the config lists none; ``documents``: the ranked ids
+    are documents (every target declares ``ids.from: doc_ids``), so all of them are scored at
+    document level."""
+    if documents:
+        return [*(f"{m}@{k}(level=doc)" for k in ks for m in ("hit_rate", "recall", "ndcg")),
+                "mrr(level=doc)"]
     out = []
     for k in ks:
         out += [f"hit_rate@{k}", f"hit_rate@{k}(level=doc)", f"recall@{k}", f"ndcg@{k}"]
     return [*out, "mrr"]
 
 
+def _targets_rank_documents(ctx: TierContext) -> bool:
+    targets = getattr(ctx.config, "targets", None) or ()
+    return bool(targets) and all(t.ids_from == "doc_ids" for t in targets)
+
+
 def run_retrieval(ctx: TierContext, samples: list[Sample],
                   options: RetrievalOptions) -> list[EvalResult]:
     """Retrieve with each of the tier's retrievers and evaluate (one result per retriever);
     without retrievers, evaluate the ``retrieved_ids`` already in the dataset."""
-    metrics = list(ctx.tier.metrics) or default_tier_metrics(ctx.k)
+    metrics = list(ctx.tier.metrics) or default_tier_metrics(
+        ctx.k, documents=_targets_rank_documents(ctx))
 
     def evaluate(data: list[Sample], name: str,
                  extra: Mapping[str, Any] | None = None) -> EvalResult:
@@ -57,9 +68,12 @@ def run_retrieval(ctx: TierContext, samples: list[Sample],
                                   dataset_hash=ctx.dataset_hash, extra_signature=extra,
                                   doc_id_pattern=options.doc_id_pattern)
 
+    from ragmeter.targets.conformance import chunk_level_metrics
     from ragmeter.targets.tier_hooks import run_targets  # the user's own system, if any
 
-    if got := run_targets(ctx, samples, "retrieve", evaluate, k=max(ctx.k), scores_ids=True):
+    if got := run_targets(ctx, samples, "retrieve", evaluate, k=max(ctx.k), scores_ids=True,
+                          chunk_metrics=chunk_level_metrics(
+                              metrics, getattr(ctx, "all_samples", None) or samples)):
         return got
     if ctx.config.retrievers:
         from ragmeter.retrieval.run import retrieve_samples

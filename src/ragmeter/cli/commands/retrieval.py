@@ -313,6 +313,7 @@ def _with_target(target: str | None, replay: bool, path: Path | None, run: Path 
     """``--target``: the target ranks the samples' questions, then they are scored."""
     from ragmeter.data.evalset import check_evalset_sample
     from ragmeter.data.loaders import load_samples
+    from ragmeter.targets.conformance import chunk_level_metrics
     from ragmeter.targets.oneshot import fill_from_target
 
     if target is None:
@@ -324,7 +325,8 @@ def _with_target(target: str | None, replay: bool, path: Path | None, run: Path 
     loaded = load_samples(path, format="auto" if strict else fmt, column_map=cmap,
                           validate=check_evalset_sample if strict else None)
     filled = fill_from_target(loaded.samples, target, entry=None, default_entry="retrieve",
-                              k=max(ks) if ks else 10, replay=replay, scores_ids=True)
+                              k=max(ks) if ks else 10, replay=replay, scores_ids=True,
+                              chunk_metrics=chunk_level_metrics(metric_list, loaded.samples))
     result = evaluate_retrieval(filled.samples, metrics=metric_list, name=name or
                                 (filled.session.name if filled.session else "target"), **kw)
     return result, filled
