@@ -232,6 +232,8 @@ class BatchSession:
         #: (judge member, token budget, temperature, seed) -> (the member; the JSON text of
         #: its chat body with the messages and schema stand-ins)
         self._bodies: dict[tuple[int, Any], tuple[Any, str]] = {}
+        #: id(engine judge) -> (the judge; the session its requests' first turns are made in)
+        self._sessions: dict[int, tuple[Any, Session]] = {}
 
     # -- opening ------------------------------------------------------------------------------
     def open(self) -> None:
@@ -330,10 +332,17 @@ class BatchSession:
     def _write(self, engine: Any, st: _JudgeState, req: JudgeRequest, dig: RequestDigest,
                messages_json: str) -> None:
         key = dig.key
-        turns = self.turns.get(key, [])
-        ex, _rec, fits = conversation(engine, req, dig, turns)
-        if not fits:
-            self.turns.pop(key, None)
+        turns = self.turns.get(key)
+        if turns:
+            ex, _rec, fits = conversation(engine, req, dig, turns)
+            if not fits:
+                self.turns.pop(key, None)
+        else:   # a first turn: what the exchange sends, with the session its judge has now
+            sess = self._sessions.get(id(engine))
+            if sess is None or sess[0] is not engine:
+                sess = self._sessions[id(engine)] = (
+                    engine, Session(engine._schema_ok, Counter()))
+            ex = engine.exchange(req, dig, sess[1])
         payload = ex.payload()
         messages, schema = payload["messages"], payload["schema"]
         parts: dict[str, str] = {}
