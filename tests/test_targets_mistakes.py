@@ -150,6 +150,26 @@ def test_document_ids_scored_by_chunk_level_metrics_fail_the_run(
     assert code == 0, err
 
 
+def test_evaluate_scores_a_document_ranking_target_at_document_level(
+        service: ExampleService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ragmeter
+    from ragmeter.targets.conformance import TargetMappingError
+
+    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
+    rows = [json.loads(line) for line in
+            (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    target = {"kind": "http", "url": service.url + "/answer",
+              "ids": {"from": "doc_ids", "map": {r["url"]: r["doc_id"] for r in rows}}}
+    res = ragmeter.evaluate(EVALSET, target=target, store=tmp_path / "replies", latency=False)
+    ranking = [n for n in res.results if n.split("@")[0].split("(")[0] in
+               ("hit_rate", "recall", "precision", "ndcg", "mrr", "map")]
+    assert ranking and all(n.endswith("(level=doc)") for n in ranking), ranking
+    assert res.results["hit_rate@5(level=doc)"].aggregate.mean > 0.5
+    with pytest.raises(TargetMappingError, match="are documents"):
+        ragmeter.evaluate(EVALSET, target=target, metrics=["hit_rate@5"],
+                          store=tmp_path / "replies2", latency=False)
+
+
 def test_star_path_whose_field_no_item_has_fails_the_run(
         service: ExampleService, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -268,7 +268,7 @@ class Conformance:
         shown = ", ".join(f"{a!r} -> {b!r}" if a != b else repr(a) for a, b in ids.doc_examples)
         metrics = ", ".join(ids.chunk_metrics[:6]) + (" …" if len(ids.chunk_metrics) > 6
                                                        else "")
-        docs = ", ".join(_doc_level(m) for m in ids.chunk_metrics[:3])
+        docs = ", ".join(doc_level(m) for m in ids.chunk_metrics[:3])
         return (f"the ids the target returns (from {self.config.ids_from}, rule "
                 f"{self.config.ids.describe()}) are documents: in {ids.documents} of the "
                 f"{ids.seen} replies of this run ({entry}) they name gold or corpus documents "
@@ -279,7 +279,7 @@ class Conformance:
                 "target.ids.from: context_ids)")
 
 
-def _doc_level(metric: str) -> str:
+def doc_level(metric: str) -> str:
     """``metric`` asked at document level (its other parameters kept)."""
     from ragmeter.metrics.registry import make_metric, parse_metric
 
@@ -288,4 +288,4 @@ def _doc_level(metric: str) -> str:
 
 
 __all__ = ["CONCLUSIVE", "Conformance", "KnownIds", "TargetMappingError", "chunk_level_metrics",
-           "doc_part", "known_ids"]
+           "doc_level", "doc_part", "known_ids"]

@@ -23,7 +23,7 @@ from ragmeter.data.sample import Sample
 from ragmeter.errors import ConfigError
 from ragmeter.metrics.registry import parse_metric
 from ragmeter.results.records import EvalResult
-from ragmeter.targets.conformance import chunk_level_metrics, known_ids
+from ragmeter.targets.conformance import chunk_level_metrics, doc_level, known_ids
 from ragmeter.targets.fill import mark_unscored
 from ragmeter.targets.session import TargetSession
 
@@ -63,7 +63,8 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
     ``evalset``: a samples / evalset file, or loaded samples (or dicts). ``target``: any
     callable (``fn(question) -> answer or dict``), ``module:function``, a target config
     mapping or file, or a :class:`TargetSession`. ``metrics``: retrieval and answer metrics
-    in one list (default: the retrieval defaults when the samples have gold ids, plus the
+    in one list (default: the retrieval defaults when the samples have gold ids — at document
+    level when the target declares ``ids.from: doc_ids`` — plus the
     answer metrics that need no judge — and the judged ones with ``judge``). ``k``: how many
     contexts to ask for (sent as ``{k}``). ``mode``: live, replay or resume.
     """
@@ -77,6 +78,9 @@ def evaluate(evalset: Any, target: Any, metrics: Sequence[str] | None = None, *,
         target, mode=mode, store=store, record=record, base_dir=base_dir)
     entry = "answer" if "answer" in session.target.entries() else "retrieve"
     ret_metrics, gen_metrics = _split(metrics)
+    if ret_metrics is None and session.config.ids_from == "doc_ids":
+        # the target ranks documents: the default retrieval metrics at document level
+        ret_metrics = [doc_level(m) for m in DEFAULT_METRICS]
     scores_ids = any(s.gold_chunk_ids or s.gold_doc_ids for s in samples) and (
         ret_metrics is None or bool(ret_metrics))
     known = known_ids(samples, chunk_metrics=chunk_level_metrics(
