@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ragmeter.judges import JudgeRequest, ScriptedJudge
 from ragmeter.judges.prompts import (
@@ -11,6 +15,7 @@ from ragmeter.judges.prompts import (
     fence,
     fence_many,
     get_prompt,
+    neutralise,
     register_prompt,
 )
 
@@ -123,3 +128,22 @@ def test_unscored_helper() -> None:
     assert JudgeReply.unscored("missing_field:answer").reason == "missing_field:answer"
     with pytest.raises(ValueError, match="unknown unscored reason"):
         JudgeReply.unscored("zero")
+
+
+_CLEANED = "\u200b\u200c\u200d\u2060\ufeff\u00ad\uff1c\uff1e\u2039\u203a\u02c2\u02c3\u3008\u3009"
+
+
+@given(st.text(alphabet=st.sampled_from(list(_CLEANED + "ab <x>/ абв\n")) | st.characters(),
+               max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_neutralise_equals_translating_every_character(text: str) -> None:
+    # the search that skips the translation of a clean text changes nothing
+    table = {ord(c): None for c in _CLEANED[:6]}
+    table.update(str.maketrans(dict(zip(_CLEANED[6:], "<><><><>", strict=True))))
+    assert neutralise(text) == neutralise_reference(text.translate(table))
+
+
+def neutralise_reference(cleaned: str) -> str:
+    """Tag-like markers of an already cleaned text, turned into ‹x›."""
+    return re.sub(r"<\s*(/?)\s*([A-Za-z_][\w\-.:]*)([^<>]{0,200}?)(/?)\s*>",
+                  lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}{m.group(4)}›", cleaned)

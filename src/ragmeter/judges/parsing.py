@@ -43,9 +43,14 @@ def extract_json(text: str) -> Any:
     """
     if text is None:
         raise JSONExtractError("empty reply")
-    s = _THINK.sub("", text).strip()
+    s = (_THINK.sub("", text) if "<" in text else text).strip()
     if not s:
         raise JSONExtractError("empty reply")
+    if s[0] in "{[":   # most replies are one bare JSON value: the first candidate, tried first
+        try:
+            return json.loads(s)
+        except ValueError:
+            pass
     candidates: list[str] = [s]
     candidates += [m.group(1).strip() for m in _FENCE.finditer(s)]
     for cand in candidates:
@@ -287,31 +292,48 @@ def compile_ok(schema: Any) -> Callable[[Any], bool]:
     lo_a, hi_a, items = schema.get("minItems"), schema.get("maxItems"), schema.get("items")
     item_ok = compile_ok(items) if isinstance(items, dict) else None
 
+    one = names[0] if names is not None and len(names) == 1 else None
+    numeric = lo_n is not None or hi_n is not None
+    sized = lo_s is not None or hi_s is not None
+
+    # plain loops, not any()/all() over generators: this runs for every value of every reply
     def ok(value: Any) -> bool:
-        if names is not None and not (isinstance(value, types) if simple
-                                      else any(_is_type(value, n) for n in names)):
-            return False
+        if names is not None:
+            if simple:
+                if not isinstance(value, types):
+                    return False
+            elif one is not None:
+                if not _is_type(value, one):
+                    return False
+            elif not any(_is_type(value, n) for n in names):
+                return False
         if enum is not None and value not in enum:
             return False
         if const is not _ABSENT and value != const:
             return False
-        if (isinstance(value, (int, float)) and not isinstance(value, bool)
+        if (numeric and isinstance(value, (int, float)) and not isinstance(value, bool)
                 and _outside(value, lo_n, hi_n)):
             return False
-        if isinstance(value, str) and _outside(len(value), lo_s, hi_s):
+        if sized and isinstance(value, str) and _outside(len(value), lo_s, hi_s):
             return False
         if isinstance(value, dict):
-            if any(key not in value for key in required):
-                return False
-            if any(key in value and not sub(value[key]) for key, sub in subs):
-                return False
-            if closed and any(key not in props for key in value):
-                return False
-        if isinstance(value, list):
+            for key in required:
+                if key not in value:
+                    return False
+            for key, sub in subs:
+                if key in value and not sub(value[key]):
+                    return False
+            if closed:
+                for key in value:
+                    if key not in props:
+                        return False
+        elif isinstance(value, list):
             if _outside(len(value), lo_a, hi_a):
                 return False
-            if item_ok is not None and not all(item_ok(item) for item in value):
-                return False
+            if item_ok is not None:
+                for item in value:
+                    if not item_ok(item):
+                        return False
         return True
 
     return ok

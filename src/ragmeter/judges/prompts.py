@@ -26,11 +26,16 @@ _TAG_NAME = re.compile(r"[a-z][a-z0-9_]*")
 
 
 _CLEAN = {**_ZERO_WIDTH, **_BRACKETS}   # one pass: no character is in both
+#: any character :data:`_CLEAN` changes (most texts have none: the search is far cheaper than
+#: translating every character)
+_TO_CLEAN = re.compile("[" + re.escape("".join(map(chr, _CLEAN))) + "]")
 
 
 def neutralise(text: str) -> str:
     """Strip zero-width characters and turn every tag-like ``<x>``/``</x>`` into ``‹x›``."""
-    s = str(text).translate(_CLEAN)
+    s = str(text)
+    if _TO_CLEAN.search(s) is not None:
+        s = s.translate(_CLEAN)
     if "<" not in s:
         return s
     return _TAGLIKE.sub(lambda m: f"‹{m.group(1)}{m.group(2)}{m.group(3)}{m.group(4)}›", s)

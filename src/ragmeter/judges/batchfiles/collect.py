@@ -38,7 +38,7 @@ from ragmeter.judges.batchfiles.manifest import (
     save_turns,
     write_json,
 )
-from ragmeter.judges.batchfiles.rounds import SHOWN, conversation, describe
+from ragmeter.judges.batchfiles.rounds import SHOWN, conversation, describe, judge_session
 from ragmeter.judges.cache import RequestDigest, digest
 
 #: replies stored in the judge cache per transaction
@@ -181,11 +181,12 @@ def read_folder(folder: Path, settled: dict[str, list[int]] | None = None) -> _R
 
 
 def reply_of(engine: Any, request: JudgeRequest, dig: RequestDigest, lines: list[ResultLine],
-             turns: list[Any]) -> tuple[JudgeReply | None, list[Any]]:
+             turns: list[Any], session: Any = None) -> tuple[JudgeReply | None, list[Any]]:
     """The reply the online engine makes of a request's result lines, and the turns kept
     (reply None: it needs another turn). Answers that are not kept turns continue the
-    conversation in the order read; without one, a failure line is the reply."""
-    ex, rec, fits = conversation(engine, request, dig, turns)
+    conversation in the order read; without one, a failure line is the reply. ``session``:
+    the one the judge's exchanges share (default: a new one)."""
+    ex, rec, fits = conversation(engine, request, dig, turns, session)
     kept = list(turns) if fits else []
     fresh = [r for r in lines if r.completion is None or r.completion not in kept]
     answers = [r.completion for r in fresh if r.completion is not None]
@@ -258,6 +259,7 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
         warnings.append(f"judge {name!r} of the batch folder is not among this command's "
                         "judges (or differs from it): its results were not collected")
     schema_json: dict[str, str] = {}
+    sessions: dict[str, Any] = {}   # judge name -> the session its exchanges share
     matched: set[str] = set()
     already: set[str] = set()
     failed: dict[str, str] = {}
@@ -283,7 +285,11 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
         sj = schema_json.get(rec["sh"])
         if sj is None:
             sj = schema_json[rec["sh"]] = digest(req, **eng.key_settings()).schema_json
-        rep, kept = reply_of(eng, req, RequestDigest(key, "", sj), lines, turns.get(key, []))
+        sess = sessions.get(rec["j"])
+        if sess is None:
+            sess = sessions[rec["j"]] = judge_session(eng)
+        rep, kept = reply_of(eng, req, RequestDigest(key, "", sj), lines, turns.get(key, []),
+                             sess)
         if rep is None:
             turns[key] = kept
             another.add(key)

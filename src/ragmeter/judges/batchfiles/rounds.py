@@ -75,13 +75,20 @@ def schema_ref(schema_json: str) -> str:
     return hashlib.sha256(schema_json.encode("utf-8")).hexdigest()[:16]
 
 
+def judge_session(engine: Any) -> Session:
+    """A session for the exchanges of ``engine``'s requests (as online: one per batch)."""
+    return Session(engine._schema_ok, Counter())
+
+
 def conversation(engine: Any, request: JudgeRequest, dig: RequestDigest,
-                 turns: Sequence[Any]) -> tuple[Any, Any, bool]:
+                 turns: Sequence[Any], session: Session | None = None
+                 ) -> tuple[Any, Any, bool]:
     """The online exchange of ``request`` with the kept ``turns`` replayed: ``(exchange,
     call record, fits)``; ``fits`` is False (and a fresh exchange returned) when a kept turn
-    would have ended the conversation, so the turns no longer belong to this request."""
+    would have ended the conversation, so the turns no longer belong to this request.
+    ``session``: the one its judge's exchanges share (default: a new one)."""
     def fresh() -> tuple[Any, Any]:
-        return (engine.exchange(request, dig, Session(engine._schema_ok, Counter())),
+        return (engine.exchange(request, dig, session or judge_session(engine)),
                 CallRecord())
 
     ex, rec = fresh()
@@ -340,8 +347,7 @@ class BatchSession:
         else:   # a first turn: what the exchange sends, with the session its judge has now
             sess = self._sessions.get(id(engine))
             if sess is None or sess[0] is not engine:
-                sess = self._sessions[id(engine)] = (
-                    engine, Session(engine._schema_ok, Counter()))
+                sess = self._sessions[id(engine)] = (engine, judge_session(engine))
             ex = engine.exchange(req, dig, sess[1])
         payload = ex.payload()
         messages, schema = payload["messages"], payload["schema"]
@@ -487,5 +493,5 @@ def check_folder(folder: Path) -> None:
 
 
 __all__ = ["MODES", "PENDING", "BatchJudge", "BatchSession", "WriteReport", "batch_scope",
-           "batched", "check_folder", "conversation", "current", "describe", "schema_ref",
-           "writing"]
+           "batched", "check_folder", "conversation", "current", "describe", "judge_session",
+           "schema_ref", "writing"]

@@ -127,9 +127,9 @@ def register_call(call: Call, *questions: Question) -> Call:
     return call
 
 
-#: (prompt version, language, the schema's repr) -> (titled schema, system prompt): requests
-#: of one shape share them (read-only), so the schema is serialised once per shape
-_MADE: dict[tuple[str, str, str], tuple[dict[str, Any], str]] = {}
+#: (prompt version, language, the schema's repr or shape) -> (titled schema, system prompt):
+#: requests of one shape share them (read-only), so the schema is serialised once per shape
+_MADE: dict[tuple[str, str, Any], tuple[dict[str, Any], str]] = {}
 _MADE_MAX = 4096
 
 
@@ -145,11 +145,12 @@ def _judges() -> Any:
 
 
 def make_request(version: str, lang: str, user: str, schema: dict[str, Any], sample_id: str,
-                 kind: str) -> JudgeRequest:
+                 kind: str, shape: tuple[Any, ...] | None = None) -> JudgeRequest:
     """A judge request: system prompt with the schema instruction, the user text, the schema
     titled with the prompt version; ``kind`` is the call kind (the planner adds the metrics
-    the call is asked for)."""
-    key = (version, lang, repr(schema))
+    the call is asked for). ``shape``: what ``schema`` was made from, when that alone decides
+    it (spares writing the schema out to find its shape's titled copy)."""
+    key = (version, lang, repr(schema) if shape is None else shape)
     made = _MADE.get(key)
     if made is None:  # one titled schema object and system prompt per shape
         if len(_MADE) >= _MADE_MAX:

@@ -29,6 +29,7 @@ replays and scripted judges can tell the calls apart. A prompt change is a new v
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -200,15 +201,8 @@ def contexts_request(sample_id: str, lang: str, *, binary: bool, question: str,
                      contexts: Sequence[str], reference: str | None,
                      relevance: bool, useful: bool) -> JudgeRequest:
     """``gen.contexts/v1``: relevance 0/1/2 (binary variant: yes/no) and usefulness per context."""
-    item: dict[str, Any] = {"id": {"type": "integer"}}
-    if relevance:
-        item["relevant" if binary else "relevance"] = YES_NO if binary else GRADE
-    if useful:
-        item["useful"] = YES_NO
-    schema = {"type": "object", "properties": {"contexts": {
-        "type": "array", "minItems": len(contexts), "maxItems": len(contexts),
-        "items": {"type": "object", "properties": item, "required": list(item)}}},
-        "required": ["contexts"]}
+    shape = ("contexts", binary, relevance, useful, len(contexts))
+    schema = _contexts_schema(*shape[1:])
     parts = [fence(question, "question"), fence_many(contexts, "context")]
     if useful and reference is not None:
         parts.append(fence(reference, "reference"))
@@ -217,22 +211,30 @@ def contexts_request(sample_id: str, lang: str, *, binary: bool, question: str,
         user = ("For each retrieved context answer yes or no."
                 + (_REL_BINARY if relevance else "") + (_USEFUL_BINARY if useful else "")
                 + "\n\n" + body)
-        return make_request(CONTEXTS_BINARY, "en", user, schema, sample_id, "contexts")
+        return make_request(CONTEXTS_BINARY, "en", user, schema, sample_id, "contexts", shape)
     user = _TEXT[CONTEXTS][lang].format(useful=_USEFUL[lang] if useful else "", body=body)
-    return make_request(CONTEXTS, lang, user, schema, sample_id, "contexts")
+    return make_request(CONTEXTS, lang, user, schema, sample_id, "contexts", shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _contexts_schema(binary: bool, relevance: bool, useful: bool, n: int) -> dict[str, Any]:
+    """The reply schema of a contexts call (one object per shape: read-only)."""
+    item: dict[str, Any] = {"id": {"type": "integer"}}
+    if relevance:
+        item["relevant" if binary else "relevance"] = YES_NO if binary else GRADE
+    if useful:
+        item["useful"] = YES_NO
+    return {"type": "object", "properties": {"contexts": {
+        "type": "array", "minItems": n, "maxItems": n,
+        "items": {"type": "object", "properties": item, "required": list(item)}}},
+        "required": ["contexts"]}
 
 
 def answer_request(sample_id: str, lang: str, *, binary: bool, question: str, answer: str,
                    reference: str | None, relevance: bool, e2e: bool) -> JudgeRequest:
     """``gen.answer/v1``: answer relevance 0/1/2 and E2E usefulness 0/1/2 (binary: yes/no)."""
-    props: dict[str, Any] = {}
-    if relevance:
-        props["answers_question" if binary else "answer_relevance"] = YES_NO if binary else GRADE
-    if e2e:
-        props["matches_reference" if binary else "e2e"] = YES_NO if binary else GRADE
-    props["reason"] = {"type": "string"}
-    schema = {"type": "object", "properties": props,
-              "required": [k for k in props if k != "reason"]}
+    shape = ("answer", binary, relevance, e2e)
+    schema = _answer_schema(*shape[1:])
     parts = [fence(question, "question"), fence(answer, "answer")]
     if e2e and reference is not None:
         parts.append(fence(reference, "reference"))
@@ -240,12 +242,25 @@ def answer_request(sample_id: str, lang: str, *, binary: bool, question: str, an
     if binary:
         user = ("Answer yes or no." + (_AR_BINARY if relevance else "")
                 + (_E2E_BINARY if e2e else "") + "\n\n" + body)
-        return make_request(ANSWER_BINARY, "en", user, schema, sample_id, "answer")
+        return make_request(ANSWER_BINARY, "en", user, schema, sample_id, "answer", shape)
     if relevance:
         user = _TEXT[ANSWER][lang].format(e2e=_E2E[lang] if e2e else "", body=body)
     else:
         user = ("Оцени ответ." if lang == "ru" else "Rate the answer.") + _E2E[lang] + "\n\n" + body
-    return make_request(ANSWER, lang, user, schema, sample_id, "answer")
+    return make_request(ANSWER, lang, user, schema, sample_id, "answer", shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _answer_schema(binary: bool, relevance: bool, e2e: bool) -> dict[str, Any]:
+    """The reply schema of an answer call (one object per shape: read-only)."""
+    props: dict[str, Any] = {}
+    if relevance:
+        props["answers_question" if binary else "answer_relevance"] = YES_NO if binary else GRADE
+    if e2e:
+        props["matches_reference" if binary else "e2e"] = YES_NO if binary else GRADE
+    props["reason"] = {"type": "string"}
+    return {"type": "object", "properties": props,
+            "required": [k for k in props if k != "reason"]}
 
 
 _DIRECT: dict[str, dict[str, str]] = {
