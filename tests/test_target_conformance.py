@@ -51,6 +51,7 @@ def test_documents_scored_as_chunks_are_a_mapping_mistake() -> None:
     assert "hit_rate@5 score chunks" in text and "hit_rate@5(level=doc)" in text
     _check(docs, ["hit_rate@5(level=doc)", "mrr(level=doc)"])        # scored as documents
     _check(docs, ["hit_rate@5"], chunks=False)                        # no chunk gold: auto=doc
+    _check(docs, ["hit_rate@5(level=chunk)"], chunks=False)   # no chunk known: unscored, not 0
 
 
 def test_chunks_that_miss_and_single_chunk_documents_are_not_documents() -> None:

@@ -55,6 +55,7 @@ class _IdStats:
     doc_examples: list[tuple[str, str]] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
     chunk_metrics: tuple[str, ...] = ()
+    chunk_gold: bool = False   # some chunk id is known (gold chunks, the corpus' chunks)
 
 
 def doc_part(item_id: str) -> str:
@@ -198,6 +199,7 @@ class Conformance:
         if not st.known:
             st.known = sorted(known.chunks | known.docs)[:3]
         st.chunk_metrics = known.chunk_metrics
+        st.chunk_gold = bool(known.chunks)
         rule = self.config.ids
         for s, rep in zip(samples, replies, strict=True):
             if not rep.ok or not (s.gold_chunk_ids or s.gold_doc_ids):
@@ -252,8 +254,8 @@ class Conformance:
                     "or doc_ids), 'rule' (last_segment, regex with the id as the pattern's "
                     "first group, or a map table {returned: gold id}); when the returned ids "
                     "are documents, score with level=doc metrics (hit_rate@5(level=doc))")
-            elif (ids.seen and ids.chunk_metrics and not ids.chunks and ids.documents
-                  and (final or ids.seen >= CONCLUSIVE)):
+            elif (ids.seen and ids.chunk_metrics and ids.chunk_gold and not ids.chunks
+                  and ids.documents and (final or ids.seen >= CONCLUSIVE)):
                 problems.append(self._documents_problem(entry, ids))
         if problems:
             raise TargetMappingError(
@@ -272,11 +274,12 @@ class Conformance:
         return (f"the ids the target returns (from {self.config.ids_from}, rule "
                 f"{self.config.ids.describe()}) are documents: in {ids.documents} of the "
                 f"{ids.seen} replies of this run ({entry}) they name gold or corpus documents "
-                f"(e.g. {shown}) and in none a chunk, while {metrics} score chunks (the "
-                "evalset has gold_chunk_ids), so they would be 0 for every question. Score "
-                f"documents ({docs}: a returned document is a hit when it is a gold chunk's "
-                "document), or map the target's chunk ids (target.response.context_ids, "
-                "target.ids.from: context_ids)")
+                f"(e.g. {shown}) and in none a chunk, while {metrics} score chunks (level=chunk, "
+                "or no level with gold_chunk_ids in the data), so they would be 0 for every "
+                "question. Score "
+                f"documents ({docs}, or --level doc on the command line: a returned document "
+                "is a hit when it is a gold chunk's document), or map the target's chunk ids "
+                "(target.response.context_ids, target.ids.from: context_ids)")
 
 
 def doc_level(metric: str) -> str:
