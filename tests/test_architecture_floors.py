@@ -32,7 +32,7 @@ ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
 FLOORS: dict[str, tuple[int, int]] = {
     "errors": (0, 0), "_version": (0, 0),
     "secrets": (0, 1), "text": (0, 1), "stats": (0, 1), "registry": (0, 1), "journal": (0, 1),
-    "seeds": (0, 1), "paths": (0, 1), "controls": (0, 1), "schema": (0, 1),
+    "seeds": (0, 1), "paths": (0, 1), "controls": (0, 1), "schema": (0, 1), "bulk": (0, 1),
     "serving": (0, 1),
     "calls": (0, 2),
     "data": (1, 0), "results": (1, 0), "metrics": (1, 1),

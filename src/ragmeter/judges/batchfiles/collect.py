@@ -244,15 +244,7 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
         have = manifest.judges.get(eng.name)
         if have is None or have.key_fields() == JudgeIdentity.of(eng).key_fields():
             usable.setdefault(eng.name, eng)
-    # requests already answered (an earlier collect), per judge
-    stored_before: set[str] = set()
-    by_judge: dict[str, list[str]] = defaultdict(list)
-    for key in index:
-        by_judge[index[key]["j"]].append(key)
-    for name, keys in by_judge.items():
-        eng = usable.get(name)
-        if eng is not None:
-            stored_before.update(eng.cache.get_many(keys))
+    stored_before = _answered_before(index, usable)
     unconfigured = sorted({index[k]["j"] for k in got.results if k in index
                            and index[k]["j"] not in usable})
     for name in unconfigured:
@@ -309,6 +301,19 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
         _store(usable[name], items)
     return _report(folder, manifest, index, got, matched, already, failed, another, turns,
                    warnings, stored_before)
+
+
+def _answered_before(index: dict[str, dict[str, Any]], usable: dict[str, Any]) -> set[str]:
+    """The index's requests already in their judge's cache (an earlier collect)."""
+    out: set[str] = set()
+    by_judge: dict[str, list[str]] = defaultdict(list)
+    for key in index:
+        by_judge[index[key]["j"]].append(key)
+    for name, keys in by_judge.items():
+        eng = usable.get(name)
+        if eng is not None:
+            out.update(eng.cache.get_many(keys))
+    return out
 
 
 def _adapt(engine: Any, manifest: Manifest, lines: list[ResultLine]) -> None:
