@@ -61,9 +61,16 @@ def _finished_batches(progress: Path) -> int:
                if '"type": "batch"' in line)
 
 
+def _ctrl_c_default() -> None:
+    """The child takes Ctrl-C as a user's terminal gives it, even when the test session was
+    started in the background of a shell without job control (SIGINT ignored, inherited)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_and_interrupt(cfg: Path, run_id: str, log: Path, sig: int) -> subprocess.Popen:
     proc = subprocess.Popen(_cmd(str(cfg), "--run-id", run_id), env=_env(log, 0.06),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ctrl_c_default)
     progress = cfg.parent / "runs" / run_id / "progress.jsonl"
     deadline = time.time() + 90
     while _finished_batches(progress) < 3:

@@ -258,7 +258,10 @@ def test_an_interrupted_run_leaves_no_command_running(tmp_path: Path) -> None:
                           metrics=["rouge_l"], record=False)
     """)
     proc = subprocess.Popen([sys.executable, str(script)], env=ENV, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            # Ctrl-C as a terminal gives it, even from a session started in
+                            # the background of a shell without job control (SIGINT ignored)
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not _running(f"sleep {marker}") and time.monotonic() < deadline:
         time.sleep(0.1)
