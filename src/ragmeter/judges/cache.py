@@ -234,6 +234,18 @@ class JudgeCache:
                 found[key] = reply_from_json(json.loads(text), cached=True)
         return found
 
+    def has_many(self, keys: Iterable[str]) -> set[str]:
+        """The ``keys`` that have a stored reply (the replies are not read)."""
+        keys = list(dict.fromkeys(keys))
+        found: set[str] = set()
+        conn = self._conn()
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(key for (key,) in conn.execute(
+                f"SELECT key FROM {TABLE} WHERE key IN ({marks})", chunk))
+        return found
+
     def put_many(self, items: Iterable[tuple[str, JudgeReply]], *, namespace: str = "default",
                  endpoint: str = "") -> int:
         """Store the scored replies of ``items`` in one transaction; returns how many."""

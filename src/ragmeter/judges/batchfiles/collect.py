@@ -312,7 +312,7 @@ def _answered_before(index: dict[str, dict[str, Any]], usable: dict[str, Any]) -
     for name, keys in by_judge.items():
         eng = usable.get(name)
         if eng is not None:
-            out.update(eng.cache.get_many(keys))
+            out.update(eng.cache.has_many(keys))
     return out
 
 

@@ -127,6 +127,10 @@ class Manifest:
     #: 400 details a judge's client adapted to (``max_completion_tokens``, no ``seed``), by
     #: judge: applied before the next round is written, as the online client adapts
     adaptations: dict[str, list[str]] = field(default_factory=dict)
+    #: a plan's key (:meth:`~.rounds.BatchSession.plan_key`: what its requests are made
+    #: from) -> the requests it made per call kind, answered or written; a later round whose
+    #: plan has the same key need not make again the calls all answered by then
+    plans: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": FORMAT, "created_at": self.created_at, "command": self.command,
@@ -134,7 +138,8 @@ class Manifest:
                 "judges": {n: asdict(j) for n, j in self.judges.items()},
                 "prompt_versions": self.prompt_versions,
                 "rounds": [r.to_dict() for r in self.rounds], "collects": self.collects,
-                "settled": self.settled, "adaptations": self.adaptations}
+                "settled": self.settled, "adaptations": self.adaptations,
+                "plans": self.plans}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Manifest:
@@ -144,7 +149,9 @@ class Manifest:
                    list(d.get("prompt_versions") or []),
                    [Round.from_dict(r) for r in d.get("rounds") or []],
                    list(d.get("collects") or []), dict(d.get("settled") or {}),
-                   {n: list(v) for n, v in (d.get("adaptations") or {}).items()})
+                   {n: list(v) for n, v in (d.get("adaptations") or {}).items()},
+                   {k: {c: int(n) for c, n in v.items()}
+                    for k, v in (d.get("plans") or {}).items()})
 
     @classmethod
     def load(cls, folder: Path) -> Manifest | None:

@@ -32,7 +32,7 @@ import contextlib
 import hashlib
 import json
 import shutil
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -40,8 +40,10 @@ from json.encoder import encode_basestring
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmeter._version import __version__
 from ragmeter.bulk import fewer_collections
 from ragmeter.calls.record import CallRecord
+from ragmeter.data.hashing import dataset_hash
 from ragmeter.errors import ConfigError, DataError, RecordProblem, UsageError
 from ragmeter.judges.base import JudgeReply, JudgeRequest
 from ragmeter.judges.batchfiles.lines import OPENAI_LIMITS, Limits, SplitWriter, body_json
@@ -128,6 +130,25 @@ class _JudgeState:
     @property
     def name_json(self) -> str:
         return _json(self.identity.name)
+
+
+@dataclass
+class PlanRound:
+    """One plan asked while a round is written (:meth:`BatchSession.planning`)."""
+
+    key: str
+    #: call kinds all of whose requests an earlier round of this plan had answered
+    answered: frozenset[str]
+    #: of those, the kinds not asked again (no call of the plan that is asked needs them)
+    skipped: frozenset[str]
+    #: call kind -> the kinds whose replies its requests are made from
+    after: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: requests made per call kind, and of them those without an answer yet
+    made: Counter[str] = field(default_factory=Counter)
+    pending: Counter[str] = field(default_factory=Counter)
+    #: requests of an ``answered`` kind found without an answer (the plan is not the one
+    #: recorded under its key: it must be asked whole)
+    surprises: int = 0
 
 
 @dataclass
@@ -241,6 +262,13 @@ class BatchSession:
         self._bodies: dict[tuple[int, Any], tuple[Any, str]] = {}
         #: id(engine judge) -> (the judge; the session its requests' first turns are made in)
         self._sessions: dict[int, tuple[Any, Session]] = {}
+        #: the configs of the judges built (part of every plan key)
+        self._configs: set[str] = set()
+        #: the plan being asked, and per plan key the requests not made again
+        self._plan: PlanRound | None = None
+        self._skipped: dict[str, int] = {}
+        #: plan key -> call kind -> (judge, custom_id) of the earlier rounds' requests
+        self._by_plan: dict[str, dict[str, list[tuple[str, str]]]] | None = None
 
     # -- opening ------------------------------------------------------------------------------
     def open(self) -> None:
@@ -298,7 +326,57 @@ class BatchSession:
             for m in engine.members:   # what the endpoint rejected before, as online
                 m.adapt(detail)
         self.engines.setdefault(ident.name, engine)
+        self._configs.add(repr(config) if config is not None else repr(ident))
         return BatchJudge(engine, self)
+
+    # -- plans --------------------------------------------------------------------------------
+    def plan_key(self, parts: Any) -> str:
+        """The key of a plan made from ``parts`` (what the planner makes its requests from:
+        the samples, their languages and questions, the metrics), this ragmeter's version and
+        the configs of the judges built: plans with one key make the same requests."""
+        return dataset_hash([__version__, sorted(self._configs), parts], short=False)[:32]
+
+    def answered_kinds(self, key: str) -> frozenset[str]:
+        """The call kinds of an earlier round's plan with this key whose every request is
+        answered now (in its judge's cache); none when no earlier round made this plan."""
+        kinds = self.manifest.plans.get(key) if self.mode == "write" else None
+        if not kinds:
+            return frozenset()
+        if self._by_plan is None:
+            self._by_plan = defaultdict(lambda: defaultdict(list))
+            for k, rec in self.earlier.items():
+                if rec.get("pf"):
+                    self._by_plan[rec["pf"]][rec.get("kd") or ""].append((rec["j"], k))
+        written = self._by_plan.get(key, {})
+        out = set()
+        for kind in kinds:
+            by_judge: dict[str, list[str]] = defaultdict(list)
+            for judge, k in written.get(kind, ()):
+                by_judge[judge].append(k)
+            engines = [self.engines.get(j) for j in by_judge]
+            if all(e is not None and len(e.cache.has_many(ks)) == len(set(ks))
+                   for e, ks in zip(engines, by_judge.values(), strict=True)):
+                out.add(kind)
+        return frozenset(out)
+
+    @contextlib.contextmanager
+    def planning(self, key: str, answered: frozenset[str], skipped: frozenset[str],
+                 after: dict[str, tuple[str, ...]]) -> Iterator[PlanRound]:
+        """Ask a plan with this key (its requests are indexed under it); ``skipped``: the
+        kinds it does not ask again (their count, from the earlier round, is kept);
+        ``after``: each call kind's prerequisites. A kind is recorded only when all of its
+        requests could be made: none of its prerequisites' requests was left unanswered."""
+        plan = self._plan = PlanRound(key, answered, skipped, after)
+        try:
+            yield plan
+        finally:
+            self._plan = None
+        earlier = self.manifest.plans.get(key, {})
+        counts = {k: n for k, n in earlier.items() if k in plan.skipped}
+        counts.update((k, n) for k, n in plan.made.items()
+                      if not any(plan.pending[a] for a in after.get(k, ())))
+        self.manifest.plans[key] = counts
+        self._skipped[key] = sum(n for k, n in earlier.items() if k in plan.skipped)
 
     def _state(self, engine: Any) -> _JudgeState:
         """The files of ``engine``'s judge (one set per judge identity, whichever object)."""
@@ -320,16 +398,22 @@ class BatchSession:
         made = [digest_and_messages(r, **settings) for r in requests]
         hits = engine.cache.get_many([d.key for d, _ in made]) if made else {}
         st = self._state(engine)
+        plan = self._plan
         out: list[JudgeReply] = []
         for req, (dig, messages_json) in zip(requests, made, strict=True):
             key = dig.key
             self.versions.add(req.prompt_version)
             hit = hits.get(key)
+            if plan is not None:
+                plan.made[req.kind] += 1
             if hit is not None:
                 self.answered.add(key)
                 out.append(engine.decorate(replace(hit, cached=True, extra=dict(hit.extra)),
                                            req, dig))
                 continue
+            if plan is not None:
+                plan.pending[req.kind] += 1
+                plan.surprises += req.kind in plan.answered
             if self.mode == "write" and key not in self.written:
                 self._write(engine, st, req, dig, messages_json)
             out.append(JudgeReply(data=None, reason=PENDING, attempts=0,
@@ -375,10 +459,12 @@ class BatchSession:
         ref = schema_ref(dig.schema_json)
         if ref not in self.schemas:
             self.schemas[ref] = req.schema
+        plan = (f',"pf":"{self._plan.key}","kd":{_json(req.kind)}'
+                if self._plan is not None else "")
         self._index.append((
             f'{{"k":"{key}","j":{st.name_json},"pv":{_json(req.prompt_version)},"sh":"{ref}",'
             f'"mt":{_json(req.max_tokens)},"t":{_json(req.temperature)},'
-            f'"sid":{_json(req.sample_id)}}}\n').encode())
+            f'"sid":{_json(req.sample_id)}{plan}}}\n').encode())
         self.written.add(key)
         self.by_prompt[req.prompt_version] += 1
 
@@ -403,7 +489,7 @@ class BatchSession:
             return
         self.manifest.prompt_versions = sorted(set(self.manifest.prompt_versions)
                                                | self.versions)
-        answered = len(self.answered)
+        answered = len(self.answered) + sum(self._skipped.values())
         self.folder.mkdir(parents=True, exist_ok=True)
         if not files:
             self.manifest.save(self.folder)
@@ -492,6 +578,6 @@ def check_folder(folder: Path) -> None:
         raise DataError(RecordProblem(str(folder), None, None, "is a file, not a folder"))
 
 
-__all__ = ["MODES", "PENDING", "BatchJudge", "BatchSession", "WriteReport", "batch_scope",
-           "batched", "check_folder", "conversation", "current", "describe", "judge_session",
+__all__ = ["MODES", "PENDING", "BatchJudge", "BatchSession", "PlanRound", "WriteReport",
+           "batch_scope", "batched", "check_folder", "conversation", "current", "describe", "judge_session",
            "schema_ref", "writing"]

@@ -96,8 +96,11 @@ class Asking:
     """
 
     def __init__(self, *, binary: bool, claims: C.ClaimsSource | None = None,
-                 send: Callable[[JudgeRequest], JudgeRequest] | None = None) -> None:
+                 send: Callable[[JudgeRequest], JudgeRequest] | None = None,
+                 answered: frozenset[str] = frozenset()) -> None:
         self.binary = binary
+        #: call kinds answered elsewhere (a batch round's earlier plan): none of them is made
+        self.answered = answered
         self.claims: C.ClaimsSource = claims or ("sentences" if binary else "judge")
         self.send = send
         self.calls = tuple(C.CALLS)
@@ -131,7 +134,7 @@ class Asking:
             kinds = {C.QUESTIONS[q].call for q in needs}
             route = self._routes[needs] = (
                 [c for c in self.calls if c.kind in kinds],
-                frozenset(c.kind for c in self.calls if c.kind not in kinds))
+                frozenset(c.kind for c in self.calls if c.kind not in kinds) | self.answered)
         ch.calls = route[0]
         ch.settled.update(route[1])
         self._chains.append(ch)
@@ -245,11 +248,26 @@ def run_plan(ctx: JudgedContext, metrics: Sequence[tuple[JudgedMetric, Metric]])
         return _run_plan(ctx, judge, metrics)
 
 
+#: one sample as the planner asks it: the sample, its questions, language, and the metrics
+#: that need each question
+_Entry = tuple[Sample, set[str], str, dict[str, list[str]]]
+
+
+def _asking(entries: Sequence[_Entry], binary: bool,
+            answered: frozenset[str] = frozenset()) -> Asking:
+    asking = Asking(binary=binary, answered=answered)
+    for s, needs, lang, asked_by in entries:
+        asking.add(s, needs, lang, asked_by)
+    return asking
+
+
 def _run_plan(ctx: JudgedContext, judge: Any,
               metrics: Sequence[tuple[JudgedMetric, Metric]]) -> JudgePlan:
+    from ragmeter.judges.batchfiles.rounds import current
+
     binary = bool(getattr(judge, "demo", False))
     asked = [(row.fields, questions_of(row, m), str(m)) for row, m in metrics]
-    asking = Asking(binary=binary)
+    entries: list[_Entry] = []
     langs: list[str] = []
     for s in ctx.samples:
         needs: set[str] = set()
@@ -260,10 +278,39 @@ def _run_plan(ctx: JudgedContext, judge: Any,
                 for q in questions:
                     asked_by.setdefault(q, []).append(name)
         langs.append(_lang(ctx, s, binary))
-        asking.add(s, needs, langs[-1], asked_by)
-    ask(judge, asking.requests())
+        entries.append((s, needs, langs[-1], asked_by))
+    session = current()
+    if session is not None and session.mode == "write":
+        asking = _write_round(session, judge, entries, binary, [name for *_, name in asked])
+    else:
+        asking = _asking(entries, binary)
+        ask(judge, asking.requests())
     return JudgePlan(asking.finish(), asking.n_requests, asking.by_prompt, binary,
                      ",".join(sorted(set(langs))) or "-", getattr(judge, "name", "judge"),
                      getattr(judge, "model", ""), asking.versions,
                      asking.mock or getattr(getattr(judge, "backend", None), "kind", "") == "mock",
                      tuple(sorted(asking.served)))
+
+
+def _write_round(session: Any, judge: Any, entries: Sequence[_Entry], binary: bool,
+                 metrics: list[str]) -> Asking:
+    """The plan asked while a batch round is written: calls that an earlier round of the same
+    plan got all answered, and that no call still to ask needs, are not made again (their
+    requests are neither rebuilt nor read from the cache). A request of such a call found
+    unanswered means the plan is not the recorded one: it is then asked whole."""
+    key = session.plan_key([binary, metrics, [[s, lang, sorted(needs)]
+                                              for s, needs, lang, _ in entries]])
+    answered = session.answered_kinds(key)
+    kinds = {C.QUESTIONS[q].call for _, needs, _, _ in entries for q in needs}
+    needed = {a for c in C.CALLS if c.kind in kinds and c.kind not in answered
+              for a in c.after}
+    skipped = frozenset(answered - needed)
+    after = {c.kind: c.after for c in C.CALLS}
+    with session.planning(key, answered, skipped, after) as plan:
+        asking = _asking(entries, binary, skipped)
+        ask(judge, asking.requests())
+    if skipped and plan.surprises:
+        with session.planning(key, frozenset(), frozenset(), after):
+            asking = _asking(entries, binary)
+            ask(judge, asking.requests())
+    return asking
