@@ -154,9 +154,12 @@ def test_one_digest_gives_the_cache_key_and_the_request_hash() -> None:
 @given(temperature=st.one_of(st.none(), st.floats(0, 2)), max_tokens=st.one_of(st.none(),
        st.integers(1, 4000)), seed=st.one_of(st.none(), st.integers(0, 99)),
        top_p=st.one_of(st.none(), st.floats(0, 1)), logprobs=st.booleans(),
-       text=st.text(max_size=30), namespace=st.sampled_from(["default", "mock:x", "ж"]))
+       text=st.text(max_size=30), namespace=st.sampled_from(["default", "mock:x", "ж"]),
+       system=st.sampled_from(["s", "Ты — судья. \"JSON\"\n", "s"]),
+       role=st.sampled_from(["user", "assistant", "tool", "ж"]))
 def test_cache_keys_are_hashes_of_the_canonical_json(temperature, max_tokens, seed, top_p,
-                                                     logprobs, text, namespace) -> None:
+                                                     logprobs, text, namespace, system,
+                                                     role) -> None:
     """The key and the hash written out from their parts equal the SHA-256 of the canonical
     JSON of the whole dicts (sorted keys, no spaces) — the keys every stored reply has."""
     import hashlib
@@ -169,8 +172,9 @@ def test_cache_keys_are_hashes_of_the_canonical_json(temperature, max_tokens, se
         return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False,
                                          separators=(",", ":")).encode()).hexdigest()
 
-    req = JudgeRequest(messages=({"role": "system", "content": "s"},
-                                 {"role": "user", "content": text}),
+    req = JudgeRequest(messages=({"role": "system", "content": system},
+                                 {"role": role, "content": text},
+                                 {"role": "system", "content": system + text}),
                        schema={"type": "object", "title": "t@1"}, prompt_version="t@1",
                        max_tokens=max_tokens, temperature=temperature)
     dig, msgs = digest_and_messages(req, backend="openai", model="m", temperature=0.0, seed=seed,

@@ -201,9 +201,9 @@ def _in_batches(samples: list[Sample], batch_size: int,
         for part in parts:
             for c, v in part.results[key].counts.items():
                 counts[c] = counts.get(c, 0) + v
-        merged.add(MetricResult.from_scores(
-            key, (rec for part in parts for rec in part.results[key].records()), r.signature,
-            counts=counts, higher_is_better=r.higher_is_better, seed=r.seed, n_boot=r.n_boot))
+        merged.add(MetricResult.concat(
+            key, [part.results[key] for part in parts], r.signature, counts=counts,
+            higher_is_better=r.higher_is_better, seed=r.seed, n_boot=r.n_boot))
     timings: dict[str, float] = {}
     for part in parts:
         for k, v in part.meta.get("timings_s", {}).items():

@@ -89,14 +89,34 @@ def _request_parts(request: JudgeRequest) -> dict[str, str]:
             "prompt_version": _scalar(request.prompt_version)}
 
 
+#: the end of a chat turn's canonical JSON, by role
+_ROLE_JSON = {r: ',"role":' + encode_basestring(r) + "}" for r in ("system", "user", "assistant")}
+#: system prompts' JSON: a judged plan's requests share a few system prompts (as objects)
+_SYSTEM_JSON: dict[str, str] = {}
+
+
 def _messages_json(messages: Any) -> str:
     """The canonical JSON of a request's messages; chat turns of just a role and a text
     written out directly (the same bytes as :func:`_canonical`: ``content`` sorts first)."""
     try:
-        if all(len(m) == 2 and type(m["role"]) is str and type(m["content"]) is str
-               for m in messages):
-            return "[" + ",".join('{"content":' + encode_basestring(m["content"]) + ',"role":'
-                                  + encode_basestring(m["role"]) + "}" for m in messages) + "]"
+        parts = []
+        for m in messages:
+            role, content = m["role"], m["content"]
+            if len(m) != 2 or type(role) is not str or type(content) is not str:
+                break
+            if role == "system":
+                text = _SYSTEM_JSON.get(content)
+                if text is None:
+                    if len(_SYSTEM_JSON) >= 256:
+                        _SYSTEM_JSON.clear()
+                    text = _SYSTEM_JSON[content] = encode_basestring(content)
+            else:
+                text = encode_basestring(content)
+            end = _ROLE_JSON.get(role)
+            parts.append('{"content":' + text + (end if end is not None else ',"role":'
+                                                  + encode_basestring(role) + "}"))
+        else:
+            return "[" + ",".join(parts) + "]"
     except (KeyError, TypeError):
         pass
     return _canonical(list(messages))

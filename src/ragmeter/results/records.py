@@ -156,14 +156,15 @@ class MetricResult:
             raise ValueError(
                 f"{self.metric}: {self.values.shape[0]} values for {len(self.sample_ids)} samples"
             )
-        nan_idx = np.flatnonzero(np.isnan(self.values))
-        missing = [int(i) for i in nan_idx if int(i) not in self.reasons]
+        reasons = self.reasons
+        nan_idx = np.flatnonzero(np.isnan(self.values)).tolist()
+        missing = [i for i in nan_idx if i not in reasons]
         if missing:
             raise ValueError(
                 f"{self.metric}: unscored samples need a reason (indices {missing[:5]}...)"
             )
-        for i in self.reasons:
-            self.values[i] = np.nan
+        if reasons:
+            self.values[np.fromiter(reasons, dtype=np.intp, count=len(reasons))] = np.nan
 
     @classmethod
     def from_scores(
@@ -187,6 +188,34 @@ class MetricResult:
             details.append(dict(s.details) if s.details else None)
         has_details = any(d is not None for d in details)
         return cls(metric, ids, np.asarray(vals), signature, reasons=reasons,
+                   details=details if has_details else None, **kwargs)
+
+    @classmethod
+    def unscored(cls, metric: str, sample_ids: Sequence[str], reason: str,
+                 signature: Signature, **kwargs: Any) -> MetricResult:
+        """Every sample unscored for one ``reason`` (``from_scores`` of such scores)."""
+        n = len(sample_ids)
+        return cls(metric, list(sample_ids), np.full(n, np.nan), signature,
+                   reasons=dict.fromkeys(range(n), reason), **kwargs)
+
+    @classmethod
+    def concat(cls, metric: str, parts: Sequence[MetricResult], signature: Signature,
+               **kwargs: Any) -> MetricResult:
+        """One result of the parts' samples in order: ``from_scores`` over their records,
+        without making them."""
+        ids: list[str] = []
+        reasons: dict[int, str] = {}
+        details: list[dict[str, Any] | None] = []
+        for part in parts:
+            base = len(ids)
+            ids += part.sample_ids
+            reasons.update((base + i, why or "unscored") for i, why in part.reasons.items())
+            details += ([dict(d) if d else None for d in part.details] if part.details
+                        else [None] * len(part.sample_ids))
+        values = (np.concatenate([p.values for p in parts]) if parts
+                  else np.zeros(0, dtype=np.float64))
+        has_details = any(d is not None for d in details)
+        return cls(metric, ids, values, signature, reasons=reasons,
                    details=details if has_details else None, **kwargs)
 
     @property

@@ -266,22 +266,26 @@ def _run_plan(ctx: JudgedContext, judge: Any,
     from ragmeter.judges.batchfiles.rounds import current
 
     binary = bool(getattr(judge, "demo", False))
-    asked = [(row.fields, questions_of(row, m), str(m)) for row, m in metrics]
+    # the metrics by the sample fields they need (one look at a sample's fields per set)
+    by_fields: dict[tuple[str, ...], list[tuple[frozenset[str], str]]] = {}
+    for row, m in metrics:
+        by_fields.setdefault(tuple(row.fields), []).append((questions_of(row, m), str(m)))
     entries: list[_Entry] = []
     langs: list[str] = []
     for s in ctx.samples:
         needs: set[str] = set()
         asked_by: dict[str, list[str]] = {}
-        for fields, questions, name in asked:
+        for fields, asked in by_fields.items():
             if missing_field(s, fields) is None:
-                needs |= questions
-                for q in questions:
-                    asked_by.setdefault(q, []).append(name)
+                for questions, name in asked:
+                    needs |= questions
+                    for q in questions:
+                        asked_by.setdefault(q, []).append(name)
         langs.append(_lang(ctx, s, binary))
         entries.append((s, needs, langs[-1], asked_by))
     session = current()
     if session is not None and session.mode == "write":
-        asking = _write_round(session, judge, entries, binary, [name for *_, name in asked])
+        asking = _write_round(session, judge, entries, binary, [str(m) for _, m in metrics])
     else:
         asking = _asking(entries, binary)
         ask(judge, asking.requests())

@@ -166,9 +166,9 @@ def compute_judged(row: JudgedMetric, metric: Metric, ctx: JudgedContext) -> Met
 
     if writing():   # a batch-file round is written: the plan is the work, nothing is scored
         plan = _shared_plan(ctx, metric)
-        return MetricResult.from_scores(
-            str(metric), [SampleScore(s.id, None, PENDING) for s in ctx.samples],
-            ctx.signature(str(metric)), seed=ctx.seed, counts={"judge_calls": plan.n_requests})
+        return MetricResult.unscored(
+            str(metric), [s.id for s in ctx.samples], PENDING, ctx.signature(str(metric)),
+            seed=ctx.seed, counts={"judge_calls": plan.n_requests})
     prepared = row.prepare(metric, ctx) if row.prepare is not None else None
     plan = _shared_plan(ctx, metric)
     extras: Sequence[SampleScore | None] = (
