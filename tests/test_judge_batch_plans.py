@@ -177,3 +177,22 @@ def test_an_answer_from_before_the_folder_gone_asks_the_plan_whole(
         pass
     batch = evaluate_generation(samples, METRICS, judge=make_judge(cfg))
     assert all(r.aggregate.n_unscored == 0 for r in batch.results.values())
+
+
+def test_a_broken_index_line_is_named(tmp_path: Path) -> None:
+    from ragmeter.errors import DataError
+    from ragmeter.judges.batchfiles.manifest import Manifest, load_index
+
+    samples = _samples(3)
+    cfg = JudgeConfig(name="j", backend="mock", base_url=DEAD, cache_dir=str(tmp_path / "c"))
+    with batch_scope("write", tmp_path / "b"):
+        evaluate_generation(samples, METRICS, judge=make_judge(cfg))
+    manifest = Manifest.load(tmp_path / "b")
+    assert manifest is not None and len(load_index(tmp_path / "b", manifest)) == 9
+    path = tmp_path / "b" / "round-01" / "index.jsonl"
+    lines = path.read_text().splitlines()
+    lines[4] = lines[4][:20]
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(DataError) as err:
+        load_index(tmp_path / "b", manifest)
+    assert "round-01/index.jsonl:5: " in str(err.value)

@@ -230,8 +230,14 @@ def load_index(folder: Path, manifest: Manifest) -> dict[str, dict[str, Any]]:
         if not path.is_file():
             raise DataError(RecordProblem(str(path), None, None, "missing: the round's index "
                                           "is written with its files"))
-        with path.open(encoding="utf-8") as fh:
-            for no, line in enumerate(fh, start=1):
+        lines = path.read_text(encoding="utf-8").splitlines()
+        try:   # the lines as one JSON array: one parse for the whole round
+            recs = json.loads("[" + ",".join(lines) + "]")
+            for rec in recs:
+                rec["r"] = rnd.number
+                out[str(rec["k"])] = rec
+        except (ValueError, KeyError, TypeError):
+            for no, line in enumerate(lines, start=1):   # which line, named
                 try:
                     rec = json.loads(line)
                     rec["r"] = rnd.number
