@@ -136,23 +136,32 @@ def _claims_schema(n: int, key_props: dict[str, Any]) -> dict[str, Any]:
 def claims_request(sample_id: str, lang: str, question: str | None, answer: str | None,
                    reference: str | None) -> JudgeRequest:
     """``gen.claims/v1``: decompose answer and/or reference into claims in one call."""
-    props: dict[str, Any] = {}
     parts = []
     which = []
     if question:
         parts.append(fence(question, "question"))
     if answer is not None:
-        props["answer_claims"] = {"type": "array", "minItems": 1, "items": {"type": "string"}}
         parts.append(fence(answer, "answer"))
         which.append("answer → answer_claims")
     if reference is not None:
-        props["reference_claims"] = {"type": "array", "minItems": 1,
-                                     "items": {"type": "string"}}
         parts.append(fence(reference, "reference"))
         which.append("reference → reference_claims")
-    schema = {"type": "object", "properties": props, "required": list(props)}
+    shape = ("claims", answer is not None, reference is not None)
     user = _TEXT[CLAIMS][lang].format(which="; ".join(which) + ".", body="\n\n".join(parts))
-    return make_request(CLAIMS, lang, user, schema, sample_id, "claims")
+    return make_request(CLAIMS, lang, user, _claims_call_schema(*shape[1:]), sample_id,
+                        "claims", shape)
+
+
+@functools.lru_cache(maxsize=8)
+def _claims_call_schema(answer: bool, reference: bool) -> dict[str, Any]:
+    """The reply schema of a claims call (one object per shape: read-only)."""
+    props: dict[str, Any] = {}
+    if answer:
+        props["answer_claims"] = {"type": "array", "minItems": 1, "items": {"type": "string"}}
+    if reference:
+        props["reference_claims"] = {"type": "array", "minItems": 1,
+                                     "items": {"type": "string"}}
+    return {"type": "object", "properties": props, "required": list(props)}
 
 
 def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[str],
@@ -168,12 +177,10 @@ def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[
     three_way = three_way and not binary
     version = VERIFY_BINARY if binary else VERIFY_NLI if three_way else VERIFY
     lang_eff = "en" if binary else lang
-    props: dict[str, Any] = {}
-    value = NLI if three_way else YES_NO
-    a_keys = {k: value for k, c in (("in_context", "answer_in_context"),
-                                    ("in_reference", "answer_in_reference")) if c in checks}
-    r_keys = {k: value for k, c in (("in_answer", "reference_in_answer"),
-                                    ("in_context", "reference_in_context")) if c in checks}
+    a_keys = tuple(k for k, c in (("in_context", "answer_in_context"),
+                                  ("in_reference", "answer_in_reference")) if c in checks)
+    r_keys = tuple(k for k, c in (("in_answer", "reference_in_answer"),
+                                  ("in_context", "reference_in_context")) if c in checks)
     parts = []
     if contexts is not None and ("answer_in_context" in checks
                                  or "reference_in_context" in checks):
@@ -183,18 +190,32 @@ def verify_request(sample_id: str, lang: str, *, binary: bool, checks: Sequence[
     if answer is not None and "reference_in_answer" in checks:
         parts.append(fence(answer, "answer"))
     if a_keys:
-        props["answer_claims"] = _claims_schema(len(answer_claims), a_keys)
         parts.append("answer_claims:\n" + fence_many(answer_claims, "answer_claim"))
     if r_keys:
-        props["reference_claims"] = _claims_schema(len(reference_claims), r_keys)
         parts.append("reference_claims:\n" + fence_many(reference_claims, "reference_claim"))
-    schema = {"type": "object", "properties": props, "required": list(props)}
+    shape = ("verify", three_way, a_keys, len(answer_claims) if a_keys else 0, r_keys,
+             len(reference_claims) if r_keys else 0)
     check_text = "Checks: " + "; ".join(_CHECKS[c][lang_eff] for c in checks) + "."
     if lang_eff == "ru":
         check_text = "Проверки: " + "; ".join(_CHECKS[c]["ru"] for c in checks) + "."
     text = _TEXT[VERIFY_NLI if three_way else VERIFY][lang_eff]
     user = text.format(checks=check_text, body="\n\n".join(parts))
-    return make_request(version, lang_eff, user, schema, sample_id, "verify")
+    return make_request(version, lang_eff, user, _verify_schema(*shape[1:]), sample_id,
+                        "verify", shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _verify_schema(three_way: bool, a_keys: tuple[str, ...], n_answer: int,
+                   r_keys: tuple[str, ...], n_reference: int) -> dict[str, Any]:
+    """The reply schema of a verification call (one object per shape: read-only): per claim
+    list, the verdict fields asked of every claim."""
+    value = NLI if three_way else YES_NO
+    props: dict[str, Any] = {}
+    if a_keys:
+        props["answer_claims"] = _claims_schema(n_answer, dict.fromkeys(a_keys, value))
+    if r_keys:
+        props["reference_claims"] = _claims_schema(n_reference, dict.fromkeys(r_keys, value))
+    return {"type": "object", "properties": props, "required": list(props)}
 
 
 def contexts_request(sample_id: str, lang: str, *, binary: bool, question: str,
