@@ -197,6 +197,10 @@ def cache_key(request: JudgeRequest, *, backend: str, model: str, temperature: f
                   logprobs=logprobs).key
 
 
+#: a stored reply's JSON text (``json.dumps(obj, ensure_ascii=False)``, one encoder for all)
+_REPLY_JSON = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def reply_to_json(reply: JudgeReply) -> dict[str, Any]:
     return {
         "data": reply.data, "reason": reply.reason, "detail": reply.detail, "raw": reply.raw,
@@ -276,7 +280,7 @@ class JudgeCache:
             obj = reply_to_json(r)
             obj["extra"] = {x: v for x, v in obj["extra"].items() if x != "messages"}
             rows.append((k, namespace, endpoint, r.model or "",
-                         json.dumps(obj, ensure_ascii=False), time.time()))
+                         _REPLY_JSON(obj), time.time()))
         if rows:
             rows.sort(key=lambda row: row[0])  # key order (stable): fewer B-tree page splits
             with self._conn() as conn:
