@@ -72,3 +72,34 @@ def test_too_few_replies_are_not_conclusive_before_the_end() -> None:
     conf.check(final=False)
     with pytest.raises(TargetMappingError):
         conf.check(final=True)
+
+
+def _check_corpus(returned: list[list[str]], corpus_docs: list[str] | None) -> None:
+    samples = _samples(False)
+    conf = Conformance(parse_target({"kind": "http", "url": "http://127.0.0.1:9/ask",
+                                     "ids": {"from": "doc_ids", "rule": "last_segment"}}))
+    replies = [TargetReply(answer="a", doc_ids=r) for r in returned]
+    known = known_ids(samples, docs=corpus_docs or (),
+                      chunk_metrics=chunk_level_metrics(["hit_rate@5(level=doc)"], samples))
+    conf.observe_ids("answer", samples, replies, known)
+    conf.check(final=True)
+
+
+def test_with_the_corpus_known_most_returned_ids_outside_it_are_a_mapping_mistake() -> None:
+    corpus = [f"doc{i}" for i in range(N)] + ["extra-a", "extra-b"]
+    # the rule fits the gold document's URL, not the other four of every reply
+    partly = [[f"https://kb/doc{i}", f"https://kb/sec/{i}/page", "https://kb/x/a",
+               "https://kb/y/b", "https://kb/z/c"] for i in range(N)]
+    with pytest.raises(TargetMappingError) as err:
+        _check_corpus(partly, corpus)
+    text = str(err.value)
+    assert f"maps {4 * N} of the {5 * N} ids returned" in text and "no id of the corpus" in text
+    assert "'https://kb/sec/0/page' -> 'page'" in text
+    _check_corpus(partly, None)            # no corpus: an unknown id may be any document
+    # a rule that fits: every returned id is a corpus document (most of them not gold)
+    fits = [[f"https://kb/doc{i}", "https://kb/extra-a", "https://kb/extra-b"]
+            for i in range(N)]
+    _check_corpus(fits, corpus)
+    # one returned id in five outside the corpus (an index a little larger): no complaint
+    _check_corpus([[*r[:4], "https://kb/new"] for r in ([f"https://kb/doc{i}"] * 4
+                                                         for i in range(N))], corpus)

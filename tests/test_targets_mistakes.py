@@ -230,3 +230,29 @@ def test_config_mistakes_exit_2_naming_the_key(
     code, _, err = _run(capsys, monkeypatch, tmp_path, bench)
     assert code == 2, err
     assert key in err
+
+
+def test_id_rule_that_maps_most_returned_ids_onto_no_corpus_id_fails_the_run(
+        service: ExampleService, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # the reference service's URLs end in /admission/documents while its documents are
+    # admission-documents: last_segment maps only the few URLs whose last segment happens to
+    # be a document id, so hit@5 would be a small number that looks like a weak system
+    rows = [json.loads(line) for line in
+            (DATA / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    corpus = {"path": str(DATA / "corpus.jsonl"),
+              "chunking": {"chunk_size_chars": 800, "overlap_chars": 120}}
+    tiers = [{"name": "retrieval", "metrics": ["hit_rate@5(level=doc)", "mrr(level=doc)"]}]
+    target: dict[str, Any] = {"kind": "http", "url": service.url + "/answer",
+                              "ids": {"from": "doc_ids", "rule": "last_segment"}}
+    code, run, err = _run(capsys, monkeypatch, tmp_path,
+                          _bench(tmp_path, target, tiers, corpus=corpus))
+    assert code == 3, (err, run and _mean(run, "retrieval", "hit_rate@5(level=doc)"))
+    assert "id rule last_segment" in err and "no id of the corpus" in err
+    assert "'https://wiki.sgut.example/" in err and "target.ids" in err
+    # the right rule maps every returned URL onto a corpus document: exit 0
+    target["ids"] = {"from": "doc_ids", "map": {r["url"]: r["doc_id"] for r in rows}}
+    code, run, err = _run(capsys, monkeypatch, tmp_path,
+                          _bench(tmp_path, target, tiers, corpus=corpus))
+    assert code == 0, err
+    assert run is not None and _mean(run, "retrieval", "hit_rate@5(level=doc)")["mean"] > 0.5

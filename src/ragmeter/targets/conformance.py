@@ -2,7 +2,9 @@
 
 One reply cannot show a mapping mistake that gives every reply a plausible value: a ``[*]``
 path whose field no item has, a declared path that is empty in every reply, an id rule that
-maps no returned id onto any id the evalset or the corpus knows. Each gives a column of
+maps no returned id onto any id the evalset or the corpus knows — or, with the corpus
+configured, one that maps most returned ids onto none of its ids (a rule that fits some URLs
+only: the rest count as misses and hit@5 looks like a weak system). Each gives a column of
 zeros — hit@5 = 0.000 — with exit 0. :class:`Conformance` counts, per entry point, what every
 reply gave for each declared response path and how many replies returned an id that meets a
 known one; :meth:`Conformance.check` raises :class:`TargetMappingError` (exit 3) naming the
@@ -29,11 +31,14 @@ from ragmeter.targets.reading import reply_data
 
 #: replies after which "nothing in any of them" is conclusive before the run ends
 CONCLUSIVE = 20
+#: with the corpus known, the share of returned ids that may meet no id of it before the id
+#: rule is taken for a partly wrong one (a rule that fits maps every returned id onto one)
+OUTSIDE_SHARE = 0.5
 _CHUNK_N = re.compile(r"(.+)_chunk_\d+")
 
 
 class TargetMappingError(WorkFailedError):
-    """The target's response mapping or id rule gives nothing usable across the run (exit 3);
+    """The target's response mapping or id rule does not fit its replies across the run (exit 3);
     the message names the path or rule, shows three raw values and says how to fix it."""
 
 
@@ -56,6 +61,10 @@ class _IdStats:
     known: list[str] = field(default_factory=list)
     chunk_metrics: tuple[str, ...] = ()
     chunk_gold: bool = False   # some chunk id is known (gold chunks, the corpus' chunks)
+    corpus: bool = False       # the corpus' ids are known: every returned id should meet one
+    returned: int = 0    # ids returned in those replies (counted when the corpus is known)
+    outside: int = 0     # ... of which the mapped id meets no known id
+    outside_examples: list[tuple[str, str]] = field(default_factory=list)
 
 
 def doc_part(item_id: str) -> str:
@@ -74,6 +83,8 @@ class KnownIds:
     docs: frozenset[str] = frozenset()
     #: metrics of the run scored at chunk level (named when the ids are documents)
     chunk_metrics: tuple[str, ...] = ()
+    #: the configured corpus' ids are among them (an id the target returns should meet one)
+    corpus: bool = False
 
     def __bool__(self) -> bool:
         return bool(self.chunks or self.docs)
@@ -86,16 +97,19 @@ class KnownIds:
 def known_ids(samples: Iterable[Sample], chunks: Iterable[str] = (), docs: Iterable[str] = (),
               *, chunk_metrics: Sequence[str] = ()) -> KnownIds:
     """Every id a returned id may meet: the samples' gold chunk and document ids, the
-    documents of the gold chunks, and the corpus' ``chunks`` and ``docs``;
-    ``chunk_metrics``: the run's metrics scored at chunk level (:func:`chunk_level_metrics`)."""
+    documents of the gold chunks, and the corpus' ``chunks`` and ``docs`` (given: the corpus
+    is known); ``chunk_metrics``: the run's metrics scored at chunk level
+    (:func:`chunk_level_metrics`)."""
     known_chunks: set[str] = set(chunks)
     known_docs: set[str] = set(docs)
+    corpus = bool(known_chunks or known_docs)
     for s in samples:
         for g in s.gold_chunk_ids or ():
             known_chunks.add(str(g))
             known_docs.add(doc_part(str(g)))
         known_docs.update(str(g) for g in s.gold_doc_ids or ())
-    return KnownIds(frozenset(known_chunks), frozenset(known_docs), tuple(chunk_metrics))
+    return KnownIds(frozenset(known_chunks), frozenset(known_docs), tuple(chunk_metrics),
+                    corpus)
 
 
 def chunk_level_metrics(metrics: Iterable[Any], samples: Iterable[Sample]) -> tuple[str, ...]:
@@ -200,6 +214,7 @@ class Conformance:
             st.known = sorted(known.chunks | known.docs)[:3]
         st.chunk_metrics = known.chunk_metrics
         st.chunk_gold = bool(known.chunks)
+        st.corpus = known.corpus
         rule = self.config.ids
         for s, rep in zip(samples, replies, strict=True):
             if not rep.ok or not (s.gold_chunk_ids or s.gold_doc_ids):
@@ -209,6 +224,14 @@ class Conformance:
                 continue
             st.seen += 1
             mapped = [rule.apply(v) for v in returned]
+            if known.corpus:
+                st.returned += len(mapped)
+                for raw, m in zip(returned, mapped, strict=True):
+                    if not known.meets(m):
+                        st.outside += 1
+                        if len(st.outside_examples) < 3 and raw not in (
+                                a for a, _ in st.outside_examples):
+                            st.outside_examples.append((raw, m))
             if any(known.meets(m) for m in mapped):
                 st.matched += 1
             elif len(st.examples) < 3:
@@ -254,15 +277,31 @@ class Conformance:
                     "or doc_ids), 'rule' (last_segment, regex with the id as the pattern's "
                     "first group, or a map table {returned: gold id}); when the returned ids "
                     "are documents, score with level=doc metrics (hit_rate@5(level=doc))")
+            elif (ids.corpus and ids.outside > OUTSIDE_SHARE * ids.returned
+                  and (final or ids.seen >= CONCLUSIVE)):
+                problems.append(self._outside_problem(entry, ids))
             elif (ids.seen and ids.chunk_metrics and ids.chunk_gold and not ids.chunks
                   and ids.documents and (final or ids.seen >= CONCLUSIVE)):
                 problems.append(self._documents_problem(entry, ids))
         if problems:
             raise TargetMappingError(
-                f"target {self.config.name!r}: its mapping gives nothing usable, so its "
+                f"target {self.config.name!r}: its mapping does not fit its replies, so its "
                 "metrics would be computed from a configuration mistake:\n  "
                 + "\n  ".join(problems))
 
+
+    def _outside_problem(self, entry: str, ids: _IdStats) -> str:
+        """With the corpus known, most returned ids map onto none of its ids: the rule fits
+        some of them only, and the others would count as misses."""
+        shown = ", ".join(f"{a!r} -> {b!r}" for a, b in ids.outside_examples)
+        return (f"the id rule {self.config.ids.describe()} (ids from {self.config.ids_from}) "
+                f"maps {ids.outside} of the {ids.returned} ids returned in the "
+                f"{ids.seen} replies of this run ({entry}) onto no id of the corpus (its "
+                f"documents and chunks; e.g. {shown}); a rule that fits maps every returned "
+                "id onto one, and each of the others would count as a miss, so the metrics "
+                "would measure the rule, not the system. Fix target.ids ('rule': a map table "
+                "{returned: corpus id}, or a regex whose first group is the id), or configure "
+                "the corpus the target searches")
 
     def _documents_problem(self, entry: str, ids: _IdStats) -> str:
         """The returned ids are documents while metrics of the run score chunks: each of
@@ -290,5 +329,5 @@ def doc_level(metric: str) -> str:
     return str(make_metric(m.name, k=m.k, **{**dict(m.params), "level": "doc"}))
 
 
-__all__ = ["CONCLUSIVE", "Conformance", "KnownIds", "TargetMappingError", "chunk_level_metrics",
+__all__ = ["CONCLUSIVE", "OUTSIDE_SHARE", "Conformance", "KnownIds", "TargetMappingError", "chunk_level_metrics",
            "doc_level", "doc_part", "known_ids"]
