@@ -329,5 +329,5 @@ def doc_level(metric: str) -> str:
     return str(make_metric(m.name, k=m.k, **{**dict(m.params), "level": "doc"}))
 
 
-__all__ = ["CONCLUSIVE", "OUTSIDE_SHARE", "Conformance", "KnownIds", "TargetMappingError", "chunk_level_metrics",
-           "doc_level", "doc_part", "known_ids"]
+__all__ = ["CONCLUSIVE", "OUTSIDE_SHARE", "Conformance", "KnownIds", "TargetMappingError",
+           "chunk_level_metrics", "doc_level", "doc_part", "known_ids"]

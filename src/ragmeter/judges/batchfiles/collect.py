@@ -38,7 +38,13 @@ from ragmeter.judges.batchfiles.manifest import (
     save_turns,
     write_json,
 )
-from ragmeter.judges.batchfiles.rounds import SHOWN, conversation, describe, judge_session
+from ragmeter.judges.batchfiles.rounds import (
+    SHOWN,
+    conversation,
+    describe,
+    judge_session,
+    stored,
+)
 from ragmeter.judges.cache import RequestDigest, digest
 
 #: replies stored in the judge cache per transaction
@@ -244,7 +250,8 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
         have = manifest.judges.get(eng.name)
         if have is None or have.key_fields() == JudgeIdentity.of(eng).key_fields():
             usable.setdefault(eng.name, eng)
-    stored_before = _answered_before(index, usable)
+    # requests already answered (an earlier collect), looked up by key
+    stored_before = stored(((rec["j"], key) for key, rec in index.items()), usable)
     unconfigured = sorted({index[k]["j"] for k in got.results if k in index
                            and index[k]["j"] not in usable})
     for name in unconfigured:
@@ -301,19 +308,6 @@ def collect(folder: Path, engines: list[Any], manifest: Manifest | None = None, 
         _store(usable[name], items)
     return _report(folder, manifest, index, got, matched, already, failed, another, turns,
                    warnings, stored_before)
-
-
-def _answered_before(index: dict[str, dict[str, Any]], usable: dict[str, Any]) -> set[str]:
-    """The index's requests already in their judge's cache (an earlier collect)."""
-    out: set[str] = set()
-    by_judge: dict[str, list[str]] = defaultdict(list)
-    for key in index:
-        by_judge[index[key]["j"]].append(key)
-    for name, keys in by_judge.items():
-        eng = usable.get(name)
-        if eng is not None:
-            out.update(eng.cache.has_many(keys))
-    return out
 
 
 def _adapt(engine: Any, manifest: Manifest, lines: list[ResultLine]) -> None:

@@ -33,7 +33,7 @@ import hashlib
 import json
 import shutil
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from json.encoder import encode_basestring
@@ -141,8 +141,6 @@ class PlanRound:
     answered: frozenset[str]
     #: of those, the kinds not asked again (no call of the plan that is asked needs them)
     skipped: frozenset[str]
-    #: call kind -> the kinds whose replies its requests are made from
-    after: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: requests made per call kind, and of them those without an answer yet
     made: Counter[str] = field(default_factory=Counter)
     pending: Counter[str] = field(default_factory=Counter)
@@ -350,12 +348,8 @@ class BatchSession:
         written = self._by_plan.get(key, {})
         out = set()
         for kind in kinds:
-            by_judge: dict[str, list[str]] = defaultdict(list)
-            for judge, k in written.get(kind, ()):
-                by_judge[judge].append(k)
-            engines = [self.engines.get(j) for j in by_judge]
-            if all(e is not None and len(e.cache.has_many(ks)) == len(set(ks))
-                   for e, ks in zip(engines, by_judge.values(), strict=True)):
+            requests = written.get(kind, [])
+            if len(stored(requests, self.engines)) == len({k for _, k in requests}):
                 out.add(kind)
         return frozenset(out)
 
@@ -366,7 +360,7 @@ class BatchSession:
         kinds it does not ask again (their count, from the earlier round, is kept);
         ``after``: each call kind's prerequisites. A kind is recorded only when all of its
         requests could be made: none of its prerequisites' requests was left unanswered."""
-        plan = self._plan = PlanRound(key, answered, skipped, after)
+        plan = self._plan = PlanRound(key, answered, skipped)
         try:
             yield plan
         finally:
@@ -520,6 +514,20 @@ class BatchSession:
         return f"{text}: {why}" if why else text
 
 
+def stored(requests: Iterable[tuple[str, str]], engines: Mapping[str, Any]) -> set[str]:
+    """Of ``requests`` (judge name, ``custom_id``), the ids whose reply is in that judge's
+    cache (looked up by key, the replies not read); a judge not in ``engines`` has none."""
+    by_judge: dict[str, list[str]] = defaultdict(list)
+    for judge, key in requests:
+        by_judge[judge].append(key)
+    out: set[str] = set()
+    for judge, keys in by_judge.items():
+        engine = engines.get(judge)
+        if engine is not None:
+            out.update(engine.cache.has_many(keys))
+    return out
+
+
 def describe(key: str, rec: dict[str, Any] | None) -> str:
     """A request named for people: its ``custom_id``, judge, sample and prompt version."""
     if not rec:
@@ -579,5 +587,5 @@ def check_folder(folder: Path) -> None:
 
 
 __all__ = ["MODES", "PENDING", "BatchJudge", "BatchSession", "PlanRound", "WriteReport",
-           "batch_scope", "batched", "check_folder", "conversation", "current", "describe", "judge_session",
-           "schema_ref", "writing"]
+           "batch_scope", "batched", "check_folder", "conversation", "current", "describe",
+           "judge_session", "schema_ref", "stored", "writing"]
